@@ -1,0 +1,1360 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The graph compiler and runtime: turns a pipeline_spec into a oneTBB flow graph and runs it.
+///
+/// Shape of the compiled graph:
+///
+///   input_node(source) -> limiter_node(in_flight) -> stage nodes ... -> output node -> consumer
+///
+///  * map / filter / flat_map run in `function_node`s (concurrency n) on the pipeline's arena, or
+///    in an `async_node` fed to the stage's own I/O threads (`executor = io`); map_async uses an
+///    `async_node` whose calls complete through callbacks or the monitor's future poller.
+///  * batch, the expansion after flat_map, unbatch and the output are serial renumbering nodes: a
+///    `sequencer` restores source order (unless unordered), then they start a new sequence space.
+///  * Every message is a pooled `box*`. Filtered and skipped items keep flowing as gaps so that
+///    sequencers never wait for a number that will not come; every message that passed the
+///    limiter carries one credit, returned when the consumer takes it (or a gap is retired), so
+///    at most `in_flight` source items are ever inside the graph.
+///  * Epochs re-open the source and re-activate the input node on the same graph. An abandoned
+///    epoch is cancelled, waited for and reset (`graph::reset`), and the pool reclaims its boxes.
+
+#include <oneapi/tbb/flow_graph.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <list>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "box.hpp"
+#include "counters.hpp"
+#include "ferry/detail/spec.hpp"
+#include "ferry/error.hpp"
+#include "sequencer.hpp"
+
+namespace ferry::detail {
+namespace {
+
+namespace flow = tbb::flow;
+using clock = std::chrono::steady_clock;
+using limiter_type = flow::limiter_node<msg, long long>;
+
+const char* kind_name(stage_kind k) {
+    switch (k) {
+        case stage_kind::map:
+            return "map";
+        case stage_kind::filter:
+            return "filter";
+        case stage_kind::flat_map:
+            return "flat_map";
+        case stage_kind::batch:
+            return "batch";
+        case stage_kind::unbatch:
+            return "unbatch";
+        case stage_kind::map_async:
+            return "map_async";
+    }
+    return "?";
+}
+
+/// Raises TBB's process-wide worker limit while pipelines need it: by default oneTBB keeps
+/// hardware_concurrency - 1 workers, so an arena of N threads would get fewer than N workers on a
+/// small machine. Holds one global_control at the largest value any live pipeline asked for
+/// (a user's own, smaller global_control still wins: TBB applies the minimum).
+class worker_budget {
+  public:
+    static worker_budget& instance() {
+        static worker_budget b;
+        return b;
+    }
+    void acquire(int threads) {
+        std::lock_guard lock(mutex_);
+        wanted_.insert(threads + 1);
+        apply();
+    }
+    void release(int threads) noexcept {
+        std::lock_guard lock(mutex_);
+        wanted_.erase(wanted_.find(threads + 1));
+        apply();
+    }
+
+  private:
+    void apply() noexcept {
+        const int want = wanted_.empty() ? 0 : *wanted_.rbegin();
+        if (want == current_) return;
+        try {
+            std::unique_ptr<tbb::global_control> next;
+            if (want > 0) {
+                next = std::make_unique<tbb::global_control>(
+                    tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(want));
+            }
+            control_ = std::move(next);
+            current_ = want;
+        } catch (...) {
+            // Keeping the old limit only costs parallelism.
+        }
+    }
+    std::mutex mutex_;
+    std::multiset<int> wanted_;
+    std::unique_ptr<tbb::global_control> control_;
+    int current_ = 0;
+};
+
+/// Rate-limited failure logging: `burst` lines per stage per window, then a count, then one
+/// summary line when the window rolls over (or the epoch ends).
+class failure_log {
+  public:
+    failure_log(logger sink, int burst, std::chrono::milliseconds window)
+        : sink_(std::move(sink)), burst_(std::max(0, burst)), window_(window) {
+        if (!sink_) {
+            sink_ = [](log_level level, std::string_view line) {
+                const char* tag = level == log_level::error     ? "error"
+                                  : level == log_level::warning ? "warning"
+                                                                : "info";
+                std::fprintf(stderr, "ferry %s: %.*s\n", tag, static_cast<int>(line.size()),
+                             line.data());
+            };
+        }
+    }
+
+    void log(const std::string& stage, log_level level, const std::string& line) {
+        std::string summary;
+        bool print = false;
+        {
+            std::lock_guard lock(mutex_);
+            auto& w = windows_[stage];
+            const auto now = clock::now();
+            if (now - w.start >= window_) {
+                summary = summary_line(stage, w);
+                w.start = now;
+                w.printed = 0;
+                w.suppressed = 0;
+            }
+            if (w.printed < burst_) {
+                ++w.printed;
+                print = true;
+            } else {
+                ++w.suppressed;
+            }
+        }
+        emit(log_level::warning, summary);
+        if (print) emit(level, line);
+    }
+
+    /// Prints the pending summaries (end of an epoch, destruction).
+    void flush() {
+        std::vector<std::string> lines;
+        {
+            std::lock_guard lock(mutex_);
+            for (auto& [stage, w] : windows_) {
+                lines.push_back(summary_line(stage, w));
+                w.suppressed = 0;
+            }
+        }
+        for (auto& l : lines) emit(log_level::warning, l);
+    }
+
+  private:
+    struct window {
+        clock::time_point start{};
+        int printed = 0;
+        std::uint64_t suppressed = 0;
+    };
+    std::string summary_line(const std::string& stage, const window& w) const {
+        if (w.suppressed == 0) return {};
+        return "stage '" + stage + "': " + std::to_string(w.suppressed) +
+               " more failures not shown (see pipeline::failures())";
+    }
+    void emit(log_level level, const std::string& line) {
+        if (line.empty()) return;
+        try {
+            sink_(level, line);
+        } catch (...) {
+            // A throwing logger must not take the pipeline down.
+        }
+    }
+
+    logger sink_;
+    int burst_;
+    std::chrono::milliseconds window_;
+    std::mutex mutex_;
+    std::map<std::string, window> windows_;
+};
+
+/// A blocking-I/O thread pool of one stage: `n` threads, a queue bounded by the in-flight limit.
+class io_pool {
+  public:
+    using job = std::function<void()>;
+    explicit io_pool(int n) {
+        threads_.reserve(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i) threads_.emplace_back([this] { run(); });
+    }
+    ~io_pool() {
+        {
+            std::lock_guard lock(mutex_);
+            closing_ = true;
+        }
+        cv_.notify_all();
+        for (auto& t : threads_) t.join();
+    }
+    void submit(job j) {
+        {
+            std::lock_guard lock(mutex_);
+            jobs_.push_back(std::move(j));
+        }
+        cv_.notify_one();
+    }
+
+  private:
+    void run() {
+        for (;;) {
+            job j;
+            {
+                std::unique_lock lock(mutex_);
+                cv_.wait(lock, [&] { return closing_ || !jobs_.empty(); });
+                if (jobs_.empty()) return;
+                j = std::move(jobs_.front());
+                jobs_.pop_front();
+            }
+            j();
+        }
+    }
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<job> jobs_;
+    bool closing_ = false;
+    std::vector<std::thread> threads_;
+};
+
+std::string item_label(const box& b) {
+    if (b.items > 1) {
+        return std::to_string(b.items) + " items from item " + std::to_string(b.source_index);
+    }
+    return "item " + std::to_string(b.source_index);
+}
+
+using gateway_type = flow::async_node<msg, msg>::gateway_type;
+
+/// Everything one stage needs at run time.
+struct stage_runtime {
+    stage_spec spec;
+    std::string name;
+    std::string kind;
+    int concurrency = 1;
+    bool io = false;
+    bool ordered = true;  ///< its renumbering point restores source order
+    stage_counters counters;
+    std::unique_ptr<io_pool> pool;
+    gateway_type* gateway = nullptr;
+
+    // map_async: calls waiting for one of the `concurrency` slots.
+    std::mutex async_mutex;
+    std::deque<msg> async_waiting;
+    int async_running = 0;
+
+    // Renumbering state (touched only by the stage's serial node).
+    std::unique_ptr<sequencer> seq;
+    std::vector<msg> batch_items;
+    std::vector<msg> outs;
+    std::uint64_t next_out = 0;
+
+    [[nodiscard]] bool renumbers() const noexcept {
+        return spec.kind == stage_kind::batch || spec.kind == stage_kind::unbatch ||
+               spec.kind == stage_kind::flat_map;
+    }
+};
+
+class pipeline_runtime final : public runtime {
+  public:
+    pipeline_runtime(pipeline_spec spec, pipeline_options opts);
+    ~pipeline_runtime() override;
+    pipeline_runtime(const pipeline_runtime&) = delete;
+    pipeline_runtime& operator=(const pipeline_runtime&) = delete;
+
+    bool next(any_value& out) override;
+    void abandon_epoch() noexcept override;
+    void stop() noexcept override;
+    [[nodiscard]] bool epoch_running() const noexcept override { return epoch_running_; }
+    [[nodiscard]] pipeline_stats stats() const override;
+    [[nodiscard]] std::vector<failure> failures() const override;
+
+    void fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause);
+    void async_finished(stage_runtime& st);
+    void poll_later(std::function<bool(any_value&)> try_take,
+                    std::function<void(any_value*, std::exception_ptr)> done);
+    [[nodiscard]] bool aborting() const noexcept { return aborting_; }
+
+  private:
+    void build_graph();
+    bool source_pull(msg& out);
+    void apply(stage_runtime& st, msg m);
+    void renumber(stage_runtime& st, msg m);
+    void emit_batch(stage_runtime& st);
+    void expand(stage_runtime& st, msg m);
+    void retire_gap(msg m);
+    void deliver(msg m);
+    void return_credits(std::uint64_t n);
+    void flush_consumer_credits();
+    void async_accept(stage_runtime& st, msg m, gateway_type& gw);
+    void async_start(stage_runtime& st, msg m);
+    void start_epoch();
+    void finish_epoch();
+    void abort_epoch_locked() noexcept;
+    void monitor_loop();
+    void sample();
+    [[nodiscard]] std::size_t min_in_flight() const;
+    [[nodiscard]] std::size_t default_in_flight() const;
+    [[nodiscard]] stage_stats row(const stage_runtime* st) const;
+
+    pipeline_spec spec_;
+    pipeline_options opts_;
+    int threads_ = 1;
+    std::size_t in_flight_ = 0;
+    std::uint64_t credit_batch_ = 1;
+
+    box_pool pool_;
+    std::list<stage_runtime> stages_;  // stable addresses: nodes capture references
+    stage_counters source_counters_;
+    std::unique_ptr<sequencer> output_seq_;
+    failure_log log_;
+
+    // Source state: the input node calls its body one at a time, the consumer opens epochs.
+    std::mutex source_mutex_;
+    source_cursor cursor_;
+    bool source_open_ = false;
+    std::uint64_t source_seq_ = 0;
+    std::atomic<bool> source_busy_{false};
+
+    // Accounting, in source items.
+    std::atomic<std::uint64_t> produced_{0}, delivered_{0}, filtered_{0}, failed_{0};
+    std::atomic<std::uint64_t> cancelled_{0}, outputs_{0}, epochs_{0};
+    std::atomic<std::int64_t> credits_out_{0};  ///< limiter tokens not yet returned
+
+    mutable std::mutex failures_mutex_;
+    std::vector<failure> failures_;
+
+    // Consumer queue (bounded by in_flight through the credits).
+    std::mutex out_mutex_;
+    std::condition_variable out_cv_;
+    std::deque<msg> out_queue_;
+    bool consumer_waiting_ = false;
+    std::uint64_t consumer_credits_ = 0;  // consumer thread only
+
+    // Control.
+    std::mutex control_mutex_;
+    std::atomic<bool> stopping_{false};
+    std::atomic<bool> aborting_{false};
+    std::atomic<bool> halted_{false};  ///< a stage failed: the source stops producing
+    std::atomic<bool> epoch_running_{false};
+    std::exception_ptr fatal_;  ///< sticky stage_error
+    std::atomic<std::uint64_t> epoch_{0};
+    clock::time_point epoch_start_{};
+    std::atomic<std::int64_t> elapsed_ns_{0};
+    std::atomic<std::int64_t> consumer_wait_ns_{0};
+
+    // Pipeline-level samples: was the in-flight limit reached?
+    mutable std::mutex sample_mutex_;
+    std::uint64_t samples_ = 0;
+    std::uint64_t saturated_samples_ = 0;
+
+    // Monitor: sampling, periodic reports, polling of futures.
+    struct poll_entry {
+        std::function<bool(any_value&)> try_take;
+        std::function<void(any_value*, std::exception_ptr)> done;
+    };
+    std::mutex monitor_mutex_;
+    std::condition_variable monitor_cv_;
+    std::vector<poll_entry> polls_;
+    bool monitor_closing_ = false;
+    std::thread monitor_;
+
+    // TBB objects last, so they are destroyed first.
+    bool budget_held_ = false;
+    std::unique_ptr<tbb::task_arena> arena_;
+    std::unique_ptr<flow::graph> graph_;
+    std::unique_ptr<flow::input_node<msg>> input_;
+    std::unique_ptr<limiter_type> limiter_;
+    std::vector<std::unique_ptr<flow::graph_node>> nodes_;
+};
+
+/// The sink handed to a map_async call: routes its one result back into the graph.
+class sink_impl final : public async_sink, public std::enable_shared_from_this<sink_impl> {
+  public:
+    sink_impl(pipeline_runtime& rt, stage_runtime& st, msg m)
+        : rt_(rt), st_(st), m_(m), start_(clock::now()) {}
+
+    void complete(any_value&& v) noexcept override {
+        if (done_.exchange(true)) return;
+        m_->value = std::move(v);
+        finish(nullptr);
+    }
+    void fail(std::exception_ptr e) noexcept override {
+        if (done_.exchange(true)) return;
+        finish(std::move(e));
+    }
+    void poll(std::function<bool(any_value&)> try_take) noexcept override {
+        try {
+            rt_.poll_later(std::move(try_take),
+                           [self = shared_from_this()](any_value* v, std::exception_ptr e) {
+                               if (v != nullptr) {
+                                   self->complete(std::move(*v));
+                               } else {
+                                   self->fail(std::move(e));
+                               }
+                           });
+        } catch (...) {
+            fail(std::current_exception());
+        }
+    }
+
+  private:
+    void finish(std::exception_ptr e) noexcept {
+        st_.counters.record_call(clock::now() - start_);
+        st_.counters.active.fetch_sub(1, std::memory_order_relaxed);
+        if (rt_.aborting()) {
+            // The epoch is being cancelled: its accounting is settled by abort_epoch.
+        } else if (e) {
+            rt_.fail_item(st_, m_, e);
+        } else {
+            st_.counters.out.fetch_add(1, std::memory_order_relaxed);
+        }
+        gateway_type& gw = *st_.gateway;
+        st_.counters.emitted.fetch_add(1, std::memory_order_relaxed);
+        gw.try_put(m_);
+        rt_.async_finished(st_);
+        gw.release_wait();
+    }
+
+    pipeline_runtime& rt_;
+    stage_runtime& st_;
+    msg m_;
+    clock::time_point start_;
+    std::atomic<bool> done_{false};
+};
+
+pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
+    : spec_(std::move(spec)),
+      opts_(std::move(opts)),
+      log_(opts_.logger, opts_.log_burst, opts_.log_window) {
+    if (!spec_.source.open) throw invalid_argument("pipeline has no source");
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (opts_.threads < 0) {
+        throw invalid_argument("threads must be 0 (default) or positive, got " +
+                               std::to_string(opts_.threads));
+    }
+    threads_ = opts_.threads > 0 ? opts_.threads : std::max(1, hw / 2);
+
+    int index = 1;
+    bool ordered = opts_.ordered;
+    for (auto& s : spec_.stages) {
+        auto& st = stages_.emplace_back();
+        st.spec = std::move(s);
+        st.kind = kind_name(st.spec.kind);
+        st.name = st.spec.options.name.empty() ? st.kind + "#" + std::to_string(index)
+                                               : st.spec.options.name;
+        st.concurrency = st.spec.options.concurrency;
+        if (st.spec.kind == stage_kind::batch || st.spec.kind == stage_kind::unbatch) {
+            st.concurrency = 1;
+        }
+        if (st.concurrency < 1) {
+            throw invalid_argument("stage '" + st.name + "': concurrency must be at least 1, got " +
+                                   std::to_string(st.concurrency));
+        }
+        const bool wants_io = st.spec.options.executor == executor::io;
+        st.io =
+            wants_io && (st.spec.kind == stage_kind::map || st.spec.kind == stage_kind::filter ||
+                         st.spec.kind == stage_kind::flat_map);
+        if (wants_io && !st.io) {
+            throw invalid_argument("stage '" + st.name +
+                                   "': executor io applies to map, filter and flat_map stages");
+        }
+        if (st.spec.options.on_error.attempts < 1) {
+            throw invalid_argument("stage '" + st.name + "': retry attempts must be at least 1");
+        }
+        if (!st.spec.options.ordered) ordered = false;
+        st.ordered = ordered;
+        if (st.renumbers()) st.seq = std::make_unique<sequencer>(ordered);
+        ++index;
+    }
+    spec_.stages.clear();  // the stage_runtimes own the callables now
+    output_seq_ = std::make_unique<sequencer>(ordered);
+
+    const std::size_t need = min_in_flight();
+    if (opts_.in_flight == 0) {
+        in_flight_ = std::max(default_in_flight(), need);
+    } else {
+        in_flight_ = opts_.in_flight;
+        if (in_flight_ < need) {
+            throw invalid_argument("in_flight = " + std::to_string(in_flight_) +
+                                   " is too small: the batch stages need at least " +
+                                   std::to_string(need) + " source items in flight");
+        }
+    }
+    credit_batch_ = std::max<std::uint64_t>(1, in_flight_ / 8);
+
+    worker_budget::instance().acquire(threads_);
+    budget_held_ = true;
+    try {
+        for (auto& st : stages_) {
+            if (st.io) st.pool = std::make_unique<io_pool>(st.concurrency);
+        }
+        arena_ = std::make_unique<tbb::task_arena>(threads_, 0);
+        // Built inside the arena: the graph attaches to the arena it is constructed in.
+        arena_->execute([this] { build_graph(); });
+        monitor_ = std::thread([this] { monitor_loop(); });
+    } catch (...) {
+        nodes_.clear();
+        limiter_.reset();
+        input_.reset();
+        graph_.reset();
+        arena_.reset();
+        worker_budget::instance().release(threads_);
+        budget_held_ = false;
+        throw;
+    }
+}
+
+pipeline_runtime::~pipeline_runtime() {
+    stopping_ = true;
+    {
+        std::lock_guard lock(control_mutex_);
+        abort_epoch_locked();
+        if (graph_) {
+            graph_->cancel();
+            graph_->wait_for_all();
+        }
+    }
+    {
+        std::lock_guard lock(monitor_mutex_);
+        monitor_closing_ = true;
+    }
+    monitor_cv_.notify_all();
+    if (monitor_.joinable()) monitor_.join();
+    log_.flush();
+    nodes_.clear();
+    limiter_.reset();
+    input_.reset();
+    graph_.reset();
+    arena_.reset();
+    for (auto& st : stages_) st.pool.reset();
+    if (budget_held_) worker_budget::instance().release(threads_);
+}
+
+std::size_t pipeline_runtime::min_in_flight() const {
+    // A batch of n holds n elements before it emits; each element stands for `scale` source items
+    // (the product of the batch sizes before it, undone by unbatch).
+    std::size_t need = 1;
+    std::size_t scale = 1;
+    std::vector<std::size_t> scales;
+    for (const auto& st : stages_) {
+        if (st.spec.kind == stage_kind::batch) {
+            need = std::max(need, st.spec.batch_size * scale);
+            scales.push_back(scale);
+            scale *= st.spec.batch_size;
+        } else if (st.spec.kind == stage_kind::unbatch && !scales.empty()) {
+            scale = scales.back();
+            scales.pop_back();
+        }
+    }
+    return need;
+}
+
+std::size_t pipeline_runtime::default_in_flight() const {
+    std::size_t sum = 0;
+    for (const auto& st : stages_) sum += static_cast<std::size_t>(st.concurrency);
+    return std::max<std::size_t>(2 * sum + 2 * static_cast<std::size_t>(threads_) + 16,
+                                 2 * min_in_flight());
+}
+
+void pipeline_runtime::build_graph() {
+    graph_ = std::make_unique<flow::graph>();
+    flow::graph& g = *graph_;
+    input_ = std::make_unique<flow::input_node<msg>>(g, [this](tbb::flow_control& fc) -> msg {
+        msg m = nullptr;
+        if (!source_pull(m)) fc.stop();
+        return m;
+    });
+    limiter_ = std::make_unique<limiter_type>(g, in_flight_);
+    flow::make_edge(*input_, *limiter_);
+    flow::sender<msg>* tail = limiter_.get();
+
+    auto add_renumbering = [&](stage_runtime& st) {
+        using node_t = flow::multifunction_node<msg, std::tuple<msg>>;
+        auto node = std::make_unique<node_t>(
+            g, flow::serial, [this, &st](const msg& m, node_t::output_ports_type& ports) {
+                if (st.spec.kind != stage_kind::flat_map) {
+                    st.counters.arrived.fetch_add(1, std::memory_order_relaxed);
+                }
+                renumber(st, m);
+                for (msg o : st.outs) {
+                    st.counters.emitted.fetch_add(1, std::memory_order_relaxed);
+                    std::get<0>(ports).try_put(o);
+                }
+                st.outs.clear();
+            });
+        flow::make_edge(*tail, *node);
+        tail = &flow::output_port<0>(*node);
+        nodes_.push_back(std::move(node));
+    };
+
+    for (auto& st : stages_) {
+        switch (st.spec.kind) {
+            case stage_kind::map:
+            case stage_kind::filter:
+            case stage_kind::flat_map: {
+                if (st.io) {
+                    using node_t = flow::async_node<msg, msg>;
+                    auto node = std::make_unique<node_t>(
+                        g, flow::unlimited, [this, &st](const msg& m, gateway_type& gw) {
+                            st.counters.arrived.fetch_add(1, std::memory_order_relaxed);
+                            if (m->kind != msg_kind::value) {
+                                if (st.spec.kind != stage_kind::flat_map) {
+                                    st.counters.emitted.fetch_add(1, std::memory_order_relaxed);
+                                }
+                                gw.try_put(m);
+                                return;
+                            }
+                            gw.reserve_wait();
+                            st.pool->submit([this, &st, m, &gw] {
+                                if (!aborting_) apply(st, m);
+                                if (st.spec.kind != stage_kind::flat_map) {
+                                    st.counters.emitted.fetch_add(1, std::memory_order_relaxed);
+                                }
+                                gw.try_put(m);
+                                gw.release_wait();
+                            });
+                        });
+                    flow::make_edge(*tail, *node);
+                    tail = node.get();
+                    nodes_.push_back(std::move(node));
+                } else {
+                    using node_t = flow::function_node<msg, msg>;
+                    auto node = std::make_unique<node_t>(
+                        g, static_cast<std::size_t>(st.concurrency), [this, &st](const msg& m) {
+                            st.counters.arrived.fetch_add(1, std::memory_order_relaxed);
+                            if (m->kind == msg_kind::value && !aborting_) apply(st, m);
+                            if (st.spec.kind != stage_kind::flat_map) {
+                                st.counters.emitted.fetch_add(1, std::memory_order_relaxed);
+                            }
+                            return m;
+                        });
+                    flow::make_edge(*tail, *node);
+                    tail = node.get();
+                    nodes_.push_back(std::move(node));
+                }
+                if (st.spec.kind == stage_kind::flat_map) add_renumbering(st);
+                break;
+            }
+            case stage_kind::map_async: {
+                using node_t = flow::async_node<msg, msg>;
+                auto node = std::make_unique<node_t>(
+                    g, flow::unlimited,
+                    [this, &st](const msg& m, gateway_type& gw) { async_accept(st, m, gw); });
+                st.gateway = &node->gateway();
+                flow::make_edge(*tail, *node);
+                tail = node.get();
+                nodes_.push_back(std::move(node));
+                break;
+            }
+            case stage_kind::batch:
+            case stage_kind::unbatch:
+                add_renumbering(st);
+                break;
+        }
+    }
+
+    using out_t = flow::function_node<msg, flow::continue_msg>;
+    auto out = std::make_unique<out_t>(g, flow::serial, [this](const msg& m) {
+        output_seq_->push(m, [this](msg x) {
+            if (x->kind == msg_kind::gap) {
+                retire_gap(x);
+            } else {
+                deliver(x);
+            }
+        });
+        return flow::continue_msg();
+    });
+    flow::make_edge(*tail, *out);
+    nodes_.push_back(std::move(out));
+}
+
+bool pipeline_runtime::source_pull(msg& out) {
+    std::lock_guard lock(source_mutex_);
+    if (!source_open_ || halted_ || aborting_ || stopping_) return false;
+    box* b = pool_.acquire();
+    b->credits = 1;
+    b->seq = source_seq_;
+    b->source_index = source_seq_;
+    source_busy_ = true;
+    const auto t0 = clock::now();
+    bool got = false;
+    try {
+        got = cursor_(b->value);
+        source_counters_.record_call(clock::now() - t0);
+    } catch (...) {
+        source_counters_.record_call(clock::now() - t0);
+        source_busy_ = false;
+        const std::string cause = describe(std::current_exception());
+        b->kind = msg_kind::error;
+        b->error = std::make_exception_ptr(stage_error(
+            "source", source_seq_, 1, cause,
+            "stage 'source' failed on item " + std::to_string(source_seq_) + ": " + cause));
+        {
+            std::lock_guard flock(failures_mutex_);
+            failures_.push_back({"source", source_seq_, 1, epoch_, cause});
+        }
+        log_.log("source", log_level::error,
+                 "stage 'source' failed on item " + std::to_string(source_seq_) + ": " + cause);
+        source_counters_.failed.fetch_add(1, std::memory_order_relaxed);
+        source_open_ = false;
+        ++source_seq_;
+        credits_out_.fetch_add(1, std::memory_order_relaxed);
+        source_counters_.emitted.fetch_add(1, std::memory_order_relaxed);
+        out = b;
+        return true;
+    }
+    source_busy_ = false;
+    if (got) {
+        b->kind = msg_kind::value;
+        b->items = 1;
+        ++source_seq_;
+        produced_.fetch_add(1, std::memory_order_relaxed);
+        source_counters_.out.fetch_add(1, std::memory_order_relaxed);
+    } else {
+        b->kind = msg_kind::end;  // seq = number of messages before it
+        source_open_ = false;
+    }
+    credits_out_.fetch_add(1, std::memory_order_relaxed);
+    source_counters_.emitted.fetch_add(1, std::memory_order_relaxed);
+    out = b;
+    return true;
+}
+
+void pipeline_runtime::apply(stage_runtime& st, msg m) {
+    auto& c = st.counters;
+    c.in.fetch_add(1, std::memory_order_relaxed);
+    c.active.fetch_add(1, std::memory_order_relaxed);
+    const error_policy& policy = st.spec.options.on_error;
+    std::exception_ptr err;
+    bool keep = true;
+    auto backoff = std::chrono::duration<double, std::milli>(policy.backoff);
+    for (int attempt = 1;; ++attempt) {
+        const bool last = attempt >= policy.attempts;
+        const auto t0 = clock::now();
+        try {
+            switch (st.spec.kind) {
+                case stage_kind::map:
+                    st.spec.map_fn(m->value, last);
+                    break;
+                case stage_kind::filter:
+                    keep = st.spec.filter_fn(m->value);
+                    break;
+                case stage_kind::flat_map:
+                    m->children.clear();
+                    st.spec.expand_fn(m->value, m->children);
+                    break;
+                default:
+                    break;
+            }
+            c.record_call(clock::now() - t0);
+            err = nullptr;
+            break;
+        } catch (...) {
+            c.record_call(clock::now() - t0);
+            err = std::current_exception();
+        }
+        // A consumed input (moved into the call) cannot be retried.
+        if (last || !m->value.has_value() || aborting_ || stopping_) break;
+        c.retries.fetch_add(1, std::memory_order_relaxed);
+        std::this_thread::sleep_for(backoff);
+        backoff *= policy.multiplier;
+    }
+    c.active.fetch_sub(1, std::memory_order_relaxed);
+    if (err) {
+        fail_item(st, m, err);
+        return;
+    }
+    if (!keep) {
+        c.filtered.fetch_add(1, std::memory_order_relaxed);
+        filtered_.fetch_add(m->items, std::memory_order_relaxed);
+        m->items = 0;
+        m->value.reset();
+        m->kind = msg_kind::gap;
+        return;
+    }
+    if (st.spec.kind != stage_kind::flat_map) c.out.fetch_add(1, std::memory_order_relaxed);
+}
+
+void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause) {
+    auto& c = st.counters;
+    c.failed.fetch_add(1, std::memory_order_relaxed);
+    const auto& options = st.spec.options;
+    const std::string text = describe(cause);
+    bool fail = options.on_error.action == error_action::fail;
+    std::string reason = text;
+    if (!fail && options.max_failures > 0) {
+        const auto n = c.skipped.fetch_add(1, std::memory_order_relaxed) + 1;
+        if (n > options.max_failures) {
+            fail = true;
+            reason = "failure budget of " + std::to_string(options.max_failures) +
+                     " exhausted; last error: " + text;
+        }
+    } else if (!fail) {
+        c.skipped.fetch_add(1, std::memory_order_relaxed);
+    }
+    {
+        std::lock_guard lock(failures_mutex_);
+        failures_.push_back(
+            {st.name, m->source_index, std::max<std::uint64_t>(1, m->items), epoch_, text});
+    }
+    const std::string what = "stage '" + st.name + "' " + (fail ? "failed on " : "skipped ") +
+                             item_label(*m) + ": " + reason;
+    log_.log(st.name, fail ? log_level::error : log_level::warning, what);
+    failed_.fetch_add(m->items, std::memory_order_relaxed);
+    m->value.reset();
+    m->children.clear();
+    if (!fail) {
+        m->items = 0;
+        m->kind = msg_kind::gap;
+        return;
+    }
+    try {
+        std::rethrow_exception(cause);
+    } catch (...) {
+        m->error = std::make_exception_ptr(stage_error(
+            st.name, m->source_index, std::max<std::uint64_t>(1, m->items), text, what));
+    }
+    m->items = 0;
+    m->kind = msg_kind::error;
+    halted_ = true;  // the epoch is over: stop reading the source
+}
+
+void pipeline_runtime::renumber(stage_runtime& st, msg m) {
+    st.seq->push(m, [this, &st](msg x) {
+        switch (x->kind) {
+            case msg_kind::gap:
+                retire_gap(x);
+                break;
+            case msg_kind::error:
+                x->seq = st.next_out++;
+                st.outs.push_back(x);
+                break;
+            case msg_kind::end:
+                if (!st.batch_items.empty()) {
+                    if (st.spec.drop_last) {
+                        for (msg b : st.batch_items) {
+                            st.counters.filtered.fetch_add(1, std::memory_order_relaxed);
+                            filtered_.fetch_add(b->items, std::memory_order_relaxed);
+                            b->items = 0;
+                            retire_gap(b);
+                        }
+                        st.batch_items.clear();
+                    } else {
+                        emit_batch(st);
+                    }
+                }
+                x->seq = st.next_out;
+                st.next_out = 0;
+                st.outs.push_back(x);
+                break;
+            case msg_kind::value:
+                if (st.spec.kind == stage_kind::batch) {
+                    st.counters.in.fetch_add(1, std::memory_order_relaxed);
+                    st.batch_items.push_back(x);
+                    if (st.batch_items.size() == st.spec.batch_size) emit_batch(st);
+                } else {
+                    expand(st, x);
+                }
+                break;
+        }
+    });
+}
+
+void pipeline_runtime::emit_batch(stage_runtime& st) {
+    const auto t0 = clock::now();
+    st.counters.active.fetch_add(1, std::memory_order_relaxed);
+    msg first = st.batch_items.front();
+    std::vector<any_value> values;
+    values.reserve(st.batch_items.size());
+    std::uint64_t items = 0;
+    std::uint64_t credits = 0;
+    for (msg b : st.batch_items) {
+        values.push_back(std::move(b->value));
+        items += b->items;
+        credits += b->credits;
+        if (b != first) pool_.release(b);
+    }
+    st.batch_items.clear();
+    first->items = items;
+    first->credits = credits;
+    try {
+        st.spec.pack_fn(values, first->value);
+        st.counters.out.fetch_add(1, std::memory_order_relaxed);
+    } catch (...) {
+        fail_item(st, first, std::current_exception());
+    }
+    st.counters.record_call(clock::now() - t0);
+    st.counters.active.fetch_sub(1, std::memory_order_relaxed);
+    if (first->kind == msg_kind::gap) {
+        retire_gap(first);
+        return;
+    }
+    first->seq = st.next_out++;
+    st.outs.push_back(first);
+}
+
+void pipeline_runtime::expand(stage_runtime& st, msg x) {
+    if (st.spec.kind == stage_kind::unbatch) {
+        st.counters.in.fetch_add(1, std::memory_order_relaxed);
+        const auto t0 = clock::now();
+        try {
+            x->children.clear();
+            st.spec.expand_fn(x->value, x->children);
+        } catch (...) {
+            fail_item(st, x, std::current_exception());
+        }
+        st.counters.record_call(clock::now() - t0);
+        if (x->kind == msg_kind::gap) {
+            retire_gap(x);
+            return;
+        }
+        if (x->kind == msg_kind::error) {
+            x->seq = st.next_out++;
+            st.outs.push_back(x);
+            return;
+        }
+    }
+    auto& children = x->children;
+    if (children.empty()) {
+        st.counters.filtered.fetch_add(1, std::memory_order_relaxed);
+        filtered_.fetch_add(x->items, std::memory_order_relaxed);
+        x->items = 0;
+        retire_gap(x);
+        return;
+    }
+    const std::size_t k = children.size();
+    for (std::size_t i = 0; i + 1 < k; ++i) {
+        box* b = pool_.acquire();
+        b->value = std::move(children[i]);
+        b->kind = msg_kind::value;
+        b->seq = st.next_out++;
+        b->source_index = x->source_index;
+        st.outs.push_back(b);
+    }
+    // The last output carries the input's accounting and credits.
+    x->value = std::move(children[k - 1]);
+    children.clear();
+    x->seq = st.next_out++;
+    st.outs.push_back(x);
+    st.counters.out.fetch_add(k, std::memory_order_relaxed);
+}
+
+void pipeline_runtime::retire_gap(msg m) {
+    const auto credits = m->credits;
+    pool_.release(m);
+    return_credits(credits);
+}
+
+void pipeline_runtime::return_credits(std::uint64_t n) {
+    if (n == 0) return;
+    credits_out_.fetch_sub(static_cast<std::int64_t>(n), std::memory_order_relaxed);
+    limiter_->decrementer().try_put(static_cast<long long>(n));
+}
+
+void pipeline_runtime::deliver(msg m) {
+    bool wake = false;
+    {
+        std::lock_guard lock(out_mutex_);
+        out_queue_.push_back(m);
+        wake = consumer_waiting_;
+    }
+    if (wake) out_cv_.notify_one();
+}
+
+void pipeline_runtime::flush_consumer_credits() {
+    if (consumer_credits_ == 0) return;
+    return_credits(std::exchange(consumer_credits_, 0));
+}
+
+void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway_type& gw) {
+    st.counters.arrived.fetch_add(1, std::memory_order_relaxed);
+    if (m->kind != msg_kind::value || aborting_) {
+        st.counters.emitted.fetch_add(1, std::memory_order_relaxed);
+        gw.try_put(m);
+        return;
+    }
+    gw.reserve_wait();  // released when the call's result has been passed on
+    {
+        std::lock_guard lock(st.async_mutex);
+        if (st.async_running >= st.concurrency) {
+            st.async_waiting.push_back(m);
+            return;
+        }
+        ++st.async_running;
+    }
+    async_start(st, m);
+}
+
+void pipeline_runtime::async_start(stage_runtime& st, msg m) {
+    st.counters.in.fetch_add(1, std::memory_order_relaxed);
+    st.counters.active.fetch_add(1, std::memory_order_relaxed);
+    auto sink = std::make_shared<sink_impl>(*this, st, m);
+    if (aborting_) {
+        sink->fail(nullptr);  // settles the slot; abort_epoch does the accounting
+        return;
+    }
+    try {
+        st.spec.start_fn(std::move(m->value), sink);
+    } catch (...) {
+        sink->fail(std::current_exception());
+    }
+}
+
+void pipeline_runtime::async_finished(stage_runtime& st) {
+    // Start the next waiting call in this slot. Calls that complete synchronously would recurse
+    // here once per waiting item; past a small depth, hand the start to the arena instead.
+    thread_local int depth = 0;
+    msg next = nullptr;
+    {
+        std::lock_guard lock(st.async_mutex);
+        if (st.async_waiting.empty()) {
+            --st.async_running;
+            return;
+        }
+        next = st.async_waiting.front();
+        st.async_waiting.pop_front();
+    }
+    if (depth >= 8) {
+        arena_->enqueue([this, &st, next] { async_start(st, next); });
+        return;
+    }
+    ++depth;
+    async_start(st, next);
+    --depth;
+}
+
+void pipeline_runtime::poll_later(std::function<bool(any_value&)> try_take,
+                                  std::function<void(any_value*, std::exception_ptr)> done) {
+    {
+        std::lock_guard lock(monitor_mutex_);
+        polls_.push_back({std::move(try_take), std::move(done)});
+    }
+    monitor_cv_.notify_one();
+}
+
+void pipeline_runtime::start_epoch() {
+    source_cursor cursor;
+    try {
+        cursor = spec_.source.open(epoch_);
+    } catch (...) {
+        const std::string cause = describe(std::current_exception());
+        {
+            std::lock_guard lock(failures_mutex_);
+            failures_.push_back({"source", 0, 1, epoch_, cause});
+        }
+        fatal_ = std::make_exception_ptr(stage_error(
+            "source", 0, 1, cause,
+            "stage 'source' failed to open epoch " + std::to_string(epoch_.load()) + ": " + cause));
+        std::rethrow_exception(fatal_);
+    }
+    {
+        std::lock_guard lock(source_mutex_);
+        cursor_ = std::move(cursor);
+        source_seq_ = 0;
+        source_open_ = true;
+    }
+    epochs_.fetch_add(1, std::memory_order_relaxed);
+    epoch_start_ = clock::now();
+    epoch_running_ = true;
+    monitor_cv_.notify_one();
+    input_->activate();
+}
+
+void pipeline_runtime::finish_epoch() {
+    elapsed_ns_.fetch_add((clock::now() - epoch_start_).count(), std::memory_order_relaxed);
+    epoch_running_ = false;
+    {
+        std::lock_guard lock(source_mutex_);
+        cursor_ = nullptr;
+    }
+    ++epoch_;
+    log_.flush();
+}
+
+bool pipeline_runtime::next(any_value& out) {
+    std::unique_lock control(control_mutex_);
+    if (fatal_) std::rethrow_exception(fatal_);
+    if (stopping_) {
+        abort_epoch_locked();
+        return false;
+    }
+    if (!epoch_running_) start_epoch();
+    for (;;) {
+        msg m = nullptr;
+        {
+            std::unique_lock lock(out_mutex_);
+            if (out_queue_.empty() && !stopping_) {
+                lock.unlock();
+                flush_consumer_credits();
+                lock.lock();
+                consumer_waiting_ = true;
+                const auto t0 = clock::now();
+                out_cv_.wait(lock, [&] { return !out_queue_.empty() || stopping_; });
+                consumer_waiting_ = false;
+                consumer_wait_ns_.fetch_add((clock::now() - t0).count(), std::memory_order_relaxed);
+            }
+            if (stopping_) {
+                lock.unlock();
+                abort_epoch_locked();
+                return false;
+            }
+            m = out_queue_.front();
+            out_queue_.pop_front();
+        }
+        switch (m->kind) {
+            case msg_kind::value:
+                out = std::move(m->value);
+                delivered_.fetch_add(m->items, std::memory_order_relaxed);
+                outputs_.fetch_add(1, std::memory_order_relaxed);
+                consumer_credits_ += m->credits;
+                pool_.release(m);
+                if (consumer_credits_ >= credit_batch_) flush_consumer_credits();
+                return true;
+            case msg_kind::end:
+                consumer_credits_ += m->credits;
+                pool_.release(m);
+                flush_consumer_credits();
+                finish_epoch();
+                return false;
+            case msg_kind::error:
+                fatal_ = m->error;
+                abort_epoch_locked();
+                std::rethrow_exception(fatal_);
+            case msg_kind::gap:
+                retire_gap(m);
+                break;
+        }
+    }
+}
+
+void pipeline_runtime::abandon_epoch() noexcept {
+    std::lock_guard lock(control_mutex_);
+    abort_epoch_locked();
+}
+
+void pipeline_runtime::abort_epoch_locked() noexcept {
+    if (!epoch_running_) return;
+    aborting_ = true;
+    graph_->cancel();
+    graph_->wait_for_all();
+    // Now nothing runs: clear every buffer (TBB's and ours) and return the stranded boxes.
+    graph_->reset(flow::rf_reset_protocol);
+    for (auto& st : stages_) {
+        if (st.seq) st.seq->clear();
+        st.batch_items.clear();
+        st.outs.clear();
+        st.next_out = 0;
+        st.async_waiting.clear();
+        st.async_running = 0;
+        st.counters.active.store(0, std::memory_order_relaxed);
+    }
+    output_seq_->clear();
+    {
+        std::lock_guard lock(out_mutex_);
+        out_queue_.clear();
+    }
+    pool_.reclaim_all();
+    consumer_credits_ = 0;
+    credits_out_ = 0;
+    {
+        std::lock_guard lock(source_mutex_);
+        source_open_ = false;
+    }
+    const auto accounted =
+        delivered_.load() + filtered_.load() + failed_.load() + cancelled_.load();
+    const auto produced = produced_.load();
+    if (produced > accounted) cancelled_.fetch_add(produced - accounted);
+    halted_ = false;
+    aborting_ = false;
+    finish_epoch();
+}
+
+void pipeline_runtime::stop() noexcept {
+    stopping_ = true;
+    {
+        std::lock_guard lock(source_mutex_);
+        source_open_ = false;
+    }
+    {
+        std::lock_guard lock(out_mutex_);  // no lost wake-up between the check and the wait
+    }
+    out_cv_.notify_all();
+    // A consumer inside next() cancels and cleans up itself; otherwise cancel queued work now.
+    if (control_mutex_.try_lock()) {
+        if (epoch_running_) graph_->cancel();
+        control_mutex_.unlock();
+    }
+}
+
+void pipeline_runtime::monitor_loop() {
+    auto next_report = clock::now() + opts_.report_every;
+    std::unique_lock lock(monitor_mutex_);
+    while (!monitor_closing_) {
+        if (!polls_.empty()) {
+            std::vector<poll_entry> batch;
+            batch.swap(polls_);
+            lock.unlock();
+            std::vector<poll_entry> waiting;
+            for (auto& p : batch) {
+                any_value v;
+                try {
+                    if (p.try_take(v)) {
+                        p.done(&v, nullptr);
+                    } else {
+                        waiting.push_back(std::move(p));
+                    }
+                } catch (...) {
+                    p.done(nullptr, std::current_exception());
+                }
+            }
+            lock.lock();
+            for (auto& p : waiting) polls_.push_back(std::move(p));
+        }
+        if (epoch_running_) {
+            lock.unlock();
+            sample();
+            const auto now = clock::now();
+            if (opts_.on_report && now >= next_report) {
+                next_report = now + opts_.report_every;
+                try {
+                    opts_.on_report(stats());
+                } catch (...) {
+                    log_.log("report", log_level::warning, "on_report callback threw; ignored");
+                }
+            }
+            lock.lock();
+        }
+        const auto wait = !polls_.empty()  ? std::chrono::microseconds(100)
+                          : epoch_running_ ? std::chrono::microseconds(1000)
+                                           : std::chrono::microseconds(50000);
+        monitor_cv_.wait_for(lock, wait);
+    }
+}
+
+void pipeline_runtime::sample() {
+    const bool saturated =
+        credits_out_.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(in_flight_);
+    {
+        std::lock_guard lock(sample_mutex_);
+        ++samples_;
+        if (saturated) ++saturated_samples_;
+    }
+    auto record = [&](stage_counters& c, int concurrency, std::int64_t queued, int active) {
+        std::lock_guard lock(c.sample_mutex);
+        ++c.samples;
+        c.utilization_sum += std::min(1.0, static_cast<double>(active) / concurrency);
+        if (active < concurrency && queued <= 0) {
+            if (saturated) {
+                ++c.backpressured_samples;
+            } else {
+                ++c.starved_samples;
+            }
+        }
+        const auto q = static_cast<std::uint64_t>(std::max<std::int64_t>(0, queued));
+        c.queue_sum += static_cast<double>(q);
+        c.queue_max = std::max(c.queue_max, q);
+    };
+    record(source_counters_, 1, 1, source_busy_ ? 1 : 0);
+    auto upstream = static_cast<std::int64_t>(source_counters_.emitted.load());
+    for (auto& st : stages_) {
+        const auto arrived = static_cast<std::int64_t>(st.counters.arrived.load());
+        record(st.counters, st.concurrency, upstream - arrived, st.counters.active.load());
+        upstream = static_cast<std::int64_t>(st.counters.emitted.load());
+    }
+}
+
+stage_stats pipeline_runtime::row(const stage_runtime* st) const {
+    const stage_counters& c = st != nullptr ? st->counters : source_counters_;
+    stage_stats r;
+    if (st != nullptr) {
+        r.name = st->name;
+        r.kind = st->kind;
+        r.concurrency = st->concurrency;
+        r.io = st->io;
+    } else {
+        r.name = "source";
+        r.kind = "source";
+    }
+    r.items_in = st != nullptr ? c.in.load() : 0;
+    r.items_out = c.out.load();
+    r.failed = c.failed.load();
+    r.filtered = c.filtered.load();
+    r.retries = c.retries.load();
+    const auto calls = c.calls.load();
+    const auto busy = c.busy_ns.load();
+    r.busy = std::chrono::nanoseconds(busy);
+    r.task_mean = std::chrono::nanoseconds(calls > 0 ? busy / calls : 0);
+    r.task_p50 = std::chrono::nanoseconds(c.latency.quantile(0.50));
+    r.task_p99 = std::chrono::nanoseconds(c.latency.quantile(0.99));
+    auto& sc = const_cast<stage_counters&>(c);  // the sample mutex is the only mutable part
+    std::lock_guard lock(sc.sample_mutex);
+    if (c.samples > 0) {
+        const auto n = static_cast<double>(c.samples);
+        r.utilization = c.utilization_sum / n;
+        r.starved = static_cast<double>(c.starved_samples) / n;
+        r.backpressured = static_cast<double>(c.backpressured_samples) / n;
+        r.queue_mean = c.queue_sum / n;
+    }
+    r.queue_max = c.queue_max;
+    return r;
+}
+
+pipeline_stats pipeline_runtime::stats() const {
+    pipeline_stats s;
+    s.stages.push_back(row(nullptr));
+    for (const auto& st : stages_) s.stages.push_back(row(&st));
+    s.produced = produced_.load();
+    s.delivered = delivered_.load();
+    s.filtered = filtered_.load();
+    s.failed = failed_.load();
+    s.cancelled = cancelled_.load();
+    s.outputs = outputs_.load();
+    s.epochs = epochs_.load();
+    s.threads = threads_;
+    s.in_flight = in_flight_;
+    auto elapsed = elapsed_ns_.load();
+    if (epoch_running_) elapsed += (clock::now() - epoch_start_).count();
+    s.elapsed = std::chrono::nanoseconds(elapsed);
+    s.consumer_wait = std::chrono::nanoseconds(consumer_wait_ns_.load());
+    {
+        std::lock_guard lock(sample_mutex_);
+        s.full = samples_ > 0
+                     ? static_cast<double>(saturated_samples_) / static_cast<double>(samples_)
+                     : 0;
+    }
+    return s;
+}
+
+std::vector<failure> pipeline_runtime::failures() const {
+    std::lock_guard lock(failures_mutex_);
+    return failures_;
+}
+
+}  // namespace
+
+std::unique_ptr<runtime> compile(pipeline_spec spec, pipeline_options options) {
+    return std::make_unique<pipeline_runtime>(std::move(spec), std::move(options));
+}
+
+}  // namespace ferry::detail

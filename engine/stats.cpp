@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The stats table: one row per stage, and the line that names the bottleneck.
+
+#include <algorithm>
+#include <cstdio>
+#include <ostream>
+#include <string>
+
+#include "ferry/stats.hpp"
+
+namespace ferry {
+namespace {
+
+std::string duration_text(std::chrono::nanoseconds d) {
+    char buf[32];
+    const auto ns = static_cast<double>(d.count());
+    if (ns < 1e3) {
+        std::snprintf(buf, sizeof buf, "%.0fns", ns);
+    } else if (ns < 1e6) {
+        std::snprintf(buf, sizeof buf, "%.1fus", ns / 1e3);
+    } else if (ns < 1e9) {
+        std::snprintf(buf, sizeof buf, "%.1fms", ns / 1e6);
+    } else {
+        std::snprintf(buf, sizeof buf, "%.2fs", ns / 1e9);
+    }
+    return buf;
+}
+
+std::string percent(double f) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%.0f%%", f * 100.0);
+    return buf;
+}
+
+}  // namespace
+
+std::string pipeline_stats::bottleneck() const {
+    if (full > 0.5) return "consumer";
+    const stage_stats* best = nullptr;
+    for (const auto& s : stages) {
+        if (best == nullptr || s.utilization > best->utilization) best = &s;
+    }
+    return best != nullptr ? best->name : std::string("none");
+}
+
+std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
+    char line[512];
+    std::snprintf(line, sizeof line, "%-16s %-9s %4s %9s %9s %6s %6s %9s %9s %9s %5s %7s %7s %6s\n",
+                  "stage", "kind", "conc", "in", "out", "failed", "filtrd", "mean", "p50", "p99",
+                  "util", "starved", "backpr", "queue");
+    os << line;
+    for (const auto& r : s.stages) {
+        char conc[16];
+        std::snprintf(conc, sizeof conc, "%d%s", r.concurrency, r.io ? "io" : "");
+        std::string name = r.name.size() > 16 ? r.name.substr(0, 15) + "~" : r.name;
+        std::snprintf(
+            line, sizeof line,
+            "%-16s %-9s %4s %9llu %9llu %6llu %6llu %9s %9s %9s %5s %7s %7s %6.1f\n", name.c_str(),
+            r.kind.c_str(), conc, static_cast<unsigned long long>(r.items_in),
+            static_cast<unsigned long long>(r.items_out), static_cast<unsigned long long>(r.failed),
+            static_cast<unsigned long long>(r.filtered), duration_text(r.task_mean).c_str(),
+            duration_text(r.task_p50).c_str(), duration_text(r.task_p99).c_str(),
+            percent(r.utilization).c_str(), percent(r.starved).c_str(),
+            percent(r.backpressured).c_str(), r.queue_mean);
+        os << line;
+    }
+    const double secs = static_cast<double>(s.elapsed.count()) / 1e9;
+    std::snprintf(
+        line, sizeof line,
+        "items: %llu produced = %llu delivered + %llu filtered + %llu failed + %llu "
+        "cancelled; %llu outputs in %.2fs (%.0f items/s); threads %d, in_flight %zu, "
+        "full %s, consumer waited %s\n",
+        static_cast<unsigned long long>(s.produced), static_cast<unsigned long long>(s.delivered),
+        static_cast<unsigned long long>(s.filtered), static_cast<unsigned long long>(s.failed),
+        static_cast<unsigned long long>(s.cancelled), static_cast<unsigned long long>(s.outputs),
+        secs, secs > 0 ? static_cast<double>(s.delivered) / secs : 0.0, s.threads, s.in_flight,
+        percent(s.full).c_str(), duration_text(s.consumer_wait).c_str());
+    os << line;
+    const std::string b = s.bottleneck();
+    if (b == "consumer") {
+        os << "bottleneck: consumer (the pipeline was full " << percent(s.full)
+           << " of the time: loading outpaces the training loop)\n";
+    } else {
+        const auto it = std::find_if(s.stages.begin(), s.stages.end(),
+                                     [&](const stage_stats& r) { return r.name == b; });
+        os << "bottleneck: " << b;
+        if (it != s.stages.end()) {
+            os << " (busy " << percent(it->utilization) << " of its " << it->concurrency << " slot"
+               << (it->concurrency == 1 ? "" : "s") << "; raise its concurrency or threads)";
+        }
+        os << '\n';
+    }
+    return os;
+}
+
+}  // namespace ferry

@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The fluent builder: `ferry::from(src).map(f, 8).filter(p).batch(32).build()`.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <ranges>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ferry/detail/spec.hpp"
+#include "ferry/error.hpp"
+#include "ferry/options.hpp"
+#include "ferry/pipeline.hpp"
+
+namespace ferry {
+
+template <class T>
+class builder;
+
+namespace detail {
+
+template <class T>
+struct optional_value {};
+template <class T>
+struct optional_value<std::optional<T>> {
+    using type = T;
+};
+
+template <class G>
+concept generator_source = std::invocable<G&> && requires {
+    typename optional_value<std::remove_cvref_t<std::invoke_result_t<G&>>>::type;
+};
+
+template <class G>
+concept epoch_source = std::invocable<G&, std::uint64_t> &&
+    std::ranges::input_range<std::invoke_result_t<G&, std::uint64_t>>;
+
+template <class T>
+struct future_value {};
+template <class T>
+struct future_value<std::future<T>> {
+    using type = T;
+};
+
+/// Stores an element read from a range iterator: copies when it can (so an owned range can be
+/// read again next epoch), moves otherwise.
+template <class T, class It>
+void emplace_from(any_value& out, It& it) {
+    if constexpr (std::is_constructible_v<T, std::iter_reference_t<It>>) {
+        out.emplace<T>(*it);
+    } else {
+        out.emplace<T>(std::ranges::iter_move(it));
+    }
+}
+
+/// A cursor over one pass of `*holder`.
+template <class R>
+source_cursor range_cursor(std::shared_ptr<R> holder) {
+    using T = std::ranges::range_value_t<R>;
+    struct state {
+        std::shared_ptr<R> holder;
+        std::ranges::iterator_t<R> it;
+        std::ranges::sentinel_t<R> end;
+    };
+    auto st =
+        std::make_shared<state>(holder, std::ranges::begin(*holder), std::ranges::end(*holder));
+    return [st](any_value& out) {
+        if (st->it == st->end) return false;
+        emplace_from<T>(out, st->it);
+        ++st->it;
+        return true;
+    };
+}
+
+/// Calls `f` on the element in `v` and returns the result. When this is not the last attempt the
+/// input is left intact (passed as an lvalue, or copied) so that a retry can use it again.
+template <class T, class F>
+std::remove_cvref_t<std::invoke_result_t<F&, T&&>> call_on(F& f, any_value& v, bool last_attempt) {
+    T& in = v.get<T>();
+    if constexpr (std::invocable<F&, T&>) {
+        if (!last_attempt) return std::invoke(f, in);
+    } else if constexpr (std::copy_constructible<T>) {
+        if (!last_attempt) return std::invoke(f, T(in));
+    }
+    return std::invoke(f, std::move(in));
+}
+
+}  // namespace detail
+
+/// The callback handed to a `map_async<U>` callable: call it once with the result, or `fail`.
+/// Copyable (so it fits callback APIs that take `std::function`); if every copy is destroyed
+/// without a result the item fails with "completion dropped without a result" — nothing is lost.
+template <class U>
+class completion {
+  public:
+    explicit completion(std::shared_ptr<detail::async_sink> sink)
+        : state_(std::make_shared<state>(std::move(sink))) {}
+
+    /// Delivers the result. Later calls are ignored.
+    void operator()(U value) const {
+        if (auto sink = state_->claim()) {
+            detail::any_value v;
+            v.emplace<U>(std::move(value));
+            sink->complete(std::move(v));
+        }
+    }
+    /// Fails the item with `e`. Later calls are ignored.
+    void fail(std::exception_ptr e) const {
+        if (auto sink = state_->claim()) sink->fail(std::move(e));
+    }
+
+  private:
+    struct state {
+        explicit state(std::shared_ptr<detail::async_sink> s) : sink(std::move(s)) {}
+        state(const state&) = delete;
+        state& operator=(const state&) = delete;
+        ~state() {
+            if (sink) {
+                sink->fail(std::make_exception_ptr(
+                    error(errc::internal, "completion dropped without a result")));
+            }
+        }
+        std::shared_ptr<detail::async_sink> claim() {
+            std::lock_guard lock(mutex);
+            return std::exchange(sink, nullptr);
+        }
+        std::mutex mutex;
+        std::shared_ptr<detail::async_sink> sink;
+    };
+    std::shared_ptr<state> state_;
+};
+
+/// Describes a pipeline whose elements are `T`. Each call returns a new builder (the element
+/// type follows the callables' return types); `build()` compiles it to a TBB flow graph.
+template <class T>
+class builder {
+  public:
+    using element_type = T;
+
+    /// Applies `f` to every element; up to `options.concurrency` calls run at once (so `f`
+    /// must be safe to call concurrently when that is above 1).
+    template <class F>
+    [[nodiscard]] auto map(F f, stage_options options = {}) const {
+        static_assert(std::invocable<F&, T&&>,
+                      "ferry::builder<T>::map(f): f cannot be called with the pipeline's current "
+                      "element type T (the builder's template argument)");
+        using U = std::remove_cvref_t<std::invoke_result_t<F&, T&&>>;
+        static_assert(!std::is_void_v<U>,
+                      "ferry::builder<T>::map(f): f must return the new element; use filter() to "
+                      "drop elements");
+        auto fn = std::make_shared<F>(std::move(f));
+        detail::stage_spec s;
+        s.kind = detail::stage_kind::map;
+        s.options = std::move(options);
+        s.map_fn = [fn](detail::any_value& v, bool last_attempt) {
+            U out = detail::call_on<T>(*fn, v, last_attempt);
+            v.emplace<U>(std::move(out));
+        };
+        return then<U>(std::move(s));
+    }
+    /// `map(f, n)`: shorthand for `map(f, {.concurrency = n})`.
+    template <class F>
+    [[nodiscard]] auto map(F f, int concurrency) const {
+        return map(std::move(f), stage_options{.concurrency = concurrency});
+    }
+
+    /// Keeps the elements for which `pred(const T&)` is true; the others count as filtered.
+    template <class P>
+    [[nodiscard]] builder<T> filter(P pred, stage_options options = {}) const {
+        static_assert(std::predicate<P&, const T&>,
+                      "ferry::builder<T>::filter(pred): pred must be callable with const T& and "
+                      "return something convertible to bool");
+        auto fn = std::make_shared<P>(std::move(pred));
+        detail::stage_spec s;
+        s.kind = detail::stage_kind::filter;
+        s.options = std::move(options);
+        s.filter_fn = [fn](detail::any_value& v) {
+            return static_cast<bool>(std::invoke(*fn, std::as_const(v.get<T>())));
+        };
+        return then<T>(std::move(s));
+    }
+
+    /// One in, many out: `g(T)` returns a range; each of its elements becomes an element. In an
+    /// ordered pipeline the outputs of one input stay together and in input order. An input whose
+    /// range is empty counts as filtered.
+    template <class G>
+    [[nodiscard]] auto flat_map(G g, stage_options options = {}) const {
+        static_assert(std::invocable<G&, T&&>,
+                      "ferry::builder<T>::flat_map(g): g cannot be called with the pipeline's "
+                      "current element type T");
+        using R = std::invoke_result_t<G&, T&&>;
+        static_assert(std::ranges::input_range<R>,
+                      "ferry::builder<T>::flat_map(g): g must return a range (e.g. std::vector)");
+        using U = std::ranges::range_value_t<R>;
+        auto fn = std::make_shared<G>(std::move(g));
+        detail::stage_spec s;
+        s.kind = detail::stage_kind::flat_map;
+        s.options = std::move(options);
+        s.expand_fn = [fn](detail::any_value& v, std::vector<detail::any_value>& out) {
+            R r = std::invoke(*fn, v.take_as<T>());
+            for (auto it = std::ranges::begin(r); it != std::ranges::end(r); ++it) {
+                detail::emplace_from<U>(out.emplace_back(), it);
+            }
+        };
+        return then<U>(std::move(s));
+    }
+
+    /// Groups `n` consecutive elements into a `std::vector<T>`. The last batch of an epoch may be
+    /// short unless `{.drop_last = true}`.
+    [[nodiscard]] builder<std::vector<T>> batch(std::size_t n, batch_options options = {}) const {
+        if (n == 0) throw invalid_argument("batch(n): n must be at least 1");
+        detail::stage_spec s;
+        s.kind = detail::stage_kind::batch;
+        s.options.name = std::move(options.name);
+        s.batch_size = n;
+        s.drop_last = options.drop_last;
+        s.pack_fn = [](std::vector<detail::any_value>& items, detail::any_value& out) {
+            std::vector<T> b;
+            b.reserve(items.size());
+            for (auto& a : items) b.push_back(a.take_as<T>());
+            out.emplace<std::vector<T>>(std::move(b));
+        };
+        return then<std::vector<T>>(std::move(s));
+    }
+
+    /// The inverse of `batch`: each element of a range-valued element becomes an element.
+    [[nodiscard]] auto unbatch() const requires std::ranges::input_range<T> {
+        using U = std::ranges::range_value_t<T>;
+        detail::stage_spec s;
+        s.kind = detail::stage_kind::unbatch;
+        s.expand_fn = [](detail::any_value& v, std::vector<detail::any_value>& out) {
+            T whole = v.take_as<T>();
+            for (auto it = std::ranges::begin(whole); it != std::ranges::end(whole); ++it) {
+                out.emplace_back().emplace<U>(std::ranges::iter_move(it));
+            }
+        };
+        return then<U>(std::move(s));
+    }
+
+    /// Asynchronous calls, with up to `options.concurrency` outstanding and no thread blocked
+    /// while they wait. Two forms:
+    ///  * `f(T) -> std::future<U>`: ferry polls the futures from one thread of its own;
+    ///  * `map_async<U>(f)` with `f(T, ferry::completion<U> done)`: call `done(u)` (or
+    ///    `done.fail(e)`) from any thread when the result is ready.
+    /// Retry policies do not apply (the input has been handed over); skip and fail do.
+    template <class U = void, class F>
+    [[nodiscard]] auto map_async(F f, stage_options options = {}) const {
+        auto fn = std::make_shared<F>(std::move(f));
+        detail::stage_spec s;
+        s.kind = detail::stage_kind::map_async;
+        s.options = std::move(options);
+        if constexpr (std::is_void_v<U>) {
+            static_assert(std::invocable<F&, T&&>,
+                          "ferry::builder<T>::map_async(f): f(T) must return std::future<U>, or "
+                          "use map_async<U>(f) with f(T, ferry::completion<U>)");
+            using Fut = std::remove_cvref_t<std::invoke_result_t<F&, T&&>>;
+            using V = typename detail::future_value<Fut>::type;
+            s.start_fn = [fn](detail::any_value&& v, std::shared_ptr<detail::async_sink> sink) {
+                auto fut = std::make_shared<Fut>(std::invoke(*fn, v.take_as<T>()));
+                sink->poll([fut](detail::any_value& out) {
+                    if (fut->wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+                        return false;
+                    out.emplace<V>(fut->get());
+                    return true;
+                });
+            };
+            return then<V>(std::move(s));
+        } else {
+            static_assert(std::invocable<F&, T&&, completion<U>>,
+                          "ferry::builder<T>::map_async<U>(f): f must be callable as "
+                          "f(T, ferry::completion<U>)");
+            s.start_fn = [fn](detail::any_value&& v, std::shared_ptr<detail::async_sink> sink) {
+                std::invoke(*fn, v.take_as<T>(), completion<U>(std::move(sink)));
+            };
+            return then<U>(std::move(s));
+        }
+    }
+
+    /// Compiles the description into a running pipeline (its graph and threads start now; items
+    /// flow when the first element is asked for). Throws `ferry::invalid_argument` on options
+    /// that cannot work (e.g. an `in_flight` smaller than a batch).
+    [[nodiscard]] pipeline<T> build(pipeline_options options = {}) const {
+        return pipeline<T>(detail::compile(spec_, std::move(options)));
+    }
+
+    /// For `from()`: a builder over a type-erased source.
+    explicit builder(detail::source_spec source) { spec_.source = std::move(source); }
+
+  private:
+    template <class U>
+    friend class builder;
+
+    template <class U>
+    builder<U> then(detail::stage_spec s) const {
+        builder<U> next(spec_.source);
+        next.spec_.stages = spec_.stages;
+        next.spec_.stages.push_back(std::move(s));
+        return next;
+    }
+
+    detail::pipeline_spec spec_;
+};
+
+/// Starts a pipeline description from a source:
+///  * an input range — an lvalue is read in place (keep it alive), an rvalue is owned; each epoch
+///    reads it again from `begin()`;
+///  * a generator `() -> std::optional<T>`, called until it returns `std::nullopt` (each epoch
+///    calls it again from where it is; an endless generator is fine);
+///  * an epoch factory `(std::uint64_t epoch) -> range`, called at the start of every epoch (the
+///    place to reshuffle).
+/// \code
+///   auto a = ferry::from(std::vector{1, 2, 3});
+///   auto b = ferry::from([i = 0]() mutable -> std::optional<int> { return i++; });
+///   auto c = ferry::from([&](std::uint64_t epoch) { return shuffled(files, epoch); });
+/// \endcode
+template <class S>
+[[nodiscard]] auto from(S&& src) {
+    using D = std::remove_cvref_t<S>;
+    if constexpr (std::ranges::input_range<S>) {
+        using T = std::ranges::range_value_t<S>;
+        std::shared_ptr<std::remove_reference_t<S>> holder;
+        if constexpr (std::is_lvalue_reference_v<S>) {
+            holder = std::shared_ptr<std::remove_reference_t<S>>(std::shared_ptr<void>(), &src);
+        } else {
+            holder = std::make_shared<D>(std::move(src));
+        }
+        return builder<T>(
+            detail::source_spec{[holder](std::uint64_t) { return detail::range_cursor(holder); }});
+    } else if constexpr (detail::generator_source<D>) {
+        using T =
+            typename detail::optional_value<std::remove_cvref_t<std::invoke_result_t<D&>>>::type;
+        auto gen = std::make_shared<D>(std::forward<S>(src));
+        return builder<T>(detail::source_spec{[gen](std::uint64_t) -> detail::source_cursor {
+            return [gen](detail::any_value& out) {
+                auto v = std::invoke(*gen);
+                if (!v) return false;
+                out.emplace<T>(std::move(*v));
+                return true;
+            };
+        }});
+    } else {
+        static_assert(detail::epoch_source<D>,
+                      "ferry::from(src): src must be an input range, a generator returning "
+                      "std::optional<T>, or a callable (std::uint64_t epoch) -> range");
+        using R = std::remove_cvref_t<std::invoke_result_t<D&, std::uint64_t>>;
+        using T = std::ranges::range_value_t<R>;
+        auto factory = std::make_shared<D>(std::forward<S>(src));
+        return builder<T>(detail::source_spec{[factory](std::uint64_t epoch) {
+            return detail::range_cursor(std::make_shared<R>(std::invoke(*factory, epoch)));
+        }});
+    }
+}
+
+}  // namespace ferry

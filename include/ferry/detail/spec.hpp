@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The type-erased description of a pipeline that the builder hands to the engine.
+/// Users never touch this: it is the seam between typed headers and the compiled TBB engine.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "ferry/detail/any_value.hpp"
+#include "ferry/options.hpp"
+#include "ferry/stats.hpp"
+
+namespace ferry::detail {
+
+enum class stage_kind : std::uint8_t { map, filter, flat_map, batch, unbatch, map_async };
+
+/// Where an asynchronous call delivers its result; implemented by the engine. Exactly one of
+/// `complete`, `fail`, or `poll` (whose `try_take` eventually returns true or throws) is used.
+class async_sink {
+  public:
+    virtual ~async_sink() = default;
+    virtual void complete(any_value&& value) noexcept = 0;
+    virtual void fail(std::exception_ptr error) noexcept = 0;
+    /// Asks the engine's poller to call `try_take` until it yields the value (returns true).
+    virtual void poll(std::function<bool(any_value&)> try_take) noexcept = 0;
+};
+
+/// Pulls the next source element into `out`; false at the end of the epoch.
+using source_cursor = std::function<bool(any_value& out)>;
+
+struct source_spec {
+    /// Opens a pass over the source for epoch `e` (0, 1, ...).
+    std::function<source_cursor(std::uint64_t e)> open;
+};
+
+struct stage_spec {
+    stage_kind kind = stage_kind::map;
+    stage_options options{};
+    std::size_t batch_size = 0;  // batch only
+    bool drop_last = false;      // batch only
+
+    /// map: replaces the value in place. `last_attempt` false asks the call to leave the input
+    /// intact (copy rather than move) so that a retry can use it again.
+    std::function<void(any_value& value, bool last_attempt)> map_fn;
+    /// filter: true keeps the item.
+    std::function<bool(any_value& value)> filter_fn;
+    /// flat_map / unbatch: appends the outputs of one input.
+    std::function<void(any_value& in, std::vector<any_value>& out)> expand_fn;
+    /// batch: packs `items` (in order) into one value.
+    std::function<void(std::vector<any_value>& items, any_value& out)> pack_fn;
+    /// map_async: starts one call; the result arrives through the sink.
+    std::function<void(any_value&& in, std::shared_ptr<async_sink> sink)> start_fn;
+};
+
+struct pipeline_spec {
+    source_spec source;
+    std::vector<stage_spec> stages;
+};
+
+/// The compiled, running pipeline (engine side). `pipeline<T>` is a typed handle over it.
+class runtime {
+  public:
+    virtual ~runtime() = default;
+    /// Next output of the current epoch (starting one if none runs); false at its end.
+    /// Throws `stage_error` if a stage failed under the `fail` policy (sticky).
+    virtual bool next(any_value& out) = 0;
+    /// Ends the current epoch early (the consumer left the loop); the next `next()` starts a
+    /// new epoch. Returns once no work of that epoch runs.
+    virtual void abandon_epoch() noexcept = 0;
+    /// Stops for good, from any thread; a `next()` in progress returns false promptly.
+    virtual void stop() noexcept = 0;
+    [[nodiscard]] virtual bool epoch_running() const noexcept = 0;
+    [[nodiscard]] virtual pipeline_stats stats() const = 0;
+    [[nodiscard]] virtual std::vector<failure> failures() const = 0;
+};
+
+/// Compiles `spec` into a TBB flow graph; throws `ferry::invalid_argument` on bad options.
+[[nodiscard]] std::unique_ptr<runtime> compile(pipeline_spec spec, pipeline_options options);
+
+}  // namespace ferry::detail

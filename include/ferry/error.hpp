@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// ferry's exception hierarchy: one root (`ferry::error`), a small fixed set of codes.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+namespace ferry {
+
+/// The small, fixed set of error codes every `ferry::error` carries.
+enum class errc : std::uint8_t {
+    stage_failed = 1,      ///< a pipeline stage threw and its policy said fail
+    io = 2,                ///< reading or writing storage failed
+    decode = 3,            ///< media could not be decoded (corrupt, truncated, unsupported)
+    invalid_argument = 4,  ///< a caller passed options or input that cannot work
+    cancelled = 5,         ///< work was stopped before it finished
+    cuda = 6,              ///< the CUDA runtime reported an error or no device exists
+    internal = 7,          ///< a bug in ferry; please report it
+};
+
+/// The name of an error code, e.g. `"stage_failed"`.
+[[nodiscard]] const char* to_string(errc code) noexcept;
+
+/// Root of every exception ferry throws: a `std::runtime_error` with an `errc` code.
+class error : public std::runtime_error {
+  public:
+    error(errc code, const std::string& what) : std::runtime_error(what), code_(code) {}
+    [[nodiscard]] errc code() const noexcept { return code_; }
+
+  private:
+    errc code_;
+};
+
+/// Storage could not be read: missing file, permission, short read, stalled read.
+class io_error : public error {
+  public:
+    explicit io_error(const std::string& what) : error(errc::io, what) {}
+};
+
+/// Media bytes could not be decoded: corrupt, truncated, unsupported, over a size limit.
+class decode_error : public error {
+  public:
+    explicit decode_error(const std::string& what) : error(errc::decode, what) {}
+};
+
+/// Options or input that cannot work, e.g. `batch(0)` or an `in_flight` too small for a batch.
+class invalid_argument : public error {
+  public:
+    explicit invalid_argument(const std::string& what) : error(errc::invalid_argument, what) {}
+};
+
+/// A pipeline stage failed under the `fail` policy (or exhausted its failure budget).
+///
+/// `what()` reads like `stage 'decode' failed on item 17: <cause>`; the cause is nested
+/// (`std::rethrow_if_nested(e)` or `nested_ptr()`), so its type survives:
+/// \code
+///   try { for (auto& x : pipe) use(x); }
+///   catch (const ferry::stage_error& e) {
+///       std::cerr << e.stage() << " " << e.item() << ": " << e.cause() << '\n';
+///   }
+/// \endcode
+class stage_error : public error, public std::nested_exception {
+  public:
+    /// Must be constructed inside a catch block: it captures the current exception as the cause.
+    stage_error(std::string stage, std::uint64_t item, std::uint64_t items, std::string cause,
+                std::string what)
+        : error(errc::stage_failed, what),
+          stage_(std::move(stage)),
+          item_(item),
+          items_(items),
+          cause_(std::move(cause)) {}
+
+    /// Name of the stage that failed (`"decode"`, or `"map#2"` when unnamed).
+    [[nodiscard]] const std::string& stage() const noexcept { return stage_; }
+    /// Source index (0-based, within the epoch) of the item that failed; for a batch, its first.
+    [[nodiscard]] std::uint64_t item() const noexcept { return item_; }
+    /// How many source items the failed element stood for (1, or a batch's size).
+    [[nodiscard]] std::uint64_t items() const noexcept { return items_; }
+    /// The original exception's message.
+    [[nodiscard]] const std::string& cause() const noexcept { return cause_; }
+
+  private:
+    std::string stage_;
+    std::uint64_t item_;
+    std::uint64_t items_;
+    std::string cause_;
+};
+
+/// The message of any exception pointer (`what()` for std::exception, a fixed text otherwise).
+[[nodiscard]] std::string describe(const std::exception_ptr& e);
+
+}  // namespace ferry

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Options for stages and pipelines: concurrency, error policies, executors, ordering, memory.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace ferry {
+
+struct pipeline_stats;
+
+/// Where a stage's calls run.
+enum class executor : std::uint8_t {
+    compute,  ///< the pipeline's TBB arena (`pipeline_options::threads` workers)
+    io,       ///< the stage's own blocking-I/O threads (`concurrency` of them), off the arena
+};
+/// Run on the pipeline's compute arena (the default).
+inline constexpr executor compute = executor::compute;
+/// Run on dedicated I/O threads: for calls that block (file, network, object-store reads), so
+/// 16 reads in flight cost no compute worker.
+inline constexpr executor io = executor::io;
+
+/// What a stage does once an item has failed (after any retries).
+enum class error_action : std::uint8_t {
+    fail,  ///< end the pipeline: the consumer's `next()` / iterator throws `ferry::stage_error`
+    skip,  ///< drop the item, record it in `failures()`, go on
+};
+
+/// Retry a failing call `attempts` times in all, sleeping `backoff`, then `backoff * multiplier`,
+/// ... between attempts; when every attempt failed, do `then`.
+/// \code
+///   .map(fetch, {.concurrency = 16, .on_error = ferry::retry{.attempts = 3, .then =
+///   ferry::error_action::skip}, .executor = ferry::io})
+/// \endcode
+/// The sleep blocks the thread running the call: use retries on `io` stages, where that is cheap.
+struct retry {
+    int attempts = 3;
+    std::chrono::milliseconds backoff{10};
+    double multiplier = 2.0;
+    error_action then = error_action::fail;
+};
+
+/// A stage's error policy: `ferry::fail`, `ferry::skip` or a `ferry::retry{...}`.
+struct error_policy {
+    error_action action = error_action::fail;
+    int attempts = 1;
+    std::chrono::milliseconds backoff{0};
+    double multiplier = 1.0;
+
+    constexpr error_policy() = default;
+    constexpr error_policy(error_action a) : action(a) {}  // NOLINT(google-explicit-constructor)
+    constexpr error_policy(retry r)                        // NOLINT(google-explicit-constructor)
+        : action(r.then),
+          attempts(r.attempts < 1 ? 1 : r.attempts),
+          backoff(r.backoff),
+          multiplier(r.multiplier) {}
+};
+
+/// The first error ends the pipeline and is rethrown to the consumer as `ferry::stage_error`.
+inline constexpr error_action fail = error_action::fail;
+/// A failing item is dropped, recorded in `pipeline::failures()`, and the pipeline goes on.
+inline constexpr error_action skip = error_action::skip;
+
+/// Per-stage options. Declaration order is part of the API (designated initializers):
+/// \code
+///   .map(decode, {.concurrency = 8, .name = "decode", .on_error = ferry::skip})
+/// \endcode
+struct stage_options {
+    /// How many calls of this stage may run at once.
+    int concurrency = 1;
+    /// Name shown in stats, errors and logs; defaults to `map#2`, `filter#3`, ...
+    std::string name{};
+    /// What to do when the callable throws.
+    error_policy on_error{};
+    /// With `skip` (or retry-then-skip): the number of failures the stage may skip before the
+    /// next one fails the pipeline. 0 means no budget (skip forever).
+    std::uint64_t max_failures = 0;
+    /// false: this stage (and so everything after it) may emit in completion order.
+    bool ordered = true;
+    /// `ferry::compute` (default) or `ferry::io` for blocking calls.
+    ferry::executor executor = ferry::executor::compute;
+};
+
+/// Options of `batch(n, {...})`.
+struct batch_options {
+    /// Drop a last, partial batch at the end of each epoch (its items count as filtered).
+    bool drop_last = false;
+    /// Name shown in stats; defaults to `batch#3`.
+    std::string name{};
+};
+
+/// Severity of a log line.
+enum class log_level : std::uint8_t { info, warning, error };
+
+/// Where ferry writes log lines (failed items, summaries). Must be callable from any thread.
+using logger = std::function<void(log_level, std::string_view)>;
+
+/// Options of `build()`. Declaration order is part of the API.
+struct pipeline_options {
+    /// Compute threads of this pipeline's own TBB arena. 0 = half the hardware threads (at least
+    /// one), leaving room for the training loop that shares the machine.
+    int threads = 0;
+    /// Source items admitted and not yet taken by the consumer, at most. 0 = derived from the
+    /// stages' concurrencies and batch sizes. A consumer that stops reading stalls the graph
+    /// at this many items instead of growing it.
+    std::size_t in_flight = 0;
+    /// false: the whole pipeline emits in completion order (faster when stage times vary).
+    bool ordered = true;
+    /// Where failures and summaries are logged; empty = stderr. Rate-limited per stage.
+    ferry::logger logger{};
+    /// Lines a stage may log per `log_window` before it only counts (then prints one summary).
+    int log_burst = 5;
+    std::chrono::milliseconds log_window{10000};
+    /// Called every `report_every` with the current stats, from a ferry thread. Empty = never.
+    std::function<void(const pipeline_stats&)> on_report{};
+    std::chrono::milliseconds report_every{10000};
+};
+
+}  // namespace ferry

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Per-stage statistics and the failure log: where the time went, what was lost and why.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace ferry {
+
+/// One stage's counters and timings, as `pipeline::stats()` reports them.
+struct stage_stats {
+    std::string name;  ///< e.g. "decode", "map#2", "source", "batch#4"
+    std::string kind;  ///< "source", "map", "map_async", "filter", "flat_map", "batch", "unbatch"
+    int concurrency = 1;  ///< calls that may run at once
+    bool io = false;      ///< runs on I/O threads rather than the compute arena
+
+    std::uint64_t items_in = 0;   ///< elements that entered the stage's callable
+    std::uint64_t items_out = 0;  ///< elements it emitted
+    std::uint64_t failed = 0;     ///< elements whose call failed (after retries)
+    std::uint64_t filtered = 0;   ///< elements it dropped on purpose (filter false, drop_last)
+    std::uint64_t retries = 0;    ///< extra attempts made under a retry policy
+
+    std::chrono::nanoseconds task_mean{0};  ///< mean wall time of one call
+    std::chrono::nanoseconds task_p50{0};   ///< median call time (log-bucketed, within ~10%)
+    std::chrono::nanoseconds task_p99{0};   ///< 99th percentile call time
+    std::chrono::nanoseconds busy{0};       ///< summed call time over all its workers
+
+    /// Fractions of the run's sampled wall time (0..1):
+    double utilization = 0;    ///< mean share of its `concurrency` slots that were running a call
+    double starved = 0;        ///< idle with nothing queued while upstream had room to produce
+    double backpressured = 0;  ///< idle because the pipeline was full (in-flight limit reached)
+    double queue_mean = 0;     ///< mean number of elements waiting for this stage
+    std::uint64_t queue_max = 0;
+};
+
+/// Whole-pipeline counters. Invariant: `produced == delivered + filtered + failed + cancelled`,
+/// counted in source items (a batch of 32 delivered counts 32). `cancelled` is non-zero only for
+/// epochs that were stopped early.
+struct pipeline_stats {
+    std::vector<stage_stats> stages;
+    std::uint64_t produced = 0;
+    std::uint64_t delivered = 0;
+    std::uint64_t filtered = 0;
+    std::uint64_t failed = 0;
+    std::uint64_t cancelled = 0;
+    std::uint64_t outputs = 0;  ///< elements handed to the consumer (batches count once)
+    std::uint64_t epochs = 0;   ///< epochs started
+    int threads = 0;
+    std::size_t in_flight = 0;
+    std::chrono::nanoseconds elapsed{0};        ///< wall time while epochs were running
+    std::chrono::nanoseconds consumer_wait{0};  ///< time the consumer waited in next()
+    /// Fraction of sampled time the pipeline was full (in-flight limit reached): near 1 means
+    /// the consumer, not loading, sets the pace.
+    double full = 0;
+
+    /// The stage most likely limiting throughput (highest utilization), or "consumer" when the
+    /// training loop itself is the slow side (the pipeline was mostly full and waiting on it).
+    [[nodiscard]] std::string bottleneck() const;
+};
+
+/// Prints the per-stage table and a bottleneck line.
+std::ostream& operator<<(std::ostream& os, const pipeline_stats& s);
+
+/// One failed item: which stage, which source item, why.
+struct failure {
+    std::string stage;
+    std::uint64_t item = 0;   ///< source index within its epoch (first item of a batch)
+    std::uint64_t items = 1;  ///< source items it stood for
+    std::uint64_t epoch = 0;
+    std::string message;
+};
+
+}  // namespace ferry

@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// ferry's version.
+#pragma once
+
+#define FERRY_VERSION_MAJOR 0
+#define FERRY_VERSION_MINOR 1
+#define FERRY_VERSION_PATCH 0
+
+namespace ferry {
+/// "MAJOR.MINOR.PATCH"
+inline constexpr const char* version = "0.1.0";
+}  // namespace ferry
