@@ -636,7 +636,7 @@ void pipeline_runtime::build_graph() {
                             });
                         });
                     flow::make_edge(*tail, *node);
-                    tail = node.get();
+                    tail = &flow::output_port<0>(*node);
                     nodes_.push_back(std::move(node));
                 } else {
                     using node_t = flow::function_node<msg, msg>;
@@ -663,7 +663,7 @@ void pipeline_runtime::build_graph() {
                     [this, &st](const msg& m, gateway_type& gw) { async_accept(st, m, gw); });
                 st.gateway = &node->gateway();
                 flow::make_edge(*tail, *node);
-                tail = node.get();
+                tail = &flow::output_port<0>(*node);
                 nodes_.push_back(std::move(node));
                 break;
             }

@@ -191,6 +191,12 @@ class builder {
         return then<T>(std::move(s));
     }
 
+    /// `filter(pred, n)`: shorthand for `filter(pred, {.concurrency = n})`.
+    template <class P>
+    [[nodiscard]] builder<T> filter(P pred, int concurrency) const {
+        return filter(std::move(pred), stage_options{.concurrency = concurrency});
+    }
+
     /// One in, many out: `g(T)` returns a range; each of its elements becomes an element. In an
     /// ordered pipeline the outputs of one input stay together and in input order. An input whose
     /// range is empty counts as filtered.
@@ -214,6 +220,12 @@ class builder {
             }
         };
         return then<U>(std::move(s));
+    }
+
+    /// `flat_map(g, n)`: shorthand for `flat_map(g, {.concurrency = n})`.
+    template <class G>
+    [[nodiscard]] auto flat_map(G g, int concurrency) const {
+        return flat_map(std::move(g), stage_options{.concurrency = concurrency});
     }
 
     /// Groups `n` consecutive elements into a `std::vector<T>`. The last batch of an epoch may be
@@ -285,6 +297,12 @@ class builder {
             };
             return then<U>(std::move(s));
         }
+    }
+
+    /// `map_async(f, n)`: shorthand for `map_async(f, {.concurrency = n})`.
+    template <class U = void, class F>
+    [[nodiscard]] auto map_async(F f, int concurrency) const {
+        return map_async<U>(std::move(f), stage_options{.concurrency = concurrency});
     }
 
     /// Compiles the description into a running pipeline (its graph and threads start now; items
