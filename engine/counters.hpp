@@ -3,12 +3,20 @@
 /// Always-on, lock-free per-stage counters and a log-bucketed latency histogram.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <vector>
+
+#include <oneapi/tbb/task_arena.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 namespace ferry::detail {
 
@@ -23,14 +31,16 @@ class latency_histogram {
         counts_[index(ns)].fetch_add(1, std::memory_order_relaxed);
     }
 
-    /// The value below which fraction `q` of the samples lie (upper edge of its bucket).
-    [[nodiscard]] std::uint64_t quantile(double q) const noexcept {
-        std::array<std::uint64_t, buckets> snap{};
+    /// Adds this histogram's counts into `snap`.
+    void add_to(std::array<std::uint64_t, buckets>& snap) const noexcept {
+        for (int i = 0; i < buckets; ++i) snap[i] += counts_[i].load(std::memory_order_relaxed);
+    }
+
+    /// The value below which fraction `q` of the counted samples in `snap` lie (bucket middle).
+    [[nodiscard]] static std::uint64_t quantile(const std::array<std::uint64_t, buckets>& snap,
+                                                double q) noexcept {
         std::uint64_t total = 0;
-        for (int i = 0; i < buckets; ++i) {
-            snap[i] = counts_[i].load(std::memory_order_relaxed);
-            total += snap[i];
-        }
+        for (auto n : snap) total += n;
         if (total == 0) return 0;
         auto target = static_cast<std::uint64_t>(q * static_cast<double>(total));
         if (target >= total) target = total - 1;
@@ -40,6 +50,14 @@ class latency_histogram {
             if (seen > target) return midpoint(i);
         }
         return midpoint(buckets - 1);
+    }
+
+    /// Number of samples in `snap`.
+    [[nodiscard]] static std::uint64_t total(
+        const std::array<std::uint64_t, buckets>& snap) noexcept {
+        std::uint64_t n = 0;
+        for (auto c : snap) n += c;
+        return n;
     }
 
   private:
@@ -61,9 +79,47 @@ class latency_histogram {
     std::array<std::atomic<std::uint64_t>, buckets> counts_{};
 };
 
-/// What one stage has done so far. Hot counters are relaxed atomics; sampled fractions are
-/// written by the monitor thread under `sample_mutex`.
-struct stage_counters {
+/// A cheap timestamp for per-call timing: the TSC on x86-64 (a few ns, no syscall), steady_clock
+/// nanoseconds elsewhere. Converted to nanoseconds by a `tick_rate` measured over the run.
+inline std::uint64_t ticks() noexcept {
+#if defined(__x86_64__)
+    return __rdtsc();
+#else
+    return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
+
+/// Converts ticks to nanoseconds, calibrated against steady_clock between construction and use.
+class tick_rate {
+  public:
+    tick_rate() noexcept : t0_(ticks()), c0_(std::chrono::steady_clock::now()) {}
+    /// Nanoseconds per tick (refined each call; before 2 ms have passed it measures briefly).
+    [[nodiscard]] double ns_per_tick() const noexcept {
+#if defined(__x86_64__)
+        auto c1 = std::chrono::steady_clock::now();
+        auto t1 = ticks();
+        if (c1 - c0_ < std::chrono::milliseconds(2)) {
+            // Too early for a precise ratio: wait 2 ms once (only stats() calls this).
+            while (std::chrono::steady_clock::now() - c0_ < std::chrono::milliseconds(2)) {
+            }
+            c1 = std::chrono::steady_clock::now();
+            t1 = ticks();
+        }
+        const double ns = std::chrono::duration<double, std::nano>(c1 - c0_).count();
+        return t1 > t0_ ? ns / static_cast<double>(t1 - t0_) : 1.0;
+#else
+        return 1.0;
+#endif
+    }
+
+  private:
+    std::uint64_t t0_;
+    std::chrono::steady_clock::time_point c0_;
+};
+
+/// One thread-slot's share of a stage's counters, on its own cache line(s), so that the workers
+/// running a stage do not bounce a shared line on every call.
+struct alignas(64) counter_shard {
     std::atomic<std::uint64_t> arrived{0};   ///< messages (any kind) that reached the node
     std::atomic<std::uint64_t> emitted{0};   ///< messages (any kind) it passed on
     std::atomic<std::uint64_t> in{0};        ///< values given to the callable
@@ -71,11 +127,54 @@ struct stage_counters {
     std::atomic<std::uint64_t> failed{0};    ///< values that failed after retries
     std::atomic<std::uint64_t> filtered{0};  ///< values dropped on purpose
     std::atomic<std::uint64_t> retries{0};
-    std::atomic<std::uint64_t> skipped{0};  ///< failures skipped: the budget's count
-    std::atomic<std::uint64_t> calls{0};
-    std::atomic<std::uint64_t> busy_ns{0};
-    std::atomic<int> active{0};  ///< calls running now (or async calls outstanding)
-    latency_histogram latency;
+    std::atomic<std::uint64_t> busy_ticks{0};
+    std::atomic<std::int64_t> active{0};  ///< calls running (may be negative in one shard)
+    latency_histogram latency;            ///< in ticks
+};
+
+/// What one stage has done so far: sharded relaxed counters (summed when read), and sampled
+/// fractions written by the monitor thread under `sample_mutex`.
+class stage_counters {
+  public:
+    explicit stage_counters(int shards = 1) { resize(shards); }
+    void resize(int shards) {
+        shards_.clear();
+        for (int i = 0; i < std::max(1, shards); ++i) {
+            shards_.push_back(std::make_unique<counter_shard>());
+        }
+    }
+
+    /// The shard of the calling thread: its slot in the arena it runs in (threads outside any
+    /// arena share shard 0). Updates are atomic, so a misattributed shard costs only speed.
+    counter_shard& local() noexcept {
+        const int slot = tbb::this_task_arena::current_thread_index();
+        if (slot < 0 || shards_.size() == 1) return *shards_[0];
+        return *shards_[1 + static_cast<std::size_t>(slot) % (shards_.size() - 1)];
+    }
+
+    template <class T>
+    [[nodiscard]] T sum(std::atomic<T> counter_shard::*field) const noexcept {
+        T total{};
+        for (const auto& s : shards_) total += ((*s).*field).load(std::memory_order_relaxed);
+        return total;
+    }
+
+    /// Merged latency histogram of all shards.
+    [[nodiscard]] std::array<std::uint64_t, latency_histogram::buckets> latency() const noexcept {
+        std::array<std::uint64_t, latency_histogram::buckets> snap{};
+        for (const auto& s : shards_) s->latency.add_to(snap);
+        return snap;
+    }
+
+    void record_call(std::uint64_t start_ticks) noexcept {
+        const std::uint64_t now = ticks();
+        const std::uint64_t d = now > start_ticks ? now - start_ticks : 0;
+        auto& s = local();
+        s.busy_ticks.fetch_add(d, std::memory_order_relaxed);
+        s.latency.record(d);
+    }
+
+    std::atomic<std::uint64_t> skipped{0};  ///< failures skipped: the budget's exact count
 
     std::mutex sample_mutex;
     std::uint64_t samples = 0;
@@ -85,13 +184,12 @@ struct stage_counters {
     double queue_sum = 0;
     std::uint64_t queue_max = 0;
 
-    void record_call(std::chrono::steady_clock::duration d) noexcept {
-        const auto ns = static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
-        calls.fetch_add(1, std::memory_order_relaxed);
-        busy_ns.fetch_add(ns, std::memory_order_relaxed);
-        latency.record(ns);
+    [[nodiscard]] const std::vector<std::unique_ptr<counter_shard>>& shards() const noexcept {
+        return shards_;
     }
+
+  private:
+    std::vector<std::unique_ptr<counter_shard>> shards_;
 };
 
 }  // namespace ferry::detail

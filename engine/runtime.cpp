@@ -323,6 +323,7 @@ class pipeline_runtime final : public runtime {
     std::size_t in_flight_ = 0;
     std::uint64_t credit_batch_ = 1;
 
+    tick_rate rate_;
     box_pool pool_;
     std::list<stage_runtime> stages_;  // stable addresses: nodes capture references
     stage_counters source_counters_;
@@ -348,7 +349,9 @@ class pipeline_runtime final : public runtime {
     std::mutex out_mutex_;
     std::condition_variable out_cv_;
     std::deque<msg> out_queue_;
+    std::atomic<std::size_t> out_size_{0};  ///< out_queue_.size(), readable without the lock
     bool consumer_waiting_ = false;
+    std::deque<msg> consumer_local_;      // consumer thread only: a taken burst
     std::uint64_t consumer_credits_ = 0;  // consumer thread only
 
     // Control.
@@ -359,7 +362,7 @@ class pipeline_runtime final : public runtime {
     std::atomic<bool> epoch_running_{false};
     std::exception_ptr fatal_;  ///< sticky stage_error
     std::atomic<std::uint64_t> epoch_{0};
-    clock::time_point epoch_start_{};
+    std::atomic<clock::rep> epoch_start_{0};  ///< steady_clock ticks
     std::atomic<std::int64_t> elapsed_ns_{0};
     std::atomic<std::int64_t> consumer_wait_ns_{0};
 
@@ -392,7 +395,7 @@ class pipeline_runtime final : public runtime {
 class sink_impl final : public async_sink, public std::enable_shared_from_this<sink_impl> {
   public:
     sink_impl(pipeline_runtime& rt, stage_runtime& st, msg m)
-        : rt_(rt), st_(st), m_(m), start_(clock::now()) {}
+        : rt_(rt), st_(st), m_(m), start_(ticks()) {}
 
     void complete(any_value&& v) noexcept override {
         if (done_.exchange(true)) return;
@@ -420,17 +423,17 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
 
   private:
     void finish(std::exception_ptr e) noexcept {
-        st_.counters.record_call(clock::now() - start_);
-        st_.counters.active.fetch_sub(1, std::memory_order_relaxed);
+        st_.counters.record_call(start_);
+        st_.counters.local().active.fetch_sub(1, std::memory_order_relaxed);
         if (rt_.aborting()) {
             // The epoch is being cancelled: its accounting is settled by abort_epoch.
         } else if (e) {
             rt_.fail_item(st_, m_, e);
         } else {
-            st_.counters.out.fetch_add(1, std::memory_order_relaxed);
+            st_.counters.local().out.fetch_add(1, std::memory_order_relaxed);
         }
         gateway_type& gw = *st_.gateway;
-        st_.counters.emitted.fetch_add(1, std::memory_order_relaxed);
+        st_.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
         gw.try_put(m_);
         rt_.async_finished(st_);
         gw.release_wait();
@@ -439,7 +442,7 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
     pipeline_runtime& rt_;
     stage_runtime& st_;
     msg m_;
-    clock::time_point start_;
+    std::uint64_t start_;
     std::atomic<bool> done_{false};
 };
 
@@ -501,8 +504,12 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
                                    std::to_string(need) + " source items in flight");
         }
     }
-    credit_batch_ = std::max<std::uint64_t>(1, in_flight_ / 8);
+    // Returning credits from the consumer thread wakes a worker; doing it per quarter of the limit
+    // rather than per item keeps those wake-ups rare.
+    credit_batch_ = std::max<std::uint64_t>(1, in_flight_ / 4);
 
+    source_counters_.resize(threads_ + 1);
+    for (auto& st : stages_) st.counters.resize(threads_ + 1);
     worker_budget::instance().acquire(threads_);
     budget_held_ = true;
     try {
@@ -573,8 +580,9 @@ std::size_t pipeline_runtime::min_in_flight() const {
 std::size_t pipeline_runtime::default_in_flight() const {
     std::size_t sum = 0;
     for (const auto& st : stages_) sum += static_cast<std::size_t>(st.concurrency);
-    return std::max<std::size_t>(2 * sum + 2 * static_cast<std::size_t>(threads_) + 16,
-                                 2 * min_in_flight());
+    // Enough to keep every slot busy while the consumer works through a burst, and two batches.
+    return std::max<std::size_t>(
+        {64, 4 * sum + 4 * static_cast<std::size_t>(threads_), 2 * min_in_flight()});
 }
 
 void pipeline_runtime::build_graph() {
@@ -594,11 +602,11 @@ void pipeline_runtime::build_graph() {
         auto node = std::make_unique<node_t>(
             g, flow::serial, [this, &st](const msg& m, node_t::output_ports_type& ports) {
                 if (st.spec.kind != stage_kind::flat_map) {
-                    st.counters.arrived.fetch_add(1, std::memory_order_relaxed);
+                    st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
                 }
                 renumber(st, m);
                 for (msg o : st.outs) {
-                    st.counters.emitted.fetch_add(1, std::memory_order_relaxed);
+                    st.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
                     std::get<0>(ports).try_put(o);
                 }
                 st.outs.clear();
@@ -617,10 +625,11 @@ void pipeline_runtime::build_graph() {
                     using node_t = flow::async_node<msg, msg>;
                     auto node = std::make_unique<node_t>(
                         g, flow::unlimited, [this, &st](const msg& m, gateway_type& gw) {
-                            st.counters.arrived.fetch_add(1, std::memory_order_relaxed);
+                            st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
                             if (m->kind != msg_kind::value) {
                                 if (st.spec.kind != stage_kind::flat_map) {
-                                    st.counters.emitted.fetch_add(1, std::memory_order_relaxed);
+                                    st.counters.local().emitted.fetch_add(
+                                        1, std::memory_order_relaxed);
                                 }
                                 gw.try_put(m);
                                 return;
@@ -629,7 +638,8 @@ void pipeline_runtime::build_graph() {
                             st.pool->submit([this, &st, m, &gw] {
                                 if (!aborting_) apply(st, m);
                                 if (st.spec.kind != stage_kind::flat_map) {
-                                    st.counters.emitted.fetch_add(1, std::memory_order_relaxed);
+                                    st.counters.local().emitted.fetch_add(
+                                        1, std::memory_order_relaxed);
                                 }
                                 gw.try_put(m);
                                 gw.release_wait();
@@ -642,10 +652,10 @@ void pipeline_runtime::build_graph() {
                     using node_t = flow::function_node<msg, msg>;
                     auto node = std::make_unique<node_t>(
                         g, static_cast<std::size_t>(st.concurrency), [this, &st](const msg& m) {
-                            st.counters.arrived.fetch_add(1, std::memory_order_relaxed);
+                            st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
                             if (m->kind == msg_kind::value && !aborting_) apply(st, m);
                             if (st.spec.kind != stage_kind::flat_map) {
-                                st.counters.emitted.fetch_add(1, std::memory_order_relaxed);
+                                st.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
                             }
                             return m;
                         });
@@ -697,13 +707,13 @@ bool pipeline_runtime::source_pull(msg& out) {
     b->seq = source_seq_;
     b->source_index = source_seq_;
     source_busy_ = true;
-    const auto t0 = clock::now();
+    const auto t0 = ticks();
     bool got = false;
     try {
         got = cursor_(b->value);
-        source_counters_.record_call(clock::now() - t0);
+        source_counters_.record_call(t0);
     } catch (...) {
-        source_counters_.record_call(clock::now() - t0);
+        source_counters_.record_call(t0);
         source_busy_ = false;
         const std::string cause = describe(std::current_exception());
         b->kind = msg_kind::error;
@@ -716,11 +726,11 @@ bool pipeline_runtime::source_pull(msg& out) {
         }
         log_.log("source", log_level::error,
                  "stage 'source' failed on item " + std::to_string(source_seq_) + ": " + cause);
-        source_counters_.failed.fetch_add(1, std::memory_order_relaxed);
+        source_counters_.local().failed.fetch_add(1, std::memory_order_relaxed);
         source_open_ = false;
         ++source_seq_;
         credits_out_.fetch_add(1, std::memory_order_relaxed);
-        source_counters_.emitted.fetch_add(1, std::memory_order_relaxed);
+        source_counters_.local().emitted.fetch_add(1, std::memory_order_relaxed);
         out = b;
         return true;
     }
@@ -730,28 +740,28 @@ bool pipeline_runtime::source_pull(msg& out) {
         b->items = 1;
         ++source_seq_;
         produced_.fetch_add(1, std::memory_order_relaxed);
-        source_counters_.out.fetch_add(1, std::memory_order_relaxed);
+        source_counters_.local().out.fetch_add(1, std::memory_order_relaxed);
     } else {
         b->kind = msg_kind::end;  // seq = number of messages before it
         source_open_ = false;
     }
     credits_out_.fetch_add(1, std::memory_order_relaxed);
-    source_counters_.emitted.fetch_add(1, std::memory_order_relaxed);
+    source_counters_.local().emitted.fetch_add(1, std::memory_order_relaxed);
     out = b;
     return true;
 }
 
 void pipeline_runtime::apply(stage_runtime& st, msg m) {
     auto& c = st.counters;
-    c.in.fetch_add(1, std::memory_order_relaxed);
-    c.active.fetch_add(1, std::memory_order_relaxed);
+    c.local().in.fetch_add(1, std::memory_order_relaxed);
+    c.local().active.fetch_add(1, std::memory_order_relaxed);
     const error_policy& policy = st.spec.options.on_error;
     std::exception_ptr err;
     bool keep = true;
     auto backoff = std::chrono::duration<double, std::milli>(policy.backoff);
     for (int attempt = 1;; ++attempt) {
         const bool last = attempt >= policy.attempts;
-        const auto t0 = clock::now();
+        const auto t0 = ticks();
         try {
             switch (st.spec.kind) {
                 case stage_kind::map:
@@ -767,38 +777,38 @@ void pipeline_runtime::apply(stage_runtime& st, msg m) {
                 default:
                     break;
             }
-            c.record_call(clock::now() - t0);
+            c.record_call(t0);
             err = nullptr;
             break;
         } catch (...) {
-            c.record_call(clock::now() - t0);
+            c.record_call(t0);
             err = std::current_exception();
         }
         // A consumed input (moved into the call) cannot be retried.
         if (last || !m->value.has_value() || aborting_ || stopping_) break;
-        c.retries.fetch_add(1, std::memory_order_relaxed);
+        c.local().retries.fetch_add(1, std::memory_order_relaxed);
         std::this_thread::sleep_for(backoff);
         backoff *= policy.multiplier;
     }
-    c.active.fetch_sub(1, std::memory_order_relaxed);
+    c.local().active.fetch_sub(1, std::memory_order_relaxed);
     if (err) {
         fail_item(st, m, err);
         return;
     }
     if (!keep) {
-        c.filtered.fetch_add(1, std::memory_order_relaxed);
+        c.local().filtered.fetch_add(1, std::memory_order_relaxed);
         filtered_.fetch_add(m->items, std::memory_order_relaxed);
         m->items = 0;
         m->value.reset();
         m->kind = msg_kind::gap;
         return;
     }
-    if (st.spec.kind != stage_kind::flat_map) c.out.fetch_add(1, std::memory_order_relaxed);
+    if (st.spec.kind != stage_kind::flat_map) c.local().out.fetch_add(1, std::memory_order_relaxed);
 }
 
 void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause) {
     auto& c = st.counters;
-    c.failed.fetch_add(1, std::memory_order_relaxed);
+    c.local().failed.fetch_add(1, std::memory_order_relaxed);
     const auto& options = st.spec.options;
     const std::string text = describe(cause);
     bool fail = options.on_error.action == error_action::fail;
@@ -854,7 +864,7 @@ void pipeline_runtime::renumber(stage_runtime& st, msg m) {
                 if (!st.batch_items.empty()) {
                     if (st.spec.drop_last) {
                         for (msg b : st.batch_items) {
-                            st.counters.filtered.fetch_add(1, std::memory_order_relaxed);
+                            st.counters.local().filtered.fetch_add(1, std::memory_order_relaxed);
                             filtered_.fetch_add(b->items, std::memory_order_relaxed);
                             b->items = 0;
                             retire_gap(b);
@@ -870,7 +880,7 @@ void pipeline_runtime::renumber(stage_runtime& st, msg m) {
                 break;
             case msg_kind::value:
                 if (st.spec.kind == stage_kind::batch) {
-                    st.counters.in.fetch_add(1, std::memory_order_relaxed);
+                    st.counters.local().in.fetch_add(1, std::memory_order_relaxed);
                     st.batch_items.push_back(x);
                     if (st.batch_items.size() == st.spec.batch_size) emit_batch(st);
                 } else {
@@ -882,8 +892,8 @@ void pipeline_runtime::renumber(stage_runtime& st, msg m) {
 }
 
 void pipeline_runtime::emit_batch(stage_runtime& st) {
-    const auto t0 = clock::now();
-    st.counters.active.fetch_add(1, std::memory_order_relaxed);
+    const auto t0 = ticks();
+    st.counters.local().active.fetch_add(1, std::memory_order_relaxed);
     msg first = st.batch_items.front();
     std::vector<any_value> values;
     values.reserve(st.batch_items.size());
@@ -900,12 +910,12 @@ void pipeline_runtime::emit_batch(stage_runtime& st) {
     first->credits = credits;
     try {
         st.spec.pack_fn(values, first->value);
-        st.counters.out.fetch_add(1, std::memory_order_relaxed);
+        st.counters.local().out.fetch_add(1, std::memory_order_relaxed);
     } catch (...) {
         fail_item(st, first, std::current_exception());
     }
-    st.counters.record_call(clock::now() - t0);
-    st.counters.active.fetch_sub(1, std::memory_order_relaxed);
+    st.counters.record_call(t0);
+    st.counters.local().active.fetch_sub(1, std::memory_order_relaxed);
     if (first->kind == msg_kind::gap) {
         retire_gap(first);
         return;
@@ -916,15 +926,15 @@ void pipeline_runtime::emit_batch(stage_runtime& st) {
 
 void pipeline_runtime::expand(stage_runtime& st, msg x) {
     if (st.spec.kind == stage_kind::unbatch) {
-        st.counters.in.fetch_add(1, std::memory_order_relaxed);
-        const auto t0 = clock::now();
+        st.counters.local().in.fetch_add(1, std::memory_order_relaxed);
+        const auto t0 = ticks();
         try {
             x->children.clear();
             st.spec.expand_fn(x->value, x->children);
         } catch (...) {
             fail_item(st, x, std::current_exception());
         }
-        st.counters.record_call(clock::now() - t0);
+        st.counters.record_call(t0);
         if (x->kind == msg_kind::gap) {
             retire_gap(x);
             return;
@@ -937,7 +947,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x) {
     }
     auto& children = x->children;
     if (children.empty()) {
-        st.counters.filtered.fetch_add(1, std::memory_order_relaxed);
+        st.counters.local().filtered.fetch_add(1, std::memory_order_relaxed);
         filtered_.fetch_add(x->items, std::memory_order_relaxed);
         x->items = 0;
         retire_gap(x);
@@ -957,7 +967,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x) {
     children.clear();
     x->seq = st.next_out++;
     st.outs.push_back(x);
-    st.counters.out.fetch_add(k, std::memory_order_relaxed);
+    st.counters.local().out.fetch_add(k, std::memory_order_relaxed);
 }
 
 void pipeline_runtime::retire_gap(msg m) {
@@ -977,7 +987,8 @@ void pipeline_runtime::deliver(msg m) {
     {
         std::lock_guard lock(out_mutex_);
         out_queue_.push_back(m);
-        wake = consumer_waiting_;
+        out_size_.store(out_queue_.size(), std::memory_order_release);
+        wake = std::exchange(consumer_waiting_, false);
     }
     if (wake) out_cv_.notify_one();
 }
@@ -988,9 +999,9 @@ void pipeline_runtime::flush_consumer_credits() {
 }
 
 void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway_type& gw) {
-    st.counters.arrived.fetch_add(1, std::memory_order_relaxed);
+    st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
     if (m->kind != msg_kind::value || aborting_) {
-        st.counters.emitted.fetch_add(1, std::memory_order_relaxed);
+        st.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
         gw.try_put(m);
         return;
     }
@@ -1007,8 +1018,8 @@ void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway_type& gw) 
 }
 
 void pipeline_runtime::async_start(stage_runtime& st, msg m) {
-    st.counters.in.fetch_add(1, std::memory_order_relaxed);
-    st.counters.active.fetch_add(1, std::memory_order_relaxed);
+    st.counters.local().in.fetch_add(1, std::memory_order_relaxed);
+    st.counters.local().active.fetch_add(1, std::memory_order_relaxed);
     auto sink = std::make_shared<sink_impl>(*this, st, m);
     if (aborting_) {
         sink->fail(nullptr);  // settles the slot; abort_epoch does the accounting
@@ -1075,14 +1086,15 @@ void pipeline_runtime::start_epoch() {
         source_open_ = true;
     }
     epochs_.fetch_add(1, std::memory_order_relaxed);
-    epoch_start_ = clock::now();
+    epoch_start_ = clock::now().time_since_epoch().count();
     epoch_running_ = true;
     monitor_cv_.notify_one();
     input_->activate();
 }
 
 void pipeline_runtime::finish_epoch() {
-    elapsed_ns_.fetch_add((clock::now() - epoch_start_).count(), std::memory_order_relaxed);
+    elapsed_ns_.fetch_add(clock::now().time_since_epoch().count() - epoch_start_,
+                          std::memory_order_relaxed);
     epoch_running_ = false;
     {
         std::lock_guard lock(source_mutex_);
@@ -1101,8 +1113,18 @@ bool pipeline_runtime::next(any_value& out) {
     }
     if (!epoch_running_) start_epoch();
     for (;;) {
-        msg m = nullptr;
-        {
+        if (consumer_local_.empty()) {
+            if (out_size_.load(std::memory_order_acquire) == 0) {
+                // Spin briefly before sleeping: results usually arrive within microseconds, and a
+                // futex sleep/wake pair per item costs more than the item (measured: 3x fewer
+                // items/s for cheap stages). Yielding keeps the spin from starving the workers.
+                flush_consumer_credits();
+                for (int spin = 0;
+                     spin < 64 && out_size_.load(std::memory_order_acquire) == 0 && !stopping_;
+                     ++spin) {
+                    std::this_thread::yield();
+                }
+            }
             std::unique_lock lock(out_mutex_);
             if (out_queue_.empty() && !stopping_) {
                 lock.unlock();
@@ -1119,9 +1141,11 @@ bool pipeline_runtime::next(any_value& out) {
                 abort_epoch_locked();
                 return false;
             }
-            m = out_queue_.front();
-            out_queue_.pop_front();
+            consumer_local_.swap(out_queue_);  // take everything: one lock per burst, not per item
+            out_size_.store(0, std::memory_order_relaxed);
         }
+        msg m = consumer_local_.front();
+        consumer_local_.pop_front();
         switch (m->kind) {
             case msg_kind::value:
                 out = std::move(m->value);
@@ -1167,13 +1191,16 @@ void pipeline_runtime::abort_epoch_locked() noexcept {
         st.next_out = 0;
         st.async_waiting.clear();
         st.async_running = 0;
-        st.counters.active.store(0, std::memory_order_relaxed);
+        for (const auto& shard : st.counters.shards())
+            shard->active.store(0, std::memory_order_relaxed);
     }
     output_seq_->clear();
     {
         std::lock_guard lock(out_mutex_);
         out_queue_.clear();
+        out_size_.store(0);
     }
+    consumer_local_.clear();
     pool_.reclaim_all();
     consumer_credits_ = 0;
     credits_out_ = 0;
@@ -1275,12 +1302,20 @@ void pipeline_runtime::sample() {
         c.queue_sum += static_cast<double>(q);
         c.queue_max = std::max(c.queue_max, q);
     };
-    record(source_counters_, 1, 1, source_busy_ ? 1 : 0);
-    auto upstream = static_cast<std::int64_t>(source_counters_.emitted.load());
+    {
+        // The source has no upstream: it is busy, or held back by the in-flight limit.
+        const bool busy = source_busy_;
+        std::lock_guard lock(source_counters_.sample_mutex);
+        ++source_counters_.samples;
+        if (busy) source_counters_.utilization_sum += 1.0;
+        if (!busy && saturated) ++source_counters_.backpressured_samples;
+    }
+    auto upstream = static_cast<std::int64_t>(source_counters_.sum(&counter_shard::emitted));
     for (auto& st : stages_) {
-        const auto arrived = static_cast<std::int64_t>(st.counters.arrived.load());
-        record(st.counters, st.concurrency, upstream - arrived, st.counters.active.load());
-        upstream = static_cast<std::int64_t>(st.counters.emitted.load());
+        const auto arrived = static_cast<std::int64_t>(st.counters.sum(&counter_shard::arrived));
+        const auto active = st.counters.sum(&counter_shard::active);
+        record(st.counters, st.concurrency, upstream - arrived, static_cast<int>(active));
+        upstream = static_cast<std::int64_t>(st.counters.sum(&counter_shard::emitted));
     }
 }
 
@@ -1296,17 +1331,22 @@ stage_stats pipeline_runtime::row(const stage_runtime* st) const {
         r.name = "source";
         r.kind = "source";
     }
-    r.items_in = st != nullptr ? c.in.load() : 0;
-    r.items_out = c.out.load();
-    r.failed = c.failed.load();
-    r.filtered = c.filtered.load();
-    r.retries = c.retries.load();
-    const auto calls = c.calls.load();
-    const auto busy = c.busy_ns.load();
-    r.busy = std::chrono::nanoseconds(busy);
-    r.task_mean = std::chrono::nanoseconds(calls > 0 ? busy / calls : 0);
-    r.task_p50 = std::chrono::nanoseconds(c.latency.quantile(0.50));
-    r.task_p99 = std::chrono::nanoseconds(c.latency.quantile(0.99));
+    r.items_in = st != nullptr ? c.sum(&counter_shard::in) : 0;
+    r.items_out = c.sum(&counter_shard::out);
+    r.failed = c.sum(&counter_shard::failed);
+    r.filtered = c.sum(&counter_shard::filtered);
+    r.retries = c.sum(&counter_shard::retries);
+    const auto hist = c.latency();
+    const auto calls = latency_histogram::total(hist);
+    const double ns_per_tick = rate_.ns_per_tick();
+    auto ns = [&](double t) {
+        return std::chrono::nanoseconds(static_cast<std::int64_t>(t * ns_per_tick));
+    };
+    const auto busy = static_cast<double>(c.sum(&counter_shard::busy_ticks));
+    r.busy = ns(busy);
+    r.task_mean = ns(calls > 0 ? busy / static_cast<double>(calls) : 0.0);
+    r.task_p50 = ns(static_cast<double>(latency_histogram::quantile(hist, 0.50)));
+    r.task_p99 = ns(static_cast<double>(latency_histogram::quantile(hist, 0.99)));
     auto& sc = const_cast<stage_counters&>(c);  // the sample mutex is the only mutable part
     std::lock_guard lock(sc.sample_mutex);
     if (c.samples > 0) {
@@ -1334,7 +1374,7 @@ pipeline_stats pipeline_runtime::stats() const {
     s.threads = threads_;
     s.in_flight = in_flight_;
     auto elapsed = elapsed_ns_.load();
-    if (epoch_running_) elapsed += (clock::now() - epoch_start_).count();
+    if (epoch_running_) elapsed += clock::now().time_since_epoch().count() - epoch_start_;
     s.elapsed = std::chrono::nanoseconds(elapsed);
     s.consumer_wait = std::chrono::nanoseconds(consumer_wait_ns_.load());
     {

@@ -3,8 +3,9 @@
 /// Restores source order at renumbering points (batch, flat_map expansion, unbatch, output).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <unordered_map>
+#include <vector>
 
 #include "box.hpp"
 
@@ -22,15 +23,15 @@ class sequencer {
     void push(msg m, Process&& process) {
         if (ordered_) {
             if (m->seq != next_) {
-                pending_.emplace(m->seq, m);
+                park(m);
                 return;
             }
             emit(m, process);
-            while (!pending_.empty()) {
-                auto it = pending_.find(next_);
-                if (it == pending_.end()) break;
-                msg n = it->second;
-                pending_.erase(it);
+            while (parked_ > 0) {
+                msg& slot = ring_[next_ & (ring_.size() - 1)];
+                if (slot == nullptr || slot->seq != next_) break;
+                msg n = std::exchange(slot, nullptr);
+                --parked_;
                 emit(n, process);
             }
             return;
@@ -50,13 +51,30 @@ class sequencer {
 
     /// Forgets everything (after a cancelled epoch; the pool reclaims the boxes).
     void clear() noexcept {
-        pending_.clear();
+        std::fill(ring_.begin(), ring_.end(), nullptr);
+        parked_ = 0;
         next_ = 0;
         arrived_ = 0;
         held_end_ = nullptr;
     }
 
   private:
+    /// Parks an early message in a ring indexed by seq (no allocation in steady state); the ring
+    /// doubles when a message arrives further ahead than it spans.
+    void park(msg m) {
+        if (ring_.empty()) ring_.assign(64, nullptr);
+        while (m->seq - next_ >= ring_.size()) grow();
+        ring_[m->seq & (ring_.size() - 1)] = m;
+        ++parked_;
+    }
+    void grow() {
+        std::vector<msg> bigger(ring_.size() * 2, nullptr);
+        for (msg p : ring_) {
+            if (p != nullptr) bigger[p->seq & (bigger.size() - 1)] = p;
+        }
+        ring_.swap(bigger);
+    }
+
     template <class Process>
     void emit(msg m, Process& process) {
         if (m->kind == msg_kind::end) {
@@ -76,7 +94,8 @@ class sequencer {
     std::uint64_t next_ = 0;
     std::uint64_t arrived_ = 0;
     msg held_end_ = nullptr;
-    std::unordered_map<std::uint64_t, msg> pending_;
+    std::vector<msg> ring_;  ///< size is a power of two; slot = seq mod size
+    std::size_t parked_ = 0;
 };
 
 }  // namespace ferry::detail
