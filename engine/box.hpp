@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ferry/detail/any_value.hpp"
+#include "tsan.hpp"
 
 namespace ferry::detail {
 
@@ -70,6 +71,7 @@ class box_pool {
         tbb::spin_mutex::scoped_lock lock(mutex_);
         free_.clear();
         for (box& b : all_) {
+            tsan_acquire(&b);  // last touched by a worker before the graph went idle
             b.value.reset();
             b.children.clear();
             b.error = nullptr;

@@ -42,6 +42,7 @@
 #include "ferry/detail/spec.hpp"
 #include "ferry/error.hpp"
 #include "sequencer.hpp"
+#include "tsan.hpp"
 
 namespace ferry::detail {
 namespace {
@@ -297,6 +298,11 @@ class pipeline_runtime final : public runtime {
 
   private:
     void build_graph();
+    /// A body took `m` from TBB: see what its sender wrote (and what the consumer set up).
+    void received(msg m) noexcept {
+        tsan_acquire(this);
+        tsan_acquire(m);
+    }
     bool source_pull(msg& out);
     void apply(stage_runtime& st, msg m);
     void renumber(stage_runtime& st, msg m);
@@ -434,6 +440,7 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
         }
         gateway_type& gw = *st_.gateway;
         st_.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
+        tsan_release(m_);
         gw.try_put(m_);
         rt_.async_finished(st_);
         gw.release_wait();
@@ -518,7 +525,11 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         }
         arena_ = std::make_unique<tbb::task_arena>(threads_, 0);
         // Built inside the arena: the graph attaches to the arena it is constructed in.
-        arena_->execute([this] { build_graph(); });
+        arena_->execute([this] {
+            build_graph();
+            tsan_release(this);
+        });
+        tsan_acquire(this);
         monitor_ = std::thread([this] { monitor_loop(); });
     } catch (...) {
         nodes_.clear();
@@ -588,11 +599,14 @@ std::size_t pipeline_runtime::default_in_flight() const {
 void pipeline_runtime::build_graph() {
     graph_ = std::make_unique<flow::graph>();
     flow::graph& g = *graph_;
-    input_ = std::make_unique<flow::input_node<msg>>(g, [this](tbb::flow_control& fc) -> msg {
-        msg m = nullptr;
-        if (!source_pull(m)) fc.stop();
-        return m;
-    });
+    input_ =
+        std::make_unique<flow::input_node<msg>>(g, tsan_body([this](tbb::flow_control& fc) -> msg {
+                                                    tsan_acquire(this);
+                                                    msg m = nullptr;
+                                                    if (!source_pull(m)) fc.stop();
+                                                    tsan_release(m);
+                                                    return m;
+                                                }));
     limiter_ = std::make_unique<limiter_type>(g, in_flight_);
     flow::make_edge(*input_, *limiter_);
     flow::sender<msg>* tail = limiter_.get();
@@ -600,17 +614,26 @@ void pipeline_runtime::build_graph() {
     auto add_renumbering = [&](stage_runtime& st) {
         using node_t = flow::multifunction_node<msg, std::tuple<msg>>;
         auto node = std::make_unique<node_t>(
-            g, flow::serial, [this, &st](const msg& m, node_t::output_ports_type& ports) {
+            g, flow::serial, tsan_body([this, &st](msg m, node_t::output_ports_type& ports) {
+                received(m);
+                tsan_acquire(&st);
                 if (st.spec.kind != stage_kind::flat_map) {
                     st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
                 }
                 renumber(st, m);
-                for (msg o : st.outs) {
+                std::vector<msg> outs;
+                outs.swap(st.outs);
+                tsan_release(&st);
+                for (msg o : outs) {
                     st.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
+                    tsan_release(o);
                     std::get<0>(ports).try_put(o);
                 }
-                st.outs.clear();
-            });
+                outs.clear();
+                tsan_acquire(&st);
+                if (st.outs.capacity() < outs.capacity()) st.outs.swap(outs);
+                tsan_release(&st);
+            }));
         flow::make_edge(*tail, *node);
         tail = &flow::output_port<0>(*node);
         nodes_.push_back(std::move(node));
@@ -624,13 +647,15 @@ void pipeline_runtime::build_graph() {
                 if (st.io) {
                     using node_t = flow::async_node<msg, msg>;
                     auto node = std::make_unique<node_t>(
-                        g, flow::unlimited, [this, &st](const msg& m, gateway_type& gw) {
+                        g, flow::unlimited, tsan_body([this, &st](msg m, gateway_type& gw) {
+                            received(m);
                             st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
                             if (m->kind != msg_kind::value) {
                                 if (st.spec.kind != stage_kind::flat_map) {
                                     st.counters.local().emitted.fetch_add(
                                         1, std::memory_order_relaxed);
                                 }
+                                tsan_release(m);
                                 gw.try_put(m);
                                 return;
                             }
@@ -641,24 +666,27 @@ void pipeline_runtime::build_graph() {
                                     st.counters.local().emitted.fetch_add(
                                         1, std::memory_order_relaxed);
                                 }
+                                tsan_release(m);
                                 gw.try_put(m);
                                 gw.release_wait();
                             });
-                        });
+                        }));
                     flow::make_edge(*tail, *node);
                     tail = &flow::output_port<0>(*node);
                     nodes_.push_back(std::move(node));
                 } else {
                     using node_t = flow::function_node<msg, msg>;
                     auto node = std::make_unique<node_t>(
-                        g, static_cast<std::size_t>(st.concurrency), [this, &st](const msg& m) {
+                        g, static_cast<std::size_t>(st.concurrency), tsan_body([this, &st](msg m) {
+                            received(m);
                             st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
                             if (m->kind == msg_kind::value && !aborting_) apply(st, m);
                             if (st.spec.kind != stage_kind::flat_map) {
                                 st.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
                             }
+                            tsan_release(m);
                             return m;
-                        });
+                        }));
                     flow::make_edge(*tail, *node);
                     tail = node.get();
                     nodes_.push_back(std::move(node));
@@ -669,8 +697,10 @@ void pipeline_runtime::build_graph() {
             case stage_kind::map_async: {
                 using node_t = flow::async_node<msg, msg>;
                 auto node = std::make_unique<node_t>(
-                    g, flow::unlimited,
-                    [this, &st](const msg& m, gateway_type& gw) { async_accept(st, m, gw); });
+                    g, flow::unlimited, tsan_body([this, &st](msg m, gateway_type& gw) {
+                        received(m);
+                        async_accept(st, m, gw);
+                    }));
                 st.gateway = &node->gateway();
                 flow::make_edge(*tail, *node);
                 tail = &flow::output_port<0>(*node);
@@ -685,16 +715,19 @@ void pipeline_runtime::build_graph() {
     }
 
     using out_t = flow::function_node<msg, flow::continue_msg>;
-    auto out = std::make_unique<out_t>(g, flow::serial, [this](const msg& m) {
-        output_seq_->push(m, [this](msg x) {
-            if (x->kind == msg_kind::gap) {
-                retire_gap(x);
-            } else {
-                deliver(x);
-            }
-        });
-        return flow::continue_msg();
-    });
+    auto out = std::make_unique<out_t>(g, flow::serial, tsan_body([this](msg m) {
+                                           received(m);
+                                           tsan_acquire(output_seq_.get());
+                                           output_seq_->push(m, [this](msg x) {
+                                               if (x->kind == msg_kind::gap) {
+                                                   retire_gap(x);
+                                               } else {
+                                                   deliver(x);
+                                               }
+                                           });
+                                           tsan_release(output_seq_.get());
+                                           return flow::continue_msg();
+                                       }));
     flow::make_edge(*tail, *out);
     nodes_.push_back(std::move(out));
 }
@@ -1089,6 +1122,7 @@ void pipeline_runtime::start_epoch() {
     epoch_start_ = clock::now().time_since_epoch().count();
     epoch_running_ = true;
     monitor_cv_.notify_one();
+    tsan_release(this);
     input_->activate();
 }
 
@@ -1183,14 +1217,19 @@ void pipeline_runtime::abort_epoch_locked() noexcept {
     graph_->cancel();
     graph_->wait_for_all();
     // Now nothing runs: clear every buffer (TBB's and ours) and return the stranded boxes.
+    for (auto& st : stages_) tsan_acquire(&st);
+    tsan_acquire(output_seq_.get());
     graph_->reset(flow::rf_reset_protocol);
     for (auto& st : stages_) {
         if (st.seq) st.seq->clear();
         st.batch_items.clear();
         st.outs.clear();
         st.next_out = 0;
-        st.async_waiting.clear();
-        st.async_running = 0;
+        {
+            std::lock_guard async_lock(st.async_mutex);
+            st.async_waiting.clear();
+            st.async_running = 0;
+        }
         for (const auto& shard : st.counters.shards())
             shard->active.store(0, std::memory_order_relaxed);
     }

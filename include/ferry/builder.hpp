@@ -69,6 +69,8 @@ template <class R>
 source_cursor range_cursor(std::shared_ptr<R> holder) {
     using T = std::ranges::range_value_t<R>;
     struct state {
+        state(std::shared_ptr<R> h, std::ranges::iterator_t<R> i, std::ranges::sentinel_t<R> e)
+            : holder(std::move(h)), it(std::move(i)), end(std::move(e)) {}
         std::shared_ptr<R> holder;
         std::ranges::iterator_t<R> it;
         std::ranges::sentinel_t<R> end;

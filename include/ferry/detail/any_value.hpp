@@ -97,22 +97,28 @@ class any_value {
         sizeof(T) <= inline_size &&
         alignof(T) <= alignof(std::max_align_t) && std::is_nothrow_move_constructible_v<T>;
 
+    // Plain function templates (not lambdas) so that the ops tables need no complete class.
     template <class T>
-    static constexpr ops inline_ops{
-        [](any_value& self) noexcept { self.get<T>().~T(); },
-        [](any_value& from, any_value& to) noexcept {
-            ::new (static_cast<void*>(to.buf_)) T(std::move(from.get<T>()));
-            from.get<T>().~T();
-        },
-    };
-
+    static void destroy_inline(any_value& self) noexcept {
+        self.get<T>().~T();
+    }
     template <class T>
-    static constexpr ops heap_ops{
-        [](any_value& self) noexcept { std::unique_ptr<T>(static_cast<T*>(self.heap_)).reset(); },
-        [](any_value& from, any_value& to) noexcept {
-            to.heap_ = std::exchange(from.heap_, nullptr);
-        },
-    };
+    static void move_inline(any_value& from, any_value& to) noexcept {
+        ::new (static_cast<void*>(to.buf_)) T(std::move(from.get<T>()));
+        from.get<T>().~T();
+    }
+    template <class T>
+    static void destroy_heap(any_value& self) noexcept {
+        std::unique_ptr<T>(static_cast<T*>(self.heap_)).reset();
+    }
+    template <class T>
+    static void move_heap(any_value& from, any_value& to) noexcept {
+        to.heap_ = std::exchange(from.heap_, nullptr);
+    }
+    template <class T>
+    static constexpr ops inline_ops{&destroy_inline<T>, &move_inline<T>};
+    template <class T>
+    static constexpr ops heap_ops{&destroy_heap<T>, &move_heap<T>};
 
     void take(any_value& o) noexcept {
         if (o.ops_ != nullptr) {

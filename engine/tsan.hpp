@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// ThreadSanitizer annotations for hand-offs that pass through libtbb.
+///
+/// Debian's libtbb is not built with TSan, so the happens-before edges its task queues create
+/// (spawn on one worker, execute on another; wait_for_all) are invisible to TSan. ferry marks its
+/// own hand-offs explicitly: a body releases each box it passes on and acquires each box it
+/// receives; serial nodes release their state when they finish; the consumer acquires everything
+/// after wait_for_all. Races whose top frame is inside TBB itself are suppressed in
+/// tests/tsan.supp (TBB is not ours to check); every access ferry makes stays checked.
+#pragma once
+
+#include <utility>
+
+#if defined(FERRY_TSAN)
+extern "C" {
+void __tsan_acquire(void* addr);
+void __tsan_release(void* addr);
+}
+#endif
+
+namespace ferry::detail {
+
+inline void tsan_acquire(const void* p) noexcept {
+#if defined(FERRY_TSAN)
+    __tsan_acquire(const_cast<void*>(p));
+#else
+    (void)p;
+#endif
+}
+
+inline void tsan_release(const void* p) noexcept {
+#if defined(FERRY_TSAN)
+    __tsan_release(const_cast<void*>(p));
+#else
+    (void)p;
+#endif
+}
+
+/// Wraps a node body so that TSan sees the body object's construction (on the thread building
+/// the graph, wherever TBB copies it) happen before its first call on a worker.
+template <class F>
+struct tsan_body {
+    F fn;
+    explicit tsan_body(F f) : fn(std::move(f)) { tsan_release(this); }
+    tsan_body(const tsan_body& o) : fn(o.fn) { tsan_release(this); }
+    tsan_body& operator=(const tsan_body&) = delete;
+    template <class... Args>
+    decltype(auto) operator()(Args&&... args) {
+        tsan_acquire(this);
+        return fn(std::forward<Args>(args)...);
+    }
+};
+
+}  // namespace ferry::detail
