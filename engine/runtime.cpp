@@ -238,6 +238,17 @@ class io_pool {
     std::vector<std::thread> threads_;
 };
 
+/// The ferry::errc of a ferry::error; `stage_failed` for any other exception.
+errc code_of(const std::exception_ptr& e) noexcept {
+    try {
+        std::rethrow_exception(e);
+    } catch (const error& x) {
+        return x.code();
+    } catch (...) {
+        return errc::stage_failed;
+    }
+}
+
 std::string item_label(const box& b) {
     if (b.items > 1) {
         return std::to_string(b.items) + " items from item " + std::to_string(b.source_index);
@@ -317,6 +328,7 @@ class pipeline_runtime final : public runtime {
     void start_epoch();
     void finish_epoch();
     void abort_epoch_locked() noexcept;
+    void cancel_for_stop() noexcept;
     void monitor_loop();
     void sample();
     [[nodiscard]] std::size_t min_in_flight() const;
@@ -488,6 +500,11 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         if (wants_io && !st.io) {
             throw invalid_argument("stage '" + st.name +
                                    "': executor io applies to map, filter and flat_map stages");
+        }
+        if (st.spec.kind == stage_kind::map_async && st.spec.options.on_error.attempts > 1) {
+            throw invalid_argument("stage '" + st.name +
+                                   "': retry does not apply to map_async (its input is handed "
+                                   "over); retry inside the asynchronous call instead");
         }
         if (st.spec.options.on_error.attempts < 1) {
             throw invalid_argument("stage '" + st.name + "': retry attempts must be at least 1");
@@ -755,7 +772,8 @@ bool pipeline_runtime::source_pull(msg& out) {
             "stage 'source' failed on item " + std::to_string(source_seq_) + ": " + cause));
         {
             std::lock_guard flock(failures_mutex_);
-            failures_.push_back({"source", source_seq_, 1, epoch_, cause});
+            failures_.push_back(
+                {"source", source_seq_, 1, epoch_, cause, code_of(std::current_exception())});
         }
         log_.log("source", log_level::error,
                  "stage 'source' failed on item " + std::to_string(source_seq_) + ": " + cause);
@@ -805,7 +823,7 @@ void pipeline_runtime::apply(stage_runtime& st, msg m) {
                     break;
                 case stage_kind::flat_map:
                     m->children.clear();
-                    st.spec.expand_fn(m->value, m->children);
+                    st.spec.expand_fn(m->value, m->children, last);
                     break;
                 default:
                     break;
@@ -858,8 +876,8 @@ void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_
     }
     {
         std::lock_guard lock(failures_mutex_);
-        failures_.push_back(
-            {st.name, m->source_index, std::max<std::uint64_t>(1, m->items), epoch_, text});
+        failures_.push_back({st.name, m->source_index, std::max<std::uint64_t>(1, m->items), epoch_,
+                             text, code_of(cause)});
     }
     const std::string what = "stage '" + st.name + "' " + (fail ? "failed on " : "skipped ") +
                              item_label(*m) + ": " + reason;
@@ -963,7 +981,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x) {
         const auto t0 = ticks();
         try {
             x->children.clear();
-            st.spec.expand_fn(x->value, x->children);
+            st.spec.expand_fn(x->value, x->children, true);
         } catch (...) {
             fail_item(st, x, std::current_exception());
         }
@@ -1105,7 +1123,7 @@ void pipeline_runtime::start_epoch() {
         const std::string cause = describe(std::current_exception());
         {
             std::lock_guard lock(failures_mutex_);
-            failures_.push_back({"source", 0, 1, epoch_, cause});
+            failures_.push_back({"source", 0, 1, epoch_, cause, code_of(std::current_exception())});
         }
         fatal_ = std::make_exception_ptr(stage_error(
             "source", 0, 1, cause,
@@ -1142,12 +1160,13 @@ bool pipeline_runtime::next(any_value& out) {
     std::unique_lock control(control_mutex_);
     if (fatal_) std::rethrow_exception(fatal_);
     if (stopping_) {
-        abort_epoch_locked();
+        cancel_for_stop();
         return false;
     }
     if (!epoch_running_) start_epoch();
     for (;;) {
         if (consumer_local_.empty()) {
+            const auto wait_start = clock::now();
             if (out_size_.load(std::memory_order_acquire) == 0) {
                 // Spin briefly before sleeping: results usually arrive within microseconds, and a
                 // futex sleep/wake pair per item costs more than the item (measured: 3x fewer
@@ -1165,14 +1184,14 @@ bool pipeline_runtime::next(any_value& out) {
                 flush_consumer_credits();
                 lock.lock();
                 consumer_waiting_ = true;
-                const auto t0 = clock::now();
                 out_cv_.wait(lock, [&] { return !out_queue_.empty() || stopping_; });
                 consumer_waiting_ = false;
-                consumer_wait_ns_.fetch_add((clock::now() - t0).count(), std::memory_order_relaxed);
             }
+            consumer_wait_ns_.fetch_add((clock::now() - wait_start).count(),
+                                        std::memory_order_relaxed);
             if (stopping_) {
                 lock.unlock();
-                abort_epoch_locked();
+                cancel_for_stop();
                 return false;
             }
             consumer_local_.swap(out_queue_);  // take everything: one lock per burst, not per item
@@ -1204,6 +1223,14 @@ bool pipeline_runtime::next(any_value& out) {
                 break;
         }
     }
+}
+
+void pipeline_runtime::cancel_for_stop() noexcept {
+    // Return to the caller at once: cancel what has not started and let the calls in progress
+    // finish in the background; the destructor waits for them and settles the accounting.
+    if (!epoch_running_) return;
+    aborting_ = true;
+    graph_->cancel();
 }
 
 void pipeline_runtime::abandon_epoch() noexcept {
@@ -1370,7 +1397,7 @@ stage_stats pipeline_runtime::row(const stage_runtime* st) const {
         r.name = "source";
         r.kind = "source";
     }
-    r.items_in = st != nullptr ? c.sum(&counter_shard::in) : 0;
+    r.items_in = st != nullptr ? c.sum(&counter_shard::in) : c.sum(&counter_shard::out);
     r.items_out = c.sum(&counter_shard::out);
     r.failed = c.sum(&counter_shard::failed);
     r.filtered = c.sum(&counter_shard::filtered);
@@ -1408,6 +1435,12 @@ pipeline_stats pipeline_runtime::stats() const {
     s.filtered = filtered_.load();
     s.failed = failed_.load();
     s.cancelled = cancelled_.load();
+    if (aborting_ && epoch_running_) {
+        // Stopped, and the calls still in progress not yet waited for: everything not yet
+        // accounted for is cancelled (the destructor settles the same number).
+        const auto accounted = s.delivered + s.filtered + s.failed + s.cancelled;
+        if (s.produced > accounted) s.cancelled += s.produced - accounted;
+    }
     s.outputs = outputs_.load();
     s.epochs = epochs_.load();
     s.threads = threads_;

@@ -37,6 +37,9 @@ std::string percent(double f) {
 
 std::string pipeline_stats::bottleneck() const {
     if (full > 0.5) return "consumer";
+    double best_util = 0;
+    for (const auto& s : stages) best_util = std::max(best_util, s.utilization);
+    if (best_util < 0.5) return "none";
     const stage_stats* best = nullptr;
     for (const auto& s : stages) {
         if (best == nullptr || s.utilization > best->utilization) best = &s;
@@ -81,6 +84,9 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
     if (b == "consumer") {
         os << "bottleneck: consumer (the pipeline was full " << percent(s.full)
            << " of the time: loading outpaces the training loop)\n";
+    } else if (b == "none") {
+        os << "bottleneck: none saturated (no stage was busy half of the time): the source, the "
+              "consumer's pace or per-item hand-off costs set the rate\n";
     } else {
         const auto it = std::find_if(s.stages.begin(), s.stages.end(),
                                      [&](const stage_stats& r) { return r.name == b; });

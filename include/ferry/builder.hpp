@@ -95,6 +95,12 @@ std::remove_cvref_t<std::invoke_result_t<F&, T&&>> call_on(F& f, any_value& v, b
     } else if constexpr (std::copy_constructible<T>) {
         if (!last_attempt) return std::invoke(f, T(in));
     }
+    // The call may move from the input: whatever happens, it is gone afterwards (so a failure is
+    // never retried with a moved-from element).
+    struct consumed {
+        any_value& v;
+        ~consumed() { v.reset(); }
+    } guard{v};
     return std::invoke(f, std::move(in));
 }
 
@@ -215,8 +221,9 @@ class builder {
         detail::stage_spec s;
         s.kind = detail::stage_kind::flat_map;
         s.options = std::move(options);
-        s.expand_fn = [fn](detail::any_value& v, std::vector<detail::any_value>& out) {
-            R r = std::invoke(*fn, v.take_as<T>());
+        s.expand_fn = [fn](detail::any_value& v, std::vector<detail::any_value>& out,
+                           bool last_attempt) {
+            R r = detail::call_on<T>(*fn, v, last_attempt);
             for (auto it = std::ranges::begin(r); it != std::ranges::end(r); ++it) {
                 detail::emplace_from<U>(out.emplace_back(), it);
             }
@@ -253,7 +260,7 @@ class builder {
         using U = std::ranges::range_value_t<T>;
         detail::stage_spec s;
         s.kind = detail::stage_kind::unbatch;
-        s.expand_fn = [](detail::any_value& v, std::vector<detail::any_value>& out) {
+        s.expand_fn = [](detail::any_value& v, std::vector<detail::any_value>& out, bool) {
             T whole = v.take_as<T>();
             for (auto it = std::ranges::begin(whole); it != std::ranges::end(whole); ++it) {
                 out.emplace_back().emplace<U>(std::ranges::iter_move(it));
@@ -295,7 +302,12 @@ class builder {
                           "ferry::builder<T>::map_async<U>(f): f must be callable as "
                           "f(T, ferry::completion<U>)");
             s.start_fn = [fn](detail::any_value&& v, std::shared_ptr<detail::async_sink> sink) {
-                std::invoke(*fn, v.take_as<T>(), completion<U>(std::move(sink)));
+                completion<U> done(std::move(sink));
+                try {
+                    std::invoke(*fn, v.take_as<T>(), done);
+                } catch (...) {
+                    done.fail(std::current_exception());  // the real cause, not "dropped"
+                }
             };
             return then<U>(std::move(s));
         }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "ferry/error.hpp"
+
 namespace ferry {
 
 /// One stage's counters and timings, as `pipeline::stats()` reports them.
@@ -72,6 +74,8 @@ struct failure {
     std::uint64_t items = 1;  ///< source items it stood for
     std::uint64_t epoch = 0;
     std::string message;
+    /// The cause's code when it was a `ferry::error` (`io`, `decode`, ...), else `stage_failed`.
+    errc code = errc::stage_failed;
 };
 
 }  // namespace ferry

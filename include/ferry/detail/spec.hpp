@@ -49,7 +49,7 @@ struct stage_spec {
     /// filter: true keeps the item.
     std::function<bool(any_value& value)> filter_fn;
     /// flat_map / unbatch: appends the outputs of one input.
-    std::function<void(any_value& in, std::vector<any_value>& out)> expand_fn;
+    std::function<void(any_value& in, std::vector<any_value>& out, bool last_attempt)> expand_fn;
     /// batch: packs `items` (in order) into one value.
     std::function<void(std::vector<any_value>& items, any_value& out)> pack_fn;
     /// map_async: starts one call; the result arrives through the sink.

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# ferry's one entry point on a fresh Debian 12 machine, run as root from the repository root:
+#
+#   bash setup.sh deps   install what building and testing needs (apt-get; skipped when present)
+#   bash setup.sh run    deps + Release build in build/ + run examples/pipeline_tour
+#                        (extra arguments go to the tour: bash setup.sh run --items 2000)
+#   bash setup.sh test   deps + Release build in build/ and every ctest test there (engine,
+#                        examples, the find_package test), the find_package test against a shared
+#                        build (build-shared/), then the engine tests under AddressSanitizer +
+#                        UndefinedBehaviorSanitizer (build-asan/); exits non-zero on any failure
+#
+# Environment switches for `test`:
+#   FERRY_TSAN=1    also build build-tsan/ and run the engine tests under ThreadSanitizer
+#   FERRY_SOAK=1    also run the tests labelled "soak" (long runs) in build/
+#   FERRY_SANITIZER_CXX=...   compiler for the sanitizer builds (default g++; Debian 12's clang++ 14
+#                   cannot compile libstdc++ 12's std::views, which the tests use)
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")"
+readonly root="$PWD"
+jobs="$(nproc)"
+readonly jobs
+readonly started="$SECONDS"
+
+# A new build tree gets Ninja; an existing one keeps the generator it was made with.
+export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"
+
+readonly packages=(
+    build-essential g++ cmake ninja-build pkg-config
+    libtbb-dev libboost-test-dev librange-v3-dev
+    clang libclang-rt-14-dev
+)
+
+mode="${1:-}"
+current_step=""
+step() {
+    current_step="$*"
+    printf '\n==> %s\n' "$*"
+}
+on_exit() {
+    local rc=$?
+    if ((rc != 0)); then
+        printf '\nsetup.sh %s: FAILED (exit %d) during: %s\n' "$mode" "$rc" "${current_step:-setup}"
+    fi
+}
+trap on_exit EXIT
+
+usage() {
+    sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'
+}
+
+elapsed() {
+    local s=$((SECONDS - started))
+    printf '%dm%02ds' $((s / 60)) $((s % 60))
+}
+
+# --- deps ------------------------------------------------------------------------------------
+installed() { dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'; }
+
+deps() {
+    step "deps: checking ${#packages[@]} Debian packages"
+    local missing=() p
+    for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+    if ((${#missing[@]} == 0)); then
+        echo "all installed: ${packages[*]}"
+        return
+    fi
+    echo "missing: ${missing[*]}"
+    local sudo=()
+    if ((EUID != 0)); then
+        command -v sudo >/dev/null || {
+            echo "setup.sh deps: run as root (or install sudo) to apt-get install ${missing[*]}" >&2
+            return 1
+        }
+        sudo=(sudo)
+    fi
+    step "deps: apt-get install ${missing[*]}"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y --no-install-recommends "${packages[@]}"
+}
+
+# --- builds ----------------------------------------------------------------------------------
+release_build() {
+    step "configure build/ (Release, tests and examples on)"
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
+        -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=ON -DFERRY_BUILD_PERF=ON
+    step "build build/${*:+ ($*)}"
+    cmake --build build --parallel "$jobs" "$@"
+}
+
+# sanitizer_build DIR SANITIZERS: a Debug build of the library and the tests only.
+sanitizer_build() {
+    local dir="$1" sanitizers="$2" cxx
+    cxx="$(command -v "${FERRY_SANITIZER_CXX:-g++}")"
+    step "configure $dir/ (Debug, FERRY_SANITIZE=$sanitizers, $cxx)"
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$cxx" \
+        -DFERRY_SANITIZE="$sanitizers" \
+        -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
+    step "build $dir/"
+    cmake --build "$dir" --parallel "$jobs"
+}
+
+# --- modes -----------------------------------------------------------------------------------
+run_mode() {
+    deps
+    release_build --target pipeline_tour
+    step "run build/examples/pipeline_tour${*:+ $*}"
+    "$root/build/examples/pipeline_tour" "$@"
+    printf '\nsetup.sh run: done in %s\n' "$(elapsed)"
+}
+
+test_mode() {
+    local done_parts=()
+    deps
+
+    release_build
+    step "ctest build/ (all tests)"
+    ctest --test-dir build --output-on-failure -j "$jobs"
+    done_parts+=("release: all tests")
+
+    # The find_package test again, against a shared libferry.so: only the library is built, then
+    # the package tests install it and build and run the consumer project.
+    step "configure build-shared/ (Release, BUILD_SHARED_LIBS=ON)"
+    cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+        -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
+    step "build build-shared/ (library only)"
+    cmake --build build-shared --parallel "$jobs" --target ferry
+    step "ctest build-shared/ -L package"
+    ctest --test-dir build-shared -L package --output-on-failure --no-tests=error
+    done_parts+=("shared: package")
+
+    sanitizer_build build-asan "address;undefined"
+    step "ctest build-asan/ -L engine (ASan + UBSan)"
+    ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
+        UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+        ctest --test-dir build-asan -L engine --output-on-failure --no-tests=error -j "$jobs"
+    done_parts+=("asan+ubsan: engine")
+
+    if [[ "${FERRY_TSAN:-0}" == 1 ]]; then
+        sanitizer_build build-tsan thread
+        step "ctest build-tsan/ -L engine (TSan)"
+        # tests/tsan.supp: races in uninstrumented libtbb's own task objects, none of ferry's.
+        local tsan_options="halt_on_error=1:second_deadlock_stack=1"
+        tsan_options+=":suppressions=$root/tests/tsan.supp"
+        TSAN_OPTIONS="${TSAN_OPTIONS:-$tsan_options}" \
+            ctest --test-dir build-tsan -L engine --output-on-failure --no-tests=error -j "$jobs"
+        done_parts+=("tsan: engine")
+    fi
+
+    if [[ "${FERRY_SOAK:-0}" == 1 ]]; then
+        step "ctest build/ -L soak (FERRY_SOAK=1)"
+        local listed
+        listed="$(ctest --test-dir build -N -L soak)"
+        if [[ "$listed" =~ Total\ Tests:\ [1-9] ]]; then
+            ctest --test-dir build -L soak --output-on-failure
+            done_parts+=("soak")
+        else
+            echo "no tests are labelled soak yet"
+        fi
+    fi
+
+    local summary
+    summary="$(printf '%s, ' "${done_parts[@]}")"
+    printf '\nsetup.sh test: PASSED (%s) in %s\n' "${summary%, }" "$(elapsed)"
+}
+
+case "$mode" in
+    deps) deps ;;
+    run)
+        shift
+        run_mode "$@"
+        ;;
+    test) test_mode ;;
+    -h | --help | help) usage ;;
+    *)
+        trap - EXIT
+        usage >&2
+        exit 2
+        ;;
+esac

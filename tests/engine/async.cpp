@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// map_async: futures and completions, failures through either, dropped and repeated
+/// completions, completions made synchronously inside the call.
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <future>
+#include <memory>
+
+#include "support.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ferry_test;
+
+// Named, not anonymous: data test cases are templates with external linkage.
+namespace async_test {
+
+const ferry::logger quiet = [](ferry::log_level, std::string_view) {};
+
+template <class Cause>
+bool nests(const std::exception& e) {
+    try {
+        std::rethrow_if_nested(e);
+    } catch (const Cause&) {
+        return true;
+    } catch (...) {
+        return false;
+    }
+    return false;
+}
+
+}  // namespace async_test
+
+using namespace async_test;
+
+BOOST_AUTO_TEST_SUITE(engine)
+BOOST_AUTO_TEST_SUITE(async)
+
+// Completions made inside the call itself (a cache hit) deliver everything, in order, however
+// many items queue behind a single slot.
+BOOST_DATA_TEST_CASE(synchronous_completions_deliver_everything_in_order, bdata::make({1, 4}),
+                     conc) {
+    auto p = ferry::from(iota(3000))
+                 .map_async<int>([](int x, ferry::completion<int> done) { done(x); }, conc)
+                 .build({.threads = 2});
+    BOOST_TEST(drain(p) == iota(3000), boost::test_tools::per_element());
+    check_complete_accounting(p.stats());
+}
+
+// Futures that are already ready when returned are delivered, in order.
+BOOST_AUTO_TEST_CASE(ready_futures_are_delivered_in_order) {
+    auto p = ferry::from(iota(300))
+                 .map_async(
+                     [](int x) {
+                         std::promise<int> promise;
+                         promise.set_value(x * 2);
+                         return promise.get_future();
+                     },
+                     4)
+                 .build({.threads = 2});
+    std::vector<int> want;
+    for (int i = 0; i < 300; ++i) want.push_back(2 * i);
+    BOOST_TEST(drain(p) == want, boost::test_tools::per_element());
+}
+
+// A future that holds an exception fails its item; the cause keeps its type.
+BOOST_AUTO_TEST_CASE(future_exception_fails_the_item) {
+    async_service service(2);
+    auto p =
+        ferry::from(iota(50))
+            .map_async(
+                [&](int x) {
+                    auto promise = std::make_shared<std::promise<int>>();
+                    auto result = promise->get_future();
+                    service.post([promise, x] {
+                        if (x == 12) {
+                            promise->set_exception(std::make_exception_ptr(bad_record("timeout")));
+                        } else {
+                            promise->set_value(x);
+                        }
+                    });
+                    return result;
+                },
+                {.concurrency = 4, .name = "rpc"})
+            .build({.threads = 2, .logger = quiet});
+    std::vector<int> got;
+    try {
+        while (auto x = p.next()) got.push_back(*x);
+        BOOST_FAIL("expected a stage_error");
+    } catch (const ferry::stage_error& e) {
+        BOOST_TEST(e.stage() == "rpc");
+        BOOST_TEST(e.item() == 12u);
+        BOOST_TEST(e.cause() == "timeout");
+        BOOST_TEST(nests<bad_record>(e));
+    }
+    BOOST_TEST(got == iota(12), boost::test_tools::per_element());
+}
+
+// completion::fail(e) fails the item with e; under skip the item is recorded and left out.
+BOOST_AUTO_TEST_CASE(completion_fail_skips_the_item_under_skip) {
+    async_service service(2);
+    auto p = ferry::from(iota(50))
+                 .map_async<int>(
+                     [&](int x, ferry::completion<int> done) {
+                         service.post([done, x] {
+                             if (x % 10 == 1) {
+                                 done.fail(std::make_exception_ptr(bad_record("503")));
+                             } else {
+                                 done(x);
+                             }
+                         });
+                     },
+                     {.concurrency = 8, .name = "fetch", .on_error = ferry::skip})
+                 .build({.threads = 2, .logger = quiet});
+    std::vector<int> want;
+    for (int i = 0; i < 50; ++i)
+        if (i % 10 != 1) want.push_back(i);
+    BOOST_TEST(drain(p) == want, boost::test_tools::per_element());
+    const auto f = p.failures();
+    BOOST_TEST(f.size() == 5u);
+    for (const auto& x : f) {
+        BOOST_TEST(x.stage == "fetch");
+        BOOST_TEST(x.item % 10 == 1u);
+        BOOST_TEST(x.message == "503");
+    }
+    check_complete_accounting(p.stats());
+}
+
+// A completion dropped without a result fails its item instead of losing it or hanging.
+BOOST_AUTO_TEST_CASE(dropped_completion_fails_the_item) {
+    auto p = ferry::from(iota(20))
+                 .map_async<int>(
+                     [](int x, ferry::completion<int> done) {
+                         if (x != 3) done(x);
+                         // for x == 3, `done` is dropped here
+                     },
+                     {.on_error = ferry::skip})
+                 .build({.threads = 2, .logger = quiet});
+    const auto got = drain(p);
+    BOOST_TEST(got.size() == 19u);
+    BOOST_TEST((std::find(got.begin(), got.end(), 3) == got.end()));
+    const auto f = p.failures();
+    BOOST_REQUIRE(f.size() == 1u);
+    BOOST_TEST(f[0].item == 3u);
+    BOOST_TEST(f[0].message.find("completion dropped without a result") != std::string::npos);
+}
+
+// Only the first result of a completion counts; later calls are ignored.
+BOOST_AUTO_TEST_CASE(repeated_completion_delivers_once) {
+    auto p = ferry::from(iota(100))
+                 .map_async<int>(
+                     [](int x, ferry::completion<int> done) {
+                         done(x);
+                         done(-1);
+                         done.fail(std::make_exception_ptr(bad_record("late")));
+                     },
+                     4)
+                 .build({.threads = 2});
+    BOOST_TEST(drain(p) == iota(100), boost::test_tools::per_element());
+    BOOST_TEST(p.failures().empty());
+}
+
+// A call that throws before handing its completion anywhere fails its item.
+BOOST_AUTO_TEST_CASE(throwing_async_call_fails_the_item) {
+    auto p = ferry::from(iota(30))
+                 .map_async<int>(
+                     [](int x, ferry::completion<int> done) {
+                         if (x == 9) throw bad_record("cannot submit");
+                         done(x);
+                     },
+                     {.concurrency = 2, .name = "submit"})
+                 .build({.threads = 2, .logger = quiet});
+    std::vector<int> got;
+    try {
+        while (auto x = p.next()) got.push_back(*x);
+        BOOST_FAIL("expected a stage_error");
+    } catch (const ferry::stage_error& e) {
+        BOOST_TEST(e.stage() == "submit");
+        BOOST_TEST(e.item() == 9u);
+        BOOST_TEST(e.cause() == "cannot submit");
+        BOOST_TEST(nests<bad_record>(e));
+    }
+    BOOST_TEST(got == iota(9), boost::test_tools::per_element());
+}
+
+// Retry policies cannot apply to map_async (the input was handed over): asking for one is a
+// clear error at build() rather than a policy silently ignored.
+BOOST_AUTO_TEST_CASE(retry_on_map_async_is_rejected_at_build) {
+    auto b = ferry::from(iota(20)).map_async<int>(
+        [](int x, ferry::completion<int> done) { done(x); },
+        {.on_error =
+             ferry::retry{.attempts = 3, .backoff = 1ms, .then = ferry::error_action::skip}});
+    BOOST_CHECK_EXCEPTION((void)b.build({.threads = 2, .logger = quiet}), ferry::invalid_argument,
+                          [](const ferry::invalid_argument& e) {
+                              return std::string(e.what()).find(
+                                         "retry does not apply to map_async") != std::string::npos;
+                          });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Exactly-once delivery through every stage kind and executor, swept over stage concurrency and
+/// pipeline threads; and the concurrency cap each stage promises.
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <future>
+#include <memory>
+
+#include "support.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ferry_test;
+
+// Named, not anonymous: data test cases are templates with external linkage.
+namespace delivery_test {
+
+constexpr int n_items = 500;
+
+std::vector<int> mapped(int n, int (*f)(int)) {
+    std::vector<int> out;
+    for (int i = 0; i < n; ++i) out.push_back(f(i));
+    return out;
+}
+
+int times3(int x) { return 3 * x; }
+bool keep(int x) { return x % 3 != 0; }
+
+/// flat_map body: 0 to 3 outputs per input (every 4th input yields none and counts as filtered).
+std::vector<int> spread(int x) {
+    std::vector<int> out;
+    for (int k = 0; k < x % 4; ++k) out.push_back(x * 10 + k);
+    return out;
+}
+
+std::vector<int> spread_all(int n) {
+    std::vector<int> out;
+    for (int i = 0; i < n; ++i) {
+        for (int y : spread(i)) out.push_back(y);
+    }
+    return out;
+}
+
+std::vector<int> kept(int n) {
+    std::vector<int> out;
+    for (int i = 0; i < n; ++i)
+        if (keep(i)) out.push_back(i);
+    return out;
+}
+
+}  // namespace delivery_test
+
+using namespace delivery_test;
+
+BOOST_AUTO_TEST_SUITE(engine)
+BOOST_AUTO_TEST_SUITE(delivery)
+
+// Every source item reaches the consumer exactly once through a compute map.
+BOOST_DATA_TEST_CASE(map_delivers_every_item_exactly_once,
+                     bdata::make(concurrencies) * bdata::make(thread_counts), conc, threads) {
+    auto p = ferry::from(iota(n_items)).map(times3, conc).build({.threads = threads});
+    BOOST_TEST(sorted(drain(p)) == mapped(n_items, times3), boost::test_tools::per_element());
+    const auto s = p.stats();
+    BOOST_TEST(s.produced == std::uint64_t{n_items});
+    BOOST_TEST(s.delivered == std::uint64_t{n_items});
+    check_complete_accounting(s);
+}
+
+// A filter keeps exactly the items its predicate accepts, each once; the rest count as filtered.
+BOOST_DATA_TEST_CASE(filter_delivers_kept_items_exactly_once,
+                     bdata::make(concurrencies) * bdata::make(thread_counts), conc, threads) {
+    auto p = ferry::from(iota(n_items)).filter(keep, conc).build({.threads = threads});
+    const auto want = kept(n_items);
+    BOOST_TEST(sorted(drain(p)) == want, boost::test_tools::per_element());
+    const auto s = p.stats();
+    BOOST_TEST(s.delivered == want.size());
+    BOOST_TEST(s.filtered == n_items - want.size());
+    check_complete_accounting(s);
+}
+
+// flat_map emits every output of every input exactly once; empty expansions count as filtered.
+BOOST_DATA_TEST_CASE(flat_map_delivers_every_output_exactly_once,
+                     bdata::make(concurrencies) * bdata::make(thread_counts), conc, threads) {
+    auto p = ferry::from(iota(n_items)).flat_map(spread, conc).build({.threads = threads});
+    BOOST_TEST(sorted(drain(p)) == spread_all(n_items), boost::test_tools::per_element());
+    const auto s = p.stats();
+    BOOST_TEST(s.filtered == std::uint64_t{n_items / 4});
+    check_complete_accounting(s);
+}
+
+// batch then unbatch around concurrent maps neither loses nor repeats an item, and every batch
+// but the last is full.
+BOOST_DATA_TEST_CASE(batch_and_unbatch_deliver_every_item_exactly_once,
+                     bdata::make(concurrencies) * bdata::make(thread_counts), conc, threads) {
+    std::vector<std::size_t> sizes;
+    std::mutex sizes_mutex;
+    auto p = ferry::from(iota(n_items))
+                 .map(times3, conc)
+                 .batch(7)
+                 .map(
+                     [&](std::vector<int> b) {
+                         std::lock_guard lock(sizes_mutex);
+                         sizes.push_back(b.size());
+                         return b;
+                     },
+                     conc)
+                 .unbatch()
+                 .build({.threads = threads});
+    BOOST_TEST(sorted(drain(p)) == mapped(n_items, times3), boost::test_tools::per_element());
+    BOOST_TEST(sizes.size() == std::size_t{(n_items + 6) / 7});
+    BOOST_TEST(std::count(sizes.begin(), sizes.end(), std::size_t{7}) == n_items / 7);
+    BOOST_TEST(std::count(sizes.begin(), sizes.end(), std::size_t{n_items % 7}) == 1);
+    check_complete_accounting(p.stats());
+}
+
+// Batches delivered to the consumer hold every item exactly once, and count as source items.
+BOOST_DATA_TEST_CASE(batches_deliver_every_item_exactly_once,
+                     bdata::make(concurrencies) * bdata::make(thread_counts), conc, threads) {
+    auto p = ferry::from(iota(n_items)).map(times3, conc).batch(16).build({.threads = threads});
+    BOOST_TEST(sorted(drain_flat(p)) == mapped(n_items, times3), boost::test_tools::per_element());
+    const auto s = p.stats();
+    BOOST_TEST(s.delivered == std::uint64_t{n_items});
+    BOOST_TEST(s.outputs == std::uint64_t{(n_items + 15) / 16});
+    check_complete_accounting(s);
+}
+
+// map, filter and flat_map on I/O threads deliver exactly what their compute versions do.
+BOOST_DATA_TEST_CASE(io_stages_deliver_every_item_exactly_once,
+                     bdata::make(concurrencies) * bdata::make(thread_counts), conc, threads) {
+    const ferry::stage_options io{.concurrency = conc, .executor = ferry::io};
+    {
+        auto p = ferry::from(iota(n_items)).map(times3, io).build({.threads = threads});
+        BOOST_TEST(sorted(drain(p)) == mapped(n_items, times3), boost::test_tools::per_element());
+        check_complete_accounting(p.stats());
+        BOOST_TEST(p.stats().stages.at(1).io);
+    }
+    {
+        auto p = ferry::from(iota(n_items)).filter(keep, io).build({.threads = threads});
+        BOOST_TEST(sorted(drain(p)) == kept(n_items), boost::test_tools::per_element());
+        check_complete_accounting(p.stats());
+    }
+    {
+        auto p = ferry::from(iota(n_items)).flat_map(spread, io).build({.threads = threads});
+        BOOST_TEST(sorted(drain(p)) == spread_all(n_items), boost::test_tools::per_element());
+        check_complete_accounting(p.stats());
+    }
+}
+
+// map_async with std::future results fulfilled by another thread, out of order.
+BOOST_DATA_TEST_CASE(map_async_future_delivers_every_item_exactly_once,
+                     bdata::make(concurrencies) * bdata::make(thread_counts), conc, threads) {
+    async_service service(2, std::chrono::microseconds(200));
+    auto p = ferry::from(iota(n_items))
+                 .map_async(
+                     [&](int x) {
+                         auto promise = std::make_shared<std::promise<int>>();
+                         auto result = promise->get_future();
+                         service.post([promise, x] { promise->set_value(times3(x)); });
+                         return result;
+                     },
+                     conc)
+                 .build({.threads = threads});
+    BOOST_TEST(sorted(drain(p)) == mapped(n_items, times3), boost::test_tools::per_element());
+    check_complete_accounting(p.stats());
+}
+
+// map_async<U> with a ferry::completion called from another thread, out of order.
+BOOST_DATA_TEST_CASE(map_async_completion_delivers_every_item_exactly_once,
+                     bdata::make(concurrencies) * bdata::make(thread_counts), conc, threads) {
+    async_service service(2, std::chrono::microseconds(200));
+    auto p = ferry::from(iota(n_items))
+                 .map_async<int>([&](int x,
+                                     ferry::completion<int> done) { service.post([done, x] {
+                                     done(times3(x)); }); },
+                                 conc)
+                 .build({.threads = threads});
+    BOOST_TEST(sorted(drain(p)) == mapped(n_items, times3), boost::test_tools::per_element());
+    check_complete_accounting(p.stats());
+}
+
+// A chain of every stage kind (compute, io, async) delivers exactly the composed result.
+BOOST_DATA_TEST_CASE(mixed_chain_delivers_every_item_exactly_once,
+                     bdata::make(concurrencies) * bdata::make(thread_counts), conc, threads) {
+    async_service service(2);
+    auto p = ferry::from(iota(n_items))
+                 .map(times3, {.concurrency = conc, .executor = ferry::io})
+                 .filter([](int x) { return x % 2 == 0; }, conc)
+                 .flat_map([](int x) { return std::vector<int>{x, -x - 1}; }, conc)
+                 .batch(5)
+                 .unbatch()
+                 // a data test case body is a template: the member template needs `template`
+                 .template map_async<int>([&](int x, ferry::completion<int> done) {
+                     service.post([done, x] { done(x); }); },
+                                 conc)
+                 .build({.threads = threads});
+    std::vector<int> want;
+    for (int i = 0; i < n_items; ++i) {
+        if (times3(i) % 2 == 0) {
+            want.push_back(times3(i));
+            want.push_back(-times3(i) - 1);
+        }
+    }
+    BOOST_TEST(sorted(drain(p)) == sorted(want), boost::test_tools::per_element());
+    check_complete_accounting(p.stats());
+}
+
+// A compute map never runs more calls at once than its concurrency.
+BOOST_DATA_TEST_CASE(map_runs_at_most_concurrency_calls_at_once, bdata::make({1, 2, 4}), conc) {
+    concurrency_probe probe;
+    auto p = ferry::from(iota(60))
+                 .map(
+                     [&](int x) {
+                         const concurrency_probe::scope in(probe);
+                         std::this_thread::sleep_for(200us);
+                         return x;
+                     },
+                     conc)
+                 .build({.threads = 4});
+    BOOST_TEST(drain(p).size() == 60u);
+    BOOST_TEST(probe.peak() <= conc);
+}
+
+// An io map never runs more calls at once than its concurrency.
+BOOST_DATA_TEST_CASE(io_map_runs_at_most_concurrency_calls_at_once, bdata::make({1, 3, 8}),
+                     conc) {
+    concurrency_probe probe;
+    auto p = ferry::from(iota(60))
+                 .map(
+                     [&](int x) {
+                         const concurrency_probe::scope in(probe);
+                         std::this_thread::sleep_for(200us);
+                         return x;
+                     },
+                     {.concurrency = conc, .executor = ferry::io})
+                 .build({.threads = 1});
+    BOOST_TEST(drain(p).size() == 60u);
+    BOOST_TEST(probe.peak() <= conc);
+}
+
+// map_async never has more calls outstanding than its concurrency.
+BOOST_DATA_TEST_CASE(map_async_keeps_at_most_concurrency_calls_outstanding,
+                     bdata::make({1, 3, 8}), conc) {
+    std::atomic<int> outstanding{0};
+    std::atomic<int> peak{0};
+    async_service service(4, std::chrono::microseconds(300));
+    auto p = ferry::from(iota(100))
+                 .map_async<int>(
+                     [&](int x, ferry::completion<int> done) {
+                         const int now = outstanding.fetch_add(1) + 1;
+                         int seen = peak.load();
+                         while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+                         }
+                         service.post([&outstanding, done, x] {
+                             outstanding.fetch_sub(1);
+                             done(x);
+                         });
+                     },
+                     conc)
+                 .build({.threads = 2});
+    BOOST_TEST(sorted(drain(p)) == iota(100), boost::test_tools::per_element());
+    BOOST_TEST(peak.load() <= conc);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()

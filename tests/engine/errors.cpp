@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Error policies (fail, skip, retry, failure budget), the accounting invariant under each, and
+/// exceptions thrown by the source, a stage or the consumer's own loop body.
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <map>
+#include <memory>
+#include <ranges>
+#include <string>
+
+#include "support.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ferry_test;
+
+// Named, not anonymous: data test cases are templates with external linkage.
+namespace errors_test {
+
+constexpr int n_items = 300;
+
+const std::vector<int> error_concurrencies{1, 4, 16};
+
+/// A logger that keeps nothing: these tests check failures() and exceptions, not log lines.
+const ferry::logger quiet = [](ferry::log_level, std::string_view) {};
+
+/// The exception a catch block receives from `f`, or an empty optional.
+template <class E, class F>
+std::optional<E> caught(F&& f) {
+    try {
+        f();
+    } catch (const E& e) {
+        return e;
+    }
+    return std::nullopt;
+}
+
+/// True when the cause nested in `e` has type `Cause`.
+template <class Cause>
+bool nests(const std::exception& e) {
+    try {
+        std::rethrow_if_nested(e);
+    } catch (const Cause&) {
+        return true;
+    } catch (...) {
+        return false;
+    }
+    return false;
+}
+
+/// Counts calls per item, from any thread.
+class attempt_counter {
+  public:
+    int operator()(int item) {
+        std::lock_guard lock(mutex_);
+        return ++calls_[item];
+    }
+    int of(int item) {
+        std::lock_guard lock(mutex_);
+        return calls_[item];
+    }
+
+  private:
+    std::mutex mutex_;
+    std::map<int, int> calls_;
+};
+
+}  // namespace errors_test
+
+using namespace errors_test;
+
+BOOST_AUTO_TEST_SUITE(engine)
+BOOST_AUTO_TEST_SUITE(errors)
+
+// Under `fail`, the consumer gets every item before the failing one, then a stage_error that
+// names the stage, the item and the cause, and nests the original exception.
+BOOST_DATA_TEST_CASE(fail_policy_reports_stage_item_and_cause, bdata::make(error_concurrencies),
+                     conc) {
+    auto p = ferry::from(iota(n_items))
+                 .map(
+                     [](int x) {
+                         if (x == 17) throw bad_record("truncated record");
+                         return x;
+                     },
+                     {.concurrency = conc, .name = "decode"})
+                 .build({.threads = 2, .logger = quiet});
+    std::vector<int> got;
+    const auto e = caught<ferry::stage_error>([&] {
+        while (auto x = p.next()) got.push_back(*x);
+    });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(got == iota(17), boost::test_tools::per_element());
+    BOOST_TEST(e->stage() == "decode");
+    BOOST_TEST(e->item() == 17u);
+    BOOST_TEST(e->items() == 1u);
+    BOOST_TEST(e->cause() == "truncated record");
+    BOOST_TEST(std::string(e->what()) == "stage 'decode' failed on item 17: truncated record");
+    BOOST_TEST((e->code() == ferry::errc::stage_failed));
+    BOOST_TEST(nests<bad_record>(*e));
+    const auto f = p.failures();
+    BOOST_REQUIRE(f.size() == 1u);
+    BOOST_TEST(f[0].stage == "decode");
+    BOOST_TEST(f[0].item == 17u);
+    BOOST_TEST(f[0].message == "truncated record");
+    check_accounting(p.stats());
+}
+
+// A failed pipeline stays failed: every later next() (and a new loop) throws the same error.
+BOOST_AUTO_TEST_CASE(stage_error_is_sticky) {
+    auto p = ferry::from(iota(50))
+                 .map([](int x) {
+                     if (x == 5) throw bad_record("boom");
+                     return x;
+                 })
+                 .build({.threads = 2, .logger = quiet});
+    BOOST_CHECK_THROW(drain(p), ferry::stage_error);
+    for (int i = 0; i < 3; ++i) {
+        const auto e = caught<ferry::stage_error>([&] { (void)p.next(); });
+        BOOST_REQUIRE(e.has_value());
+        BOOST_TEST(e->item() == 5u);
+        BOOST_TEST(nests<bad_record>(*e));
+    }
+    BOOST_CHECK_THROW(
+        {
+            for (int x : p) (void)x;
+        },
+        ferry::stage_error);
+}
+
+// A failing call on a batch names the batch's first source item and its size.
+BOOST_AUTO_TEST_CASE(failure_on_a_batch_names_its_first_item_and_size) {
+    auto p = ferry::from(iota(40))
+                 .batch(4)
+                 .map(
+                     [](std::vector<int> b) {
+                         if (b.front() == 8) throw bad_record("bad batch");
+                         return b;
+                     },
+                     {.name = "collate"})
+                 .build({.threads = 2, .logger = quiet});
+    const auto e = caught<ferry::stage_error>([&] { (void)drain(p); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(e->stage() == "collate");
+    BOOST_TEST(e->item() == 8u);
+    BOOST_TEST(e->items() == 4u);
+    BOOST_TEST(std::string(e->what()).find("collate") != std::string::npos);
+    BOOST_TEST(std::string(e->what()).find("bad batch") != std::string::npos);
+    check_accounting(p.stats());
+}
+
+// An exception not derived from std::exception still becomes a stage_error, nesting it.
+BOOST_AUTO_TEST_CASE(non_std_exception_becomes_stage_error) {
+    auto p = ferry::from(iota(10))
+                 .map([](int x) {
+                     if (x == 3) throw 42;
+                     return x;
+                 })
+                 .build({.threads = 1, .logger = quiet});
+    const auto e = caught<ferry::stage_error>([&] { (void)drain(p); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(e->item() == 3u);
+    BOOST_TEST(e->cause() == "unknown exception (not derived from std::exception)");
+    BOOST_TEST(nests<int>(*e));
+}
+
+// Under `skip`, every failing item is left out, and failures() lists each with its stage,
+// item and message.
+BOOST_DATA_TEST_CASE(skip_policy_records_every_skipped_item, bdata::make(error_concurrencies),
+                     conc) {
+    auto p = ferry::from(iota(n_items))
+                 .map(
+                     [](int x) {
+                         if (x % 10 == 3) throw bad_record("bad " + std::to_string(x));
+                         return x;
+                     },
+                     {.concurrency = conc, .name = "parse", .on_error = ferry::skip})
+                 .build({.threads = 2, .logger = quiet});
+    std::vector<int> want;
+    std::vector<std::uint64_t> want_failed;
+    for (int i = 0; i < n_items; ++i) {
+        if (i % 10 == 3) {
+            want_failed.push_back(static_cast<std::uint64_t>(i));
+        } else {
+            want.push_back(i);
+        }
+    }
+    BOOST_TEST(drain(p) == want, boost::test_tools::per_element());
+    std::vector<std::uint64_t> failed_items;
+    for (const auto& f : p.failures()) {
+        BOOST_TEST(f.stage == "parse");
+        BOOST_TEST(f.message == "bad " + std::to_string(f.item));
+        BOOST_TEST(f.epoch == 0u);
+        failed_items.push_back(f.item);
+    }
+    BOOST_TEST(sorted(failed_items) == want_failed, boost::test_tools::per_element());
+    const auto s = p.stats();
+    BOOST_TEST(s.failed == want_failed.size());
+    BOOST_TEST(s.stages.at(1).failed == want_failed.size());
+    check_complete_accounting(s);
+}
+
+// A retried item that fails twice and then succeeds is delivered, and the retries are counted.
+BOOST_DATA_TEST_CASE(retry_delivers_an_item_that_fails_twice_then_succeeds,
+                     bdata::make(error_concurrencies), conc) {
+    attempt_counter attempts;
+    auto p = ferry::from(iota(50))
+                 .map(
+                     [&](int x) {
+                         if (x == 5 && attempts(x) <= 2) throw bad_record("flaky");
+                         return x;
+                     },
+                     {.concurrency = conc,
+                      .on_error = ferry::retry{.attempts = 3,
+                                               .backoff = 1ms,
+                                               .then = ferry::error_action::skip}})
+                 .build({.threads = 2, .logger = quiet});
+    BOOST_TEST(drain(p) == iota(50), boost::test_tools::per_element());
+    BOOST_TEST(attempts.of(5) == 3);
+    BOOST_TEST(p.failures().empty());
+    const auto s = p.stats();
+    BOOST_TEST(s.stages.at(1).retries == 2u);
+    BOOST_TEST(s.failed == 0u);
+    check_complete_accounting(s);
+}
+
+// An item that fails every attempt is tried exactly `attempts` times, then skipped.
+BOOST_AUTO_TEST_CASE(retry_then_skip_skips_after_all_attempts) {
+    attempt_counter attempts;
+    auto p = ferry::from(iota(20))
+                 .map(
+                     [&](int x) {
+                         if (x == 7) {
+                             attempts(x);
+                             throw bad_record("always");
+                         }
+                         return x;
+                     },
+                     {.on_error = ferry::retry{.attempts = 3,
+                                               .backoff = 1ms,
+                                               .then = ferry::error_action::skip}})
+                 .build({.threads = 2, .logger = quiet});
+    auto got = drain(p);
+    BOOST_TEST((std::find(got.begin(), got.end(), 7) == got.end()));
+    BOOST_TEST(got.size() == 19u);
+    BOOST_TEST(attempts.of(7) == 3);
+    const auto f = p.failures();
+    BOOST_REQUIRE(f.size() == 1u);
+    BOOST_TEST(f[0].item == 7u);
+    BOOST_TEST(p.stats().stages.at(1).retries == 2u);
+    check_complete_accounting(p.stats());
+}
+
+// retry with the default `then = fail` ends the pipeline once every attempt failed.
+BOOST_AUTO_TEST_CASE(retry_then_fail_throws_after_all_attempts) {
+    attempt_counter attempts;
+    auto p = ferry::from(iota(20))
+                 .map(
+                     [&](int x) {
+                         if (x == 7) {
+                             attempts(x);
+                             throw bad_record("always");
+                         }
+                         return x;
+                     },
+                     {.name = "fetch", .on_error = ferry::retry{.attempts = 2, .backoff = 1ms}})
+                 .build({.threads = 2, .logger = quiet});
+    const auto e = caught<ferry::stage_error>([&] { (void)drain(p); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(e->stage() == "fetch");
+    BOOST_TEST(e->item() == 7u);
+    BOOST_TEST(attempts.of(7) == 2);
+}
+
+// Retry also applies to flat_map: a flat_map call that fails once and then succeeds delivers
+// its outputs.
+BOOST_AUTO_TEST_CASE(retry_applies_to_flat_map) {
+    attempt_counter attempts;
+    auto p = ferry::from(iota(20))
+                 .flat_map(
+                     [&](int x) {
+                         if (x == 7 && attempts(x) == 1) throw bad_record("flaky");
+                         return std::vector<int>{x};
+                     },
+                     {.on_error = ferry::retry{.attempts = 3,
+                                               .backoff = 1ms,
+                                               .then = ferry::error_action::skip}})
+                 .build({.threads = 2, .logger = quiet});
+    BOOST_TEST(drain(p) == iota(20), boost::test_tools::per_element());
+    BOOST_TEST(attempts.of(7) == 2);
+    BOOST_TEST(p.failures().empty());
+}
+
+// Retrying a move-only element never calls the stage again with a moved-from value: the retry
+// gets the original, or the item fails with the original error.
+BOOST_AUTO_TEST_CASE(retry_never_calls_again_with_a_moved_from_element) {
+    attempt_counter attempts;
+    std::atomic<int> null_inputs{0};
+    auto p = ferry::from([i = 0]() mutable -> std::optional<std::unique_ptr<int>> {
+                 if (i == 10) return std::nullopt;
+                 return std::make_unique<int>(i++);
+             })
+                 .map(
+                     [&](std::unique_ptr<int> v) {
+                         if (!v) {
+                             null_inputs.fetch_add(1);
+                             throw bad_record("null input");
+                         }
+                         if (*v == 4 && attempts(*v) == 1) throw bad_record("flaky");
+                         return *v;
+                     },
+                     {.on_error = ferry::retry{.attempts = 2,
+                                               .backoff = 1ms,
+                                               .then = ferry::error_action::skip}})
+                 .build({.threads = 1, .logger = quiet});
+    const auto got = drain(p);
+    BOOST_TEST(null_inputs.load() == 0);
+    const bool delivered = std::find(got.begin(), got.end(), 4) != got.end();
+    const auto f = p.failures();
+    const bool failed_with_original_error = f.size() == 1 && f[0].message == "flaky";
+    BOOST_TEST((delivered || failed_with_original_error));
+}
+
+// A failure budget of N lets N failures be skipped; the next one fails the pipeline with a
+// message that names the budget.
+BOOST_AUTO_TEST_CASE(failure_budget_fails_after_n_skips) {
+    auto p = ferry::from(iota(100))
+                 .map(
+                     [](int x) {
+                         if (x % 10 == 0) throw bad_record("bad " + std::to_string(x));
+                         return x;
+                     },
+                     {.name = "decode", .on_error = ferry::skip, .max_failures = 3})
+                 .build({.threads = 2, .logger = quiet});
+    std::vector<int> got;
+    const auto e = caught<ferry::stage_error>([&] {
+        while (auto x = p.next()) got.push_back(*x);
+    });
+    BOOST_REQUIRE(e.has_value());
+    // Items 0, 10 and 20 were skipped; 30 was the fourth failure.
+    std::vector<int> want;
+    for (int i = 1; i < 30; ++i)
+        if (i % 10 != 0) want.push_back(i);
+    BOOST_TEST(got == want, boost::test_tools::per_element());
+    BOOST_TEST(e->stage() == "decode");
+    BOOST_TEST(e->item() == 30u);
+    BOOST_TEST(e->cause() == "bad 30");
+    const std::string what = e->what();
+    BOOST_TEST(what.find("failure budget of 3") != std::string::npos, what);
+    BOOST_TEST(nests<bad_record>(*e));
+    BOOST_TEST(p.failures().size() == 4u);
+    check_accounting(p.stats());
+}
+
+// With concurrent calls the budget still allows exactly N skips before failing.
+BOOST_DATA_TEST_CASE(failure_budget_holds_under_concurrency, bdata::make(error_concurrencies),
+                     conc) {
+    auto p = ferry::from(iota(n_items))
+                 .map(
+                     [](int x) {
+                         if (x % 10 == 0) throw bad_record("bad");
+                         return x;
+                     },
+                     {.concurrency = conc, .on_error = ferry::skip, .max_failures = 5})
+                 .build({.threads = 4, .logger = quiet});
+    const auto e = caught<ferry::stage_error>([&] { (void)drain(p); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(e->item() % 10 == 0u);
+    BOOST_TEST(std::string(e->what()).find("failure budget of 5") != std::string::npos);
+    BOOST_TEST(p.failures().size() >= 6u);
+    check_accounting(p.stats());
+}
+
+// produced == delivered + filtered + failed, with nothing cancelled, for every non-fatal
+// policy and concurrency; batches count their source items.
+BOOST_DATA_TEST_CASE(accounting_balances_for_every_policy,
+                     bdata::make({0, 1, 2}) * bdata::make(concurrencies), policy_index, conc) {
+    const ferry::stage_options options[] = {
+        {.concurrency = conc, .on_error = ferry::skip},
+        {.concurrency = conc,
+         .on_error = ferry::retry{.attempts = 2, .backoff = 1ms, .then = ferry::error_action::skip}},
+        {.concurrency = conc, .on_error = ferry::skip, .max_failures = 1000},
+    };
+    BOOST_TEST_CONTEXT("policy " << policy_index) {
+        auto p = ferry::from(iota(n_items))
+                     .map(
+                         [](int x) {
+                             if (x % 11 == 5) throw bad_record("bad");
+                             return x;
+                         },
+                         options[policy_index])
+                     .filter([](int x) { return x % 3 != 0; }, conc)
+                     .flat_map([](int x) { return std::vector<int>(x % 5 == 1 ? 0 : 1, x); },
+                               conc)
+                     .batch(8)
+                     .build({.threads = 3, .logger = quiet});
+        std::uint64_t items = 0;
+        while (auto b = p.next()) items += b->size();
+        const auto s = p.stats();
+        BOOST_TEST(s.produced == std::uint64_t{n_items});
+        BOOST_TEST(s.delivered == items);
+        BOOST_TEST(s.failed == p.failures().size());
+        check_complete_accounting(s);
+    }
+}
+
+// Under `fail`, the invariant holds with the unfinished rest of the epoch counted as cancelled.
+BOOST_DATA_TEST_CASE(accounting_balances_when_a_stage_fails, bdata::make(concurrencies), conc) {
+    auto p = ferry::from(iota(n_items))
+                 .map(
+                     [](int x) {
+                         if (x == 150) throw bad_record("bad");
+                         return x;
+                     },
+                     conc)
+                 .filter([](int x) { return x % 3 != 0; }, conc)
+                 .batch(8)
+                 .build({.threads = 3, .logger = quiet});
+    std::uint64_t items = 0;
+    BOOST_CHECK_THROW(
+        {
+            while (auto b = p.next()) items += b->size();
+        },
+        ferry::stage_error);
+    const auto s = p.stats();
+    BOOST_TEST(s.delivered == items);
+    BOOST_TEST(s.failed == 1u);
+    check_accounting(s);
+}
+
+// An input range that throws while being read fails the pipeline as stage 'source', naming the
+// item, after delivering the items before it.
+BOOST_AUTO_TEST_CASE(throwing_source_range_fails_as_source_stage) {
+    auto throwing = std::views::iota(0, 100) | std::views::transform([](int i) {
+                        if (i == 7) throw bad_record("disk gone");
+                        return i;
+                    });
+    auto p = ferry::from(throwing).map([](int x) { return x; }, 4).build(
+        {.threads = 2, .logger = quiet});
+    std::vector<int> got;
+    const auto e = caught<ferry::stage_error>([&] {
+        for (int x : p) got.push_back(x);
+    });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(got == iota(7), boost::test_tools::per_element());
+    BOOST_TEST(e->stage() == "source");
+    BOOST_TEST(e->item() == 7u);
+    BOOST_TEST(e->cause() == "disk gone");
+    BOOST_TEST(std::string(e->what()) == "stage 'source' failed on item 7: disk gone");
+    BOOST_TEST(nests<bad_record>(*e));
+    check_accounting(p.stats());
+}
+
+// A generator that throws fails the pipeline as stage 'source'.
+BOOST_AUTO_TEST_CASE(throwing_generator_fails_as_source_stage) {
+    auto p = ferry::from([i = 0]() mutable -> std::optional<int> {
+                 if (i == 5) throw bad_record("socket closed");
+                 return i++;
+             })
+                 .batch(2)
+                 .build({.threads = 2, .logger = quiet});
+    std::vector<int> got;
+    const auto e = caught<ferry::stage_error>([&] {
+        while (auto b = p.next()) got.insert(got.end(), b->begin(), b->end());
+    });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(got == iota(4), boost::test_tools::per_element());
+    BOOST_TEST(e->stage() == "source");
+    BOOST_TEST(e->item() == 5u);
+    BOOST_TEST(nests<bad_record>(*e));
+}
+
+// An epoch factory that throws fails the loop that opens that epoch, with the epoch's number;
+// the error is sticky.
+BOOST_AUTO_TEST_CASE(throwing_epoch_factory_fails_that_epoch) {
+    auto p = ferry::from([](std::uint64_t epoch) {
+                 if (epoch == 1) throw bad_record("manifest missing");
+                 return iota(10);
+             }).build({.threads = 1, .logger = quiet});
+    BOOST_TEST(drain(p) == iota(10), boost::test_tools::per_element());
+    const auto e = caught<ferry::stage_error>([&] {
+        for (int x : p) (void)x;
+    });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(e->stage() == "source");
+    BOOST_TEST(e->cause() == "manifest missing");
+    BOOST_TEST(std::string(e->what()).find("epoch 1") != std::string::npos, e->what());
+    BOOST_TEST(nests<bad_record>(*e));
+    BOOST_CHECK_THROW((void)p.next(), ferry::stage_error);
+}
+
+// An exception thrown by the consumer's loop body ends the epoch: the pipeline is destroyed
+// promptly afterwards, or a new loop reads a whole new epoch.
+BOOST_DATA_TEST_CASE(consumer_exception_ends_the_epoch, bdata::make(error_concurrencies), conc) {
+    const auto slow_source = [](std::uint64_t) {
+        return iota(1000) | std::views::transform([](int x) {
+                   if (x % 100 == 0) std::this_thread::sleep_for(1ms);
+                   return x;
+               });
+    };
+    {
+        auto p = ferry::from(slow_source).map([](int x) { return x; }, conc).build({.threads = 2});
+        BOOST_CHECK_THROW(
+            {
+                for (int x : p)
+                    if (x == 10) throw bad_record("loss is NaN");
+            },
+            bad_record);
+        BOOST_TEST(drain(p) == iota(1000), boost::test_tools::per_element());
+        const auto s = p.stats();
+        BOOST_TEST(s.epochs == 2u);
+        check_accounting(s);
+    }
+    const auto t0 = steady::now();
+    {
+        auto p = ferry::from(slow_source).map([](int x) { return x; }, conc).build({.threads = 2});
+        BOOST_CHECK_THROW(
+            {
+                for (int x : p)
+                    if (x == 10) throw bad_record("loss is NaN");
+            },
+            bad_record);
+    }
+    BOOST_TEST(since(t0) < prompt);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Memory: a stalled consumer holds the pipeline at `in_flight` items, and every element the
+/// engine held is freed when an epoch ends early, fails, or the pipeline is destroyed.
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include "support.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ferry_test;
+
+// Named, not anonymous: data test cases are templates with external linkage.
+namespace memory_test {
+
+/// An endless source of counted elements.
+auto endless_counted() {
+    return [i = 0]() mutable -> std::optional<counted> { return counted(i++); };
+}
+
+const ferry::logger quiet = [](ferry::log_level, std::string_view) {};
+
+constexpr std::size_t in_flight = 16;
+
+/// What a stall leaves alive beyond `in_flight`, when the consumer holds `held` source items:
+/// the consumer's own element (its items are "taken", so the limiter may already have let
+/// `held` new ones in) and the one element the input node pulls from the source and keeps while
+/// the limiter turns it away.
+std::size_t stall_allowance(std::size_t held) { return held + 1; }
+
+}  // namespace memory_test
+
+using namespace memory_test;
+
+BOOST_AUTO_TEST_SUITE(engine)
+BOOST_AUTO_TEST_SUITE(memory)
+
+// A consumer that stops reading stalls the graph at in_flight items: live elements stay within
+// in_flight plus the held item plus the input node's one cached item.
+BOOST_DATA_TEST_CASE(stalled_consumer_keeps_live_items_bounded, bdata::make({1, 16}), conc) {
+    const long before = live_instances.load();
+    {
+        auto p = ferry::from(endless_counted())
+                     .map([](counted c) { return c; }, conc)
+                     .map([](counted c) { return c; }, {.concurrency = conc, .executor = ferry::io})
+                     .build({.threads = 2, .in_flight = in_flight});
+        const auto first = p.next();
+        BOOST_TEST(first.value().value == 0);
+        std::this_thread::sleep_for(200ms);
+        const long live = live_instances.load() - before;
+        BOOST_TEST(live >= 1);
+        BOOST_TEST(live <= static_cast<long>(in_flight + stall_allowance(1)), "live " << live);
+        const auto s = p.stats();
+        BOOST_TEST(s.produced <= in_flight + stall_allowance(1));
+        BOOST_TEST(s.in_flight == in_flight);
+    }
+    BOOST_TEST(live_instances.load() == before);
+}
+
+// Same with batches: a held batch of 8 counts 8 taken items, the graph holds at most in_flight
+// more.
+BOOST_AUTO_TEST_CASE(stalled_consumer_of_batches_keeps_live_items_bounded) {
+    const long before = live_instances.load();
+    {
+        auto p = ferry::from(endless_counted())
+                     .map([](counted c) { return c; }, 4)
+                     .batch(8)
+                     .build({.threads = 2, .in_flight = in_flight});
+        const auto first = p.next();
+        BOOST_TEST(first.value().size() == 8u);
+        std::this_thread::sleep_for(200ms);
+        const long live = live_instances.load() - before;
+        BOOST_TEST(live <= static_cast<long>(in_flight + stall_allowance(8)), "live " << live);
+    }
+    BOOST_TEST(live_instances.load() == before);
+}
+
+// Leaving a loop early frees every element of that epoch before the next one starts.
+BOOST_AUTO_TEST_CASE(abandoned_epoch_frees_every_element) {
+    const long before = live_instances.load();
+    auto p = ferry::from([](std::uint64_t) { return iota(500); })
+                 .map([](int x) { return counted(x); }, 8)
+                 .map([](counted c) { return c; }, {.concurrency = 4, .executor = ferry::io})
+                 .build({.threads = 2});
+    for (int round = 0; round < 5; ++round) {
+        int n = 0;
+        for (auto& c : p) {
+            BOOST_TEST(c.value == n);
+            if (++n == 10 * (round + 1)) break;
+        }
+        BOOST_TEST(live_instances.load() == before);
+    }
+    // A whole epoch leaves nothing behind either.
+    BOOST_TEST(drain(p).size() == 500u);
+    BOOST_TEST(live_instances.load() == before);
+}
+
+// A failed epoch frees every element the engine held.
+BOOST_AUTO_TEST_CASE(failed_epoch_frees_every_element) {
+    const long before = live_instances.load();
+    {
+        auto p = ferry::from(iota(500))
+                     .map([](int x) { return counted(x); }, 8)
+                     .map(
+                         [](counted c) {
+                             if (c.value == 100) throw bad_record("bad");
+                             return c;
+                         },
+                         8)
+                     .batch(4)
+                     .build({.threads = 2, .logger = quiet});
+        BOOST_CHECK_THROW(
+            {
+                while (auto b = p.next()) {
+                }
+            },
+            ferry::stage_error);
+        BOOST_TEST(live_instances.load() == before);
+    }
+    BOOST_TEST(live_instances.load() == before);
+}
+
+// Elements too big for inline storage (heap path), through batch, unbatch and flat_map, skips
+// and filters, are all freed.
+BOOST_AUTO_TEST_CASE(heap_stored_elements_are_all_freed) {
+    const long before = live_instances.load();
+    {
+        auto p = ferry::from(iota(300))
+                     .map([](int x) { return counted_big(x); }, 4)
+                     .filter([](const counted_big& c) { return c.value % 7 != 0; }, 2)
+                     .map(
+                         [](counted_big c) {
+                             if (c.value % 11 == 0) throw bad_record("bad");
+                             return c;
+                         },
+                         {.concurrency = 4, .on_error = ferry::skip})
+                     .batch(5)
+                     .unbatch()
+                     .flat_map([](counted_big c) { return std::vector<counted_big>{c, c}; }, 3)
+                     .build({.threads = 2, .logger = quiet});
+        std::size_t n = 0;
+        while (auto c = p.next()) ++n;
+        std::size_t want = 0;
+        for (int i = 0; i < 300; ++i)
+            if (i % 7 != 0 && i % 11 != 0) want += 2;
+        BOOST_TEST(n == want);
+        int k = 0;
+        for (auto& c : p) {
+            (void)c;
+            if (++k == 25) break;
+        }
+        BOOST_TEST(live_instances.load() == before);
+    }
+    BOOST_TEST(live_instances.load() == before);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Output order: source order by default, through uneven stage times, skips, filters, flat_map
+/// and batches; unordered stages and pipelines still deliver everything exactly once.
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include "support.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ferry_test;
+
+// Named, not anonymous: data test cases are templates with external linkage.
+namespace ordering_test {
+
+constexpr int n_items = 400;
+
+/// Uneven call times, so that completion order differs from source order: every 13th item
+/// takes ~1 ms, the rest are instant.
+int uneven(int x) {
+    if (x % 13 == 0) std::this_thread::sleep_for(1ms);
+    return x;
+}
+
+const std::vector<int> ordering_concurrencies{1, 4, 16};
+
+}  // namespace ordering_test
+
+using namespace ordering_test;
+
+BOOST_AUTO_TEST_SUITE(engine)
+BOOST_AUTO_TEST_SUITE(ordering)
+
+// A concurrent map with uneven call times still delivers in source order.
+BOOST_DATA_TEST_CASE(map_keeps_source_order_by_default, bdata::make(ordering_concurrencies), conc) {
+    auto p = ferry::from(iota(n_items)).map(uneven, conc).build({.threads = 4});
+    BOOST_TEST(drain(p) == iota(n_items), boost::test_tools::per_element());
+}
+
+// Items skipped by a failing stage leave no hole in the order of the others.
+BOOST_DATA_TEST_CASE(skipped_items_keep_the_rest_in_order, bdata::make(ordering_concurrencies),
+                     conc) {
+    auto p = ferry::from(iota(n_items))
+                 .map(
+                     [](int x) {
+                         if (x % 7 == 3) throw bad_record("bad");
+                         return uneven(x);
+                     },
+                     {.concurrency = conc, .on_error = ferry::skip})
+                 .build({.threads = 4, .logger = [](ferry::log_level, std::string_view) {}});
+    std::vector<int> want;
+    for (int i = 0; i < n_items; ++i)
+        if (i % 7 != 3) want.push_back(i);
+    BOOST_TEST(drain(p) == want, boost::test_tools::per_element());
+}
+
+// A filter that drops 49 of 50 items keeps the survivors in order.
+BOOST_DATA_TEST_CASE(filter_dropping_most_items_keeps_order, bdata::make(ordering_concurrencies),
+                     conc) {
+    auto p = ferry::from(iota(2000))
+                 .map(uneven, conc)
+                 .filter([](int x) { return x % 50 == 0; }, conc)
+                 .build({.threads = 4});
+    std::vector<int> want;
+    for (int i = 0; i < 2000; i += 50) want.push_back(i);
+    BOOST_TEST(drain(p) == want, boost::test_tools::per_element());
+}
+
+// flat_map keeps the outputs of one input together and in order, inputs in source order.
+BOOST_DATA_TEST_CASE(flat_map_keeps_outputs_together_in_input_order,
+                     bdata::make(ordering_concurrencies), conc) {
+    auto p = ferry::from(iota(n_items))
+                 .flat_map(
+                     [](int x) {
+                         uneven(x);
+                         std::vector<int> out;
+                         for (int k = 0; k < x % 4; ++k) out.push_back(x * 10 + k);
+                         return out;
+                     },
+                     conc)
+                 .build({.threads = 4});
+    std::vector<int> want;
+    for (int x = 0; x < n_items; ++x)
+        for (int k = 0; k < x % 4; ++k) want.push_back(x * 10 + k);
+    BOOST_TEST(drain(p) == want, boost::test_tools::per_element());
+}
+
+// Each batch holds consecutive source items, and batches arrive in source order.
+BOOST_DATA_TEST_CASE(batches_hold_consecutive_items_in_order, bdata::make(ordering_concurrencies),
+                     conc) {
+    auto p = ferry::from(iota(n_items)).map(uneven, conc).batch(10).build({.threads = 4});
+    int expected_first = 0;
+    int batches = 0;
+    while (auto b = p.next()) {
+        std::vector<int> want(10);
+        std::iota(want.begin(), want.end(), expected_first);
+        BOOST_TEST(*b == want, boost::test_tools::per_element());
+        expected_first += 10;
+        ++batches;
+    }
+    BOOST_TEST(batches == n_items / 10);
+}
+
+// I/O-executor stages restore source order too.
+BOOST_DATA_TEST_CASE(io_map_keeps_source_order, bdata::make(ordering_concurrencies), conc) {
+    auto p = ferry::from(iota(n_items))
+                 .map(uneven, {.concurrency = conc, .executor = ferry::io})
+                 .build({.threads = 2});
+    BOOST_TEST(drain(p) == iota(n_items), boost::test_tools::per_element());
+}
+
+// map_async results completed out of order are delivered in source order.
+BOOST_DATA_TEST_CASE(map_async_keeps_source_order, bdata::make(ordering_concurrencies), conc) {
+    async_service service(3, std::chrono::microseconds(300));
+    auto p = ferry::from(iota(n_items))
+                 .map_async<int>(
+                     [&](int x, ferry::completion<int> done) {
+                         service.post([done, x] { done(x); });
+                     },
+                     conc)
+                 .build({.threads = 2});
+    BOOST_TEST(drain(p) == iota(n_items), boost::test_tools::per_element());
+}
+
+// An unordered stage (and the stages after it) still delivers every item exactly once.
+BOOST_DATA_TEST_CASE(unordered_stage_delivers_every_item_once, bdata::make(ordering_concurrencies),
+                     conc) {
+    auto p = ferry::from(iota(n_items))
+                 .map(uneven, {.concurrency = conc, .ordered = false})
+                 .flat_map([](int x) { return std::vector<int>{x, x + n_items}; }, conc)
+                 .batch(8)
+                 .build({.threads = 4});
+    BOOST_TEST(sorted(drain_flat(p)) == iota(2 * n_items), boost::test_tools::per_element());
+    check_complete_accounting(p.stats());
+}
+
+// An unordered pipeline delivers every item exactly once, skips and filters included.
+BOOST_DATA_TEST_CASE(unordered_pipeline_delivers_every_item_once,
+                     bdata::make(ordering_concurrencies), conc) {
+    auto p = ferry::from(iota(n_items))
+                 .map(
+                     [](int x) {
+                         if (x % 9 == 4) throw bad_record("bad");
+                         return uneven(x);
+                     },
+                     {.concurrency = conc, .on_error = ferry::skip})
+                 .filter([](int x) { return x % 5 != 0; }, conc)
+                 .build({.threads = 4,
+                         .ordered = false,
+                         .logger = [](ferry::log_level, std::string_view) {}});
+    std::vector<int> want;
+    for (int i = 0; i < n_items; ++i)
+        if (i % 9 != 4 && i % 5 != 0) want.push_back(i);
+    BOOST_TEST(sorted(drain(p)) == want, boost::test_tools::per_element());
+    check_complete_accounting(p.stats());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Stats and logs: stage names and counters, the printed table, periodic reports, and the
+/// rate-limited failure log.
+#include <boost/test/unit_test.hpp>
+#include <sstream>
+#include <string>
+
+#include "support.hpp"
+
+using namespace ferry_test;
+
+namespace {
+
+/// A logger that records every line, from any thread.
+class log_capture {
+  public:
+    ferry::logger sink() {
+        return [this](ferry::log_level level, std::string_view line) {
+            std::lock_guard lock(mutex_);
+            lines_.emplace_back(level, std::string(line));
+        };
+    }
+    std::vector<std::pair<ferry::log_level, std::string>> lines() {
+        std::lock_guard lock(mutex_);
+        return lines_;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::vector<std::pair<ferry::log_level, std::string>> lines_;
+};
+
+std::vector<std::string> names(const ferry::pipeline_stats& s) {
+    std::vector<std::string> out;
+    for (const auto& st : s.stages) out.push_back(st.name);
+    return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(engine)
+BOOST_AUTO_TEST_SUITE(stats)
+
+// Unnamed stages are called kind#position (from 1, after the source), with their kind.
+BOOST_AUTO_TEST_CASE(unnamed_stages_are_named_by_kind_and_position) {
+    auto p = ferry::from(iota(20))
+                 .map([](int x) { return x; })
+                 .filter([](int) { return true; })
+                 .flat_map([](int x) { return std::vector<int>{x}; })
+                 .batch(2)
+                 .unbatch()
+                 .map_async<int>([](int x, ferry::completion<int> done) { done(x); })
+                 .build({.threads = 1});
+    (void)drain(p);
+    const auto s = p.stats();
+    const std::vector<std::string> want_names{"source",    "map#1",     "filter#2", "flat_map#3",
+                                              "batch#4",   "unbatch#5", "map_async#6"};
+    BOOST_TEST(names(s) == want_names, boost::test_tools::per_element());
+    std::vector<std::string> kinds;
+    for (const auto& st : s.stages) kinds.push_back(st.kind);
+    const std::vector<std::string> want_kinds{"source", "map",   "filter",   "flat_map",
+                                              "batch",  "unbatch", "map_async"};
+    BOOST_TEST(kinds == want_kinds, boost::test_tools::per_element());
+}
+
+// Names given in the options replace the defaults, in stats and errors alike.
+BOOST_AUTO_TEST_CASE(custom_names_replace_the_defaults) {
+    auto p = ferry::from(iota(20))
+                 .map([](int x) { return x; }, {.concurrency = 3, .name = "decode"})
+                 .batch(4, {.name = "collate"})
+                 .map([](std::vector<int> b) { return b; }, {.executor = ferry::io})
+                 .build({.threads = 2, .in_flight = 40});
+    (void)drain_flat(p);
+    const auto s = p.stats();
+    const std::vector<std::string> want{"source", "decode", "collate", "map#3"};
+    BOOST_TEST(names(s) == want, boost::test_tools::per_element());
+    BOOST_TEST(s.stages.at(1).concurrency == 3);
+    BOOST_TEST(!s.stages.at(1).io);
+    BOOST_TEST(s.stages.at(3).io);
+    BOOST_TEST(s.threads == 2);
+    BOOST_TEST(s.in_flight == 40u);
+}
+
+// Each stage counts the elements it took in and gave out.
+BOOST_AUTO_TEST_CASE(stages_count_items_in_and_out) {
+    auto p = ferry::from(iota(100))
+                 .map([](int x) { return x; }, 4)
+                 .filter([](int x) { return x % 2 == 0; }, 2)
+                 .flat_map([](int x) { return std::vector<int>{x, x, x}; }, 2)
+                 .batch(10)
+                 .unbatch()
+                 .build({.threads = 2});
+    BOOST_TEST(drain(p).size() == 150u);
+    const auto s = p.stats();
+    BOOST_TEST(s.stages.at(0).items_out == 100u);  // source
+    BOOST_TEST(s.stages.at(1).items_in == 100u);   // map
+    BOOST_TEST(s.stages.at(1).items_out == 100u);
+    BOOST_TEST(s.stages.at(2).items_in == 100u);  // filter
+    BOOST_TEST(s.stages.at(2).items_out == 50u);
+    BOOST_TEST(s.stages.at(2).filtered == 50u);
+    BOOST_TEST(s.stages.at(3).items_in == 50u);  // flat_map
+    BOOST_TEST(s.stages.at(3).items_out == 150u);
+    BOOST_TEST(s.stages.at(4).items_in == 150u);  // batch
+    BOOST_TEST(s.stages.at(4).items_out == 15u);
+    BOOST_TEST(s.stages.at(5).items_in == 15u);  // unbatch
+    BOOST_TEST(s.stages.at(5).items_out == 150u);
+    BOOST_TEST(s.outputs == 150u);
+    BOOST_TEST(s.delivered == 50u);  // source items
+    BOOST_TEST(s.filtered == 50u);
+    check_complete_accounting(s);
+}
+
+// The printed table has a row for every stage, the item accounting, and a bottleneck line.
+BOOST_AUTO_TEST_CASE(printed_table_names_every_stage_and_the_bottleneck) {
+    auto p = ferry::from(iota(100))
+                 .map([](int x) { return x; }, {.concurrency = 2, .name = "decode"})
+                 .filter([](int x) { return x % 2 == 0; })
+                 .batch(5, {.name = "collate"})
+                 .build({.threads = 2});
+    (void)drain_flat(p);
+    std::ostringstream os;
+    os << p.stats();
+    const std::string table = os.str();
+    for (const char* name : {"source", "decode", "filter#2", "collate"}) {
+        BOOST_TEST(table.find(name) != std::string::npos, name << " missing from\n" << table);
+    }
+    BOOST_TEST(table.find("bottleneck: ") != std::string::npos, table);
+    BOOST_TEST(table.find("100 produced = 50 delivered + 50 filtered + 0 failed + 0 cancelled") !=
+                   std::string::npos,
+               table);
+}
+
+// on_report is called periodically, with current stats, while an epoch runs.
+BOOST_AUTO_TEST_CASE(on_report_fires_during_a_slow_run) {
+    std::mutex mutex;
+    std::vector<ferry::pipeline_stats> reports;
+    auto p = ferry::from(iota(40))
+                 .map(
+                     [](int x) {
+                         std::this_thread::sleep_for(3ms);
+                         return x;
+                     },
+                     {.name = "slow"})
+                 .build({.threads = 1,
+                         .on_report =
+                             [&](const ferry::pipeline_stats& s) {
+                                 std::lock_guard lock(mutex);
+                                 reports.push_back(s);
+                             },
+                         .report_every = 20ms});
+    BOOST_TEST(drain(p).size() == 40u);
+    std::lock_guard lock(mutex);
+    BOOST_TEST(reports.size() >= 1u);
+    for (const auto& r : reports) {
+        BOOST_TEST(names(r).at(1) == "slow");
+        BOOST_TEST(r.produced <= 40u);
+    }
+}
+
+// A custom logger receives a line for each skipped item, naming stage, item and cause.
+BOOST_AUTO_TEST_CASE(logger_receives_failure_lines) {
+    log_capture log;
+    auto p = ferry::from(iota(30))
+                 .map(
+                     [](int x) {
+                         if (x % 10 == 4) throw bad_record("crc mismatch");
+                         return x;
+                     },
+                     {.name = "decode", .on_error = ferry::skip})
+                 .build({.threads = 2, .logger = log.sink()});
+    BOOST_TEST(drain(p).size() == 27u);
+    std::vector<std::string> failure_lines;
+    for (const auto& [level, line] : log.lines()) {
+        if (line.find("crc mismatch") != std::string::npos) {
+            BOOST_TEST((level == ferry::log_level::warning));
+            failure_lines.push_back(line);
+        }
+    }
+    const std::vector<std::string> want{"stage 'decode' skipped item 4: crc mismatch",
+                                        "stage 'decode' skipped item 14: crc mismatch",
+                                        "stage 'decode' skipped item 24: crc mismatch"};
+    BOOST_TEST(failure_lines == want, boost::test_tools::per_element());
+}
+
+// A failure that ends the pipeline is logged at error level.
+BOOST_AUTO_TEST_CASE(logger_receives_the_fatal_failure_as_an_error) {
+    log_capture log;
+    auto p = ferry::from(iota(30))
+                 .map(
+                     [](int x) {
+                         if (x == 4) throw bad_record("crc mismatch");
+                         return x;
+                     },
+                     {.name = "decode"})
+                 .build({.threads = 2, .logger = log.sink()});
+    BOOST_CHECK_THROW((void)drain(p), ferry::stage_error);
+    const auto lines = log.lines();
+    BOOST_TEST(std::count_if(lines.begin(), lines.end(), [](const auto& l) {
+                   return l.first == ferry::log_level::error &&
+                          l.second == "stage 'decode' failed on item 4: crc mismatch";
+               }) == 1);
+}
+
+// A burst of 1000 failures logs only log_burst lines, then one summary with the count left out.
+BOOST_AUTO_TEST_CASE(logger_rate_limits_a_burst_and_summarizes) {
+    log_capture log;
+    auto p = ferry::from(iota(2000))
+                 .map(
+                     [](int x) {
+                         if (x % 2 == 1) throw bad_record("bad");
+                         return x;
+                     },
+                     {.concurrency = 4, .name = "decode", .on_error = ferry::skip})
+                 .build({.threads = 2,
+                         .logger = log.sink(),
+                         .log_burst = 5,
+                         .log_window = std::chrono::minutes(10)});
+    BOOST_TEST(drain(p).size() == 1000u);
+    BOOST_TEST(p.failures().size() == 1000u);
+    const auto lines = log.lines();
+    BOOST_TEST(lines.size() <= 10u);
+    const auto summary = std::find_if(lines.begin(), lines.end(), [](const auto& l) {
+        return l.second.find("995") != std::string::npos;
+    });
+    BOOST_TEST((summary != lines.end()));
+    if (summary != lines.end()) BOOST_TEST_MESSAGE("summary: " << summary->second);
+}
+
+// A logger that throws does not take the pipeline down.
+BOOST_AUTO_TEST_CASE(throwing_logger_is_ignored) {
+    auto p = ferry::from(iota(50))
+                 .map(
+                     [](int x) {
+                         if (x % 5 == 0) throw bad_record("bad");
+                         return x;
+                     },
+                     {.on_error = ferry::skip})
+                 .build({.threads = 2, .logger = [](ferry::log_level, std::string_view) {
+                             throw std::runtime_error("log sink full");
+                         }});
+    BOOST_TEST(drain(p).size() == 40u);
+    BOOST_TEST(p.failures().size() == 10u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Ending work early: stop() from another thread, destroying a pipeline over an endless source,
+/// and many randomized early breaks — each without a hang or a leaked element.
+#include <boost/test/unit_test.hpp>
+#include <future>
+#include <memory>
+
+#include "support.hpp"
+
+using namespace ferry_test;
+
+namespace {
+
+/// An endless generator of 0, 1, 2, ... that takes `pause` per item.
+auto endless(std::chrono::microseconds pause = std::chrono::microseconds(0)) {
+    return [i = 0, pause]() mutable -> std::optional<int> {
+        if (pause.count() > 0) std::this_thread::sleep_for(pause);
+        return i++;
+    };
+}
+
+/// Calls `p.stop()` from another thread after `delay`.
+class stopper {
+  public:
+    template <class P>
+    stopper(P& p, std::chrono::milliseconds delay)
+        : thread_([&p, delay] {
+              std::this_thread::sleep_for(delay);
+              p.stop();
+          }) {}
+    ~stopper() { thread_.join(); }
+    stopper(const stopper&) = delete;
+    stopper& operator=(const stopper&) = delete;
+
+  private:
+    std::thread thread_;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(engine)
+BOOST_AUTO_TEST_SUITE(stop)
+
+// stop() from another thread makes a next() blocked on a slow source return nullopt promptly.
+BOOST_AUTO_TEST_CASE(stop_unblocks_a_waiting_next) {
+    auto p = ferry::from(endless(std::chrono::microseconds(2000)))
+                 .filter([](int) { return false; })  // nothing ever reaches the consumer
+                 .build({.threads = 2});
+    const auto t0 = steady::now();
+    std::optional<int> got;
+    {
+        const stopper s(p, 30ms);
+        got = p.next();
+    }
+    BOOST_TEST(!got.has_value());
+    BOOST_TEST(since(t0) < prompt);
+    BOOST_TEST(!p.next().has_value());
+    check_accounting(p.stats());
+}
+
+// stop() from another thread ends a range-for over an endless source; what arrived before is
+// the source's prefix, in order; the pipeline stays stopped.
+BOOST_AUTO_TEST_CASE(stop_ends_a_loop_over_an_endless_source) {
+    auto p = ferry::from(endless()).map([](int x) { return x; }, 4).build({.threads = 2});
+    std::vector<int> got;
+    const auto t0 = steady::now();
+    {
+        const stopper s(p, 20ms);
+        for (int x : p) got.push_back(x);
+    }
+    BOOST_TEST(since(t0) < prompt);
+    BOOST_TEST(got == iota(static_cast<int>(got.size())), boost::test_tools::per_element());
+    BOOST_TEST(!p.next().has_value());
+    int after = 0;
+    for (int x : p) after += 1 + x * 0;
+    BOOST_TEST(after == 0);
+    check_accounting(p.stats());
+}
+
+// stop() before the first next() means the pipeline yields nothing.
+BOOST_AUTO_TEST_CASE(stop_before_reading_yields_nothing) {
+    auto p = ferry::from(iota(100)).map([](int x) { return x; }, 2).build({.threads = 2});
+    p.stop();
+    BOOST_TEST(!p.next().has_value());
+    BOOST_TEST(p.stats().delivered == 0u);
+}
+
+// stop() while a slow I/O stage has calls running returns the consumer promptly.
+BOOST_AUTO_TEST_CASE(stop_during_slow_io_calls_returns_promptly) {
+    auto p = ferry::from(endless())
+                 .map(
+                     [](int x) {
+                         std::this_thread::sleep_for(5ms);
+                         return x;
+                     },
+                     {.concurrency = 8, .executor = ferry::io})
+                 .build({.threads = 2});
+    const auto t0 = steady::now();
+    int n = 0;
+    {
+        const stopper s(p, 30ms);
+        for (int x : p) n += 1 + x * 0;
+    }
+    BOOST_TEST(since(t0) < prompt);
+    BOOST_TEST(!p.next().has_value());
+}
+
+// Destroying a pipeline over an endless generator returns promptly, read or not.
+BOOST_AUTO_TEST_CASE(destroying_a_pipeline_over_an_endless_generator_returns_promptly) {
+    {
+        const auto t0 = steady::now();
+        { auto p = ferry::from(endless()).map([](int x) { return x; }, 4).build({.threads = 2}); }
+        BOOST_TEST(since(t0) < prompt);
+    }
+    {
+        const auto t0 = steady::now();
+        {
+            auto p = ferry::from(endless()).map([](int x) { return x; }, 4).build({.threads = 2});
+            for (int i = 0; i < 3; ++i) BOOST_TEST(p.next().value() == i);
+        }
+        BOOST_TEST(since(t0) < prompt);
+    }
+    {
+        const auto t0 = steady::now();
+        {
+            auto p = ferry::from(endless(std::chrono::microseconds(500)))
+                         .map([](int x) { return x; }, {.concurrency = 4, .executor = ferry::io})
+                         .batch(4)
+                         .build({.threads = 2});
+            const auto b = p.next();
+            BOOST_TEST((b.value() == std::vector<int>{0, 1, 2, 3}));
+        }
+        BOOST_TEST(since(t0) < prompt);
+    }
+}
+
+// Destroying a pipeline with asynchronous calls outstanding waits for them, promptly, and
+// leaves no element alive.
+BOOST_AUTO_TEST_CASE(destroying_with_async_calls_outstanding_returns_promptly) {
+    const long before = live_instances.load();
+    async_service service(2, std::chrono::microseconds(2000));
+    const auto t0 = steady::now();
+    {
+        auto p = ferry::from(endless())
+                     .map_async<counted>(
+                         [&](int x, ferry::completion<counted> done) {
+                             service.post([done, x] { done(counted(x)); });
+                         },
+                         8)
+                     .build({.threads = 2});
+        BOOST_TEST(p.next().value().value == 0);
+    }
+    BOOST_TEST(since(t0) < prompt);
+    BOOST_TEST(live_instances.load() == before);
+}
+
+namespace {
+
+/// Reads one epoch of `p`, breaking once `limit` items have arrived. Returns how many arrived,
+/// or -1 if they were not counted(0), counted(1), ... in order.
+template <class P>
+int read_prefix(P& p, int limit) {
+    int n = 0;
+    for (auto& out : p) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(out)>, counted>) {
+            if (out.value != n++) return -1;
+        } else {
+            for (const counted& c : out)
+                if (c.value != n++) return -1;
+        }
+        if (n >= limit) break;
+    }
+    return n;
+}
+
+/// A pipeline of one of four shapes over `source`, behind a function that runs one epoch.
+template <class B>
+std::function<int(int)> random_pipeline(const B& source, int shape, int conc, int threads) {
+    const auto to_counted = [](int x) { return counted(x); };
+    auto wrap = [](auto&& pipe) {
+        auto p = std::make_shared<std::remove_cvref_t<decltype(pipe)>>(std::move(pipe));
+        return std::function<int(int)>([p](int limit) { return read_prefix(*p, limit); });
+    };
+    switch (shape) {
+        case 0:
+            return wrap(source.map(to_counted, conc).build({.threads = threads}));
+        case 1:
+            return wrap(source.map(to_counted, conc).batch(3).build({.threads = threads}));
+        case 2:
+            return wrap(source.map(to_counted, {.concurrency = conc, .executor = ferry::io})
+                            .filter([](const counted&) { return true; }, conc)
+                            .build({.threads = threads}));
+        default:
+            return wrap(
+                source
+                    .template map_async<counted>(
+                        [](int x, ferry::completion<counted> done) { done(counted(x)); }, conc)
+                    .flat_map([](counted c) { return std::vector<counted>{c}; }, conc)
+                    .build({.threads = threads}));
+    }
+}
+
+}  // namespace
+
+// 1000 early breaks, after a random number of items, through randomly shaped and sized
+// pipelines: each epoch delivers the source's prefix in order, nothing hangs, and no element
+// outlives its pipeline.
+BOOST_AUTO_TEST_CASE(randomized_early_breaks_neither_hang_nor_leak) {
+    constexpr int epoch_size = 120;
+    const long before = live_instances.load();
+    std::mt19937 rng(20240611);
+    const auto pick = [&](int lo, int hi) {
+        return std::uniform_int_distribution<int>(lo, hi)(rng);
+    };
+    const auto source = ferry::from([](std::uint64_t) { return iota(epoch_size); });
+    const auto t0 = steady::now();
+    int breaks = 0;
+    int completed = 0;
+    while (breaks < 1000) {
+        const int conc = pick(1, 16);
+        const int threads = pick(1, 4);
+        const int shape = pick(0, 3);
+        BOOST_TEST_CONTEXT("conc " << conc << ", threads " << threads << ", shape " << shape) {
+            {
+                auto epoch = random_pipeline(source, shape, conc, threads);
+                for (int i = 0; i < 5 && breaks < 1000; ++i) {
+                    const int limit = pick(1, epoch_size + 10);
+                    const int seen = epoch(limit);
+                    // A batch may overshoot the limit by up to 2 items.
+                    BOOST_TEST(seen >= std::min(limit, epoch_size));
+                    BOOST_TEST(seen <= std::min(limit + 2, epoch_size));
+                    if (limit < epoch_size) {
+                        ++breaks;
+                    } else {
+                        ++completed;
+                    }
+                }
+            }
+            BOOST_TEST(live_instances.load() == before);
+        }
+    }
+    BOOST_TEST(since(t0) < std::chrono::seconds(150));
+    BOOST_TEST_MESSAGE("1000 early breaks and " << completed << " whole epochs in "
+                                                << since(t0).count() << " ms");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()

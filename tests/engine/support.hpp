@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Helpers shared by the engine tests: a live-instance-counting element, a stand-in asynchronous
+/// service, a concurrency probe, drains and the accounting check.
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <ferry/ferry.hpp>
+#include <functional>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace ferry_test {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+/// Generous limit for "returns promptly" checks: hang detection, not performance. Sanitizer
+/// builds run 5-20x slower, which this still absorbs.
+inline constexpr auto prompt = std::chrono::seconds(5);
+
+/// Concurrencies and thread counts the sweeps run over.
+inline const std::vector<int> concurrencies{1, 2, 4, 8, 16};
+inline const std::vector<int> thread_counts{1, 2, 3, 4};
+
+/// Live instances of every `counted_value<Pad>` type together.
+inline std::atomic<long> live_instances{0};
+
+/// An element that counts its live instances (copies and moved-from objects included, until
+/// they are destroyed), to show the engine frees everything it holds. `Pad` bytes make it too
+/// big for the engine's inline storage, so the heap path is exercised too.
+template <std::size_t Pad>
+struct counted_value {
+    int value = 0;
+    std::array<char, Pad> pad{};
+
+    explicit counted_value(int v) noexcept : value(v) { live_instances.fetch_add(1); }
+    counted_value(const counted_value& o) noexcept : value(o.value), pad(o.pad) {
+        live_instances.fetch_add(1);
+    }
+    counted_value(counted_value&& o) noexcept : value(o.value), pad(o.pad) {
+        live_instances.fetch_add(1);
+    }
+    counted_value& operator=(const counted_value&) = default;
+    counted_value& operator=(counted_value&&) noexcept = default;
+    ~counted_value() { live_instances.fetch_sub(1); }
+};
+using counted = counted_value<1>;     ///< stored inline by the engine
+using counted_big = counted_value<200>;  ///< stored on the heap by the engine
+
+/// `0, 1, ..., n-1`.
+inline std::vector<int> iota(int n) {
+    std::vector<int> v(static_cast<std::size_t>(n));
+    std::iota(v.begin(), v.end(), 0);
+    return v;
+}
+
+template <class T>
+std::vector<T> sorted(std::vector<T> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+}
+
+/// Reads one epoch through `next()`.
+template <class T>
+std::vector<T> drain(ferry::pipeline<T>& p) {
+    std::vector<T> out;
+    while (auto x = p.next()) out.push_back(std::move(*x));
+    return out;
+}
+
+/// Reads one epoch of batches and concatenates them.
+template <class T>
+std::vector<T> drain_flat(ferry::pipeline<std::vector<T>>& p) {
+    std::vector<T> out;
+    while (auto b = p.next()) out.insert(out.end(), b->begin(), b->end());
+    return out;
+}
+
+/// The accounting invariant, in source items.
+inline void check_accounting(const ferry::pipeline_stats& s) {
+    BOOST_TEST(s.produced == s.delivered + s.filtered + s.failed + s.cancelled);
+}
+
+/// Same, for an epoch that ran to its end: nothing may count as cancelled.
+inline void check_complete_accounting(const ferry::pipeline_stats& s) {
+    check_accounting(s);
+    BOOST_TEST(s.cancelled == 0u);
+}
+
+inline std::chrono::milliseconds since(steady::time_point t0) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t0);
+}
+
+/// Records how many calls run at once (`peak`), to check a stage's concurrency cap.
+class concurrency_probe {
+  public:
+    class scope {
+      public:
+        explicit scope(concurrency_probe& p) : p_(p) {
+            const int now = p_.now_.fetch_add(1) + 1;
+            int peak = p_.peak_.load();
+            while (now > peak && !p_.peak_.compare_exchange_weak(peak, now)) {
+            }
+        }
+        ~scope() { p_.now_.fetch_sub(1); }
+        scope(const scope&) = delete;
+        scope& operator=(const scope&) = delete;
+
+      private:
+        concurrency_probe& p_;
+    };
+    [[nodiscard]] int peak() const { return peak_.load(); }
+    [[nodiscard]] int running() const { return now_.load(); }
+
+  private:
+    std::atomic<int> now_{0};
+    std::atomic<int> peak_{0};
+};
+
+/// A stand-in for an asynchronous service (an RPC client, a GPU queue): runs posted jobs on its
+/// own threads, each after a random delay of up to `max_delay`, so completions arrive out of
+/// order. Destruction runs every job still queued, then joins: declare it before the pipeline
+/// that uses it, so the pipeline goes first.
+class async_service {
+  public:
+    explicit async_service(int threads = 2,
+                           std::chrono::microseconds max_delay = std::chrono::microseconds(0))
+        : max_delay_(max_delay) {
+        for (int i = 0; i < threads; ++i) {
+            threads_.emplace_back([this, i] { run(static_cast<unsigned>(i)); });
+        }
+    }
+    ~async_service() {
+        {
+            std::lock_guard lock(mutex_);
+            closing_ = true;
+        }
+        cv_.notify_all();
+        for (auto& t : threads_) t.join();
+    }
+    async_service(const async_service&) = delete;
+    async_service& operator=(const async_service&) = delete;
+
+    void post(std::function<void()> job) {
+        {
+            std::lock_guard lock(mutex_);
+            jobs_.push_back(std::move(job));
+        }
+        cv_.notify_one();
+    }
+
+  private:
+    void run(unsigned seed) {
+        std::minstd_rand rng(seed + 1);
+        for (;;) {
+            std::function<void()> job;
+            {
+                std::unique_lock lock(mutex_);
+                cv_.wait(lock, [&] { return closing_ || !jobs_.empty(); });
+                if (jobs_.empty()) return;
+                job = std::move(jobs_.front());
+                jobs_.pop_front();
+            }
+            if (max_delay_.count() > 0) {
+                std::this_thread::sleep_for(std::chrono::microseconds(
+                    static_cast<long>(rng() % static_cast<unsigned long>(max_delay_.count()))));
+            }
+            job();
+        }
+    }
+
+    std::chrono::microseconds max_delay_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> jobs_;
+    bool closing_ = false;
+    std::vector<std::thread> threads_;
+};
+
+/// An exception type of the user's own, to check that its type survives nesting.
+struct bad_record : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace ferry_test
