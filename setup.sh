@@ -36,7 +36,7 @@ mode="${1:-}"
 current_step=""
 step() {
     current_step="$*"
-    printf '\n==> %s\n' "$*"
+    printf '\n==> [%s] %s\n' "$(elapsed)" "$*"
 }
 on_exit() {
     local rc=$?

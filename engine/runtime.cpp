@@ -1098,7 +1098,7 @@ void pipeline_runtime::async_finished(stage_runtime& st) {
         st.async_waiting.pop_front();
     }
     if (depth >= 8) {
-        arena_->enqueue([this, &st, next] { async_start(st, next); });
+        arena_->enqueue(tsan_body([this, &st, next] { async_start(st, next); }));
         return;
     }
     ++depth;
@@ -1246,7 +1246,9 @@ void pipeline_runtime::abort_epoch_locked() noexcept {
     // Now nothing runs: clear every buffer (TBB's and ours) and return the stranded boxes.
     for (auto& st : stages_) tsan_acquire(&st);
     tsan_acquire(output_seq_.get());
-    graph_->reset(flow::rf_reset_protocol);
+    // graph::reset re-attaches the graph to the arena of the calling thread: call it from inside
+    // the pipeline's arena, or later epochs would run in the default arena.
+    arena_->execute([this] { graph_->reset(flow::rf_reset_protocol); });
     for (auto& st : stages_) {
         if (st.seq) st.seq->clear();
         st.batch_items.clear();

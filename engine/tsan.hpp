@@ -50,6 +50,11 @@ struct tsan_body {
         tsan_acquire(this);
         return fn(std::forward<Args>(args)...);
     }
+    template <class... Args>
+    decltype(auto) operator()(Args&&... args) const {
+        tsan_acquire(this);
+        return fn(std::forward<Args>(args)...);
+    }
 };
 
 }  // namespace ferry::detail

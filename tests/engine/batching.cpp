@@ -93,12 +93,11 @@ BOOST_AUTO_TEST_CASE(unworkable_options_are_rejected_at_build) {
     BOOST_CHECK_THROW((void)src.filter([](int) { return true; }, -1).build(),
                       ferry::invalid_argument);
     BOOST_CHECK_THROW((void)src.build({.threads = -1}), ferry::invalid_argument);
-    BOOST_CHECK_THROW(
-        (void)src
-            .map_async<int>([](int x, ferry::completion<int> done) { done(x); },
-                            {.executor = ferry::io})
-            .build(),
-        ferry::invalid_argument);
+    BOOST_CHECK_THROW((void)src
+                          .map_async<int>([](int x, ferry::completion<int> done) { done(x); },
+                                          {.executor = ferry::io})
+                          .build(),
+                      ferry::invalid_argument);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

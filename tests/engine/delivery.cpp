@@ -24,8 +24,12 @@ std::vector<int> mapped(int n, int (*f)(int)) {
     return out;
 }
 
-int times3(int x) { return 3 * x; }
-bool keep(int x) { return x % 3 != 0; }
+int times3(int x) {
+    return 3 * x;
+}
+bool keep(int x) {
+    return x % 3 != 0;
+}
 
 /// flat_map body: 0 to 3 outputs per input (every 4th input yields none and counts as filtered).
 std::vector<int> spread(int x) {
@@ -170,10 +174,11 @@ BOOST_DATA_TEST_CASE(map_async_completion_delivers_every_item_exactly_once,
                      bdata::make(concurrencies) * bdata::make(thread_counts), conc, threads) {
     async_service service(2, std::chrono::microseconds(200));
     auto p = ferry::from(iota(n_items))
-                 .map_async<int>([&](int x,
-                                     ferry::completion<int> done) { service.post([done, x] {
-                                     done(times3(x)); }); },
-                                 conc)
+                 .map_async<int>(
+                     [&](int x, ferry::completion<int> done) {
+                         service.post([done, x] { done(times3(x)); });
+                     },
+                     conc)
                  .build({.threads = threads});
     BOOST_TEST(sorted(drain(p)) == mapped(n_items, times3), boost::test_tools::per_element());
     check_complete_accounting(p.stats());
@@ -183,17 +188,22 @@ BOOST_DATA_TEST_CASE(map_async_completion_delivers_every_item_exactly_once,
 BOOST_DATA_TEST_CASE(mixed_chain_delivers_every_item_exactly_once,
                      bdata::make(concurrencies) * bdata::make(thread_counts), conc, threads) {
     async_service service(2);
-    auto p = ferry::from(iota(n_items))
-                 .map(times3, {.concurrency = conc, .executor = ferry::io})
-                 .filter([](int x) { return x % 2 == 0; }, conc)
-                 .flat_map([](int x) { return std::vector<int>{x, -x - 1}; }, conc)
-                 .batch(5)
-                 .unbatch()
-                 // a data test case body is a template: the member template needs `template`
-                 .template map_async<int>([&](int x, ferry::completion<int> done) {
-                     service.post([done, x] { done(x); }); },
-                                 conc)
-                 .build({.threads = threads});
+    auto p =
+        ferry::from(iota(n_items))
+            .map(times3, {.concurrency = conc, .executor = ferry::io})
+            .filter([](int x) { return x % 2 == 0; }, conc)
+            .flat_map(
+                [](int x) {
+                    return std::vector<int>{x, -x - 1};
+                },
+                conc)
+            .batch(5)
+            .unbatch()
+            // a data test case body is a template: the member template needs `template`
+            .template map_async<int>(
+                [&](int x, ferry::completion<int> done) { service.post([done, x] { done(x); }); },
+                conc)
+            .build({.threads = threads});
     std::vector<int> want;
     for (int i = 0; i < n_items; ++i) {
         if (times3(i) % 2 == 0) {
@@ -222,8 +232,7 @@ BOOST_DATA_TEST_CASE(map_runs_at_most_concurrency_calls_at_once, bdata::make({1,
 }
 
 // An io map never runs more calls at once than its concurrency.
-BOOST_DATA_TEST_CASE(io_map_runs_at_most_concurrency_calls_at_once, bdata::make({1, 3, 8}),
-                     conc) {
+BOOST_DATA_TEST_CASE(io_map_runs_at_most_concurrency_calls_at_once, bdata::make({1, 3, 8}), conc) {
     concurrency_probe probe;
     auto p = ferry::from(iota(60))
                  .map(
@@ -239,8 +248,8 @@ BOOST_DATA_TEST_CASE(io_map_runs_at_most_concurrency_calls_at_once, bdata::make(
 }
 
 // map_async never has more calls outstanding than its concurrency.
-BOOST_DATA_TEST_CASE(map_async_keeps_at_most_concurrency_calls_outstanding,
-                     bdata::make({1, 3, 8}), conc) {
+BOOST_DATA_TEST_CASE(map_async_keeps_at_most_concurrency_calls_outstanding, bdata::make({1, 3, 8}),
+                     conc) {
     std::atomic<int> outstanding{0};
     std::atomic<int> peak{0};
     async_service service(4, std::chrono::microseconds(300));
@@ -260,6 +269,25 @@ BOOST_DATA_TEST_CASE(map_async_keeps_at_most_concurrency_calls_outstanding,
                  .build({.threads = 2});
     BOOST_TEST(sorted(drain(p)) == iota(100), boost::test_tools::per_element());
     BOOST_TEST(peak.load() <= conc);
+}
+
+// Two pipelines of different sizes, consumed at the same time from two threads, each deliver
+// everything exactly once (they share TBB's worker limit).
+BOOST_AUTO_TEST_CASE(two_pipelines_side_by_side_deliver_everything) {
+    auto small = ferry::from(iota(n_items)).map(times3, 2).build({.threads = 1});
+    auto big = ferry::from(iota(n_items))
+                   .map(times3, {.concurrency = 8, .executor = ferry::io})
+                   .filter(keep, 4)
+                   .build({.threads = 4});
+    std::vector<int> from_small;
+    std::thread other([&] { from_small = drain(small); });
+    const auto from_big = drain(big);
+    other.join();
+    BOOST_TEST(from_small == mapped(n_items, times3), boost::test_tools::per_element());
+    std::vector<int> want;
+    for (int i = 0; i < n_items; ++i)
+        if (keep(times3(i))) want.push_back(times3(i));
+    BOOST_TEST(from_big == want, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,7 +2,11 @@
 /// \file
 /// Epochs: each loop over a pipeline is one epoch; ranges are read again, epoch factories are
 /// told the epoch number, generators go on where they stopped.
+#include <oneapi/tbb/task_arena.h>
+
 #include <boost/test/unit_test.hpp>
+#include <mutex>
+#include <set>
 
 #include "support.hpp"
 
@@ -104,6 +108,56 @@ BOOST_AUTO_TEST_CASE(generator_continues_where_the_last_epoch_stopped) {
     BOOST_TEST(drain(p) == (std::vector<int>{0, 1, 2, 3, 4}), boost::test_tools::per_element());
     BOOST_TEST(drain(p) == (std::vector<int>{5, 6, 7, 8, 9}), boost::test_tools::per_element());
     BOOST_TEST(p.stats().epochs == 2u);
+}
+
+// A pipeline moved mid-epoch carries its epoch along: the new owner reads on from there.
+BOOST_AUTO_TEST_CASE(moved_pipeline_continues_its_epoch) {
+    auto p = ferry::from(iota(50)).map([](int x) { return x; }, 4).build({.threads = 2});
+    BOOST_TEST(p.next().value() == 0);
+    BOOST_TEST(p.next().value() == 1);
+    std::vector<ferry::pipeline<int>> owners;
+    owners.push_back(std::move(p));
+    std::vector<int> want(48);
+    std::iota(want.begin(), want.end(), 2);
+    BOOST_TEST(drain(owners.front()) == want, boost::test_tools::per_element());
+    BOOST_TEST(owners.front().stats().epochs == 1u);
+}
+
+// Compute stages run in the pipeline's own arena of `threads` threads in every epoch, also after
+// an epoch left early (which resets the graph). Peeks at TBB (the only test that does): the arena
+// a call runs in is what `threads` promises, and no other observable shows it deterministically.
+BOOST_AUTO_TEST_CASE(compute_stages_keep_the_pipelines_arena_after_an_early_break) {
+    std::mutex mutex;
+    std::set<int> arena_sizes;
+    auto p = ferry::from(iota(100))
+                 .map(
+                     [&](int x) {
+                         std::lock_guard lock(mutex);
+                         arena_sizes.insert(tbb::this_task_arena::max_concurrency());
+                         return x;
+                     },
+                     4)
+                 .build({.threads = 3});
+    const auto sizes_after = [&](auto&& run_epoch) {
+        {
+            std::lock_guard lock(mutex);
+            arena_sizes.clear();
+        }
+        run_epoch();
+        std::lock_guard lock(mutex);
+        return arena_sizes;
+    };
+    const std::set<int> three{3};
+    BOOST_TEST(sizes_after([&] { (void)drain(p); }) == three, boost::test_tools::per_element());
+    BOOST_TEST(sizes_after([&] {
+                   int n = 0;
+                   for (int x : p) {
+                       (void)x;
+                       if (++n == 5) break;
+                   }
+               }) == three,
+               boost::test_tools::per_element());
+    BOOST_TEST(sizes_after([&] { (void)drain(p); }) == three, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -5,6 +5,7 @@
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
+#include <future>
 #include <map>
 #include <memory>
 #include <ranges>
@@ -65,6 +66,91 @@ class attempt_counter {
     std::mutex mutex_;
     std::map<int, int> calls_;
 };
+
+/// A pipeline over 0..n-1 with one stage of kind `kind` (see `stage_kinds`) whose call fails on
+/// item `bad` with bad_record("bad <item>"), under `action`; its default name is `*name`.
+ferry::pipeline<int> one_failing_stage(int kind, int n, int bad, ferry::error_action action,
+                                       async_service& service, std::string* name) {
+    const auto check = [bad](int x) {
+        if (x == bad) throw bad_record("bad " + std::to_string(x));
+    };
+    const ferry::stage_options compute{.concurrency = 4, .on_error = action};
+    ferry::stage_options io = compute;
+    io.executor = ferry::io;
+    const auto src = ferry::from(iota(n));
+    const ferry::pipeline_options options{.threads = 2, .logger = quiet};
+    const auto map = [check](int x) {
+        check(x);
+        return x;
+    };
+    const auto filter = [check](int x) {
+        check(x);
+        return true;
+    };
+    const auto flat_map = [check](int x) {
+        check(x);
+        return std::vector<int>{x};
+    };
+    switch (kind) {
+        case 0:
+            *name = "map#1";
+            return src.map(map, compute).build(options);
+        case 1:
+            *name = "filter#1";
+            return src.filter(filter, compute).build(options);
+        case 2:
+            *name = "flat_map#1";
+            return src.flat_map(flat_map, compute).build(options);
+        case 3:
+            *name = "map#1";
+            return src.map(map, io).build(options);
+        case 4:
+            *name = "filter#1";
+            return src.filter(filter, io).build(options);
+        case 5:
+            *name = "flat_map#1";
+            return src.flat_map(flat_map, io).build(options);
+        case 6:
+            *name = "map_async#1";
+            return src
+                .map_async<int>(
+                    [&service, bad](int x, ferry::completion<int> done) {
+                        service.post([done, x, bad] {
+                            if (x == bad) {
+                                done.fail(std::make_exception_ptr(
+                                    bad_record("bad " + std::to_string(x))));
+                            } else {
+                                done(x);
+                            }
+                        });
+                    },
+                    compute)
+                .build(options);
+        default:
+            *name = "map_async#1";
+            return src
+                .map_async(
+                    [&service, bad](int x) {
+                        auto promise = std::make_shared<std::promise<int>>();
+                        auto result = promise->get_future();
+                        service.post([promise, x, bad] {
+                            if (x == bad) {
+                                promise->set_exception(std::make_exception_ptr(
+                                    bad_record("bad " + std::to_string(x))));
+                            } else {
+                                promise->set_value(x);
+                            }
+                        });
+                        return result;
+                    },
+                    compute)
+                .build(options);
+    }
+}
+
+/// Stage kinds for one_failing_stage: map, filter, flat_map (compute, then io), map_async with a
+/// completion, map_async with a future.
+const std::vector<int> stage_kinds{0, 1, 2, 3, 4, 5, 6, 7};
 
 }  // namespace errors_test
 
@@ -211,9 +297,9 @@ BOOST_DATA_TEST_CASE(retry_delivers_an_item_that_fails_twice_then_succeeds,
                          return x;
                      },
                      {.concurrency = conc,
-                      .on_error = ferry::retry{.attempts = 3,
-                                               .backoff = 1ms,
-                                               .then = ferry::error_action::skip}})
+                      .on_error =
+                          ferry::retry{
+                              .attempts = 3, .backoff = 1ms, .then = ferry::error_action::skip}})
                  .build({.threads = 2, .logger = quiet});
     BOOST_TEST(drain(p) == iota(50), boost::test_tools::per_element());
     BOOST_TEST(attempts.of(5) == 3);
@@ -236,9 +322,9 @@ BOOST_AUTO_TEST_CASE(retry_then_skip_skips_after_all_attempts) {
                          }
                          return x;
                      },
-                     {.on_error = ferry::retry{.attempts = 3,
-                                               .backoff = 1ms,
-                                               .then = ferry::error_action::skip}})
+                     {.on_error =
+                          ferry::retry{
+                              .attempts = 3, .backoff = 1ms, .then = ferry::error_action::skip}})
                  .build({.threads = 2, .logger = quiet});
     auto got = drain(p);
     BOOST_TEST((std::find(got.begin(), got.end(), 7) == got.end()));
@@ -282,9 +368,9 @@ BOOST_AUTO_TEST_CASE(retry_applies_to_flat_map) {
                          if (x == 7 && attempts(x) == 1) throw bad_record("flaky");
                          return std::vector<int>{x};
                      },
-                     {.on_error = ferry::retry{.attempts = 3,
-                                               .backoff = 1ms,
-                                               .then = ferry::error_action::skip}})
+                     {.on_error =
+                          ferry::retry{
+                              .attempts = 3, .backoff = 1ms, .then = ferry::error_action::skip}})
                  .build({.threads = 2, .logger = quiet});
     BOOST_TEST(drain(p) == iota(20), boost::test_tools::per_element());
     BOOST_TEST(attempts.of(7) == 2);
@@ -309,9 +395,9 @@ BOOST_AUTO_TEST_CASE(retry_never_calls_again_with_a_moved_from_element) {
                          if (*v == 4 && attempts(*v) == 1) throw bad_record("flaky");
                          return *v;
                      },
-                     {.on_error = ferry::retry{.attempts = 2,
-                                               .backoff = 1ms,
-                                               .then = ferry::error_action::skip}})
+                     {.on_error =
+                          ferry::retry{
+                              .attempts = 2, .backoff = 1ms, .then = ferry::error_action::skip}})
                  .build({.threads = 1, .logger = quiet});
     const auto got = drain(p);
     BOOST_TEST(null_inputs.load() == 0);
@@ -378,7 +464,8 @@ BOOST_DATA_TEST_CASE(accounting_balances_for_every_policy,
     const ferry::stage_options options[] = {
         {.concurrency = conc, .on_error = ferry::skip},
         {.concurrency = conc,
-         .on_error = ferry::retry{.attempts = 2, .backoff = 1ms, .then = ferry::error_action::skip}},
+         .on_error =
+             ferry::retry{.attempts = 2, .backoff = 1ms, .then = ferry::error_action::skip}},
         {.concurrency = conc, .on_error = ferry::skip, .max_failures = 1000},
     };
     BOOST_TEST_CONTEXT("policy " << policy_index) {
@@ -390,8 +477,7 @@ BOOST_DATA_TEST_CASE(accounting_balances_for_every_policy,
                          },
                          options[policy_index])
                      .filter([](int x) { return x % 3 != 0; }, conc)
-                     .flat_map([](int x) { return std::vector<int>(x % 5 == 1 ? 0 : 1, x); },
-                               conc)
+                     .flat_map([](int x) { return std::vector<int>(x % 5 == 1 ? 0 : 1, x); }, conc)
                      .batch(8)
                      .build({.threads = 3, .logger = quiet});
         std::uint64_t items = 0;
@@ -435,8 +521,9 @@ BOOST_AUTO_TEST_CASE(throwing_source_range_fails_as_source_stage) {
                         if (i == 7) throw bad_record("disk gone");
                         return i;
                     });
-    auto p = ferry::from(throwing).map([](int x) { return x; }, 4).build(
-        {.threads = 2, .logger = quiet});
+    auto p = ferry::from(throwing)
+                 .map([](int x) { return x; }, 4)
+                 .build({.threads = 2, .logger = quiet});
     std::vector<int> got;
     const auto e = caught<ferry::stage_error>([&] {
         for (int x : p) got.push_back(x);
@@ -522,6 +609,71 @@ BOOST_DATA_TEST_CASE(consumer_exception_ends_the_epoch, bdata::make(error_concur
             bad_record);
     }
     BOOST_TEST(since(t0) < prompt);
+}
+
+// Every node type (compute, io and async stages) fails the pipeline the same way: the items
+// before the failing one, then a stage_error naming the stage and item; and the pipeline is then
+// destroyed promptly.
+BOOST_DATA_TEST_CASE(every_stage_kind_fails_the_pipeline_on_error, bdata::make(stage_kinds), kind) {
+    async_service service(2, std::chrono::microseconds(100));
+    std::string name;
+    const auto t0 = steady::now();
+    {
+        auto p = one_failing_stage(kind, 100, 17, ferry::error_action::fail, service, &name);
+        std::vector<int> got;
+        const auto e = caught<ferry::stage_error>([&] {
+            while (auto x = p.next()) got.push_back(*x);
+        });
+        BOOST_REQUIRE(e.has_value());
+        BOOST_TEST(got == iota(17), boost::test_tools::per_element());
+        BOOST_TEST(e->stage() == name);
+        BOOST_TEST(e->item() == 17u);
+        BOOST_TEST(e->cause() == "bad 17");
+        BOOST_TEST(std::string(e->what()) == "stage '" + name + "' failed on item 17: bad 17");
+        BOOST_TEST(nests<bad_record>(*e));
+        check_accounting(p.stats());
+    }
+    BOOST_TEST(since(t0) < prompt);
+}
+
+// Every node type skips a failing item the same way and records it.
+BOOST_DATA_TEST_CASE(every_stage_kind_skips_a_failing_item, bdata::make(stage_kinds), kind) {
+    async_service service(2, std::chrono::microseconds(100));
+    std::string name;
+    auto p = one_failing_stage(kind, 100, 17, ferry::error_action::skip, service, &name);
+    auto want = iota(100);
+    want.erase(want.begin() + 17);
+    BOOST_TEST(drain(p) == want, boost::test_tools::per_element());
+    const auto f = p.failures();
+    BOOST_REQUIRE(f.size() == 1u);
+    BOOST_TEST(f[0].stage == name);
+    BOOST_TEST(f[0].item == 17u);
+    BOOST_TEST(f[0].message == "bad 17");
+    const auto s = p.stats();
+    BOOST_TEST(s.failed == 1u);
+    BOOST_TEST(s.stages.at(1).failed == 1u);
+    check_complete_accounting(s);
+}
+
+// failures() keeps the code of a ferry::error cause (io, decode), and stage_failed for others.
+BOOST_AUTO_TEST_CASE(failures_keep_the_code_of_a_ferry_error) {
+    auto p = ferry::from(iota(10))
+                 .map(
+                     [](int x) {
+                         if (x == 2) throw ferry::io_error("read timed out");
+                         if (x == 4) throw ferry::decode_error("truncated jpeg");
+                         if (x == 6) throw bad_record("bad");
+                         return x;
+                     },
+                     {.on_error = ferry::skip})
+                 .build({.threads = 1, .logger = quiet});
+    BOOST_TEST(drain(p).size() == 7u);
+    std::map<std::uint64_t, ferry::errc> codes;
+    for (const auto& f : p.failures()) codes[f.item] = f.code;
+    BOOST_REQUIRE(codes.size() == 3u);
+    BOOST_TEST((codes[2] == ferry::errc::io));
+    BOOST_TEST((codes[4] == ferry::errc::decode));
+    BOOST_TEST((codes[6] == ferry::errc::stage_failed));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

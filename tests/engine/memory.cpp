@@ -27,7 +27,9 @@ constexpr std::size_t in_flight = 16;
 /// the consumer's own element (its items are "taken", so the limiter may already have let
 /// `held` new ones in) and the one element the input node pulls from the source and keeps while
 /// the limiter turns it away.
-std::size_t stall_allowance(std::size_t held) { return held + 1; }
+std::size_t stall_allowance(std::size_t held) {
+    return held + 1;
+}
 
 }  // namespace memory_test
 
@@ -51,6 +53,8 @@ BOOST_DATA_TEST_CASE(stalled_consumer_keeps_live_items_bounded, bdata::make({1, 
         const long live = live_instances.load() - before;
         BOOST_TEST(live >= 1);
         BOOST_TEST(live <= static_cast<long>(in_flight + stall_allowance(1)), "live " << live);
+        BOOST_TEST_MESSAGE("stalled consumer, concurrency " << conc << ": " << live
+                                                            << " elements alive");
         const auto s = p.stats();
         BOOST_TEST(s.produced <= in_flight + stall_allowance(1));
         BOOST_TEST(s.in_flight == in_flight);
@@ -72,6 +76,7 @@ BOOST_AUTO_TEST_CASE(stalled_consumer_of_batches_keeps_live_items_bounded) {
         std::this_thread::sleep_for(200ms);
         const long live = live_instances.load() - before;
         BOOST_TEST(live <= static_cast<long>(in_flight + stall_allowance(8)), "live " << live);
+        BOOST_TEST_MESSAGE("stalled consumer of batches: " << live << " elements alive");
     }
     BOOST_TEST(live_instances.load() == before);
 }
@@ -137,7 +142,11 @@ BOOST_AUTO_TEST_CASE(heap_stored_elements_are_all_freed) {
                          {.concurrency = 4, .on_error = ferry::skip})
                      .batch(5)
                      .unbatch()
-                     .flat_map([](counted_big c) { return std::vector<counted_big>{c, c}; }, 3)
+                     .flat_map(
+                         [](counted_big c) {
+                             return std::vector<counted_big>{c, c};
+                         },
+                         3)
                      .build({.threads = 2, .logger = quiet});
         std::size_t n = 0;
         while (auto c = p.next()) ++n;

@@ -113,13 +113,12 @@ BOOST_DATA_TEST_CASE(io_map_keeps_source_order, bdata::make(ordering_concurrenci
 // map_async results completed out of order are delivered in source order.
 BOOST_DATA_TEST_CASE(map_async_keeps_source_order, bdata::make(ordering_concurrencies), conc) {
     async_service service(3, std::chrono::microseconds(300));
-    auto p = ferry::from(iota(n_items))
-                 .map_async<int>(
-                     [&](int x, ferry::completion<int> done) {
-                         service.post([done, x] { done(x); });
-                     },
-                     conc)
-                 .build({.threads = 2});
+    auto p =
+        ferry::from(iota(n_items))
+            .map_async<int>(
+                [&](int x, ferry::completion<int> done) { service.post([done, x] { done(x); }); },
+                conc)
+            .build({.threads = 2});
     BOOST_TEST(drain(p) == iota(n_items), boost::test_tools::per_element());
 }
 
@@ -128,7 +127,11 @@ BOOST_DATA_TEST_CASE(unordered_stage_delivers_every_item_once, bdata::make(order
                      conc) {
     auto p = ferry::from(iota(n_items))
                  .map(uneven, {.concurrency = conc, .ordered = false})
-                 .flat_map([](int x) { return std::vector<int>{x, x + n_items}; }, conc)
+                 .flat_map(
+                     [](int x) {
+                         return std::vector<int>{x, x + n_items};
+                     },
+                     conc)
                  .batch(8)
                  .build({.threads = 4});
     BOOST_TEST(sorted(drain_flat(p)) == iota(2 * n_items), boost::test_tools::per_element());

@@ -54,12 +54,12 @@ BOOST_AUTO_TEST_CASE(unnamed_stages_are_named_by_kind_and_position) {
                  .build({.threads = 1});
     (void)drain(p);
     const auto s = p.stats();
-    const std::vector<std::string> want_names{"source",    "map#1",     "filter#2", "flat_map#3",
-                                              "batch#4",   "unbatch#5", "map_async#6"};
+    const std::vector<std::string> want_names{"source",  "map#1",     "filter#2",   "flat_map#3",
+                                              "batch#4", "unbatch#5", "map_async#6"};
     BOOST_TEST(names(s) == want_names, boost::test_tools::per_element());
     std::vector<std::string> kinds;
     for (const auto& st : s.stages) kinds.push_back(st.kind);
-    const std::vector<std::string> want_kinds{"source", "map",   "filter",   "flat_map",
+    const std::vector<std::string> want_kinds{"source", "map",     "filter",   "flat_map",
                                               "batch",  "unbatch", "map_async"};
     BOOST_TEST(kinds == want_kinds, boost::test_tools::per_element());
 }
@@ -87,7 +87,11 @@ BOOST_AUTO_TEST_CASE(stages_count_items_in_and_out) {
     auto p = ferry::from(iota(100))
                  .map([](int x) { return x; }, 4)
                  .filter([](int x) { return x % 2 == 0; }, 2)
-                 .flat_map([](int x) { return std::vector<int>{x, x, x}; }, 2)
+                 .flat_map(
+                     [](int x) {
+                         return std::vector<int>{x, x, x};
+                     },
+                     2)
                  .batch(10)
                  .unbatch()
                  .build({.threads = 2});

@@ -110,7 +110,9 @@ BOOST_AUTO_TEST_CASE(stop_during_slow_io_calls_returns_promptly) {
 BOOST_AUTO_TEST_CASE(destroying_a_pipeline_over_an_endless_generator_returns_promptly) {
     {
         const auto t0 = steady::now();
-        { auto p = ferry::from(endless()).map([](int x) { return x; }, 4).build({.threads = 2}); }
+        {
+            auto p = ferry::from(endless()).map([](int x) { return x; }, 4).build({.threads = 2});
+        }
         BOOST_TEST(since(t0) < prompt);
     }
     {

@@ -58,7 +58,7 @@ struct counted_value {
     counted_value& operator=(counted_value&&) noexcept = default;
     ~counted_value() { live_instances.fetch_sub(1); }
 };
-using counted = counted_value<1>;     ///< stored inline by the engine
+using counted = counted_value<1>;        ///< stored inline by the engine
 using counted_big = counted_value<200>;  ///< stored on the heap by the engine
 
 /// `0, 1, ..., n-1`.
