@@ -542,10 +542,10 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         }
         arena_ = std::make_unique<tbb::task_arena>(threads_, 0);
         // Built inside the arena: the graph attaches to the arena it is constructed in.
-        arena_->execute([this] {
+        arena_->execute(tsan_body([this] {
             build_graph();
             tsan_release(this);
-        });
+        }));
         tsan_acquire(this);
         monitor_ = std::thread([this] { monitor_loop(); });
     } catch (...) {
@@ -1053,6 +1053,7 @@ void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway_type& gw) 
     st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
     if (m->kind != msg_kind::value || aborting_) {
         st.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
+        tsan_release(m);
         gw.try_put(m);
         return;
     }
@@ -1060,11 +1061,13 @@ void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway_type& gw) 
     {
         std::lock_guard lock(st.async_mutex);
         if (st.async_running >= st.concurrency) {
+            tsan_release(m);
             st.async_waiting.push_back(m);
             return;
         }
         ++st.async_running;
     }
+    tsan_release(m);  // what this thread read of m happens before a later reclaim
     async_start(st, m);
 }
 
@@ -1248,7 +1251,7 @@ void pipeline_runtime::abort_epoch_locked() noexcept {
     tsan_acquire(output_seq_.get());
     // graph::reset re-attaches the graph to the arena of the calling thread: call it from inside
     // the pipeline's arena, or later epochs would run in the default arena.
-    arena_->execute([this] { graph_->reset(flow::rf_reset_protocol); });
+    arena_->execute(tsan_body([this] { graph_->reset(flow::rf_reset_protocol); }));
     for (auto& st : stages_) {
         if (st.seq) st.seq->clear();
         st.batch_items.clear();

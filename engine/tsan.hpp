@@ -45,16 +45,27 @@ struct tsan_body {
     explicit tsan_body(F f) : fn(std::move(f)) { tsan_release(this); }
     tsan_body(const tsan_body& o) : fn(o.fn) { tsan_release(this); }
     tsan_body& operator=(const tsan_body&) = delete;
+    /// The last call happens before destruction (on whichever thread destroys the graph).
+    ~tsan_body() { tsan_acquire(this); }
+
     template <class... Args>
     decltype(auto) operator()(Args&&... args) {
         tsan_acquire(this);
+        const released done{this};
         return fn(std::forward<Args>(args)...);
     }
     template <class... Args>
     decltype(auto) operator()(Args&&... args) const {
         tsan_acquire(this);
+        const released done{this};
         return fn(std::forward<Args>(args)...);
     }
+
+  private:
+    struct released {
+        const void* p;
+        ~released() { tsan_release(p); }
+    };
 };
 
 }  // namespace ferry::detail
