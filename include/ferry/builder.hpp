@@ -290,7 +290,8 @@ class builder {
             s.start_fn = [fn](detail::any_value&& v, std::shared_ptr<detail::async_sink> sink) {
                 auto fut = std::make_shared<Fut>(std::invoke(*fn, v.take_as<T>()));
                 sink->poll([fut](detail::any_value& out) {
-                    if (fut->wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+                    // `deferred` counts as ready: get() runs it here, on the poller thread.
+                    if (fut->wait_for(std::chrono::seconds(0)) == std::future_status::timeout)
                         return false;
                     out.emplace<V>(fut->get());
                     return true;

@@ -77,8 +77,9 @@ struct stage_options {
     std::string name{};
     /// What to do when the callable throws.
     error_policy on_error{};
-    /// With `skip` (or retry-then-skip): the number of failures the stage may skip before the
-    /// next one fails the pipeline. 0 means no budget (skip forever).
+    /// With `skip` (or retry-then-skip): the number of failures the stage may skip, over the
+    /// pipeline's lifetime (all epochs), before the next one fails the pipeline. 0 means no
+    /// budget (skip forever).
     std::uint64_t max_failures = 0;
     /// false: this stage (and so everything after it) may emit in completion order.
     bool ordered = true;
