@@ -28,6 +28,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <limits>
 #include <list>
 #include <map>
 #include <mutex>
@@ -315,6 +316,18 @@ class pipeline_runtime final : public runtime {
         tsan_acquire(m);
     }
     bool source_pull(msg& out);
+    /// True for an element whose work would be wasted: its epoch is being cancelled, or it comes
+    /// after an item that failed the pipeline.
+    [[nodiscard]] bool should_drop(msg m) const noexcept {
+        return aborting_ || m->source_index > halt_after_.load(std::memory_order_relaxed);
+    }
+    /// Turns an element that will not be processed into a gap, so no later stage ever sees a
+    /// value of the wrong type; its items stay unaccounted and end as cancelled.
+    static void drop_unprocessed(msg m) noexcept {
+        m->value.reset();
+        m->children.clear();
+        m->kind = msg_kind::gap;
+    }
     void apply(stage_runtime& st, msg m);
     void renumber(stage_runtime& st, msg m);
     void emit_batch(stage_runtime& st);
@@ -377,6 +390,7 @@ class pipeline_runtime final : public runtime {
     std::atomic<bool> stopping_{false};
     std::atomic<bool> aborting_{false};
     std::atomic<bool> halted_{false};  ///< a stage failed: the source stops producing
+    std::atomic<std::uint64_t> halt_after_{std::numeric_limits<std::uint64_t>::max()};
     std::atomic<bool> epoch_running_{false};
     std::exception_ptr fatal_;  ///< sticky stage_error
     std::atomic<std::uint64_t> epoch_{0};
@@ -678,7 +692,11 @@ void pipeline_runtime::build_graph() {
                             }
                             gw.reserve_wait();
                             st.pool->submit([this, &st, m, &gw] {
-                                if (!aborting_) apply(st, m);
+                                if (should_drop(m)) {
+                                    drop_unprocessed(m);
+                                } else {
+                                    apply(st, m);
+                                }
                                 if (st.spec.kind != stage_kind::flat_map) {
                                     st.counters.local().emitted.fetch_add(
                                         1, std::memory_order_relaxed);
@@ -697,7 +715,13 @@ void pipeline_runtime::build_graph() {
                         g, static_cast<std::size_t>(st.concurrency), tsan_body([this, &st](msg m) {
                             received(m);
                             st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
-                            if (m->kind == msg_kind::value && !aborting_) apply(st, m);
+                            if (m->kind == msg_kind::value) {
+                                if (should_drop(m)) {
+                                    drop_unprocessed(m);
+                                } else {
+                                    apply(st, m);
+                                }
+                            }
                             if (st.spec.kind != stage_kind::flat_map) {
                                 st.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
                             }
@@ -899,6 +923,10 @@ void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_
     m->items = 0;
     m->kind = msg_kind::error;
     halted_ = true;  // the epoch is over: stop reading the source
+    // Items after the failing one are dropped unprocessed; the ones before still finish.
+    auto idx = halt_after_.load();
+    while (m->source_index < idx && !halt_after_.compare_exchange_weak(idx, m->source_index)) {
+    }
 }
 
 void pipeline_runtime::renumber(stage_runtime& st, msg m) {
@@ -1051,7 +1079,8 @@ void pipeline_runtime::flush_consumer_credits() {
 
 void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway_type& gw) {
     st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
-    if (m->kind != msg_kind::value || aborting_) {
+    if (m->kind == msg_kind::value && should_drop(m)) drop_unprocessed(m);
+    if (m->kind != msg_kind::value) {
         st.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
         tsan_release(m);
         gw.try_put(m);
@@ -1284,6 +1313,7 @@ void pipeline_runtime::abort_epoch_locked() noexcept {
     const auto produced = produced_.load();
     if (produced > accounted) cancelled_.fetch_add(produced - accounted);
     halted_ = false;
+    halt_after_ = std::numeric_limits<std::uint64_t>::max();
     aborting_ = false;
     finish_epoch();
 }
