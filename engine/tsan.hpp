@@ -41,19 +41,15 @@ inline void tsan_release(const void* p) noexcept {
 /// the graph, wherever TBB copies it) happen before its first call on a worker.
 template <class F>
 struct tsan_body {
-    F fn;
+    mutable F fn;
     explicit tsan_body(F f) : fn(std::move(f)) { tsan_release(this); }
     tsan_body(const tsan_body& o) : fn(o.fn) { tsan_release(this); }
     tsan_body& operator=(const tsan_body&) = delete;
     /// The last call happens before destruction (on whichever thread destroys the graph).
     ~tsan_body() { tsan_acquire(this); }
 
-    template <class... Args>
-    decltype(auto) operator()(Args&&... args) {
-        tsan_acquire(this);
-        const released done{this};
-        return fn(std::forward<Args>(args)...);
-    }
+    // const, because TBB calls some bodies through const references; `fn` is mutable so that a
+    // body with state still works.
     template <class... Args>
     decltype(auto) operator()(Args&&... args) const {
         tsan_acquire(this);

@@ -14,23 +14,7 @@ namespace bdata = boost::unit_test::data;
 using namespace ferry_test;
 
 // Named, not anonymous: data test cases are templates with external linkage.
-namespace async_test {
-
-const ferry::logger quiet = [](ferry::log_level, std::string_view) {};
-
-template <class Cause>
-bool nests(const std::exception& e) {
-    try {
-        std::rethrow_if_nested(e);
-    } catch (const Cause&) {
-        return true;
-    } catch (...) {
-        return false;
-    }
-    return false;
-}
-
-}  // namespace async_test
+namespace async_test {}  // namespace async_test
 
 using namespace async_test;
 

@@ -23,9 +23,6 @@ constexpr int n_items = 300;
 
 const std::vector<int> error_concurrencies{1, 4, 16};
 
-/// A logger that keeps nothing: these tests check failures() and exceptions, not log lines.
-const ferry::logger quiet = [](ferry::log_level, std::string_view) {};
-
 /// The exception a catch block receives from `f`, or an empty optional.
 template <class E, class F>
 std::optional<E> caught(F&& f) {
@@ -35,19 +32,6 @@ std::optional<E> caught(F&& f) {
         return e;
     }
     return std::nullopt;
-}
-
-/// True when the cause nested in `e` has type `Cause`.
-template <class Cause>
-bool nests(const std::exception& e) {
-    try {
-        std::rethrow_if_nested(e);
-    } catch (const Cause&) {
-        return true;
-    } catch (...) {
-        return false;
-    }
-    return false;
 }
 
 /// Counts calls per item, from any thread.

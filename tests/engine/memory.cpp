@@ -19,8 +19,6 @@ auto endless_counted() {
     return [i = 0]() mutable -> std::optional<counted> { return counted(i++); };
 }
 
-const ferry::logger quiet = [](ferry::log_level, std::string_view) {};
-
 constexpr std::size_t in_flight = 16;
 
 /// What a stall leaves alive beyond `in_flight`, when the consumer holds `held` source items:

@@ -13,17 +13,35 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <ferry/ferry.hpp>
 #include <functional>
 #include <mutex>
 #include <numeric>
 #include <optional>
 #include <random>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
 namespace ferry_test {
+
+/// A logger that keeps nothing: for tests that check failures() and exceptions, not log lines.
+inline const ferry::logger quiet = [](ferry::log_level, std::string_view) {};
+
+/// True when the cause nested in `e` has type `Cause`.
+template <class Cause>
+bool nests(const std::exception& e) {
+    try {
+        std::rethrow_if_nested(e);
+    } catch (const Cause&) {
+        return true;
+    } catch (...) {
+        return false;
+    }
+    return false;
+}
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
