@@ -28,7 +28,8 @@ export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"
 
 readonly packages=(
     build-essential g++ cmake ninja-build pkg-config
-    libtbb-dev libboost-test-dev librange-v3-dev
+    libtbb-dev libboost-test-dev librange-v3-dev libdlpack-dev
+    libturbojpeg0-dev libpng-dev libwebp-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
     clang libclang-rt-14-dev
 )
 

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// `ferry::image` (uint8, HWC) and the image ops: decode, resize, crop, flip, normalize,
+/// collate. Plain functions to pass to `map`; no OpenCV or libjpeg header is included here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ferry/bytes.hpp"
+#include "ferry/tensor.hpp"
+
+namespace ferry {
+
+/// How an image's channels are laid out.
+enum class pixel_format : std::uint8_t {
+    rgb,   ///< 3 channels, red first (the default)
+    bgr,   ///< 3 channels, blue first (OpenCV's order)
+    gray,  ///< 1 channel
+    rgba,  ///< 4 channels; alpha kept (255 where the file has none)
+};
+
+/// Channels of `f` (3, 3, 1, 4).
+[[nodiscard]] int channels_of(pixel_format f) noexcept;
+/// The name of `f`, e.g. `"rgb"`.
+[[nodiscard]] const char* to_string(pixel_format f) noexcept;
+
+/// A width and a height in pixels.
+struct image_size {
+    int width = 0;
+    int height = 0;
+    friend bool operator==(const image_size&, const image_size&) = default;
+};
+
+/// An 8-bit image: `height() x width() x channels()` bytes, row-major, channels interleaved
+/// (HWC), rows packed (no padding). Owns its pixels; copies copy them, moves are free.
+class image {
+  public:
+    image() = default;
+    /// An image with uninitialised pixels. Throws `ferry::invalid_argument` on a non-positive
+    /// size.
+    image(int width, int height, pixel_format format = pixel_format::rgb);
+
+    image(const image& other);
+    image& operator=(const image& other);
+    image(image&& other) noexcept;
+    image& operator=(image&& other) noexcept;
+    ~image() = default;
+
+    [[nodiscard]] int width() const noexcept { return width_; }
+    [[nodiscard]] int height() const noexcept { return height_; }
+    [[nodiscard]] int channels() const noexcept { return channels_of(format_); }
+    [[nodiscard]] pixel_format format() const noexcept { return format_; }
+    [[nodiscard]] image_size size() const noexcept { return {width_, height_}; }
+    [[nodiscard]] bool empty() const noexcept { return buf_.data == nullptr; }
+    /// Bytes per row: `width() * channels()`.
+    [[nodiscard]] std::size_t row_bytes() const noexcept {
+        return static_cast<std::size_t>(width_) * static_cast<std::size_t>(channels());
+    }
+
+    /// The pixels: `height() * row_bytes()` contiguous bytes.
+    [[nodiscard]] std::span<const std::uint8_t> data() const noexcept {
+        return {reinterpret_cast<const std::uint8_t*>(buf_.data), buf_.size};
+    }
+    [[nodiscard]] std::span<std::uint8_t> data() noexcept {
+        return {reinterpret_cast<std::uint8_t*>(buf_.data), buf_.size};
+    }
+    /// Row `y`.
+    [[nodiscard]] std::span<const std::uint8_t> row(int y) const noexcept {
+        return data().subspan(static_cast<std::size_t>(y) * row_bytes(), row_bytes());
+    }
+    /// One sample (unchecked): channel `c` of the pixel at column `x`, row `y`.
+    [[nodiscard]] std::uint8_t at(int x, int y, int c) const noexcept {
+        return data()[static_cast<std::size_t>(y) * row_bytes() +
+                      static_cast<std::size_t>(x) * static_cast<std::size_t>(channels()) +
+                      static_cast<std::size_t>(c)];
+    }
+
+    /// Gives up the pixel storage (for zero-copy conversions); leaves the image empty.
+    [[nodiscard]] buffer release() noexcept;
+
+  private:
+    buffer buf_{};
+    int width_ = 0;
+    int height_ = 0;
+    pixel_format format_ = pixel_format::rgb;
+};
+
+/// Resampling filters.
+enum class interpolation : std::uint8_t {
+    nearest,
+    bilinear,  ///< the default; like OpenCV's INTER_LINEAR it does not antialias
+    bicubic,
+    area,  ///< averages the source pixels each output pixel covers: antialiases strong
+           ///< downscales (use it where Pillow/torchvision would antialias)
+    lanczos,
+};
+
+/// What a file holds, read from its header without decoding the pixels.
+struct image_info {
+    std::string format;  ///< "jpeg", "png", "webp" or "bmp"
+    int width = 0;       ///< as stored (before EXIF orientation)
+    int height = 0;
+    int channels = 0;     ///< channels stored: 1 gray, 2 gray+alpha, 3 colour, 4 colour+alpha
+                          ///< (or CMYK for JPEG)
+    int bit_depth = 8;    ///< bits per channel (16 for 16-bit PNGs)
+    int orientation = 1;  ///< EXIF orientation, 1..8 (1 = as stored)
+};
+
+/// How `decode_image` decodes.
+struct decode_options {
+    /// Channels wanted: RGB by default; gray, BGR, or RGBA (alpha kept) on request. Alpha in the
+    /// file is dropped unless `rgba` is asked for.
+    pixel_format format = pixel_format::rgb;
+    /// When set, the result is exactly this size. A JPEG larger than twice the target is first
+    /// decoded at 1/2, 1/4 or 1/8 scale (libjpeg-turbo's DCT scaling) — much less work — then
+    /// resized with `interp`.
+    image_size resize{};
+    /// When set (and `resize` is not), decode at the smallest reduced scale whose result is
+    /// still at least this large, and stop there (no resize): for a crop that follows.
+    image_size reduce_to{};
+    /// The resize filter.
+    interpolation interp = interpolation::bilinear;
+    /// Apply the EXIF orientation (JPEG), so the image comes out the way it is meant to be seen.
+    bool apply_orientation = true;
+    /// Images whose header declares more pixels than this are refused before any allocation.
+    std::uint64_t max_pixels = 128'000'000;
+    /// Corrupt or truncated data the decoder could paper over (libjpeg's warnings, e.g.
+    /// "Premature end of JPEG file") is an error. False accepts such images, partly grey, the
+    /// way OpenCV does.
+    bool strict = true;
+};
+
+/// Options for `normalize`.
+struct normalize_options {
+    /// Per-channel mean and standard deviation of the [0, 1]-scaled values, in the image's
+    /// channel order. The defaults are ImageNet's (RGB).
+    std::vector<float> mean{0.485F, 0.456F, 0.406F};
+    std::vector<float> std{0.229F, 0.224F, 0.225F};
+    /// `true`: C x H x W (what PyTorch models take); `false`: H x W x C.
+    bool chw = true;
+    /// Where the result is allocated.
+    allocator alloc{};
+};
+
+/// Options for `random_resized_crop` (torchvision's RandomResizedCrop).
+struct random_resized_crop_options {
+    /// Range of the crop's area as a fraction of the image's.
+    std::pair<double, double> scale{0.08, 1.0};
+    /// Range of the crop's aspect ratio (width / height), sampled log-uniformly.
+    std::pair<double, double> ratio{3.0 / 4.0, 4.0 / 3.0};
+    interpolation interp = interpolation::bilinear;
+};
+
+/// Options for `collate`.
+struct collate_options {
+    /// Where the batch is allocated: the CUDA transfer hands in pinned memory here.
+    allocator alloc{};
+};
+
+/// A crop rectangle in pixels.
+struct crop_box {
+    int x = 0;
+    int y = 0;
+    int width = 0;
+    int height = 0;
+    friend bool operator==(const crop_box&, const crop_box&) = default;
+};
+
+namespace ops {
+namespace detail {
+struct decode_image_fn {
+    image operator()(std::span<const std::byte> data, const decode_options& options = {}) const;
+};
+struct horizontal_flip_fn {
+    image operator()(const image& img) const;
+};
+struct to_tensor_fn {
+    tensor operator()(image&& img) const;
+    tensor operator()(const image& img) const;
+};
+struct collate_fn {
+    tensor operator()(std::vector<image> images, const collate_options& options = {}) const;
+    tensor operator()(std::vector<tensor> tensors, const collate_options& options = {}) const;
+};
+}  // namespace detail
+
+/// Reads the format, size, channels and EXIF orientation from an image's header. Throws
+/// `ferry::decode_error` when the bytes are not a supported image or the header is damaged.
+[[nodiscard]] image_info probe_image(std::span<const std::byte> data);
+
+/// Decodes JPEG (baseline, progressive, grayscale, CMYK), PNG (1–16-bit, palette, gray, alpha),
+/// WebP (lossy and lossless) and BMP (1/4/8-bit palette, 24/32-bit) to an 8-bit image. The
+/// format is read from the bytes, not a file name. Throws `ferry::decode_error` naming the
+/// cause for anything it cannot decode (empty, truncated, corrupt, unsupported, over
+/// `max_pixels`), in bounded time and memory.
+/// \code
+///   ferry::image img = ferry::ops::decode_image(bytes, {.resize = {224, 224}});
+/// \endcode
+inline constexpr detail::decode_image_fn decode_image{};
+
+/// Resizes to `width x height` (bilinear by default; `interpolation::area` to antialias a
+/// strong downscale). Throws `ferry::invalid_argument` on a non-positive size.
+[[nodiscard]] image resize(const image& img, int width, int height,
+                           interpolation interp = interpolation::bilinear);
+
+/// The `width x height` rectangle at `box` (must lie inside the image).
+[[nodiscard]] image crop(const image& img, const crop_box& box);
+
+/// The central `width x height` region; where the image is smaller than that it is padded with
+/// zeros (as torchvision's CenterCrop does).
+[[nodiscard]] image center_crop(const image& img, int width, int height);
+
+/// The rectangle torchvision's RandomResizedCrop would pick for an image of `size`, drawn from
+/// `rng`: up to 10 tries for an area in `scale` and a ratio in `ratio` that fits, else a
+/// central crop at the nearest allowed ratio. Same generator state, same box.
+[[nodiscard]] crop_box random_resized_crop_box(image_size size, std::mt19937_64& rng,
+                                               const random_resized_crop_options& options = {});
+
+/// A random crop (see `random_resized_crop_box`) resized to `width x height`.
+/// \code
+///   std::mt19937_64 rng(seed ^ item_index);        // same seed, same crop
+///   auto out = ferry::ops::random_resized_crop(img, 224, 224, rng);
+/// \endcode
+[[nodiscard]] image random_resized_crop(const image& img, int width, int height,
+                                        std::mt19937_64& rng,
+                                        const random_resized_crop_options& options = {});
+
+/// The mirror image (left and right swapped).
+inline constexpr detail::horizontal_flip_fn horizontal_flip{};
+
+/// `(pixel / 255 - mean[c]) / std[c]` as float32, C x H x W by default (H x W x C with
+/// `.chw = false`). Throws `ferry::invalid_argument` when `mean` or `std` do not have one
+/// entry per channel, or a `std` entry is 0. With mean 0 and std 1 this is torchvision's
+/// ToTensor.
+[[nodiscard]] tensor normalize(const image& img, const normalize_options& options = {});
+
+/// The image as a `u8` H x W x C tensor: no copy from an rvalue (the pixels move), one copy
+/// from an lvalue.
+inline constexpr detail::to_tensor_fn to_tensor{};
+
+/// Stacks equally sized images into one contiguous `u8` N x H x W x C tensor (or equally shaped
+/// tensors into an N x ... tensor), allocated with `options.alloc`. Different sizes, formats,
+/// dtypes or shapes throw `ferry::invalid_argument` naming the first mismatching element; an
+/// empty batch too.
+inline constexpr detail::collate_fn collate{};
+
+}  // namespace ops
+}  // namespace ferry

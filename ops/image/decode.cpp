@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// `decode_image` and `probe_image`: format sniffing, the pixel limit, EXIF orientation, the
+/// reduced-scale decode and the final resize; and the `ferry::image` value type.
+#include <cstdio>
+#include <cstring>
+
+#include "codecs.hpp"
+#include "transform.hpp"
+
+namespace ferry {
+
+int channels_of(pixel_format f) noexcept {
+    switch (f) {
+        case pixel_format::rgb:
+        case pixel_format::bgr:
+            return 3;
+        case pixel_format::gray:
+            return 1;
+        case pixel_format::rgba:
+            return 4;
+    }
+    return 3;
+}
+
+const char* to_string(pixel_format f) noexcept {
+    switch (f) {
+        case pixel_format::rgb:
+            return "rgb";
+        case pixel_format::bgr:
+            return "bgr";
+        case pixel_format::gray:
+            return "gray";
+        case pixel_format::rgba:
+            return "rgba";
+    }
+    return "?";
+}
+
+image::image(int width, int height, pixel_format format)
+    : width_(width), height_(height), format_(format) {
+    if (width <= 0 || height <= 0) {
+        throw invalid_argument("image: size " + std::to_string(width) + "x" +
+                               std::to_string(height) + " is not positive");
+    }
+    std::size_t bytes = 0;
+    if (__builtin_mul_overflow(row_bytes(), static_cast<std::size_t>(height), &bytes)) {
+        throw invalid_argument("image: size " + std::to_string(width) + "x" +
+                               std::to_string(height) + " overflows");
+    }
+    buf_ = allocate_host(bytes);
+}
+
+image::image(const image& other)
+    : width_(other.width_), height_(other.height_), format_(other.format_) {
+    if (!other.empty()) {
+        buf_ = allocate_host(other.buf_.size);
+        std::memcpy(buf_.data, other.buf_.data, other.buf_.size);
+    }
+}
+
+image& image::operator=(const image& other) {
+    if (this != &other) *this = image(other);
+    return *this;
+}
+
+image::image(image&& other) noexcept
+    : buf_(std::exchange(other.buf_, {})),
+      width_(std::exchange(other.width_, 0)),
+      height_(std::exchange(other.height_, 0)),
+      format_(other.format_) {}
+
+image& image::operator=(image&& other) noexcept {
+    buf_ = std::exchange(other.buf_, {});
+    width_ = std::exchange(other.width_, 0);
+    height_ = std::exchange(other.height_, 0);
+    format_ = other.format_;
+    return *this;
+}
+
+buffer image::release() noexcept {
+    width_ = 0;
+    height_ = 0;
+    return std::exchange(buf_, {});
+}
+
+namespace ops {
+namespace codec {
+
+void check_pixels(const char* fmt, long long width, long long height, std::uint64_t max_pixels) {
+    if (width <= 0 || height <= 0) {
+        fail(fmt, "bad size " + std::to_string(width) + "x" + std::to_string(height));
+    }
+    const auto pixels = static_cast<std::uint64_t>(width) * static_cast<std::uint64_t>(height);
+    if (max_pixels != 0 && pixels > max_pixels) {
+        char text[200];
+        if (max_pixels >= 1'000'000) {
+            std::snprintf(text, sizeof text,
+                          "the header declares %lldx%lld = %.1f megapixels, over the limit of "
+                          "%.1f megapixels (decode_options::max_pixels)",
+                          width, height, static_cast<double>(pixels) / 1e6,
+                          static_cast<double>(max_pixels) / 1e6);
+        } else {
+            std::snprintf(text, sizeof text,
+                          "the header declares %lldx%lld = %llu pixels, over the limit of %llu "
+                          "pixels (decode_options::max_pixels)",
+                          width, height, static_cast<unsigned long long>(pixels),
+                          static_cast<unsigned long long>(max_pixels));
+        }
+        fail(fmt, text);
+    }
+}
+
+image convert(image&& img, pixel_format to) {
+    const pixel_format from = img.format();
+    if (from == to) return std::move(img);
+    image out(img.width(), img.height(), to);
+    const std::uint8_t* s = img.data().data();
+    std::uint8_t* d = out.data().data();
+    const int sc = img.channels();
+    const int dc = out.channels();
+    const bool swap = (from == pixel_format::bgr) != (to == pixel_format::bgr);
+    const std::size_t pixels =
+        static_cast<std::size_t>(img.width()) * static_cast<std::size_t>(img.height());
+    for (std::size_t i = 0; i < pixels; ++i, s += sc, d += dc) {
+        if (from == pixel_format::gray) {
+            d[0] = d[1] = d[2] = s[0];
+            if (dc == 4) d[3] = 255;
+            continue;
+        }
+        const int r = from == pixel_format::bgr ? s[2] : s[0];
+        const int g = s[1];
+        const int b = from == pixel_format::bgr ? s[0] : s[2];
+        if (to == pixel_format::gray) {
+            // cvtColor's fixed-point BT.601 weights (0.299, 0.587, 0.114).
+            d[0] = static_cast<std::uint8_t>((r * 4899 + g * 9617 + b * 1868 + (1 << 13)) >> 14);
+            continue;
+        }
+        d[0] = static_cast<std::uint8_t>(swap ? b : r);
+        d[1] = static_cast<std::uint8_t>(g);
+        d[2] = static_cast<std::uint8_t>(swap ? r : b);
+        if (dc == 4) d[3] = sc == 4 ? s[3] : 255;
+    }
+    return out;
+}
+
+}  // namespace codec
+
+namespace {
+
+using codec::format;
+
+bool starts_with(std::span<const std::byte> data, const char* magic, std::size_t n,
+                 std::size_t at = 0) {
+    return data.size() >= at + n && std::memcmp(data.data() + at, magic, n) == 0;
+}
+
+format sniff(std::span<const std::byte> data) {
+    if (data.empty()) throw decode_error("decode_image: empty input (0 bytes)");
+    if (starts_with(data, "\xFF\xD8\xFF", 3)) return format::jpeg;
+    if (starts_with(data, "\x89PNG\r\n\x1A\n", 8)) return format::png;
+    if (starts_with(data, "RIFF", 4) && starts_with(data, "WEBP", 4, 8)) return format::webp;
+    if (starts_with(data, "BM", 2)) return format::bmp;
+    std::string head;
+    for (std::size_t i = 0; i < data.size() && i < 8; ++i) {
+        char hex[4];
+        std::snprintf(hex, sizeof hex, "%02x ", static_cast<unsigned>(data[i]));
+        head += hex;
+    }
+    if (!head.empty()) head.pop_back();
+    throw decode_error("decode_image: unsupported image format (first bytes: " + head +
+                       "); JPEG, PNG, WebP and BMP are supported");
+}
+
+bool set(image_size s) {
+    return s.width > 0 && s.height > 0;
+}
+
+void check_size_option(image_size s, const char* name) {
+    if ((s.width != 0 || s.height != 0) && !set(s)) {
+        throw invalid_argument(std::string("decode_image: decode_options::") + name + " = {" +
+                               std::to_string(s.width) + ", " + std::to_string(s.height) +
+                               "} must be positive (or {0, 0} for none)");
+    }
+}
+
+}  // namespace
+
+image_info probe_image(std::span<const std::byte> data) {
+    switch (sniff(data)) {
+        case format::jpeg:
+            return codec::probe_jpeg(data);
+        case format::png:
+            return codec::probe_png(data);
+        case format::webp:
+            return codec::probe_webp(data);
+        case format::bmp:
+            return codec::probe_bmp(data);
+    }
+    throw decode_error("decode_image: unsupported image format");
+}
+
+namespace detail {
+
+image decode_image_fn::operator()(std::span<const std::byte> data,
+                                  const decode_options& options) const {
+    check_size_option(options.resize, "resize");
+    check_size_option(options.reduce_to, "reduce_to");
+    const format f = sniff(data);
+    const int orientation =
+        f == format::jpeg && options.apply_orientation ? codec::jpeg_orientation(data) : 1;
+
+    codec::request req;
+    req.format = options.format;
+    req.strict = options.strict;
+    req.max_pixels = options.max_pixels;
+    const image_size target = set(options.resize) ? options.resize : options.reduce_to;
+    if (set(target)) {
+        // The target is meant for the image as seen; orientations 5..8 swap the axes.
+        req.at_least = orientation >= 5 ? image_size{target.height, target.width} : target;
+    }
+
+    image img;
+    switch (f) {
+        case format::jpeg:
+            img = codec::decode_jpeg(data, req);
+            break;
+        case format::png:
+            img = codec::decode_png(data, req);
+            break;
+        case format::webp:
+            img = codec::decode_webp(data, req);
+            break;
+        case format::bmp:
+            img = codec::decode_bmp(data, req);
+            break;
+    }
+    if (orientation != 1) img = orient(img, orientation);
+    if (set(options.resize) && img.size() != options.resize) {
+        img = resize(img, options.resize.width, options.resize.height, options.interp);
+    }
+    return img;
+}
+
+}  // namespace detail
+}  // namespace ops
+}  // namespace ferry

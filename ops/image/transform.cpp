@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Image transforms (resize, crops, flip, orientation, normalize) on OpenCV where it does the
+/// work well, and the conversions to tensors (to_tensor, collate).
+#include "transform.hpp"
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <cmath>
+#include <cstring>
+
+#include "ferry/error.hpp"
+
+namespace ferry::ops {
+namespace {
+
+/// An OpenCV header over an image's pixels (no copy).
+cv::Mat view(const image& img) {
+    return {img.height(), img.width(), CV_8UC(img.channels()),
+            const_cast<std::uint8_t*>(img.data().data())};  // NOLINT: cv::Mat has no const view
+}
+
+void require_pixels(const image& img, const char* op) {
+    if (img.empty()) throw invalid_argument(std::string(op) + ": the image is empty");
+}
+
+int cv_interpolation(interpolation i) {
+    switch (i) {
+        case interpolation::nearest:
+            return cv::INTER_NEAREST;
+        case interpolation::bilinear:
+            return cv::INTER_LINEAR;
+        case interpolation::bicubic:
+            return cv::INTER_CUBIC;
+        case interpolation::area:
+            return cv::INTER_AREA;
+        case interpolation::lanczos:
+            return cv::INTER_LANCZOS4;
+    }
+    return cv::INTER_LINEAR;
+}
+
+/// Python's round(): halves go to the even neighbour (torchvision's crop arithmetic uses it).
+int round_half_even(double v) {
+    return static_cast<int>(std::nearbyint(v));
+}
+
+/// A uniform double in [0, 1) from the generator's raw 64 bits: the same on every standard
+/// library (std::uniform_real_distribution is not).
+double uniform01(std::mt19937_64& rng) {
+    return static_cast<double>(rng() >> 11) * 0x1.0p-53;
+}
+
+/// A uniform integer in [0, n] (n small: the modulo bias is below 2^-40).
+int uniform_int(std::mt19937_64& rng, int n) {
+    return static_cast<int>(rng() % (static_cast<std::uint64_t>(n) + 1));
+}
+
+}  // namespace
+
+image orient(const image& img, int orientation) {
+    if (orientation <= 1 || orientation > 8) return img;
+    const bool swap = orientation >= 5;
+    image out(swap ? img.height() : img.width(), swap ? img.width() : img.height(), img.format());
+    cv::Mat src = view(img);
+    cv::Mat dst = view(out);
+    // The same mapping as OpenCV's own EXIF handling (and the EXIF 2.3 specification).
+    switch (orientation) {
+        case 2:
+            cv::flip(src, dst, 1);
+            break;
+        case 3:
+            cv::flip(src, dst, -1);
+            break;
+        case 4:
+            cv::flip(src, dst, 0);
+            break;
+        case 5:
+            cv::transpose(src, dst);
+            break;
+        case 6:
+            cv::transpose(src, dst);
+            cv::flip(dst, dst, 1);
+            break;
+        case 7:
+            cv::transpose(src, dst);
+            cv::flip(dst, dst, -1);
+            break;
+        case 8:
+            cv::transpose(src, dst);
+            cv::flip(dst, dst, 0);
+            break;
+        default:
+            break;
+    }
+    return out;
+}
+
+image resize(const image& img, int width, int height, interpolation interp) {
+    require_pixels(img, "resize");
+    if (width <= 0 || height <= 0) {
+        throw invalid_argument("resize: target " + std::to_string(width) + "x" +
+                               std::to_string(height) + " is not positive");
+    }
+    if (img.width() == width && img.height() == height) return img;
+    image out(width, height, img.format());
+    cv::Mat dst = view(out);
+    cv::resize(view(img), dst, cv::Size(width, height), 0, 0, cv_interpolation(interp));
+    return out;
+}
+
+image crop(const image& img, const crop_box& box) {
+    require_pixels(img, "crop");
+    if (box.width <= 0 || box.height <= 0 || box.x < 0 || box.y < 0 ||
+        box.x > img.width() - box.width || box.y > img.height() - box.height) {
+        throw invalid_argument(
+            "crop: box " + std::to_string(box.width) + "x" + std::to_string(box.height) + " at (" +
+            std::to_string(box.x) + ", " + std::to_string(box.y) + ") is not inside the " +
+            std::to_string(img.width()) + "x" + std::to_string(img.height()) + " image");
+    }
+    image out(box.width, box.height, img.format());
+    const std::size_t c = static_cast<std::size_t>(img.channels());
+    for (int y = 0; y < box.height; ++y) {
+        std::memcpy(out.data().data() + static_cast<std::size_t>(y) * out.row_bytes(),
+                    img.row(box.y + y).data() + static_cast<std::size_t>(box.x) * c,
+                    out.row_bytes());
+    }
+    return out;
+}
+
+image center_crop(const image& img, int width, int height) {
+    require_pixels(img, "center_crop");
+    if (width <= 0 || height <= 0) {
+        throw invalid_argument("center_crop: size " + std::to_string(width) + "x" +
+                               std::to_string(height) + " is not positive");
+    }
+    if (width <= img.width() && height <= img.height()) {
+        return crop(img, {round_half_even((img.width() - width) / 2.0),
+                          round_half_even((img.height() - height) / 2.0), width, height});
+    }
+    // Larger than the image along some axis: torchvision pads with zeros, (d // 2) before.
+    image out(width, height, img.format());
+    std::memset(out.data().data(), 0, out.data().size());
+    const std::size_t c = static_cast<std::size_t>(img.channels());
+    // Where the source's region starts (src_*) and where it lands (dst_*), per axis.
+    auto axis = [](int src, int dst, int& src_at, int& dst_at, int& len) {
+        if (dst <= src) {
+            src_at = round_half_even((src - dst) / 2.0);
+            dst_at = 0;
+            len = dst;
+        } else {
+            src_at = 0;
+            dst_at = (dst - src) / 2;
+            len = src;
+        }
+    };
+    int sx = 0, dx = 0, w = 0, sy = 0, dy = 0, h = 0;
+    axis(img.width(), width, sx, dx, w);
+    axis(img.height(), height, sy, dy, h);
+    for (int y = 0; y < h; ++y) {
+        std::memcpy(out.data().data() + static_cast<std::size_t>(dy + y) * out.row_bytes() +
+                        static_cast<std::size_t>(dx) * c,
+                    img.row(sy + y).data() + static_cast<std::size_t>(sx) * c,
+                    static_cast<std::size_t>(w) * c);
+    }
+    return out;
+}
+
+crop_box random_resized_crop_box(image_size size, std::mt19937_64& rng,
+                                 const random_resized_crop_options& options) {
+    const auto [smin, smax] = options.scale;
+    const auto [rmin, rmax] = options.ratio;
+    if (size.width <= 0 || size.height <= 0) {
+        throw invalid_argument("random_resized_crop: the image size is not positive");
+    }
+    if (!(smin > 0 && smin <= smax && rmin > 0 && rmin <= rmax)) {
+        throw invalid_argument(
+            "random_resized_crop: scale and ratio must be positive ranges with min <= max");
+    }
+    // torchvision's RandomResizedCrop.get_params, step for step.
+    const double area = static_cast<double>(size.width) * size.height;
+    const double log_rmin = std::log(rmin);
+    const double log_rmax = std::log(rmax);
+    for (int attempt = 0; attempt < 10; ++attempt) {
+        const double target_area = area * (smin + (smax - smin) * uniform01(rng));
+        const double aspect = std::exp(log_rmin + (log_rmax - log_rmin) * uniform01(rng));
+        const int w = round_half_even(std::sqrt(target_area * aspect));
+        const int h = round_half_even(std::sqrt(target_area / aspect));
+        if (w > 0 && w <= size.width && h > 0 && h <= size.height) {
+            const int y = uniform_int(rng, size.height - h);
+            const int x = uniform_int(rng, size.width - w);
+            return {x, y, w, h};
+        }
+    }
+    const double in_ratio = static_cast<double>(size.width) / size.height;
+    int w = size.width;
+    int h = size.height;
+    if (in_ratio < rmin) {
+        h = round_half_even(w / rmin);
+    } else if (in_ratio > rmax) {
+        w = round_half_even(h * rmax);
+    }
+    w = std::max(1, std::min(w, size.width));
+    h = std::max(1, std::min(h, size.height));
+    return {(size.width - w) / 2, (size.height - h) / 2, w, h};
+}
+
+image random_resized_crop(const image& img, int width, int height, std::mt19937_64& rng,
+                          const random_resized_crop_options& options) {
+    require_pixels(img, "random_resized_crop");
+    const crop_box box = random_resized_crop_box(img.size(), rng, options);
+    if (width <= 0 || height <= 0) {
+        throw invalid_argument("random_resized_crop: target " + std::to_string(width) + "x" +
+                               std::to_string(height) + " is not positive");
+    }
+    // Resize straight from the region (an OpenCV ROI) instead of copying the crop first.
+    image out(width, height, img.format());
+    cv::Mat dst = view(out);
+    cv::resize(view(img)(cv::Rect(box.x, box.y, box.width, box.height)), dst,
+               cv::Size(width, height), 0, 0, cv_interpolation(options.interp));
+    return out;
+}
+
+tensor normalize(const image& img, const normalize_options& options) {
+    require_pixels(img, "normalize");
+    const int c = img.channels();
+    if (options.mean.size() != static_cast<std::size_t>(c) ||
+        options.std.size() != static_cast<std::size_t>(c)) {
+        throw invalid_argument("normalize: mean and std need " + std::to_string(c) +
+                               " entries for a " + to_string(img.format()) + " image (got " +
+                               std::to_string(options.mean.size()) + " and " +
+                               std::to_string(options.std.size()) + ")");
+    }
+    float scale[4];
+    float offset[4];
+    for (int k = 0; k < c; ++k) {
+        const float s = options.std[static_cast<std::size_t>(k)];
+        if (s == 0.0F || !std::isfinite(s)) {
+            throw invalid_argument("normalize: std[" + std::to_string(k) + "] must be non-zero");
+        }
+        scale[k] = 1.0F / (255.0F * s);
+        offset[k] = -options.mean[static_cast<std::size_t>(k)] / s;
+    }
+    const std::int64_t h = img.height();
+    const std::int64_t w = img.width();
+    tensor out(
+        dtype::f32,
+        options.chw ? std::vector<std::int64_t>{c, h, w} : std::vector<std::int64_t>{h, w, c},
+        options.alloc);
+    float* dst = out.data_as<float>();
+    const std::uint8_t* src = img.data().data();
+    const std::size_t plane = static_cast<std::size_t>(h * w);
+    if (options.chw) {
+        for (std::size_t i = 0; i < plane; ++i) {
+            for (int k = 0; k < c; ++k) {
+                dst[static_cast<std::size_t>(k) * plane + i] =
+                    static_cast<float>(
+                        src[i * static_cast<std::size_t>(c) + static_cast<std::size_t>(k)]) *
+                        scale[k] +
+                    offset[k];
+            }
+        }
+    } else {
+        for (std::size_t i = 0; i < plane; ++i) {
+            for (int k = 0; k < c; ++k) {
+                const std::size_t at =
+                    i * static_cast<std::size_t>(c) + static_cast<std::size_t>(k);
+                dst[at] = static_cast<float>(src[at]) * scale[k] + offset[k];
+            }
+        }
+    }
+    return out;
+}
+
+namespace detail {
+
+image horizontal_flip_fn::operator()(const image& img) const {
+    require_pixels(img, "horizontal_flip");
+    image out(img.width(), img.height(), img.format());
+    cv::Mat dst = view(out);
+    cv::flip(view(img), dst, 1);
+    return out;
+}
+
+tensor to_tensor_fn::operator()(image&& img) const {
+    require_pixels(img, "to_tensor");
+    std::vector<std::int64_t> shape{img.height(), img.width(), img.channels()};
+    return tensor(img.release(), dtype::u8, std::move(shape));
+}
+
+tensor to_tensor_fn::operator()(const image& img) const {
+    return (*this)(image(img));
+}
+
+namespace {
+
+std::string describe(const image& img) {
+    return std::to_string(img.width()) + "x" + std::to_string(img.height()) + " " +
+           to_string(img.format());
+}
+
+}  // namespace
+
+tensor collate_fn::operator()(std::vector<image> images, const collate_options& options) const {
+    if (images.empty()) throw invalid_argument("collate: the batch is empty");
+    const image& first = images.front();
+    require_pixels(first, "collate");
+    for (std::size_t i = 1; i < images.size(); ++i) {
+        const image& img = images[i];
+        if (img.size() != first.size() || img.format() != first.format()) {
+            throw invalid_argument("collate: image " + std::to_string(i) + " is " + describe(img) +
+                                   " but image 0 is " + describe(first) +
+                                   "; resize or crop to one size before batching");
+        }
+    }
+    const auto n = static_cast<std::int64_t>(images.size());
+    tensor out(dtype::u8, {n, first.height(), first.width(), first.channels()}, options.alloc);
+    const std::size_t each = first.data().size();
+    auto* dst = static_cast<std::uint8_t*>(out.data());
+    for (std::size_t i = 0; i < images.size(); ++i) {
+        std::memcpy(dst + i * each, images[i].data().data(), each);
+    }
+    return out;
+}
+
+tensor collate_fn::operator()(std::vector<tensor> tensors, const collate_options& options) const {
+    if (tensors.empty()) throw invalid_argument("collate: the batch is empty");
+    const tensor& first = tensors.front();
+    for (std::size_t i = 1; i < tensors.size(); ++i) {
+        const tensor& t = tensors[i];
+        if (t.dtype() != first.dtype() || t.shape() != first.shape()) {
+            throw invalid_argument("collate: tensor " + std::to_string(i) + " is " + t.describe() +
+                                   " but tensor 0 is " + first.describe());
+        }
+    }
+    std::vector<std::int64_t> shape{static_cast<std::int64_t>(tensors.size())};
+    shape.insert(shape.end(), first.shape().begin(), first.shape().end());
+    tensor out(first.dtype(), std::move(shape), options.alloc);
+    const std::size_t each = first.nbytes();
+    auto* dst = static_cast<std::byte*>(out.data());
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        const tensor& t = tensors[i];
+        if (t.device().kind == device_kind::cuda) {
+            throw invalid_argument("collate: tensor " + std::to_string(i) +
+                                   " is on a CUDA device; collate works on host memory");
+        }
+        if (t.is_contiguous()) {
+            std::memcpy(dst + i * each, t.data(), each);
+        } else {
+            const tensor c = t.clone();
+            std::memcpy(dst + i * each, c.data(), each);
+        }
+    }
+    return out;
+}
+
+}  // namespace detail
+}  // namespace ferry::ops
