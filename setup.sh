@@ -7,12 +7,14 @@
 #                        (extra arguments go to the tour: bash setup.sh run --items 2000)
 #   bash setup.sh test   deps + Release build in build/ and every ctest test there (engine,
 #                        examples, the find_package test), the find_package test against a shared
-#                        build (build-shared/), then the engine tests under AddressSanitizer +
-#                        UndefinedBehaviorSanitizer (build-asan/); exits non-zero on any failure
+#                        build (build-shared/), the engine and ops tests under AddressSanitizer +
+#                        UndefinedBehaviorSanitizer (build-asan/), and the decode_image fuzzer
+#                        (clang, libFuzzer, build-fuzz/) for 60 s; exits non-zero on any failure
 #
 # Environment switches for `test`:
 #   FERRY_TSAN=1    also build build-tsan/ and run the engine tests under ThreadSanitizer
 #   FERRY_SOAK=1    also run the tests labelled "soak" (long runs) in build/
+#   FERRY_FUZZ_SECONDS=N   how long the decode_image fuzzer runs (default 60; 0 skips it)
 #   FERRY_SANITIZER_CXX=...   compiler for the sanitizer builds (default g++; Debian 12's clang++ 14
 #                   cannot compile libstdc++ 12's std::views, which the tests use)
 set -euo pipefail
@@ -48,7 +50,7 @@ on_exit() {
 trap on_exit EXIT
 
 usage() {
-    sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 elapsed() {
@@ -133,11 +135,30 @@ test_mode() {
     done_parts+=("shared: package")
 
     sanitizer_build build-asan "address;undefined"
-    step "ctest build-asan/ -L engine (ASan + UBSan)"
+    step "ctest build-asan/ -L 'engine|ops' (ASan + UBSan)"
     ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
         UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-        ctest --test-dir build-asan -L engine --output-on-failure --no-tests=error -j "$jobs"
-    done_parts+=("asan+ubsan: engine")
+        ctest --test-dir build-asan -L 'engine|ops' --output-on-failure --no-tests=error -j "$jobs"
+    done_parts+=("asan+ubsan: engine, ops")
+
+    # libFuzzer on decode_image (clang, ASan), bounded: FERRY_FUZZ_SECONDS (default 60; 0 skips).
+    local fuzz_seconds="${FERRY_FUZZ_SECONDS:-60}"
+    if ((fuzz_seconds > 0)); then
+        step "configure build-fuzz/ (clang++, libFuzzer + ASan)"
+        cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+            -DCMAKE_CXX_COMPILER="$(command -v clang++)" -DFERRY_FUZZ=ON \
+            -DFERRY_SANITIZE=address \
+            -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
+        step "build build-fuzz/ (decode_image_fuzzer)"
+        cmake --build build-fuzz --parallel "$jobs" --target decode_image_fuzzer
+        step "fuzz decode_image for ${fuzz_seconds}s (seeds: tests/fuzz/corpus)"
+        mkdir -p build-fuzz/corpus
+        ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" \
+            build-fuzz/tests/fuzz/decode_image_fuzzer -max_total_time="$fuzz_seconds" \
+            -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+            build-fuzz/corpus tests/fuzz/corpus
+        done_parts+=("fuzz: decode_image ${fuzz_seconds}s")
+    fi
 
     if [[ "${FERRY_TSAN:-0}" == 1 ]]; then
         sanitizer_build build-tsan thread
