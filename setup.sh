@@ -32,6 +32,7 @@ readonly packages=(
     build-essential g++ cmake ninja-build pkg-config
     libtbb-dev libboost-test-dev librange-v3-dev libdlpack-dev
     libturbojpeg0-dev libpng-dev libwebp-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+    zlib1g-dev libcli11-dev dataset-fashion-mnist
     clang libclang-rt-14-dev
 )
 
