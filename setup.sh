@@ -3,8 +3,9 @@
 # ferry's one entry point on a fresh Debian 12 machine, run as root from the repository root:
 #
 #   bash setup.sh deps   install what building and testing needs (apt-get; skipped when present)
-#   bash setup.sh run    deps + Release build in build/ + run examples/pipeline_tour
-#                        (extra arguments go to the tour: bash setup.sh run --items 2000)
+#   bash setup.sh run    deps + Release build in build/ + run examples/image_trainer, ferry's
+#                        main job: a network trained on Fashion-MNIST image files fed by ferry
+#                        (extra arguments go to the trainer: bash setup.sh run --epochs 2)
 #   bash setup.sh test   deps + Release build in build/ and every ctest test there (engine,
 #                        examples, the find_package test), the find_package test against a shared
 #                        build (build-shared/), the engine and ops tests under AddressSanitizer +
@@ -51,7 +52,7 @@ on_exit() {
 trap on_exit EXIT
 
 usage() {
-    sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '3,/^set -euo/{/^set -euo/!p}' "$0" | sed 's/^# \{0,1\}//'
 }
 
 elapsed() {
@@ -109,9 +110,9 @@ sanitizer_build() {
 # --- modes -----------------------------------------------------------------------------------
 run_mode() {
     deps
-    release_build --target pipeline_tour
-    step "run build/examples/pipeline_tour${*:+ $*}"
-    "$root/build/examples/pipeline_tour" "$@"
+    release_build --target image_trainer
+    step "run build/examples/image_trainer${*:+ $*}"
+    "$root/build/examples/image_trainer" "$@"
     printf '\nsetup.sh run: done in %s\n' "$(elapsed)"
 }
 

@@ -356,7 +356,7 @@ int main(int argc, char** argv) {
         "Trains a small network on an image folder (default: Fashion-MNIST) fed by ferry."};
     std::string data_dir;
     std::string cache_dir;
-    int epochs = 3;
+    int epochs = 5;
     int batch_size = 64;
     int threads = 0;
     int read_concurrency = 4;
