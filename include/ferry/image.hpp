@@ -108,7 +108,8 @@ struct image_info {
     int height = 0;
     int channels = 0;     ///< channels stored: 1 gray, 2 gray+alpha, 3 colour, 4 colour+alpha
                           ///< (or CMYK for JPEG)
-    int bit_depth = 8;    ///< bits per channel (16 for 16-bit PNGs)
+    int bit_depth = 8;    ///< bits per stored sample: 16 for 16-bit PNGs; for palette images
+                          ///< (PNG, BMP) the bits of a palette index (1, 2, 4 or 8)
     int orientation = 1;  ///< EXIF orientation, 1..8 (1 = as stored)
 };
 
@@ -122,7 +123,9 @@ struct decode_options {
     /// resized with `interp`.
     image_size resize{};
     /// When set (and `resize` is not), decode at the smallest reduced scale whose result is
-    /// still at least this large, and stop there (no resize): for a crop that follows.
+    /// still at least this large, and stop there (no resize): for a crop that follows. Like
+    /// `resize`, it is meant for the image as seen, after the EXIF orientation (a 90-degree
+    /// orientation swaps the target's width and height for the stored image).
     image_size reduce_to{};
     /// The resize filter.
     interpolation interp = interpolation::bilinear;
@@ -195,7 +198,8 @@ struct collate_fn {
 [[nodiscard]] image_info probe_image(std::span<const std::byte> data);
 
 /// Decodes JPEG (baseline, progressive, grayscale, CMYK), PNG (1–16-bit, palette, gray, alpha),
-/// WebP (lossy and lossless) and BMP (1/4/8-bit palette, 24/32-bit) to an 8-bit image. The
+/// WebP (lossy and lossless) and BMP (1/4/8-bit palette, 16/24/32-bit; alpha only from a V4+
+/// header's alpha mask, the fourth byte of a plain 32-bit BMP is unused) to an 8-bit image. The
 /// format is read from the bytes, not a file name. Throws `ferry::decode_error` naming the
 /// cause for anything it cannot decode (empty, truncated, corrupt, unsupported, over
 /// `max_pixels`), in bounded time and memory.
@@ -209,11 +213,13 @@ inline constexpr detail::decode_image_fn decode_image{};
 [[nodiscard]] image resize(const image& img, int width, int height,
                            interpolation interp = interpolation::bilinear);
 
-/// The `width x height` rectangle at `box` (must lie inside the image).
+/// The `width x height` rectangle at `box`. Throws `ferry::invalid_argument` when the box does
+/// not lie inside the image.
 [[nodiscard]] image crop(const image& img, const crop_box& box);
 
-/// The central `width x height` region; where the image is smaller than that it is padded with
-/// zeros (as torchvision's CenterCrop does).
+/// The central `width x height` region, as torchvision's CenterCrop: the offset is
+/// `(size - crop) / 2` rounded half to even; where the image is smaller than the crop it is
+/// padded with zeros, `(crop - size) / 2` (rounded down) before it.
 [[nodiscard]] image center_crop(const image& img, int width, int height);
 
 /// The rectangle torchvision's RandomResizedCrop would pick for an image of `size`, drawn from

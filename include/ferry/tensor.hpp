@@ -92,7 +92,7 @@ class tensor {
 
     [[nodiscard]] void* data() noexcept { return storage_.data; }
     [[nodiscard]] const void* data() const noexcept { return storage_.data; }
-    /// The elements as `T` (checked: `T`'s size must match the dtype's).
+    /// The elements as `T`. Throws `ferry::invalid_argument` when `T`'s size is not the dtype's.
     template <class T>
     [[nodiscard]] T* data_as() {
         check_element_size(sizeof(T));

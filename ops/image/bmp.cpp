@@ -108,7 +108,7 @@ image_info probe_bmp(byte_span data) {
     info.width = static_cast<int>(h.width);
     info.height = static_cast<int>(h.height < 0 ? -h.height : h.height);
     info.channels = h.masks[3] != 0 ? 4 : 3;
-    info.bit_depth = 8;
+    info.bit_depth = h.bpp <= 8 ? h.bpp : 8;  // palette images: the index's bits
     return info;
 }
 

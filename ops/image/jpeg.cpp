@@ -17,16 +17,56 @@ struct tj_deleter {
 };
 
 /// One decompressor per thread, reused: creating one allocates libjpeg's state (~tens of KB),
-/// which costs as much as decoding a thumbnail. TurboJPEG resets it after an error.
+/// which costs as much as decoding a thumbnail. After any failure it is replaced: libjpeg-turbo
+/// 2.1 does not reset a decompressor whose header read failed, and the next file would be read
+/// from that broken state.
+std::unique_ptr<void, tj_deleter>& thread_slot() {
+    thread_local std::unique_ptr<void, tj_deleter> handle;
+    return handle;
+}
+
 tjhandle thread_handle() {
-    thread_local std::unique_ptr<void, tj_deleter> handle(tjInitDecompress());
-    if (!handle)
+    auto& slot = thread_slot();
+    if (!slot) slot.reset(tjInitDecompress());
+    if (!slot) {
         fail("jpeg", std::string("cannot create a decompressor: ") + tjGetErrorStr2(nullptr));
-    return handle.get();
+    }
+    return slot.get();
+}
+
+/// Fails with TurboJPEG's message for `h`, first discarding the thread's decompressor.
+[[noreturn]] void fail_and_reset(tjhandle h, const std::string& prefix) {
+    std::string why = prefix + tjGetErrorStr2(h);
+    thread_slot().reset();
+    fail("jpeg", why);
 }
 
 const unsigned char* as_uchar(byte_span data) {
     return reinterpret_cast<const unsigned char*>(data.data());
+}
+
+/// Whether the marker segments run up to the start of the image data (SOS) inside `data`.
+bool jpeg_header_complete(byte_span data) noexcept {
+    const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+    const std::size_t n = data.size();
+    std::size_t pos = 2;
+    while (pos + 4 <= n) {
+        if (p[pos] != 0xFF) return true;  // not a marker: corrupt rather than cut
+        const unsigned char marker = p[pos + 1];
+        if (marker == 0xFF) {
+            ++pos;
+            continue;
+        }
+        if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) {
+            pos += 2;
+            continue;
+        }
+        const std::size_t len = (std::size_t{p[pos + 2]} << 8) | p[pos + 3];
+        if (marker == 0xDA) return pos + 2 + len <= n;
+        if (marker == 0xD9) return true;
+        pos += 2 + len;
+    }
+    return false;
 }
 
 struct header {
@@ -38,9 +78,19 @@ struct header {
 
 header read_header(tjhandle h, byte_span data) {
     header hd;
-    if (tjDecompressHeader3(h, as_uchar(data), static_cast<unsigned long>(data.size()), &hd.width,
-                            &hd.height, &hd.subsamp, &hd.colorspace) != 0) {
-        fail("jpeg", std::string("bad header: ") + tjGetErrorStr2(h));
+    const bool ok = tjDecompressHeader3(h, as_uchar(data), static_cast<unsigned long>(data.size()),
+                                        &hd.width, &hd.height, &hd.subsamp, &hd.colorspace) == 0;
+    if (!ok || hd.width <= 0 || hd.height <= 0) {
+        // A header cut short reads as anything from "Bogus DQT index" to a 0x0 frame; say what
+        // it really is when the bytes end before the image data starts.
+        const char* cut = jpeg_header_complete(data) ? ""
+                                                     : "truncated data: the file ends inside "
+                                                       "the header; ";
+        if (ok) {
+            thread_slot().reset();
+            fail("jpeg", std::string(cut) + "bad header: no frame size (no SOF marker)");
+        }
+        fail_and_reset(h, std::string(cut) + "bad header: ");
     }
     return hd;
 }
@@ -181,10 +231,8 @@ image decode_jpeg(byte_span data, const request& req) {
                       width, 0, height, cmyk ? TJPF_CMYK : pixel_format_of(target), flags);
     if (rc != 0) {
         const bool warning = tjGetErrorCode(h) == TJERR_WARNING;
-        if (!warning || req.strict) {
-            fail("jpeg",
-                 std::string(warning ? "truncated or corrupt data: " : "") + tjGetErrorStr2(h));
-        }
+        if (!warning || req.strict) fail_and_reset(h, warning ? "truncated or corrupt data: " : "");
+        thread_slot().reset();  // lenient: the image is kept, the decompressor is not
     }
     if (!cmyk) return out;
 

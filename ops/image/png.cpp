@@ -80,14 +80,15 @@ bool set_transforms(reader& r, pixel_format want, png_uint_32* rowbytes) {
         alpha = true;
     }
     if (want == pixel_format::gray) {
-        if (alpha) png_set_strip_alpha(png);
+        if (alpha || has_trns) png_set_strip_alpha(png);
         // BT.601 weights, as OpenCV's PNG decoder and cvtColor use.
         if (file_color) png_set_rgb_to_gray_fixed(png, 1, 29900, 58700);
     } else {
         if (!file_color) png_set_gray_to_rgb(png);
         if (want == pixel_format::rgba) {
             if (!alpha) png_set_add_alpha(png, 0xFF, PNG_FILLER_AFTER);
-        } else if (alpha) {
+        } else if (alpha || has_trns) {
+            // png_set_palette_to_rgb also turns a palette's tRNS into alpha: strip it too.
             png_set_strip_alpha(png);
         }
         if (want == pixel_format::bgr) png_set_bgr(png);
@@ -138,9 +139,60 @@ image_info info_of(const reader& r) {
 }  // namespace
 
 image_info probe_png(byte_span data) {
-    reader r(data);
-    if (!read_info(r)) fail("png", r.message);
-    return info_of(r);
+    // From the bytes, not libpng: png_read_info reads every chunk up to the image data, and a
+    // probe should need no more than the header.
+    const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+    const std::size_t n = data.size();
+    auto be32 = [p](std::size_t at) {
+        return (std::uint32_t{p[at]} << 24) | (std::uint32_t{p[at + 1]} << 16) |
+               (std::uint32_t{p[at + 2]} << 8) | p[at + 3];
+    };
+    if (n < 8 + 8 + 13) fail("png", "truncated data: the file ends inside the header");
+    if (std::memcmp(p + 12, "IHDR", 4) != 0 || be32(8) != 13) {
+        fail("png", "bad header: the first chunk is not IHDR");
+    }
+    image_info info;
+    info.format = "png";
+    const std::uint32_t w = be32(16);
+    const std::uint32_t h = be32(20);
+    if (w == 0 || h == 0 || w > 0x7FFFFFFFU || h > 0x7FFFFFFFU) {
+        fail("png", "bad header: size " + std::to_string(w) + "x" + std::to_string(h));
+    }
+    info.width = static_cast<int>(w);
+    info.height = static_cast<int>(h);
+    info.bit_depth = p[24];
+    const int color = p[25];
+    // Look for a tRNS chunk before the image data, as far as the bytes go.
+    bool trns = false;
+    for (std::size_t at = 8 + 25; at + 8 <= n;) {
+        const std::uint32_t len = be32(at);
+        if (std::memcmp(p + at + 4, "IDAT", 4) == 0 || std::memcmp(p + at + 4, "IEND", 4) == 0)
+            break;
+        if (std::memcmp(p + at + 4, "tRNS", 4) == 0) {
+            trns = true;
+            break;
+        }
+        if (len > n) break;
+        at += std::size_t{len} + 12;
+    }
+    switch (color) {
+        case PNG_COLOR_TYPE_GRAY:
+            info.channels = trns ? 2 : 1;
+            break;
+        case PNG_COLOR_TYPE_GRAY_ALPHA:
+            info.channels = 2;
+            break;
+        case PNG_COLOR_TYPE_PALETTE:
+        case PNG_COLOR_TYPE_RGB:
+            info.channels = trns ? 4 : 3;
+            break;
+        case PNG_COLOR_TYPE_RGB_ALPHA:
+            info.channels = 4;
+            break;
+        default:
+            fail("png", "bad header: colour type " + std::to_string(color));
+    }
+    return info;
 }
 
 image decode_png(byte_span data, const request& req) {

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// ferry::bytes and read_file: exact contents (empty, small, 5 MB, files of unknown size) and
+/// io_errors that name the path.
+#include <sys/stat.h>
+
+#include <boost/test/unit_test.hpp>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "support.hpp"
+
+using namespace ops_test;
+using ferry::ops::read_file;
+
+// Named, not anonymous: shared by several cases.
+namespace bytes_test {
+
+file_bytes random_bytes(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    file_bytes out(n);
+    for (auto& b : out) b = static_cast<std::uint8_t>(rng());
+    return out;
+}
+
+bool same_contents(const ferry::bytes& got, const file_bytes& want) {
+    return got.size() == want.size() &&
+           (want.empty() || std::memcmp(got.data(), want.data(), want.size()) == 0);
+}
+
+/// The message of the io_error `f` throws ("" and a recorded failure otherwise).
+template <class F>
+std::string io_error_message(F&& f) {
+    try {
+        f();
+    } catch (const ferry::io_error& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        BOOST_ERROR("threw " << typeid(e).name() << " (" << e.what() << ") instead of io_error");
+        return {};
+    }
+    BOOST_ERROR("did not throw ferry::io_error");
+    return {};
+}
+
+}  // namespace bytes_test
+
+using namespace bytes_test;
+
+BOOST_AUTO_TEST_SUITE(ops)
+BOOST_AUTO_TEST_SUITE(bytes)
+
+// read_file returns a file's bytes exactly: empty, small, and 5 MB.
+BOOST_AUTO_TEST_CASE(read_file_returns_the_exact_contents) {
+    const temp_dir dir;
+    for (const std::size_t n :
+         {std::size_t{0}, std::size_t{1}, std::size_t{4097}, std::size_t{5} << 20}) {
+        const file_bytes want = random_bytes(n, static_cast<std::uint32_t>(n));
+        const ferry::bytes got = read_file(dir.write("f" + std::to_string(n), want));
+        BOOST_TEST(got.size() == n);
+        BOOST_TEST(got.empty() == (n == 0));
+        BOOST_TEST(same_contents(got, want), n << " bytes");
+    }
+}
+
+// Files whose size is not known up front (procfs, a pipe) are read to their end.
+BOOST_AUTO_TEST_CASE(read_file_reads_files_of_unknown_size_to_the_end) {
+    const ferry::bytes status = read_file("/proc/self/status");
+    BOOST_TEST_REQUIRE(status.size() > 5U);
+    BOOST_TEST(std::string(reinterpret_cast<const char*>(status.data()), 5) == "Name:");
+
+    const temp_dir dir;
+    const auto fifo = dir.path() / "pipe";
+    BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const file_bytes want = random_bytes(300'000, 5);  // several pipe buffers
+    std::thread writer([&] {
+        std::ofstream out(fifo, std::ios::binary);  // blocks until read_file opens the pipe
+        out.write(reinterpret_cast<const char*>(want.data()),
+                  static_cast<std::streamsize>(want.size()));
+    });
+    ferry::bytes got;
+    try {
+        got = read_file(fifo);
+    } catch (...) {
+        // Unblock the writer before failing, or the join below would hang.
+        std::ifstream drain(fifo, std::ios::binary);
+        writer.join();
+        throw;
+    }
+    writer.join();
+    BOOST_TEST(same_contents(got, want), "pipe: got " << got.size() << " of " << want.size());
+}
+
+// A missing file is an io_error whose message names the path.
+BOOST_AUTO_TEST_CASE(missing_file_is_an_io_error_naming_the_path) {
+    const temp_dir dir;
+    const auto path = dir.path() / "no_such_image.jpg";
+    const std::string msg = io_error_message([&] { (void)read_file(path); });
+    BOOST_TEST(msg.find(path.string()) != std::string::npos, "message: " << msg);
+}
+
+// A directory is an io_error naming the path, not an empty file.
+BOOST_AUTO_TEST_CASE(directory_is_an_io_error_naming_the_path) {
+    const temp_dir dir;
+    const std::string msg = io_error_message([&] { (void)read_file(dir.path()); });
+    BOOST_TEST(msg.find(dir.path().string()) != std::string::npos, "message: " << msg);
+}
+
+// bytes: copies copy, moves hand the memory over, truncate keeps a prefix in place.
+BOOST_AUTO_TEST_CASE(bytes_copy_move_and_truncate) {
+    ferry::bytes a = ferry::bytes::from_string("hello, ferry");
+    BOOST_TEST(a.size() == 12U);
+    const ferry::bytes copy = a;
+    BOOST_TEST(copy.data() != a.data());
+    BOOST_TEST(std::memcmp(copy.data(), a.data(), 12) == 0);
+
+    const std::byte* where = a.data();
+    ferry::bytes moved = std::move(a);
+    BOOST_TEST(moved.data() == where);
+    BOOST_TEST(moved.size() == 12U);
+
+    moved.truncate(5);
+    BOOST_TEST(moved.size() == 5U);
+    BOOST_TEST(moved.data() == where);
+    const std::span<const std::byte> view = moved;
+    BOOST_TEST(std::string(reinterpret_cast<const char*>(view.data()), view.size()) == "hello");
+    moved.truncate(100);  // longer than it is: unchanged
+    BOOST_TEST(moved.size() == 5U);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()

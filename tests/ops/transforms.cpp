@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The image transforms: resize (against OpenCV), crop, center_crop, random_resized_crop,
+/// horizontal_flip, normalize, to_tensor and collate.
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <cstring>
+#include <opencv2/imgproc.hpp>
+#include <set>
+
+#include "support.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ops_test;
+
+// Named, not anonymous: data test cases are templates with external linkage.
+namespace transforms_test {
+
+/// A photo-like 97 x 61 RGB image (and the same pixels as a cv::Mat).
+const cv::Mat& test_mat() {
+    static const cv::Mat m = swap_red_blue(photo(97, 61, 3, 21));
+    return m;
+}
+ferry::image test_image(ferry::pixel_format format = ferry::pixel_format::rgb) {
+    if (format == ferry::pixel_format::gray) return to_image(photo(97, 61, 1, 22), format);
+    if (format == ferry::pixel_format::rgba)
+        return to_image(swap_red_blue(photo(97, 61, 4, 23)), format);
+    return to_image(test_mat(), format);
+}
+
+cv::Mat cv_resize(const cv::Mat& m, int width, int height, int interp) {
+    cv::Mat out;
+    cv::resize(m, out, cv::Size(width, height), 0, 0, interp);
+    return out;
+}
+
+const std::vector<ferry::image_size> resize_sizes{{48, 30}, {33, 17}, {150, 100},
+                                                  {1, 1},   {97, 20}, {200, 61}};
+
+/// An allocator that records its calls and hands out memory it owns; `released` is set when the
+/// last owner of a buffer it made goes.
+struct recording_allocator {
+    struct state {
+        int calls = 0;
+        std::size_t requested = 0;
+        std::byte* last = nullptr;
+        std::shared_ptr<bool> released = std::make_shared<bool>(false);
+    };
+    std::shared_ptr<state> st = std::make_shared<state>();
+
+    ferry::allocator get() const {
+        return [st = st](std::size_t n) {
+            ++st->calls;
+            st->requested = n;
+            auto mem = std::make_shared<std::vector<std::byte>>(n);
+            st->last = mem->data();
+            ferry::buffer b;
+            b.data = mem->data();
+            b.size = n;
+            auto flag = st->released;
+            b.owner = std::shared_ptr<void>(mem.get(), [mem, flag](void*) mutable {
+                *flag = true;
+                mem.reset();
+            });
+            return b;
+        };
+    }
+};
+
+/// True when `box` lies inside an image of `size`, with a positive area.
+bool inside(const ferry::crop_box& box, ferry::image_size size) {
+    return box.x >= 0 && box.y >= 0 && box.width > 0 && box.height > 0 &&
+           box.x + box.width <= size.width && box.y + box.height <= size.height;
+}
+
+}  // namespace transforms_test
+
+using namespace transforms_test;
+
+BOOST_AUTO_TEST_SUITE(ops)
+BOOST_AUTO_TEST_SUITE(transforms)
+
+// Bilinear resize has the requested size and OpenCV's INTER_LINEAR pixels (within a level).
+BOOST_DATA_TEST_CASE(bilinear_resize_matches_opencv, bdata::make(resize_sizes), size) {
+    const auto [w, h] = size;
+    const ferry::image out = ferry::ops::resize(test_image(), w, h);
+    check_pixels(out, cv_resize(test_mat(), w, h, cv::INTER_LINEAR), 0.5, 1,
+                 "bilinear to " + std::to_string(w) + "x" + std::to_string(h));
+}
+
+// Area resize averages like OpenCV's INTER_AREA (integer and fractional factors).
+BOOST_DATA_TEST_CASE(area_resize_matches_opencv_area,
+                     bdata::make(std::vector<ferry::image_size>{
+                         {48, 30}, {32, 20}, {40, 25}, {7, 5}}),
+                     size) {
+    const auto [w, h] = size;
+    const ferry::image out = ferry::ops::resize(test_image(), w, h, ferry::interpolation::area);
+    check_pixels(out, cv_resize(test_mat(), w, h, cv::INTER_AREA), 0.5, 1,
+                 "area to " + std::to_string(w) + "x" + std::to_string(h));
+}
+
+// Nearest-neighbour upscaling by 2 repeats every pixel 2 x 2.
+BOOST_AUTO_TEST_CASE(nearest_upscale_by_two_repeats_pixels) {
+    const ferry::image out =
+        ferry::ops::resize(test_image(), 194, 122, ferry::interpolation::nearest);
+    cv::Mat want(122, 194, CV_8UC3);
+    for (int y = 0; y < 122; ++y)
+        for (int x = 0; x < 194; ++x)
+            want.at<cv::Vec3b>(y, x) = test_mat().at<cv::Vec3b>(y / 2, x / 2);
+    check_pixels(out, want, 0, 0, "nearest x2");
+}
+
+// Bicubic and Lanczos upscales stay close to OpenCV's (kernels differ in detail: mean <= 2 on
+// smooth content; a wrong filter or offset is far beyond it). Upscales only, where neither
+// antialiases.
+BOOST_AUTO_TEST_CASE(bicubic_and_lanczos_upscales_stay_close_to_opencv) {
+    const ferry::image cubic =
+        ferry::ops::resize(test_image(), 150, 100, ferry::interpolation::bicubic);
+    check_pixels(cubic, cv_resize(test_mat(), 150, 100, cv::INTER_CUBIC), 2.0, -1, "bicubic");
+    const ferry::image lanczos =
+        ferry::ops::resize(test_image(), 150, 100, ferry::interpolation::lanczos);
+    check_pixels(lanczos, cv_resize(test_mat(), 150, 100, cv::INTER_LANCZOS4), 2.0, -1, "lanczos");
+}
+
+// Every filter works on every pixel format and keeps it.
+BOOST_AUTO_TEST_CASE(resize_keeps_the_pixel_format) {
+    for (const auto format :
+         {ferry::pixel_format::gray, ferry::pixel_format::bgr, ferry::pixel_format::rgba}) {
+        const ferry::image in = test_image(format);
+        for (const auto interp : {ferry::interpolation::nearest, ferry::interpolation::bilinear,
+                                  ferry::interpolation::bicubic, ferry::interpolation::area,
+                                  ferry::interpolation::lanczos}) {
+            const ferry::image out = ferry::ops::resize(in, 45, 23, interp);
+            BOOST_TEST(out.format() == format);
+            BOOST_TEST(out.width() == 45);
+            BOOST_TEST(out.height() == 23);
+        }
+        const cv::Mat m = to_mat(in);
+        check_pixels(ferry::ops::resize(in, 45, 23), cv_resize(m, 45, 23, cv::INTER_LINEAR), 0.5, 1,
+                     std::string("bilinear ") + ferry::to_string(format));
+    }
+}
+
+// A non-positive target size is an invalid_argument.
+BOOST_AUTO_TEST_CASE(resize_rejects_non_positive_sizes) {
+    const ferry::image in = test_image();
+    BOOST_CHECK_THROW((void)ferry::ops::resize(in, 0, 10), ferry::invalid_argument);
+    BOOST_CHECK_THROW((void)ferry::ops::resize(in, 10, 0), ferry::invalid_argument);
+    BOOST_CHECK_THROW((void)ferry::ops::resize(in, -5, 10), ferry::invalid_argument);
+}
+
+// crop copies exactly the pixels of the box (inner, corner, whole image).
+BOOST_AUTO_TEST_CASE(crop_copies_the_pixels_of_the_box) {
+    const ferry::image in = test_image();
+    for (const ferry::crop_box box :
+         {ferry::crop_box{10, 5, 31, 17}, ferry::crop_box{96, 60, 1, 1},
+          ferry::crop_box{0, 0, 97, 61}, ferry::crop_box{0, 30, 97, 1}}) {
+        const ferry::image out = ferry::ops::crop(in, box);
+        check_pixels(out, test_mat()(cv::Rect(box.x, box.y, box.width, box.height)), 0, 0,
+                     "crop " + std::to_string(box.x) + "," + std::to_string(box.y) + " " +
+                         std::to_string(box.width) + "x" + std::to_string(box.height));
+    }
+    const ferry::image gray = test_image(ferry::pixel_format::gray);
+    check_pixels(ferry::ops::crop(gray, {3, 4, 20, 9}), to_mat(gray)(cv::Rect(3, 4, 20, 9)), 0, 0,
+                 "gray crop");
+}
+
+// A box reaching outside the image is an invalid_argument (the header says it must lie inside
+// but not what happens otherwise: an error is the only safe answer).
+BOOST_AUTO_TEST_CASE(crop_outside_the_image_is_rejected) {
+    const ferry::image in = test_image();
+    for (const ferry::crop_box box :
+         {ferry::crop_box{90, 0, 10, 10}, ferry::crop_box{0, 55, 10, 10},
+          ferry::crop_box{-1, 0, 10, 10}, ferry::crop_box{0, 0, 0, 10},
+          ferry::crop_box{0, 0, 98, 61}}) {
+        BOOST_CHECK_THROW((void)ferry::ops::crop(in, box), ferry::invalid_argument);
+    }
+}
+
+// center_crop takes the central region (odd differences avoided: torchvision rounds half to
+// even there, see the report).
+BOOST_AUTO_TEST_CASE(center_crop_takes_the_central_region) {
+    const ferry::image in = test_image();
+    check_pixels(ferry::ops::center_crop(in, 51, 31), test_mat()(cv::Rect(23, 15, 51, 31)), 0, 0,
+                 "center 51x31");
+    check_pixels(ferry::ops::center_crop(in, 97, 61), test_mat(), 0, 0, "center full");
+    check_pixels(ferry::ops::center_crop(in, 1, 1), test_mat()(cv::Rect(48, 30, 1, 1)), 0, 0,
+                 "center 1x1");
+}
+
+// center_crop pads an image smaller than the crop with zeros on every side.
+BOOST_AUTO_TEST_CASE(center_crop_pads_a_smaller_image_with_zeros) {
+    const cv::Mat small = test_mat()(cv::Rect(0, 0, 31, 21)).clone();
+    const ferry::image in = to_image(small, ferry::pixel_format::rgb);
+
+    cv::Mat want = cv::Mat::zeros(31, 41, CV_8UC3);
+    small.copyTo(want(cv::Rect(5, 5, 31, 21)));
+    check_pixels(ferry::ops::center_crop(in, 41, 31), want, 0, 0, "padded both ways");
+
+    // Wider crop, shorter crop: padded left and right, cropped top and bottom.
+    cv::Mat mixed = cv::Mat::zeros(11, 41, CV_8UC3);
+    small(cv::Rect(0, 5, 31, 11)).copyTo(mixed(cv::Rect(5, 0, 31, 11)));
+    check_pixels(ferry::ops::center_crop(in, 41, 11), mixed, 0, 0, "padded across, cropped down");
+}
+
+// Same generator state, same box; different seeds give different boxes.
+BOOST_AUTO_TEST_CASE(random_resized_crop_box_is_reproducible) {
+    std::set<std::tuple<int, int, int, int>> distinct;
+    for (std::uint64_t seed = 0; seed < 100; ++seed) {
+        std::mt19937_64 a(seed);
+        std::mt19937_64 b(seed);
+        const ferry::crop_box first = ferry::ops::random_resized_crop_box({97, 61}, a);
+        const ferry::crop_box second = ferry::ops::random_resized_crop_box({97, 61}, b);
+        BOOST_TEST((first == second), "seed " << seed);
+        distinct.emplace(first.x, first.y, first.width, first.height);
+    }
+    BOOST_TEST(distinct.size() >= 50U);
+}
+
+// Boxes lie inside the image; unless it is the central fallback, a box's area fraction lies in
+// `scale` and its ratio in `ratio` (up to rounding to whole pixels).
+BOOST_DATA_TEST_CASE(random_resized_crop_box_respects_scale_and_ratio,
+                     bdata::make(std::vector<ferry::image_size>{
+                         {97, 61}, {400, 300}, {61, 97}, {224, 224}}),
+                     size) {
+    const ferry::image_size image = size;
+    const double area = static_cast<double>(image.width) * image.height;
+    for (const auto& options :
+         {ferry::random_resized_crop_options{},
+          ferry::random_resized_crop_options{.scale = {0.5, 0.6}, .ratio = {0.9, 1.1}},
+          ferry::random_resized_crop_options{.scale = {0.1, 0.3}, .ratio = {1.5, 2.0}}}) {
+        int fallbacks = 0;
+        constexpr int draws = 1000;
+        for (int seed = 0; seed < draws; ++seed) {
+            std::mt19937_64 rng(static_cast<std::uint64_t>(seed));
+            const ferry::crop_box box = ferry::ops::random_resized_crop_box(image, rng, options);
+            BOOST_TEST_REQUIRE(inside(box, image), "seed " << seed << ": box " << box.x << ","
+                                                           << box.y << " " << box.width << "x"
+                                                           << box.height);
+            const bool central = box.x == (image.width - box.width) / 2 &&
+                                 box.y == (image.height - box.height) / 2 &&
+                                 (box.width == image.width || box.height == image.height);
+            if (central) {
+                ++fallbacks;
+                continue;
+            }
+            // Widest and narrowest the true (unrounded) box could have been.
+            const double w = box.width;
+            const double h = box.height;
+            BOOST_TEST((w + 0.5) * (h + 0.5) >= options.scale.first * area,
+                       "seed " << seed << ": area fraction " << w * h / area);
+            BOOST_TEST((w - 0.5) * (h - 0.5) <= options.scale.second * area,
+                       "seed " << seed << ": area fraction " << w * h / area);
+            BOOST_TEST((w + 0.5) / (h - 0.5) >= options.ratio.first,
+                       "seed " << seed << ": ratio " << w / h);
+            BOOST_TEST((w - 0.5) / (h + 0.5) <= options.ratio.second,
+                       "seed " << seed << ": ratio " << w / h);
+        }
+        BOOST_TEST_MESSAGE("random_resized_crop_box " << image.width << "x" << image.height
+                                                      << " scale [" << options.scale.first << ", "
+                                                      << options.scale.second << "]: " << fallbacks
+                                                      << " of " << draws << " central");
+        // With options that fit the image, the fallback is rare (torchvision: 10 tries).
+        BOOST_TEST(fallbacks < draws / 4);
+    }
+}
+
+// When no try fits, the box is the central crop at the nearest allowed ratio (torchvision's
+// rule: the whole image, or its full width or height at the range's bound).
+BOOST_AUTO_TEST_CASE(random_resized_crop_box_falls_back_to_a_central_crop) {
+    std::mt19937_64 rng(1);
+    // Too wide a ratio for a square: full width, height = round(100 / 3) = 33.
+    BOOST_TEST((ferry::ops::random_resized_crop_box({100, 100}, rng,
+                                                    {.scale = {0.99, 1.0}, .ratio = {3.0, 4.0}}) ==
+                ferry::crop_box{0, 33, 100, 33}));
+    // Too narrow: full height, width = round(100 / 3) = 33.
+    BOOST_TEST((ferry::ops::random_resized_crop_box(
+                    {100, 100}, rng, {.scale = {0.99, 1.0}, .ratio = {0.25, 1.0 / 3.0}}) ==
+                ferry::crop_box{33, 0, 33, 100}));
+    // Ratio fits but no area can (more than the image): the whole image.
+    BOOST_TEST((ferry::ops::random_resized_crop_box({100, 80}, rng,
+                                                    {.scale = {1.5, 2.0}, .ratio = {0.5, 2.0}}) ==
+                ferry::crop_box{0, 0, 100, 80}));
+}
+
+// random_resized_crop has the requested size and is the chosen box, resized.
+BOOST_AUTO_TEST_CASE(random_resized_crop_resizes_the_chosen_box) {
+    const ferry::image in = test_image();
+    for (std::uint64_t seed = 0; seed < 20; ++seed) {
+        std::mt19937_64 box_rng(seed);
+        std::mt19937_64 crop_rng(seed);
+        const ferry::crop_box box = ferry::ops::random_resized_crop_box(in.size(), box_rng);
+        const ferry::image out = ferry::ops::random_resized_crop(in, 64, 48, crop_rng);
+        BOOST_TEST_REQUIRE(out.width() == 64);
+        BOOST_TEST_REQUIRE(out.height() == 48);
+        check_pixels(out, to_mat(ferry::ops::resize(ferry::ops::crop(in, box), 64, 48)), 1.0, -1,
+                     "seed " + std::to_string(seed));
+        // The generator advanced the same way.
+        BOOST_TEST(box_rng() == crop_rng());
+    }
+}
+
+// horizontal_flip mirrors exactly, for every format; flipping twice gives the image back.
+BOOST_AUTO_TEST_CASE(horizontal_flip_mirrors_the_pixels) {
+    for (const auto format :
+         {ferry::pixel_format::rgb, ferry::pixel_format::gray, ferry::pixel_format::rgba}) {
+        const ferry::image in = test_image(format);
+        cv::Mat want;
+        cv::flip(to_mat(in), want, 1);
+        const ferry::image once = ferry::ops::horizontal_flip(in);
+        BOOST_TEST(once.format() == format);
+        check_pixels(once, want, 0, 0, std::string("flip ") + ferry::to_string(format));
+        check_pixels(ferry::ops::horizontal_flip(once), to_mat(in), 0, 0,
+                     std::string("flip twice ") + ferry::to_string(format));
+    }
+}
+
+// normalize computes (v / 255 - mean) / std per channel, C x H x W by default.
+BOOST_AUTO_TEST_CASE(normalize_values_in_chw_layout) {
+    ferry::image img(2, 1, ferry::pixel_format::rgb);
+    const std::uint8_t px[6] = {0, 128, 255, 255, 0, 51};
+    std::memcpy(img.data().data(), px, sizeof px);
+    const std::vector<float> mean{0.5F, 0.25F, 0.0F};
+    const std::vector<float> stdv{0.5F, 0.25F, 2.0F};
+    const ferry::tensor t = ferry::ops::normalize(img, {.mean = mean, .std = stdv});
+    BOOST_TEST(t.dtype() == ferry::dtype::f32);
+    BOOST_TEST(t.shape() == (std::vector<std::int64_t>{3, 1, 2}), boost::test_tools::per_element());
+    const float* v = t.data_as<float>();
+    for (int c = 0; c < 3; ++c) {
+        for (int x = 0; x < 2; ++x) {
+            const float want = (static_cast<float>(px[x * 3 + c]) / 255.0F - mean[c]) / stdv[c];
+            BOOST_TEST(v[c * 2 + x] == want, boost::test_tools::tolerance(1e-5F));
+        }
+    }
+}
+
+// normalize with chw = false keeps H x W x C, the same values.
+BOOST_AUTO_TEST_CASE(normalize_values_in_hwc_layout) {
+    const ferry::image img = test_image();
+    const ferry::tensor chw = ferry::ops::normalize(img);
+    const ferry::tensor hwc = ferry::ops::normalize(img, {.chw = false});
+    BOOST_TEST(hwc.shape() == (std::vector<std::int64_t>{61, 97, 3}),
+               boost::test_tools::per_element());
+    BOOST_TEST(chw.shape() == (std::vector<std::int64_t>{3, 61, 97}),
+               boost::test_tools::per_element());
+    const float* a = chw.data_as<float>();
+    const float* b = hwc.data_as<float>();
+    const float mean[3] = {0.485F, 0.456F, 0.406F};  // ImageNet, the default
+    const float stdv[3] = {0.229F, 0.224F, 0.225F};
+    int mismatches = 0;
+    for (int y = 0; y < 61; ++y) {
+        for (int x = 0; x < 97; ++x) {
+            for (int c = 0; c < 3; ++c) {
+                const float want =
+                    (static_cast<float>(img.at(x, y, c)) / 255.0F - mean[c]) / stdv[c];
+                const float got_chw = a[(c * 61 + y) * 97 + x];
+                const float got_hwc = b[(y * 97 + x) * 3 + c];
+                if (std::abs(got_chw - want) > 1e-4F || std::abs(got_hwc - want) > 1e-4F)
+                    ++mismatches;
+            }
+        }
+    }
+    BOOST_TEST(mismatches == 0);
+}
+
+// mean/std with the wrong number of entries, or a zero std, are invalid_arguments.
+BOOST_AUTO_TEST_CASE(normalize_rejects_mean_and_std_that_do_not_fit) {
+    const ferry::image rgb = test_image();
+    BOOST_CHECK_THROW((void)ferry::ops::normalize(rgb, {.mean = {0.5F, 0.5F}}),
+                      ferry::invalid_argument);
+    BOOST_CHECK_THROW((void)ferry::ops::normalize(rgb, {.std = {0.5F, 0.5F, 0.5F, 0.5F}}),
+                      ferry::invalid_argument);
+    BOOST_CHECK_THROW((void)ferry::ops::normalize(rgb, {.std = {0.5F, 0.0F, 0.5F}}),
+                      ferry::invalid_argument);
+    const ferry::image gray = test_image(ferry::pixel_format::gray);
+    BOOST_CHECK_THROW((void)ferry::ops::normalize(gray),
+                      ferry::invalid_argument);  // 3 entries, 1 channel
+    const ferry::tensor t = ferry::ops::normalize(gray, {.mean = {0.5F}, .std = {0.5F}});
+    BOOST_TEST(t.shape() == (std::vector<std::int64_t>{1, 61, 97}),
+               boost::test_tools::per_element());
+}
+
+// normalize allocates its result with the given allocator.
+BOOST_AUTO_TEST_CASE(normalize_allocates_with_the_given_allocator) {
+    recording_allocator alloc;
+    const ferry::tensor t = ferry::ops::normalize(test_image(), {.alloc = alloc.get()});
+    BOOST_TEST(alloc.st->calls == 1);
+    BOOST_TEST(alloc.st->requested >= std::size_t{3 * 61 * 97 * 4});
+    BOOST_TEST(static_cast<const void*>(alloc.st->last) == t.data());
+}
+
+// to_tensor gives a u8 H x W x C tensor of the same bytes.
+BOOST_AUTO_TEST_CASE(to_tensor_is_hwc_u8_with_the_same_bytes) {
+    for (const auto format :
+         {ferry::pixel_format::rgb, ferry::pixel_format::gray, ferry::pixel_format::rgba}) {
+        const ferry::image img = test_image(format);
+        const ferry::tensor t = ferry::ops::to_tensor(img);
+        BOOST_TEST(t.dtype() == ferry::dtype::u8);
+        BOOST_TEST(t.shape() == (std::vector<std::int64_t>{61, 97, img.channels()}),
+                   boost::test_tools::per_element());
+        BOOST_TEST(t.is_contiguous());
+        BOOST_TEST_REQUIRE(t.nbytes() == img.data().size());
+        BOOST_TEST(std::memcmp(t.data(), img.data().data(), t.nbytes()) == 0);
+    }
+}
+
+// to_tensor of an rvalue moves the pixels (same memory); of an lvalue it copies and leaves the
+// image as it was.
+BOOST_AUTO_TEST_CASE(to_tensor_of_an_rvalue_does_not_copy) {
+    ferry::image img = test_image();
+    const void* pixels = img.data().data();
+    const ferry::tensor moved = ferry::ops::to_tensor(std::move(img));
+    BOOST_TEST(moved.data() == pixels);
+
+    const ferry::image kept = test_image();
+    const ferry::tensor copied = ferry::ops::to_tensor(kept);
+    BOOST_TEST(copied.data() != static_cast<const void*>(kept.data().data()));
+    check_pixels(kept, test_mat(), 0, 0, "image after to_tensor(lvalue)");
+}
+
+// collate stacks images into N x H x W x C, each image's bytes at its offset.
+BOOST_AUTO_TEST_CASE(collate_stacks_images_in_order) {
+    std::vector<ferry::image> batch;
+    std::vector<cv::Mat> mats;
+    for (int i = 0; i < 5; ++i) {
+        mats.push_back(swap_red_blue(photo(31, 17, 3, 100 + static_cast<std::uint32_t>(i))));
+        batch.push_back(to_image(mats.back(), ferry::pixel_format::rgb));
+    }
+    const ferry::tensor t = ferry::ops::collate(std::move(batch));
+    BOOST_TEST(t.dtype() == ferry::dtype::u8);
+    BOOST_TEST(t.shape() == (std::vector<std::int64_t>{5, 17, 31, 3}),
+               boost::test_tools::per_element());
+    BOOST_TEST(t.is_contiguous());
+    BOOST_TEST_REQUIRE(t.nbytes() == std::size_t{5 * 17 * 31 * 3});
+    const auto* base = static_cast<const std::uint8_t*>(t.data());
+    for (int i = 0; i < 5; ++i) {
+        BOOST_TEST(std::memcmp(base + static_cast<std::size_t>(i) * 17 * 31 * 3, mats[i].data,
+                               17 * 31 * 3) == 0,
+                   "image " << i);
+    }
+}
+
+// Images of another size or format are invalid_arguments naming the first odd one; so is an
+// empty batch.
+BOOST_AUTO_TEST_CASE(collate_rejects_mismatched_images_naming_the_index) {
+    const auto batch_with = [](int odd_index, ferry::image odd) {
+        std::vector<ferry::image> batch;
+        for (int i = 0; i < 8; ++i) {
+            batch.push_back(i == odd_index ? odd : ferry::image(10, 8, ferry::pixel_format::rgb));
+        }
+        return batch;
+    };
+    try {
+        (void)ferry::ops::collate(batch_with(5, ferry::image(12, 8, ferry::pixel_format::rgb)));
+        BOOST_ERROR("a batch with one 12x8 image among 10x8 ones was collated");
+    } catch (const ferry::invalid_argument& e) {
+        BOOST_TEST(std::string(e.what()).find('5') != std::string::npos,
+                   "message does not name index 5: " << e.what());
+    }
+    try {
+        (void)ferry::ops::collate(batch_with(6, ferry::image(10, 8, ferry::pixel_format::gray)));
+        BOOST_ERROR("a batch with one gray image among RGB ones was collated");
+    } catch (const ferry::invalid_argument& e) {
+        BOOST_TEST(std::string(e.what()).find('6') != std::string::npos,
+                   "message does not name index 6: " << e.what());
+    }
+    BOOST_CHECK_THROW((void)ferry::ops::collate(std::vector<ferry::image>{}),
+                      ferry::invalid_argument);
+}
+
+// collate allocates the batch once, with the given allocator and the exact size, and the batch
+// lives in that memory.
+BOOST_AUTO_TEST_CASE(collate_allocates_once_with_the_given_allocator) {
+    recording_allocator alloc;
+    std::vector<ferry::image> batch;
+    for (int i = 0; i < 4; ++i) batch.push_back(test_image());
+    {
+        const ferry::tensor t = ferry::ops::collate(std::move(batch), {.alloc = alloc.get()});
+        BOOST_TEST(alloc.st->calls == 1);
+        BOOST_TEST(alloc.st->requested == std::size_t{4 * 61 * 97 * 3});
+        BOOST_TEST(static_cast<const void*>(alloc.st->last) == t.data());
+        BOOST_TEST(std::memcmp(static_cast<const std::uint8_t*>(t.data()) + 3 * 61 * 97 * 3,
+                               test_mat().data, 61 * 97 * 3) == 0);
+        BOOST_TEST(!*alloc.st->released);
+    }
+    BOOST_TEST(*alloc.st->released);  // the tensor gave the memory back
+}
+
+// collate stacks equally shaped tensors into N x ...; other shapes or dtypes, or none, are
+// invalid_arguments.
+BOOST_AUTO_TEST_CASE(collate_stacks_tensors) {
+    std::vector<ferry::tensor> parts;
+    for (int i = 0; i < 3; ++i) {
+        ferry::tensor t(ferry::dtype::f32, {2, 3});
+        for (int k = 0; k < 6; ++k) t.data_as<float>()[k] = static_cast<float>(i * 10 + k);
+        parts.push_back(t);
+    }
+    const ferry::tensor stacked = ferry::ops::collate(parts);
+    BOOST_TEST(stacked.dtype() == ferry::dtype::f32);
+    BOOST_TEST(stacked.shape() == (std::vector<std::int64_t>{3, 2, 3}),
+               boost::test_tools::per_element());
+    const float* v = stacked.data_as<float>();
+    for (int i = 0; i < 3; ++i)
+        for (int k = 0; k < 6; ++k) BOOST_TEST(v[i * 6 + k] == static_cast<float>(i * 10 + k));
+
+    std::vector<ferry::tensor> odd_shape = parts;
+    odd_shape.push_back(parts[0]);
+    odd_shape.push_back(parts[1]);
+    odd_shape.push_back(ferry::tensor(ferry::dtype::f32, {3, 2}));  // index 5
+    try {
+        (void)ferry::ops::collate(odd_shape);
+        BOOST_ERROR("tensors of shapes [2, 3] and [3, 2] were collated");
+    } catch (const ferry::invalid_argument& e) {
+        BOOST_TEST(std::string(e.what()).find('5') != std::string::npos,
+                   "message does not name index 5: " << e.what());
+    }
+    std::vector<ferry::tensor> odd_type = parts;
+    odd_type.push_back(ferry::tensor(ferry::dtype::i32, {2, 3}));
+    BOOST_CHECK_THROW((void)ferry::ops::collate(odd_type), ferry::invalid_argument);
+    BOOST_CHECK_THROW((void)ferry::ops::collate(std::vector<ferry::tensor>{}),
+                      ferry::invalid_argument);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()
