@@ -1,0 +1,243 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""perf/compare: ferry against the loaders users would pick instead, on one job, in one run.
+
+The job: read -> decode -> RandomResizedCrop(224) -> horizontal flip -> batch 32 -> collate, once
+over a generated ImageNet-like JPEG set (500x375, quality 90, photo-like content). Loaders:
+
+  ferry          tuned for the machine (threads = cores, decode concurrency = threads)
+  ferry-default  every option at its default
+  ferry-reduced  ferry, decoding each JPEG at the smallest DCT scale that covers its crop
+  ferry-area     ferry with an antialiasing resize (INTER_AREA), like Pillow's: the like-for-like row
+  sequential     a plain C++ loop making the same calls
+  tbb            a hand-written tbb::parallel_pipeline making the same calls
+  torch          PyTorch's DataLoader (Debian's python3-torch / torchvision / Pillow), num_workers
+                 0, 1, 2, torchvision transforms on PIL images (Pillow's resize antialiases)
+
+Every run is its own process. Measured per run: images/s, CPU seconds (the process and its
+reaped children while loading), peak RSS of the whole process tree (sampled every few
+milliseconds from /proc, DataLoader workers included), and time to first batch. Runs are
+interleaved over repetitions; medians (min-max) are reported, with ratios to ferry.
+
+Writes <out>/compare.md, <out>/compare.json and <out>/compare.png (images/s against threads or
+workers). Run it through perf/compare/run.sh, which builds what it needs first.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def tree_rss_bytes(root):
+    """Resident bytes of `root` and all its descendants, read from /proc."""
+    children = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+            children.setdefault(ppid, []).append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1]) * PAGE
+        except (OSError, ValueError, IndexError):
+            pass
+        todo.extend(children.get(pid, []))
+    return total
+
+
+def run_one(cmd):
+    """Runs `cmd`, sampling its process tree's RSS; returns its JSON line plus tree_rss_mb."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], tree_rss_bytes(proc.pid))
+            done.wait(0.005)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    out, err = proc.communicate()
+    done.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err}")
+    r = json.loads(out.strip().splitlines()[-1])
+    # The sampler can miss a short peak; the process's own high-water mark bounds it from below.
+    r["tree_rss_mb"] = max(peak[0], r["max_rss_kb"] * 1024) / 1e6
+    return r
+
+
+def median_range(values):
+    return statistics.median(values), min(values), max(values)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runner", required=True, help="path of the compare_runner executable")
+    ap.add_argument("--data", required=True, help="where the JPEG set is (generated if missing)")
+    ap.add_argument("--images", type=int, default=2000)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--threads", default="1,2", help="thread counts for ferry and tbb")
+    ap.add_argument("--workers", default="0,1,2", help="DataLoader num_workers values")
+    ap.add_argument("--out", default="perf/compare/results")
+    ap.add_argument("--no-torch", action="store_true", help="skip PyTorch (not installed)")
+    args = ap.parse_args()
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    threads = [int(t) for t in args.threads.split(",") if t]
+    workers = [int(w) for w in args.workers.split(",") if w]
+    top = max(threads)
+    subprocess.run([args.runner, "--generate", args.data, "--images", str(args.images)],
+                   check=True, stdout=subprocess.DEVNULL)
+    # Warm the page cache so that no loader pays for the first read from disk.
+    for name in sorted(os.listdir(args.data))[: args.images]:
+        with open(os.path.join(args.data, name), "rb") as f:
+            f.read()
+
+    def cpp(runner, t, extra=()):
+        return [args.runner, "--runner", runner, "--data", args.data, "--threads", str(t), *extra]
+
+    configs = []  # (label, loader, threads/workers, command)
+    for t in threads:
+        configs.append(("ferry", "ferry", t, cpp("ferry", t)))
+        configs.append(("tbb::parallel_pipeline", "tbb", t, cpp("tbb", t)))
+    configs.append(("ferry, reduced-scale decode", "ferry-reduced", top, cpp("ferry-reduced", top)))
+    configs.append(("ferry, antialiasing resize (area)", "ferry-area", top,
+                    cpp("ferry", top, ["--interp", "area"])))
+    configs.append(("ferry, all defaults", "ferry-default", 0, cpp("ferry-default", top)))
+    configs.append(("sequential loop", "sequential", 1, cpp("sequential", 1)))
+    if not args.no_torch:
+        for w in workers:
+            configs.append(("PyTorch DataLoader", "torch", w,
+                            ["/usr/bin/python3", os.path.join(here, "torch_loader.py"),
+                             "--data", args.data, "--workers", str(w)]))
+
+    runs = {i: [] for i in range(len(configs))}
+    for rep in range(args.reps):
+        for i, (label, _, t, cmd) in enumerate(configs):
+            r = run_one(cmd)
+            runs[i].append(r)
+            print(f"rep {rep + 1}/{args.reps}  {label:36s} {t:>2}  "
+                  f"{r['images'] / r['seconds']:8.0f} img/s  cpu {r['cpu_s']:6.2f} s  "
+                  f"rss {r['tree_rss_mb']:7.1f} MB  first batch {r['first_batch_s'] * 1000:7.1f} ms",
+                  file=sys.stderr, flush=True)
+
+    rows = []
+    for i, (label, loader, t, cmd) in enumerate(configs):
+        rs = runs[i]
+        rate = median_range([r["images"] / r["seconds"] for r in rs])
+        rows.append({
+            "label": label, "loader": loader,
+            "threads": rs[0]["threads"] if loader != "torch" else t,
+            "images_per_s": rate[0], "images_per_s_min": rate[1], "images_per_s_max": rate[2],
+            "cpu_s_per_1000": statistics.median(1000 * r["cpu_s"] / r["images"] for r in rs),
+            "peak_rss_mb": statistics.median(r["tree_rss_mb"] for r in rs),
+            "first_batch_ms": statistics.median(1000 * r["first_batch_s"] for r in rs),
+            "command": " ".join(cmd),
+        })
+    ferry_best = max((r for r in rows if r["loader"] == "ferry"), key=lambda r: r["images_per_s"])
+    ferry_area = next(r for r in rows if r["loader"] == "ferry-area")
+    tbb_same = next(r for r in rows if r["loader"] == "tbb" and r["threads"] == ferry_best["threads"])
+    torch_rows = [r for r in rows if r["loader"] == "torch"]
+    torch_best = max(torch_rows, key=lambda r: r["images_per_s"]) if torch_rows else None
+
+    os.makedirs(args.out, exist_ok=True)
+    summary = {
+        "images": args.images, "reps": args.reps, "cpus": os.cpu_count(),
+        "ferry_vs_tbb": ferry_best["images_per_s"] / tbb_same["images_per_s"],
+    }
+    if torch_best:
+        summary.update({
+            "ferry_vs_torch_best": ferry_best["images_per_s"] / torch_best["images_per_s"],
+            "ferry_area_vs_torch_best": ferry_area["images_per_s"] / torch_best["images_per_s"],
+            "ferry_rss_vs_torch_best": ferry_best["peak_rss_mb"] / torch_best["peak_rss_mb"],
+            "ferry_first_batch_vs_torch_best":
+                ferry_best["first_batch_ms"] / torch_best["first_batch_ms"],
+            "torch_best_workers": torch_best["threads"],
+        })
+    with open(os.path.join(args.out, "compare.json"), "w") as f:
+        json.dump({"summary": summary, "rows": rows}, f, indent=2)
+
+    lines = [
+        f"{args.images} JPEGs (500x375, q90) -> RandomResizedCrop(224) -> flip -> batch 32 -> "
+        f"collate; median of {args.reps} runs; {os.cpu_count()} CPUs.",
+        "",
+        "| loader | threads / workers | images/s (min–max) | ferry ÷ this | CPU s / 1000 img | "
+        "peak RSS, process tree | time to first batch |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        tw = "default" if r["loader"] == "ferry-default" else str(r["threads"])
+        if r["loader"] == "ferry-default":
+            tw = f"default ({r['threads']})"
+        ratio = ferry_best["images_per_s"] / r["images_per_s"]
+        lines.append(
+            f"| {r['label']} | {tw} | {r['images_per_s']:.0f} ({r['images_per_s_min']:.0f}–"
+            f"{r['images_per_s_max']:.0f}) | {ratio:.2f} | {r['cpu_s_per_1000']:.2f} | "
+            f"{r['peak_rss_mb']:.0f} MB | {r['first_batch_ms']:.0f} ms |")
+    lines.append("")
+    lines.append(f"\"ferry ÷ this\" divides by ferry's best row (ferry, {ferry_best['threads']} "
+                 f"threads: {ferry_best['images_per_s']:.0f} images/s).")
+    lines.append(f"ferry vs hand-written tbb::parallel_pipeline at {ferry_best['threads']} threads: "
+                 f"{summary['ferry_vs_tbb']:.2f}x.")
+    if torch_best:
+        lines.append(
+            f"ferry vs PyTorch DataLoader at its best (num_workers={torch_best['threads']}): "
+            f"{summary['ferry_vs_torch_best']:.2f}x images/s, "
+            f"{summary['ferry_rss_vs_torch_best']:.2f}x the peak memory, "
+            f"{summary['ferry_first_batch_vs_torch_best']:.2f}x the time to first batch; "
+            f"like for like (antialiasing resize): {summary['ferry_area_vs_torch_best']:.2f}x.")
+    md = "\n".join(lines) + "\n"
+    with open(os.path.join(args.out, "compare.md"), "w") as f:
+        f.write(md)
+    print(md)
+
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plot", file=sys.stderr)
+        return 0
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for loader, label, style in [("ferry", "ferry", "o-"), ("tbb", "tbb::parallel_pipeline", "s--"),
+                                 ("torch", "PyTorch DataLoader (workers)", "^-")]:
+        pts = sorted((r["threads"], r["images_per_s"]) for r in rows if r["loader"] == loader)
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
+    for loader, label, marker in [("sequential", "sequential loop", "x"),
+                                  ("ferry-reduced", "ferry, reduced-scale decode", "*"),
+                                  ("ferry-area", "ferry, antialiasing resize", "D")]:
+        r = next((r for r in rows if r["loader"] == loader), None)
+        if r:
+            ax.plot([r["threads"]], [r["images_per_s"]], marker, markersize=9, label=label)
+    ax.set_xlabel("threads (ferry, TBB) / worker processes (PyTorch)")
+    ax.set_ylabel("images/s")
+    ax.set_title(f"read, decode, RandomResizedCrop 224, flip, batch 32 ({os.cpu_count()} CPUs)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(args.out, "compare.png"), dpi=110)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# perf/compare in one command, from the repository root, on Debian 12 (as root for apt-get):
+#
+#   bash perf/compare/run.sh [compare.py options, e.g. --images 2000 --reps 3]
+#
+# Installs what is missing (ferry's build dependencies via setup.sh deps, and Debian's
+# python3-torch, python3-torchvision, python3-pil, python3-matplotlib), builds compare_runner in
+# build/ (Release), and runs perf/compare/compare.py, which writes perf/compare/results/
+# compare.md, compare.json and compare.png.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+bash setup.sh deps
+python_packages=(python3-torch python3-torchvision python3-pil python3-matplotlib)
+missing=()
+for p in "${python_packages[@]}"; do
+    dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]} > 0)); then
+    sudo=()
+    ((EUID == 0)) || sudo=(sudo)
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_PERF=ON >/dev/null
+cmake --build build --parallel "$(nproc)" --target compare_runner
+exec /usr/bin/python3 perf/compare/compare.py --runner build/perf/compare_runner \
+    --data "${TMPDIR:-/tmp}/ferry-compare-jpegs" "$@"

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// compare_runner: one C++ loader of perf/compare, run as its own process so that its CPU time
+/// and peak memory are its own. The job, for every runner:
+///
+///     read -> decode -> RandomResizedCrop(224) -> horizontal flip (p = 0.5) -> batch 32 -> collate
+///
+/// over the JPEGs of `--data`, once. Crops and flips are seeded by the image's index, the same
+/// for every runner. Runners:
+///
+///  * `ferry`          the pipeline tuned for the machine: read on `--read` I/O threads, decode +
+///                     crop + flip with concurrency = threads, collate; `.threads = --threads`
+///  * `ferry-default`  the same stages with every option left at its default (concurrency 1,
+///                     default thread count): what a user gets without tuning
+///  * `ferry-reduced`  `ferry`, but each JPEG is decoded at the smallest DCT scale that still
+///                     covers the crop at 224x224 (the crop box is drawn from the header's size
+///                     first), a speed-up PyTorch's loader does not have
+///  * `sequential`     a plain loop making the same calls
+///  * `tbb`            a hand-written tbb::parallel_pipeline (serial source, parallel
+///                     read+decode+crop+flip, serial batch+collate) in a task_arena(threads)
+///
+/// `--interp area` makes the crop's resize antialias (OpenCV's INTER_AREA), like Pillow's, for the
+/// like-for-like comparison with torchvision; the default is bilinear without antialiasing.
+///
+/// Prints one JSON object: runner, threads, images, seconds, first_batch_s (from building the
+/// loader to the first batch), cpu_s (user + system of this process while loading), max_rss_kb.
+///
+///   compare_runner --runner ferry --data DIR [--threads 2] [--read 2] [--interp bilinear|area]
+///   compare_runner --generate DIR --images N
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_pipeline.h>
+#include <oneapi/tbb/task_arena.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ferry/ferry.hpp"
+#include "ferry/image.hpp"
+#include "photo_set.hpp"
+
+namespace fs = std::filesystem;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int batch_size = 32;
+constexpr int side = 224;
+
+struct options {
+    std::string runner;
+    fs::path data;
+    int threads = 2;
+    int read = 2;
+    ferry::interpolation interp = ferry::interpolation::bilinear;
+    fs::path generate;
+    int images = 0;
+};
+
+/// One sample's randomness: the same for every runner.
+std::mt19937_64 rng_for(std::size_t index) {
+    return std::mt19937_64(0x5EEDULL ^ (index * 0x9E3779B97F4A7C15ULL));
+}
+
+/// decode -> random resized crop -> flip, as every C++ runner does it.
+ferry::image transform(const ferry::bytes& b, std::size_t index, ferry::interpolation interp,
+                       bool reduced) {
+    std::mt19937_64 rng = rng_for(index);
+    ferry::image img;
+    ferry::crop_box box;
+    if (reduced) {
+        // Draw the crop on the full-size geometry, then decode at the smallest scale at which
+        // the crop still has at least 224x224 pixels, and scale the box to that decode.
+        const ferry::image_info info = ferry::ops::probe_image(b);
+        box = ferry::ops::random_resized_crop_box({info.width, info.height}, rng);
+        const int need_w = (info.width * side + box.width - 1) / box.width;
+        const int need_h = (info.height * side + box.height - 1) / box.height;
+        img = ferry::ops::decode_image(
+            b, {.reduce_to = {std::min(need_w, info.width), std::min(need_h, info.height)}});
+        if (img.width() != info.width) {
+            const double sx = static_cast<double>(img.width()) / info.width;
+            const double sy = static_cast<double>(img.height()) / info.height;
+            const int x0 = static_cast<int>(box.x * sx);
+            const int y0 = static_cast<int>(box.y * sy);
+            const int x1 =
+                std::min(img.width(), static_cast<int>(std::ceil((box.x + box.width) * sx)));
+            const int y1 =
+                std::min(img.height(), static_cast<int>(std::ceil((box.y + box.height) * sy)));
+            box = {x0, y0, std::max(1, x1 - x0), std::max(1, y1 - y0)};
+        }
+        img = ferry::ops::resize(ferry::ops::crop(img, box), side, side, interp);
+    } else {
+        img = ferry::ops::decode_image(b);
+        img = ferry::ops::random_resized_crop(img, side, side, rng, {.interp = interp});
+    }
+    if ((rng() & 1) != 0) img = ferry::ops::horizontal_flip(img);
+    return img;
+}
+
+struct result {
+    long long images = 0;
+    double seconds = 0;
+    double first_batch_s = -1;
+};
+
+void note_batch(result& r, const ferry::tensor& t, steady::time_point t0) {
+    if (r.first_batch_s < 0) {
+        r.first_batch_s = std::chrono::duration<double>(steady::now() - t0).count();
+    }
+    r.images += t.size(0);
+}
+
+result run_ferry(const std::vector<fs::path>& paths, const options& o, bool tuned, bool reduced) {
+    result r;
+    const auto t0 = steady::now();
+    std::vector<std::size_t> order(paths.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto interp = o.interp;
+    auto read = [&](std::size_t i) { return std::pair{i, ferry::ops::read_file(paths[i])}; };
+    auto decode = [interp, reduced](const std::pair<std::size_t, ferry::bytes>& in) {
+        return transform(in.second, in.first, interp, reduced);
+    };
+    auto p = tuned ? ferry::from(order)
+                         .map(read, {.concurrency = o.read, .name = "read", .executor = ferry::io})
+                         .map(decode, {.concurrency = o.threads, .name = "decode"})
+                         .batch(batch_size)
+                         .map(ferry::ops::collate, {.name = "collate"})
+                         .build({.threads = o.threads})
+                   : ferry::from(order)
+                         .map(read, {.name = "read", .executor = ferry::io})
+                         .map(decode, {.name = "decode"})
+                         .batch(batch_size)
+                         .map(ferry::ops::collate, {.name = "collate"})
+                         .build();
+    for (const ferry::tensor& t : p) note_batch(r, t, t0);
+    r.seconds = std::chrono::duration<double>(steady::now() - t0).count();
+    return r;
+}
+
+result run_sequential(const std::vector<fs::path>& paths, const options& o) {
+    result r;
+    const auto t0 = steady::now();
+    std::vector<ferry::image> batch;
+    auto flush = [&] {
+        note_batch(r, ferry::ops::collate(std::move(batch)), t0);
+        batch = {};
+    };
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        batch.push_back(transform(ferry::ops::read_file(paths[i]), i, o.interp, false));
+        if (batch.size() == batch_size) flush();
+    }
+    if (!batch.empty()) flush();
+    r.seconds = std::chrono::duration<double>(steady::now() - t0).count();
+    return r;
+}
+
+result run_tbb(const std::vector<fs::path>& paths, const options& o) {
+    result r;
+    const auto t0 = steady::now();
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
+                              static_cast<std::size_t>(o.threads) + 1);
+    tbb::task_arena arena(o.threads, 1);
+    arena.execute([&] {
+        std::size_t next = 0;
+        std::vector<ferry::image> batch;
+        auto flush = [&] {
+            note_batch(r, ferry::ops::collate(std::move(batch)), t0);
+            batch = {};
+        };
+        tbb::parallel_pipeline(
+            static_cast<std::size_t>(4 * o.threads),
+            tbb::make_filter<void, std::size_t>(tbb::filter_mode::serial_in_order,
+                                                [&](tbb::flow_control& fc) -> std::size_t {
+                                                    if (next == paths.size()) {
+                                                        fc.stop();
+                                                        return 0;
+                                                    }
+                                                    return next++;
+                                                }) &
+                tbb::make_filter<std::size_t, ferry::image>(
+                    tbb::filter_mode::parallel,
+                    [&](std::size_t i) {
+                        return transform(ferry::ops::read_file(paths[i]), i, o.interp, false);
+                    }) &
+                tbb::make_filter<ferry::image, void>(tbb::filter_mode::serial_in_order,
+                                                     [&](ferry::image img) {
+                                                         batch.push_back(std::move(img));
+                                                         if (batch.size() == batch_size) flush();
+                                                     }));
+        if (!batch.empty()) flush();
+    });
+    r.seconds = std::chrono::duration<double>(steady::now() - t0).count();
+    return r;
+}
+
+/// User + system CPU seconds of this process so far.
+double cpu_seconds() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+[[noreturn]] void usage(int code) {
+    std::cerr << "usage: compare_runner --runner ferry|ferry-default|ferry-reduced|sequential|tbb "
+                 "--data DIR [--threads N] [--read N] [--interp bilinear|area]\n"
+                 "       compare_runner --generate DIR --images N\n";
+    std::exit(code);
+}
+
+options parse(int argc, char** argv) {
+    options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage(2);
+            return argv[++i];
+        };
+        if (a == "--runner") {
+            o.runner = value();
+        } else if (a == "--data") {
+            o.data = value();
+        } else if (a == "--threads") {
+            o.threads = std::max(1, std::atoi(value().c_str()));
+        } else if (a == "--read") {
+            o.read = std::max(1, std::atoi(value().c_str()));
+        } else if (a == "--interp") {
+            const std::string v = value();
+            if (v == "area") {
+                o.interp = ferry::interpolation::area;
+            } else if (v != "bilinear") {
+                usage(2);
+            }
+        } else if (a == "--generate") {
+            o.generate = value();
+        } else if (a == "--images") {
+            o.images = std::atoi(value().c_str());
+        } else {
+            usage(a == "--help" || a == "-h" ? 0 : 2);
+        }
+    }
+    return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const options o = parse(argc, argv);
+    if (!o.generate.empty()) {
+        const auto paths = ferry_perf::photo_set(o.generate, o.images);
+        std::printf("{\"generated\": %zu}\n", paths.size());
+        return 0;
+    }
+    if (o.runner.empty() || o.data.empty()) usage(2);
+    std::vector<fs::path> paths;
+    for (const auto& e : fs::directory_iterator(o.data)) {
+        if (e.path().extension() == ".jpg") paths.push_back(e.path());
+    }
+    std::sort(paths.begin(), paths.end());
+    if (paths.empty()) {
+        std::cerr << "compare_runner: no .jpg files in " << o.data << '\n';
+        return 2;
+    }
+    const double cpu0 = cpu_seconds();  // not counting listing the files
+    result r;
+    if (o.runner == "ferry") {
+        r = run_ferry(paths, o, true, false);
+    } else if (o.runner == "ferry-default") {
+        r = run_ferry(paths, o, false, false);
+    } else if (o.runner == "ferry-reduced") {
+        r = run_ferry(paths, o, true, true);
+    } else if (o.runner == "sequential") {
+        r = run_sequential(paths, o);
+    } else if (o.runner == "tbb") {
+        r = run_tbb(paths, o);
+    } else {
+        usage(2);
+    }
+    if (r.images != static_cast<long long>(paths.size())) {
+        std::cerr << "compare_runner: " << o.runner << " delivered " << r.images << " of "
+                  << paths.size() << " images\n";
+        return 1;
+    }
+    const int default_threads =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2);
+    const int reported_threads = o.runner == "sequential"      ? 1
+                                 : o.runner == "ferry-default" ? default_threads
+                                                               : o.threads;
+    const double cpu = cpu_seconds() - cpu0;
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    std::printf(
+        "{\"runner\": \"%s\", \"threads\": %d, \"images\": %lld, \"seconds\": %.4f, "
+        "\"first_batch_s\": %.4f, \"cpu_s\": %.3f, \"max_rss_kb\": %ld}\n",
+        o.runner.c_str(), reported_threads, r.images, r.seconds, r.first_batch_s, cpu,
+        ru.ru_maxrss);
+    return 0;
+}

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The benchmarks' image set: ImageNet-like JPEGs (500x375, quality 90, photo-like content),
+/// generated with OpenCV's imgcodecs, deterministic per index.
+#pragma once
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <random>
+#include <vector>
+
+namespace ferry_perf {
+
+/// One photo-like 500x375 picture: a smooth colour field, a few blurred shapes, fine texture and
+/// sensor-like noise, so JPEG has real entropy to code (flat colours would flatter the decoder).
+inline cv::Mat photo_like(std::mt19937& rng) {
+    constexpr int w = 500;
+    constexpr int h = 375;
+    std::uniform_real_distribution<float> u(0.0F, 1.0F);
+    cv::Mat img(h, w, CV_32FC3);
+    float fx[3], fy[3], ph[3], base[3];
+    for (int c = 0; c < 3; ++c) {
+        fx[c] = 1.0F + 5.0F * u(rng);
+        fy[c] = 1.0F + 5.0F * u(rng);
+        ph[c] = 6.28F * u(rng);
+        base[c] = 60.0F + 120.0F * u(rng);
+    }
+    for (int y = 0; y < h; ++y) {
+        auto* row = img.ptr<cv::Vec3f>(y);
+        for (int x = 0; x < w; ++x) {
+            for (int c = 0; c < 3; ++c) {
+                row[x][c] =
+                    base[c] + 50.0F * std::sin(fx[c] * static_cast<float>(x) / w * 6.28F +
+                                               fy[c] * static_cast<float>(y) / h * 6.28F + ph[c]);
+            }
+        }
+    }
+    for (int k = 0; k < 12; ++k) {
+        const cv::Point centre(static_cast<int>(u(rng) * w), static_cast<int>(u(rng) * h));
+        const cv::Size axes(10 + static_cast<int>(u(rng) * 120),
+                            10 + static_cast<int>(u(rng) * 90));
+        const cv::Scalar colour(255 * u(rng), 255 * u(rng), 255 * u(rng));
+        cv::ellipse(img, centre, axes, 360 * u(rng), 0, 360, colour, -1, cv::LINE_AA);
+    }
+    cv::GaussianBlur(img, img, cv::Size(0, 0), 2.0);
+    cv::Mat noise(h, w, CV_32FC3);
+    cv::randn(noise, 0.0, 6.0);
+    img += noise;
+    cv::Mat out;
+    img.convertTo(out, CV_8UC3);
+    return out;
+}
+
+/// `count` photo-like 500x375 JPEGs (quality 90) named img00000.jpg, ... in `dir`, made once:
+/// files already there are reused (the content is a function of the index alone).
+inline std::vector<std::filesystem::path> photo_set(const std::filesystem::path& dir, int count) {
+    namespace fs = std::filesystem;
+    fs::create_directories(dir);
+    std::vector<fs::path> paths;
+    int made = 0;
+    for (int i = 0; i < count; ++i) {
+        char name[32];
+        std::snprintf(name, sizeof name, "img%05d.jpg", i);
+        fs::path p = dir / name;
+        if (!fs::exists(p)) {
+            std::mt19937 rng(static_cast<unsigned>(i) * 7919U + 17U);
+            std::vector<unsigned char> buf;
+            cv::imencode(".jpg", photo_like(rng), buf, {cv::IMWRITE_JPEG_QUALITY, 90});
+            std::ofstream(p, std::ios::binary)
+                .write(reinterpret_cast<const char*>(buf.data()),
+                       static_cast<std::streamsize>(buf.size()));
+            ++made;
+        }
+        paths.push_back(std::move(p));
+    }
+    if (made > 0) std::cerr << "generated " << made << " JPEGs in " << dir << '\n';
+    return paths;
+}
+
+}  // namespace ferry_perf
