@@ -19,14 +19,14 @@
 ///  * `tbb`            a hand-written tbb::parallel_pipeline (serial source, parallel
 ///                     read+decode+crop+flip, serial batch+collate) in a task_arena(threads)
 ///
-/// `--interp area` makes the crop's resize antialias (OpenCV's INTER_AREA), like Pillow's, for the
+/// `--interp antialias` (or `area`) makes the crop's resize antialias, as Pillow's does, for the
 /// like-for-like comparison with torchvision; the default is bilinear without antialiasing.
 ///
 /// Prints one JSON object: runner, threads, images, seconds, first_batch_s (from building the
 /// loader to the first batch), cpu_s (user + system of this process while loading), max_rss_kb.
 ///
-///   compare_runner --runner ferry --data DIR [--threads 2] [--read 2] [--interp bilinear|area]
-///   compare_runner --generate DIR --images N
+///   compare_runner --runner ferry --data DIR [--threads 2] [--read 2] [--interp
+///   bilinear|area|antialias] compare_runner --generate DIR --images N
 
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_pipeline.h>
@@ -213,7 +213,7 @@ double cpu_seconds() {
 
 [[noreturn]] void usage(int code) {
     std::cerr << "usage: compare_runner --runner ferry|ferry-default|ferry-reduced|sequential|tbb "
-                 "--data DIR [--threads N] [--read N] [--interp bilinear|area]\n"
+                 "--data DIR [--threads N] [--read N] [--interp bilinear|area|antialias]\n"
                  "       compare_runner --generate DIR --images N\n";
     std::exit(code);
 }
@@ -238,6 +238,8 @@ options parse(int argc, char** argv) {
             const std::string v = value();
             if (v == "area") {
                 o.interp = ferry::interpolation::area;
+            } else if (v == "antialias") {
+                o.interp = ferry::interpolation::antialias;
             } else if (v != "bilinear") {
                 usage(2);
             }

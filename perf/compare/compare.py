@@ -8,7 +8,8 @@ over a generated ImageNet-like JPEG set (500x375, quality 90, photo-like content
   ferry          tuned for the machine (threads = cores, decode concurrency = threads)
   ferry-default  every option at its default
   ferry-reduced  ferry, decoding each JPEG at the smallest DCT scale that covers its crop
-  ferry-area     ferry with an antialiasing resize (INTER_AREA), like Pillow's: the like-for-like row
+  ferry-area     ferry with an antialiasing resize (interpolation::antialias), like Pillow's: the
+                 like-for-like row
   sequential     a plain C++ loop making the same calls
   tbb            a hand-written tbb::parallel_pipeline making the same calls
   torch          PyTorch's DataLoader (Debian's python3-torch / torchvision / Pillow), num_workers
@@ -119,8 +120,8 @@ def main():
         configs.append(("ferry", "ferry", t, cpp("ferry", t)))
         configs.append(("tbb::parallel_pipeline", "tbb", t, cpp("tbb", t)))
     configs.append(("ferry, reduced-scale decode", "ferry-reduced", top, cpp("ferry-reduced", top)))
-    configs.append(("ferry, antialiasing resize (area)", "ferry-area", top,
-                    cpp("ferry", top, ["--interp", "area"])))
+    configs.append(("ferry, antialiasing resize", "ferry-area", top,
+                    cpp("ferry", top, ["--interp", "antialias"])))
     configs.append(("ferry, all defaults", "ferry-default", 0, cpp("ferry-default", top)))
     configs.append(("sequential loop", "sequential", 1, cpp("sequential", 1)))
     if not args.no_torch:
