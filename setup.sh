@@ -34,6 +34,8 @@ readonly packages=(
     libtbb-dev libboost-test-dev librange-v3-dev libdlpack-dev
     libturbojpeg0-dev libpng-dev libwebp-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
     zlib1g-dev libcli11-dev dataset-fashion-mnist
+    libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
+    ffmpeg
     clang libclang-rt-14-dev
 )
 

@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Video and audio on FFmpeg: `ferry::packets`, `ferry::video_clip`, `ferry::audio` and the ops
+/// `demux_video`, `decode_video`, `load_video`, `decode_audio`. Link `ferry::video`; no FFmpeg
+/// header is included here.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ferry/bytes.hpp"
+#include "ferry/tensor.hpp"
+
+namespace ferry {
+
+/// Channel layout of decoded video frames. (Its own type rather than `ferry::pixel_format`, so
+/// that `ferry::video` does not depend on `ferry::image`.)
+enum class frame_format : std::uint8_t {
+    rgb,   ///< 3 channels, red first (the default)
+    bgr,   ///< 3 channels, blue first (OpenCV's order)
+    gray,  ///< 1 channel (luma)
+};
+
+/// Channels of `f` (3, 3, 1).
+[[nodiscard]] int channels_of(frame_format f) noexcept;
+/// The name of `f`, e.g. `"rgb"`.
+[[nodiscard]] const char* to_string(frame_format f) noexcept;
+
+/// A width and a height in pixels for video frames; `{0, 0}` means "as stored".
+struct frame_size {
+    int width = 0;
+    int height = 0;
+    friend bool operator==(const frame_size&, const frame_size&) = default;
+};
+
+/// swscale's resampling filters.
+enum class scale_filter : std::uint8_t { nearest, bilinear, bicubic, area, lanczos };
+
+/// Which frames `decode_video` returns. Frame indices count the frames of the demuxed window in
+/// presentation order (0 = the first frame at or after `demux_options::start`; without a window,
+/// the stream's own frame numbers).
+/// \code
+///   frame_selection::all()                  // every frame
+///   frame_selection::indices({0, 10, 20})   // these frames, in this order
+///   frame_selection::uniform(8)             // 8 frames spread over the clip, first and last
+///   frame_selection::clip(8, 4)             // frames 0, 4, 8, ..., 28 of the window
+/// \endcode
+class frame_selection {
+  public:
+    enum class kind : std::uint8_t { all, indices, uniform, clip };
+
+    /// Every frame of the window.
+    [[nodiscard]] static frame_selection all() { return {}; }
+    /// The given frames, in the given order (repeats allowed).
+    [[nodiscard]] static frame_selection indices(std::vector<std::int64_t> frames);
+    /// `count` frames at `round(i * (T - 1) / (count - 1))` for a window of `T` frames (like
+    /// `np.linspace(0, T - 1, count).round()`); frames repeat when `count > T`.
+    [[nodiscard]] static frame_selection uniform(int count);
+    /// `count` frames `stride` apart from the window's first frame. With `load_video` and
+    /// `.start = t` this is "N frames at stride S starting at t": only the packets from the
+    /// keyframe before `t` to the last frame needed are read and decoded.
+    [[nodiscard]] static frame_selection clip(int count, int stride = 1);
+
+    [[nodiscard]] kind mode() const noexcept { return kind_; }
+    [[nodiscard]] const std::vector<std::int64_t>& frames() const noexcept { return frames_; }
+    [[nodiscard]] int count() const noexcept { return count_; }
+    [[nodiscard]] int stride() const noexcept { return stride_; }
+    /// The frames needed from the window's start (0 = all): what `load_video` tells the demuxer
+    /// so that it can stop reading early.
+    [[nodiscard]] std::int64_t frames_needed() const noexcept;
+
+  private:
+    kind kind_ = kind::all;
+    std::vector<std::int64_t> frames_;
+    int count_ = 0;
+    int stride_ = 1;
+};
+
+/// How `demux_video` reads a container.
+struct demux_options {
+    /// The stream to read (an index into the container's streams); -1: FFmpeg's best video
+    /// stream.
+    int stream = -1;
+    /// Window start in seconds (stream timestamps): the demuxer seeks to the keyframe at or
+    /// before it; frames before it are decoded if needed but never returned.
+    double start = 0.0;
+    /// Window end in seconds (exclusive); none: to the end of the stream.
+    std::optional<double> end{};
+    /// Stop reading once this many frames at or after `start` are certain (0: no limit).
+    /// `load_video` sets it from the frame selection.
+    std::int64_t max_frames = 0;
+    /// A read that delivers no data for this long fails with `ferry::io_error` (a stalled pipe
+    /// or FIFO; FFmpeg's own loops are interrupted through an `AVIOInterruptCB`).
+    std::chrono::milliseconds timeout{10'000};
+    /// Streams whose header declares more pixels per frame than this are refused.
+    std::uint64_t max_pixels = 64'000'000;
+};
+
+/// How `decode_video` decodes.
+struct video_decode_options {
+    frame_selection select = frame_selection::all();
+    /// Channels wanted.
+    frame_format format = frame_format::rgb;
+    /// When set, frames are scaled to exactly this size by swscale inside the decode step,
+    /// straight into the clip's buffer (no full-size intermediate copy).
+    frame_size resize{};
+    scale_filter filter = scale_filter::bilinear;
+    /// Decoder threads (FFmpeg's frame + slice threading). 1 by default: in a pipeline the
+    /// parallelism comes from the decode stage's concurrency.
+    int threads = 1;
+    /// Frames larger than this (as decoded) are refused.
+    std::uint64_t max_pixels = 64'000'000;
+    /// The decoded clip may not exceed this many bytes (T x H x W x C); more is refused before
+    /// allocating.
+    std::uint64_t max_bytes = 4ULL << 30;
+};
+
+/// `load_video`'s options: the demux and the decode options in one.
+struct video_options {
+    frame_selection select = frame_selection::all();
+    frame_format format = frame_format::rgb;
+    frame_size resize{};
+    scale_filter filter = scale_filter::bilinear;
+    int threads = 1;
+    int stream = -1;
+    double start = 0.0;
+    std::optional<double> end{};
+    std::chrono::milliseconds timeout{10'000};
+    std::uint64_t max_pixels = 64'000'000;
+    std::uint64_t max_bytes = 4ULL << 30;
+};
+
+namespace detail {
+struct packets_state;
+}
+
+/// The compressed packets of one video stream (a window of it) and what decoding them needs.
+/// Copies share the (immutable) packets; moves are free. Made by `demux_video`.
+class packets {
+  public:
+    packets() = default;
+    explicit packets(std::shared_ptr<const detail::packets_state> state) noexcept
+        : state_(std::move(state)) {}
+
+    [[nodiscard]] bool empty() const noexcept;
+    /// Packets held (from the keyframe before the window's start).
+    [[nodiscard]] std::size_t size() const noexcept;
+    /// Compressed bytes held.
+    [[nodiscard]] std::size_t bytes() const noexcept;
+    /// Frames in the window (packets whose presentation time is in it).
+    [[nodiscard]] std::int64_t frames() const noexcept;
+    /// The stream's index in its container.
+    [[nodiscard]] int stream() const noexcept;
+    /// The codec's short name, e.g. `"h264"`, `"vp9"`, `"mpeg4"`.
+    [[nodiscard]] std::string codec() const;
+    /// Frame size as the stream declares it.
+    [[nodiscard]] int width() const noexcept;
+    [[nodiscard]] int height() const noexcept;
+    /// Average frame rate (0 when unknown).
+    [[nodiscard]] double frame_rate() const noexcept;
+    /// What the packets came from: the path, or `"<memory>"`; used in error messages.
+    [[nodiscard]] const std::string& source() const noexcept;
+
+    [[nodiscard]] const detail::packets_state* state() const noexcept { return state_.get(); }
+
+  private:
+    std::shared_ptr<const detail::packets_state> state_;
+};
+
+/// Decoded video frames: uint8, `frames() x height() x width() x channels()`, contiguous and
+/// packed (THWC). Owns its pixels: copies copy them, moves are free.
+class video_clip {
+  public:
+    video_clip() = default;
+    /// A clip with uninitialised pixels. Throws `ferry::invalid_argument` on a non-positive size.
+    video_clip(int frames, int width, int height, frame_format format = frame_format::rgb);
+
+    video_clip(const video_clip& other);
+    video_clip& operator=(const video_clip& other);
+    video_clip(video_clip&& other) noexcept;
+    video_clip& operator=(video_clip&& other) noexcept;
+    ~video_clip() = default;
+
+    [[nodiscard]] int frames() const noexcept { return frames_; }
+    [[nodiscard]] int height() const noexcept { return height_; }
+    [[nodiscard]] int width() const noexcept { return width_; }
+    [[nodiscard]] int channels() const noexcept { return channels_of(format_); }
+    [[nodiscard]] frame_format format() const noexcept { return format_; }
+    [[nodiscard]] bool empty() const noexcept { return buf_.data == nullptr; }
+    /// Bytes of one frame: `height() * width() * channels()`.
+    [[nodiscard]] std::size_t frame_bytes() const noexcept {
+        return static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_) *
+               static_cast<std::size_t>(channels());
+    }
+    /// All pixels: `frames() * frame_bytes()` contiguous bytes.
+    [[nodiscard]] std::span<const std::uint8_t> data() const noexcept {
+        return {reinterpret_cast<const std::uint8_t*>(buf_.data), buf_.size};
+    }
+    [[nodiscard]] std::span<std::uint8_t> data() noexcept {
+        return {reinterpret_cast<std::uint8_t*>(buf_.data), buf_.size};
+    }
+    /// Frame `t`'s pixels (H x W x C).
+    [[nodiscard]] std::span<const std::uint8_t> frame(int t) const noexcept {
+        return data().subspan(static_cast<std::size_t>(t) * frame_bytes(), frame_bytes());
+    }
+    [[nodiscard]] std::span<std::uint8_t> frame(int t) noexcept {
+        return data().subspan(static_cast<std::size_t>(t) * frame_bytes(), frame_bytes());
+    }
+    /// One sample (unchecked).
+    [[nodiscard]] std::uint8_t at(int t, int x, int y, int c) const noexcept {
+        return frame(t)[(static_cast<std::size_t>(y) * static_cast<std::size_t>(width_) +
+                         static_cast<std::size_t>(x)) *
+                            static_cast<std::size_t>(channels()) +
+                        static_cast<std::size_t>(c)];
+    }
+
+    /// For each frame held, its index in the demuxed window (see `frame_selection`).
+    [[nodiscard]] const std::vector<std::int64_t>& indices() const noexcept { return indices_; }
+    /// For each frame held, its presentation time in seconds.
+    [[nodiscard]] const std::vector<double>& timestamps() const noexcept { return timestamps_; }
+    /// The stream's average frame rate (0 when unknown).
+    [[nodiscard]] double frame_rate() const noexcept { return frame_rate_; }
+
+    /// A `u8` tensor `[frames, height, width, channels]`: no copy from an rvalue, one from an
+    /// lvalue.
+    [[nodiscard]] tensor to_tensor() &&;
+    [[nodiscard]] tensor to_tensor() const&;
+
+    /// Gives up the pixel storage; leaves the clip empty.
+    [[nodiscard]] buffer release() noexcept;
+
+    /// Set by the decoder: frame indices, timestamps and rate.
+    void set_frame_info(std::vector<std::int64_t> indices, std::vector<double> timestamps,
+                        double frame_rate);
+
+  private:
+    buffer buf_{};
+    int frames_ = 0;
+    int width_ = 0;
+    int height_ = 0;
+    frame_format format_ = frame_format::rgb;
+    std::vector<std::int64_t> indices_;
+    std::vector<double> timestamps_;
+    double frame_rate_ = 0.0;
+};
+
+/// Decoded audio: float32 samples, `channels() x samples()`, channel-major (all of channel 0,
+/// then all of channel 1, ...). Owns its samples: copies copy them, moves are free.
+class audio {
+  public:
+    audio() = default;
+    /// Uninitialised samples. Throws `ferry::invalid_argument` on non-positive channels or rate,
+    /// or negative samples.
+    audio(int channels, std::int64_t samples, int sample_rate);
+
+    audio(const audio& other);
+    audio& operator=(const audio& other);
+    audio(audio&& other) noexcept;
+    audio& operator=(audio&& other) noexcept;
+    ~audio() = default;
+
+    [[nodiscard]] int channels() const noexcept { return channels_; }
+    /// Samples per channel.
+    [[nodiscard]] std::int64_t samples() const noexcept { return samples_; }
+    [[nodiscard]] int sample_rate() const noexcept { return sample_rate_; }
+    /// Length in seconds.
+    [[nodiscard]] double duration() const noexcept {
+        return sample_rate_ > 0 ? static_cast<double>(samples_) / sample_rate_ : 0.0;
+    }
+    [[nodiscard]] bool empty() const noexcept { return buf_.data == nullptr; }
+    /// All samples, channel-major: `channels() * samples()` floats.
+    [[nodiscard]] std::span<const float> data() const noexcept {
+        return {reinterpret_cast<const float*>(buf_.data), buf_.size / sizeof(float)};
+    }
+    [[nodiscard]] std::span<float> data() noexcept {
+        return {reinterpret_cast<float*>(buf_.data), buf_.size / sizeof(float)};
+    }
+    /// Channel `c`'s samples.
+    [[nodiscard]] std::span<const float> channel(int c) const noexcept {
+        return data().subspan(static_cast<std::size_t>(c) * static_cast<std::size_t>(samples_),
+                              static_cast<std::size_t>(samples_));
+    }
+    [[nodiscard]] std::span<float> channel(int c) noexcept {
+        return data().subspan(static_cast<std::size_t>(c) * static_cast<std::size_t>(samples_),
+                              static_cast<std::size_t>(samples_));
+    }
+
+    /// An `f32` tensor `[channels, samples]`: no copy from an rvalue, one from an lvalue.
+    [[nodiscard]] tensor to_tensor() &&;
+    [[nodiscard]] tensor to_tensor() const&;
+
+    /// Gives up the sample storage; leaves the audio empty.
+    [[nodiscard]] buffer release() noexcept;
+
+  private:
+    buffer buf_{};
+    int channels_ = 0;
+    std::int64_t samples_ = 0;
+    int sample_rate_ = 0;
+};
+
+/// How `decode_audio` decodes.
+struct audio_options {
+    /// Output rate in Hz; 0 keeps the stream's.
+    int sample_rate = 0;
+    /// Output channels; 0 keeps the stream's. Down- and up-mixing use FFmpeg's default layouts
+    /// (1 mono, 2 stereo, ...).
+    int channels = 0;
+    /// The stream to read; -1: FFmpeg's best audio stream.
+    int stream = -1;
+    /// Window in seconds: `[start, end)`; none: the whole stream.
+    double start = 0.0;
+    std::optional<double> end{};
+    /// As `demux_options::timeout`.
+    std::chrono::milliseconds timeout{10'000};
+    /// More output samples (per channel) than this are refused (default: 1 hour at 48 kHz).
+    std::int64_t max_samples = 48'000LL * 3600;
+};
+
+/// Routes FFmpeg's log output. ferry silences FFmpeg by default (its own callback keeps the last
+/// error line of each thread and puts it into error messages); `true` also prints FFmpeg's
+/// warnings and errors to stderr. FFmpeg's log callback is process-wide: this affects any
+/// other FFmpeg user in the process.
+void set_ffmpeg_logging(bool enabled);
+
+namespace ops {
+namespace detail {
+struct demux_video_fn {
+    packets operator()(const std::filesystem::path& path, const demux_options& options = {}) const;
+    packets operator()(std::span<const std::byte> data, const demux_options& options = {}) const;
+};
+struct decode_video_fn {
+    video_clip operator()(const packets& pkts, const video_decode_options& options = {}) const;
+};
+struct load_video_fn {
+    video_clip operator()(const std::filesystem::path& path,
+                          const video_options& options = {}) const;
+    video_clip operator()(std::span<const std::byte> data, const video_options& options = {}) const;
+};
+struct decode_audio_fn {
+    audio operator()(const std::filesystem::path& path, const audio_options& options = {}) const;
+    audio operator()(std::span<const std::byte> data, const audio_options& options = {}) const;
+};
+}  // namespace detail
+
+/// Reads one video stream's packets from a file (read by ferry's own AVIOContext: regular files,
+/// pipes and FIFOs; no URLs) or from bytes in memory, within a time window. No decoding, so a
+/// pipeline can give demuxing and decoding different concurrencies. Throws `ferry::io_error`
+/// (missing file, stalled read) and `ferry::decode_error` (empty, not a container, corrupt, no
+/// video stream, over `max_pixels`) with FFmpeg's reason.
+/// \code
+///   auto pkts = ferry::ops::demux_video("clip.mp4", {.start = 2.0, .end = 4.0});
+///   auto clip = ferry::ops::decode_video(pkts, {.resize = {224, 224}});
+/// \endcode
+inline constexpr detail::demux_video_fn demux_video{};
+
+/// Decodes the selected frames of `pkts` into one contiguous uint8 clip, scaling and converting
+/// each frame with swscale straight into the clip's buffer. Sparse selections jump from keyframe
+/// to keyframe instead of decoding everything in between. Throws `ferry::decode_error` when a
+/// selected frame cannot be decoded (with FFmpeg's reason) and `ferry::invalid_argument` for a
+/// selection beyond the window's frames.
+inline constexpr detail::decode_video_fn decode_video{};
+
+/// `demux_video` then `decode_video` in one call; the demuxer stops as soon as the selection's
+/// last frame is read.
+/// \code
+///   auto clip = ferry::ops::load_video(bytes, {.select = ferry::frame_selection::clip(8, 4),
+///                                              .resize = {112, 112}, .start = 3.5});
+/// \endcode
+inline constexpr detail::load_video_fn load_video{};
+
+/// Decodes an audio stream to float32, channel-major, resampled (swresample) to the requested
+/// rate and channel count, optionally within `[start, end)`. Errors as `demux_video`.
+inline constexpr detail::decode_audio_fn decode_audio{};
+
+}  // namespace ops
+}  // namespace ferry

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// `decode_audio`: an audio stream decoded with libavcodec and resampled by libswresample to
+/// float32 planar at the requested rate and channel count, within an optional window; and the
+/// `ferry::audio` value type.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "ffmpeg.hpp"
+
+namespace ferry {
+
+// --- audio ---------------------------------------------------------------------------------------
+
+audio::audio(int channels, std::int64_t samples, int sample_rate)
+    : channels_(channels), samples_(samples), sample_rate_(sample_rate) {
+    if (channels <= 0 || sample_rate <= 0 || samples < 0) {
+        throw invalid_argument("audio: " + std::to_string(channels) + " channels of " +
+                               std::to_string(samples) + " samples at " +
+                               std::to_string(sample_rate) + " Hz is not a valid size");
+    }
+    std::size_t bytes = 0;
+    if (__builtin_mul_overflow(static_cast<std::size_t>(channels) * sizeof(float),
+                               static_cast<std::size_t>(samples), &bytes)) {
+        throw invalid_argument("audio: size overflows");
+    }
+    buf_ = allocate_host(bytes);
+}
+
+audio::audio(const audio& other)
+    : channels_(other.channels_), samples_(other.samples_), sample_rate_(other.sample_rate_) {
+    if (!other.empty()) {
+        buf_ = allocate_host(other.buf_.size);
+        std::memcpy(buf_.data, other.buf_.data, other.buf_.size);
+    }
+}
+
+audio& audio::operator=(const audio& other) {
+    if (this != &other) *this = audio(other);
+    return *this;
+}
+
+audio::audio(audio&& other) noexcept
+    : buf_(std::exchange(other.buf_, {})),
+      channels_(std::exchange(other.channels_, 0)),
+      samples_(std::exchange(other.samples_, 0)),
+      sample_rate_(std::exchange(other.sample_rate_, 0)) {}
+
+audio& audio::operator=(audio&& other) noexcept {
+    buf_ = std::exchange(other.buf_, {});
+    channels_ = std::exchange(other.channels_, 0);
+    samples_ = std::exchange(other.samples_, 0);
+    sample_rate_ = std::exchange(other.sample_rate_, 0);
+    return *this;
+}
+
+buffer audio::release() noexcept {
+    channels_ = 0;
+    samples_ = 0;
+    return std::exchange(buf_, {});
+}
+
+tensor audio::to_tensor() && {
+    if (empty()) throw invalid_argument("audio::to_tensor: the audio is empty");
+    std::vector<std::int64_t> shape{channels_, samples_};
+    return tensor(release(), dtype::f32, std::move(shape));
+}
+
+tensor audio::to_tensor() const& {
+    return audio(*this).to_tensor();
+}
+
+// --- decode_audio --------------------------------------------------------------------------------
+
+namespace ops {
+namespace {
+
+constexpr const char* op = "decode_audio";
+
+struct layout_owner {
+    AVChannelLayout layout{};
+    layout_owner() = default;
+    layout_owner(const layout_owner&) = delete;
+    layout_owner& operator=(const layout_owner&) = delete;
+    ~layout_owner() { av_channel_layout_uninit(&layout); }
+};
+
+class audio_decoder {
+  public:
+    audio_decoder(av::input in, const audio_options& opt) : in_(std::move(in)), opt_(opt) {}
+
+    audio run() {
+        if (opt_.end && *opt_.end <= opt_.start) {
+            throw invalid_argument(std::string(op) + ": end " + std::to_string(*opt_.end) +
+                                   " s is not after start " + std::to_string(opt_.start) + " s");
+        }
+        if (opt_.sample_rate < 0 || opt_.channels < 0) {
+            throw invalid_argument(std::string(op) + ": sample_rate " +
+                                   std::to_string(opt_.sample_rate) + " and channels " +
+                                   std::to_string(opt_.channels) + " must be >= 0");
+        }
+        open_stream();
+        if (opt_.start > 0.0) {
+            const AVRational tb = in_.format->streams[index_]->time_base;
+            const auto ts = static_cast<std::int64_t>(std::floor(opt_.start / av_q2d(tb)));
+            av_seek_frame(in_.format.get(), index_, ts, AVSEEK_FLAG_BACKWARD);
+            av::take_log_line();
+        }
+        read_all();
+        return finish();
+    }
+
+  private:
+    void open_stream() {
+        AVFormatContext* fmt = in_.format.get();
+        index_ = opt_.stream;
+        if (index_ >= 0) {
+            if (index_ >= static_cast<int>(fmt->nb_streams)) {
+                throw invalid_argument(std::string(op) + ": " + in_.name + ": stream " +
+                                       std::to_string(index_) + " does not exist");
+            }
+            if (fmt->streams[index_]->codecpar->codec_type != AVMEDIA_TYPE_AUDIO) {
+                throw decode_error(std::string(op) + ": " + in_.name + ": stream " +
+                                   std::to_string(index_) + " is not an audio stream");
+            }
+        } else {
+            index_ = av_find_best_stream(fmt, AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
+            if (index_ < 0) in_.fail(op, "no audio stream", index_);
+        }
+        for (unsigned i = 0; i < fmt->nb_streams; ++i) {
+            if (static_cast<int>(i) != index_) fmt->streams[i]->discard = AVDISCARD_ALL;
+        }
+        const AVStream* st = fmt->streams[index_];
+        const AVCodec* codec = avcodec_find_decoder(st->codecpar->codec_id);
+        if (codec == nullptr) {
+            throw decode_error(std::string(op) + ": " + in_.name + ": no decoder for codec " +
+                               avcodec_get_name(st->codecpar->codec_id));
+        }
+        ctx_.reset(avcodec_alloc_context3(codec));
+        if (!ctx_) throw std::bad_alloc();
+        if (const int ret = avcodec_parameters_to_context(ctx_.get(), st->codecpar); ret < 0) {
+            av::throw_decode(op, in_.name, "bad codec parameters", ret);
+        }
+        ctx_->pkt_timebase = st->time_base;
+        ctx_->thread_count = 1;
+        if (const int ret = avcodec_open2(ctx_.get(), codec, nullptr); ret < 0) {
+            av::throw_decode(op, in_.name,
+                             std::string("cannot open the ") + codec->name + " decoder", ret);
+        }
+        time_base_ = st->time_base;
+        out_rate_ = opt_.sample_rate > 0 ? opt_.sample_rate : ctx_->sample_rate;
+        out_channels_ = opt_.channels > 0 ? opt_.channels : ctx_->ch_layout.nb_channels;
+        if (out_rate_ <= 0 || out_channels_ <= 0) {
+            av::throw_decode(op, in_.name,
+                             "the stream declares " + std::to_string(ctx_->sample_rate) +
+                                 " Hz and " + std::to_string(ctx_->ch_layout.nb_channels) +
+                                 " channels",
+                             0);
+        }
+        av_channel_layout_default(&out_layout_.layout, out_channels_);
+        start_pos_ = opt_.start > 0.0 ? std::llround(opt_.start * out_rate_) : 0;
+        end_pos_ = opt_.end ? std::llround(*opt_.end * out_rate_)
+                            : std::numeric_limits<std::int64_t>::max();
+        frame_ = av::make_frame();
+        out_.resize(static_cast<std::size_t>(out_channels_));
+    }
+
+    void read_all() {
+        auto pkt = av::make_packet();
+        for (;;) {
+            if (done()) return;
+            const int ret = av_read_frame(in_.format.get(), pkt.get());
+            if (ret == AVERROR_EOF) break;
+            if (ret < 0) in_.fail(op, "reading a packet", ret);
+            if (pkt->stream_index == index_) send(pkt.get());
+            av_packet_unref(pkt.get());
+        }
+        send(nullptr);
+        // What the resampler still holds.
+        if (swr_ && !done()) convert(nullptr, 0);
+    }
+
+    [[nodiscard]] bool done() const { return base_known_ && base_ + total() >= end_pos_; }
+    [[nodiscard]] std::int64_t total() const {
+        return static_cast<std::int64_t>(out_.front().size());
+    }
+
+    void send(const AVPacket* pkt) {
+        for (;;) {
+            const int ret = avcodec_send_packet(ctx_.get(), pkt);
+            if (ret == AVERROR(EAGAIN)) {
+                receive();
+                continue;
+            }
+            if (ret < 0 && ret != AVERROR_EOF) note(ret);  // damaged packet: skip it
+            break;
+        }
+        receive();
+    }
+
+    void receive() {
+        for (;;) {
+            const int ret = avcodec_receive_frame(ctx_.get(), frame_.get());
+            if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF) return;
+            if (ret < 0) {
+                note(ret);
+                return;
+            }
+            take(frame_.get());
+            av_frame_unref(frame_.get());
+        }
+    }
+
+    void note(int code) {
+        last_error_ = code;
+        if (std::string line = av::take_log_line(); !line.empty()) last_log_ = std::move(line);
+    }
+
+    void take(const AVFrame* f) {
+        if (done() || f->nb_samples <= 0) return;
+        if (!swr_) {
+            SwrContext* swr = nullptr;
+            int ret = swr_alloc_set_opts2(
+                &swr, &out_layout_.layout, AV_SAMPLE_FMT_FLTP, out_rate_,
+                const_cast<AVChannelLayout*>(&f->ch_layout),  // not modified (5.1 lacks const)
+                static_cast<AVSampleFormat>(f->format), f->sample_rate, 0, nullptr);
+            swr_.reset(swr);
+            if (ret >= 0) ret = swr_init(swr_.get());
+            if (ret < 0) {
+                av::throw_decode(op, in_.name,
+                                 "cannot resample " + std::to_string(f->ch_layout.nb_channels) +
+                                     " channels at " + std::to_string(f->sample_rate) + " Hz to " +
+                                     std::to_string(out_channels_) + " at " +
+                                     std::to_string(out_rate_) + " Hz",
+                                 ret);
+            }
+            in_rate_ = f->sample_rate;
+            in_channels_ = f->ch_layout.nb_channels;
+            in_format_ = f->format;
+        } else if (f->sample_rate != in_rate_ || f->ch_layout.nb_channels != in_channels_ ||
+                   f->format != in_format_) {
+            av::throw_decode(op, in_.name, "the audio format changes mid-stream", 0);
+        }
+        if (!base_known_) {
+            // Where the first decoded sample sits on the output's time line.
+            const std::int64_t pts =
+                f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
+            base_ =
+                pts != AV_NOPTS_VALUE ? std::llround(av::seconds(pts, time_base_) * out_rate_) : 0;
+            base_known_ = true;
+        }
+        convert(const_cast<const std::uint8_t**>(f->extended_data), f->nb_samples);
+    }
+
+    void convert(const std::uint8_t** in, int samples) {
+        const int room = swr_get_out_samples(swr_.get(), samples);
+        if (room < 0) av::throw_decode(op, in_.name, "swresample failed", room);
+        const std::size_t at = out_.front().size();
+        std::vector<std::uint8_t*> dst(out_.size());
+        for (std::size_t c = 0; c < out_.size(); ++c) {
+            out_[c].resize(at + static_cast<std::size_t>(room));
+            dst[c] = reinterpret_cast<std::uint8_t*>(out_[c].data() + at);
+        }
+        const int got = swr_convert(swr_.get(), dst.data(), room, in, samples);
+        if (got < 0) av::throw_decode(op, in_.name, "swresample failed", got);
+        for (auto& ch : out_) ch.resize(at + static_cast<std::size_t>(got));
+        // Samples before the window's start are dropped as they come, so memory stays bounded
+        // by the window even where the demuxer had to read from the beginning.
+        if (opt_.start > 0.0 && start_pos_ > base_) {
+            const std::int64_t drop = std::min(start_pos_ - base_, total());
+            for (auto& ch : out_) ch.erase(ch.begin(), ch.begin() + drop);
+            base_ += drop;
+        }
+        const std::int64_t kept = opt_.end ? std::min(total(), end_pos_ - base_) : total();
+        if (opt_.max_samples > 0 && kept > opt_.max_samples) {
+            throw decode_error(std::string(op) + ": " + in_.name + ": more than " +
+                               std::to_string(opt_.max_samples) +
+                               " samples per channel (audio_options::max_samples)");
+        }
+    }
+
+    audio finish() {
+        if (!base_known_) {
+            std::string what = "no audio could be decoded";
+            if (last_error_ != 0) what += ": " + av::error_text(last_error_);
+            if (!last_log_.empty()) what += " (FFmpeg: " + last_log_ + ")";
+            throw decode_error(std::string(op) + ": " + in_.name + ": " + what);
+        }
+        const std::int64_t n = total();
+        const std::int64_t from = std::clamp<std::int64_t>(start_pos_ - base_, 0, n);
+        const std::int64_t to = opt_.end ? std::clamp<std::int64_t>(end_pos_ - base_, from, n) : n;
+        if (opt_.start > 0.0 && to == from) {
+            av::throw_decode(
+                op, in_.name,
+                "no audio in the window starting at " + std::to_string(opt_.start) + " s", 0);
+        }
+        audio out(out_channels_, to - from, out_rate_);
+        for (int c = 0; c < out_channels_; ++c) {
+            const auto& ch = out_[static_cast<std::size_t>(c)];
+            std::copy(ch.begin() + from, ch.begin() + to, out.channel(c).begin());
+        }
+        return out;
+    }
+
+    av::input in_;
+    const audio_options& opt_;
+    int index_ = -1;
+    av::codec_ptr ctx_;
+    av::frame_ptr frame_;
+    av::swr_ptr swr_;
+    layout_owner out_layout_;
+    AVRational time_base_{0, 1};
+    int out_rate_ = 0;
+    int out_channels_ = 0;
+    int in_rate_ = 0;
+    int in_channels_ = 0;
+    int in_format_ = -1;
+    std::int64_t start_pos_ = 0;
+    std::int64_t end_pos_ = 0;
+    std::int64_t base_ = 0;
+    bool base_known_ = false;
+    std::vector<std::vector<float>> out_;
+    int last_error_ = 0;
+    std::string last_log_;
+};
+
+}  // namespace
+
+namespace detail {
+
+audio decode_audio_fn::operator()(const std::filesystem::path& path,
+                                  const audio_options& options) const {
+    return audio_decoder(
+               av::open_input(av::open_file(path, options.timeout, op), path.string(), op), options)
+        .run();
+}
+
+audio decode_audio_fn::operator()(std::span<const std::byte> data,
+                                  const audio_options& options) const {
+    return audio_decoder(av::open_input(av::open_memory(data, options.timeout, op), "<memory>", op),
+                         options)
+        .run();
+}
+
+}  // namespace detail
+}  // namespace ops
+}  // namespace ferry

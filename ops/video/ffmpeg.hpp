@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// What ops/video/ shares: RAII owners for every FFmpeg object it uses, FFmpeg error text, the
+/// byte sources behind ferry's AVIOContext (files, FIFOs, memory) with a stall deadline, an
+/// opened input, and the state behind `ferry::packets`. Internal to ops/video/.
+#pragma once
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/avutil.h>
+#include <libavutil/pixdesc.h>
+#include <libswresample/swresample.h>
+#include <libswscale/swscale.h>
+}
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ferry/error.hpp"
+#include "ferry/video.hpp"
+
+namespace ferry::ops::av {
+
+// --- owners ------------------------------------------------------------------------------------
+
+struct format_closer {
+    void operator()(AVFormatContext* p) const noexcept { avformat_close_input(&p); }
+};
+struct codec_closer {
+    void operator()(AVCodecContext* p) const noexcept { avcodec_free_context(&p); }
+};
+struct packet_freer {
+    void operator()(AVPacket* p) const noexcept { av_packet_free(&p); }
+};
+struct frame_freer {
+    void operator()(AVFrame* p) const noexcept { av_frame_free(&p); }
+};
+struct params_freer {
+    void operator()(AVCodecParameters* p) const noexcept { avcodec_parameters_free(&p); }
+};
+struct sws_freer {
+    void operator()(SwsContext* p) const noexcept { sws_freeContext(p); }
+};
+struct swr_freer {
+    void operator()(SwrContext* p) const noexcept { swr_free(&p); }
+};
+struct avio_freer {
+    // The context's buffer may have been replaced by libavformat; free whichever it holds now.
+    void operator()(AVIOContext* p) const noexcept {
+        av_freep(&p->buffer);
+        avio_context_free(&p);
+    }
+};
+
+using format_ptr = std::unique_ptr<AVFormatContext, format_closer>;
+using codec_ptr = std::unique_ptr<AVCodecContext, codec_closer>;
+using packet_ptr = std::unique_ptr<AVPacket, packet_freer>;
+using frame_ptr = std::unique_ptr<AVFrame, frame_freer>;
+using params_ptr = std::unique_ptr<AVCodecParameters, params_freer>;
+using sws_ptr = std::unique_ptr<SwsContext, sws_freer>;
+using swr_ptr = std::unique_ptr<SwrContext, swr_freer>;
+using avio_ptr = std::unique_ptr<AVIOContext, avio_freer>;
+
+/// `av_packet_alloc` / `av_frame_alloc` that throw `std::bad_alloc` on failure.
+packet_ptr make_packet();
+frame_ptr make_frame();
+
+// --- errors and logging ------------------------------------------------------------------------
+
+/// `av_strerror`'s text for `code`.
+std::string error_text(int code);
+/// The last error line FFmpeg logged on this thread since the last call (empty when none);
+/// clears it.
+std::string take_log_line();
+/// Installs ferry's log callback (silent unless `set_ffmpeg_logging(true)`) once per process.
+void init_logging();
+
+/// `"<op>: <source>: <what>: <av_strerror>[ (<FFmpeg's last log line>)]"`.
+std::string describe(const char* op, const std::string& source, const std::string& what, int code);
+[[noreturn]] void throw_decode(const char* op, const std::string& source, const std::string& what,
+                               int code);
+
+// --- byte sources ------------------------------------------------------------------------------
+
+/// Where an input's bytes come from, read through ferry's own AVIOContext. A read that makes no
+/// progress for `timeout` fails (the AVIOInterruptCB reports the same deadline to FFmpeg).
+class byte_source {
+  public:
+    byte_source(std::chrono::milliseconds timeout) : timeout_(timeout) { touch(); }
+    virtual ~byte_source() = default;
+    byte_source(const byte_source&) = delete;
+    byte_source& operator=(const byte_source&) = delete;
+
+    /// AVIOContext callbacks' bodies.
+    virtual int read(std::uint8_t* buf, int size) = 0;
+    virtual std::int64_t seek(std::int64_t offset, int whence) = 0;
+    [[nodiscard]] virtual bool seekable() const = 0;
+
+    /// True once a read has waited past the deadline.
+    [[nodiscard]] bool stalled() const noexcept { return stalled_; }
+    [[nodiscard]] bool past_deadline() const noexcept {
+        return std::chrono::steady_clock::now() - last_progress_ > timeout_;
+    }
+    [[nodiscard]] std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+
+  protected:
+    void touch() noexcept { last_progress_ = std::chrono::steady_clock::now(); }
+    std::chrono::milliseconds timeout_;
+    std::chrono::steady_clock::time_point last_progress_{};
+    bool stalled_ = false;
+};
+
+/// A file (regular, FIFO, pipe) read with `read` + `poll`.
+std::unique_ptr<byte_source> open_file(const std::filesystem::path& path,
+                                       std::chrono::milliseconds timeout, const char* op);
+/// Bytes in memory (not copied; they must outlive the input).
+std::unique_ptr<byte_source> open_memory(std::span<const std::byte> data,
+                                         std::chrono::milliseconds timeout, const char* op);
+
+/// An opened container: the byte source, the AVIOContext over it, the format context. Members
+/// are destroyed format first, then the AVIOContext, then the source.
+struct input {
+    std::string name;  ///< path or "<memory>", for messages
+    std::unique_ptr<byte_source> source;
+    avio_ptr io;
+    format_ptr format;
+
+    /// Throws `io_error` when the source stalled, else `decode_error` with `what` and `code`.
+    [[noreturn]] void fail(const char* op, const std::string& what, int code) const;
+};
+
+/// Opens `source` and reads the stream headers (`avformat_open_input` +
+/// `avformat_find_stream_info`). Zero bytes, an unknown format and corrupt headers are
+/// `decode_error`s; a stall is an `io_error`.
+input open_input(std::unique_ptr<byte_source> source, std::string name, const char* op);
+
+/// Seconds of `ts` in `tb`.
+inline double seconds(std::int64_t ts, AVRational tb) {
+    return static_cast<double>(ts) * av_q2d(tb);
+}
+
+}  // namespace ferry::ops::av
+
+namespace ferry::detail {
+
+/// What `ferry::packets` holds.
+struct packets_state {
+    std::string source;
+    int stream = -1;
+    ops::av::params_ptr params;
+    AVRational time_base{0, 1};
+    double frame_rate = 0.0;
+    /// In decode order, from the keyframe at or before the window's start.
+    std::vector<ops::av::packet_ptr> packets;
+    std::size_t bytes = 0;
+    /// Presentation timestamps (in `time_base`) of the window's frames, ascending: frame `i` of
+    /// the window is the one whose timestamp is `frame_pts[i]`.
+    std::vector<std::int64_t> frame_pts;
+};
+
+}  // namespace ferry::detail

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// decode_audio on tones made by the ffmpeg CLI (FLAC, AAC, Opus): sample counts and rates after
+/// resampling, the tone's frequency preserved, channel mixing, time windows, tensors, and bad
+/// input.
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cstring>
+#include <ferry/error.hpp>
+#include <ferry/video.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "video_support.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace video_test;
+
+namespace audio_ops_test {
+
+/// Stereo, 2 s at 44.1 kHz: 440 Hz left, 1000 Hz right.
+std::filesystem::path stereo(const std::string& codec, const std::string& ext) {
+    return tone_file({440, 1000}, 44100, 2.0, codec, ext);
+}
+
+BOOST_AUTO_TEST_SUITE(ops)
+BOOST_AUTO_TEST_SUITE(audio)
+
+// Native rate and channels: every sample of a lossless file, each channel at its frequency.
+BOOST_AUTO_TEST_CASE(decodes_a_lossless_tone_sample_exact) {
+    const auto a = ferry::ops::decode_audio(stereo("flac", ".flac"));
+    BOOST_TEST(a.channels() == 2);
+    BOOST_TEST(a.sample_rate() == 44100);
+    BOOST_TEST(a.samples() == 88200);
+    BOOST_TEST(a.data().size() == 2U * 88200);
+    BOOST_TEST(tone_frequency(a.channel(0), 44100) == 440.0, boost::test_tools::tolerance(0.002));
+    BOOST_TEST(tone_frequency(a.channel(1), 44100) == 1000.0, boost::test_tools::tolerance(0.002));
+    // lavfi's sine source has amplitude 1/8: RMS 0.125 / sqrt(2).
+    BOOST_TEST(rms(a.channel(0)) == 0.0884, boost::test_tools::tolerance(0.02));
+}
+
+// Resampling to other rates keeps the sample count (rate x duration) and each tone's frequency,
+// for lossless and lossy codecs.
+BOOST_DATA_TEST_CASE(resamples_keeping_duration_and_frequency,
+                     bdata::make(std::vector<int>{16000, 22050, 48000}) *
+                         bdata::make(std::vector<std::string>{"flac", "aac", "libopus"}),
+                     rate, codec) {
+    const std::string ext = codec == "flac" ? ".flac" : codec == "aac" ? ".m4a" : ".ogg";
+    const auto a = ferry::ops::decode_audio(stereo(codec, ext), {.sample_rate = rate});
+    BOOST_TEST(a.sample_rate() == rate);
+    BOOST_TEST(a.channels() == 2);
+    // Lossless: exact. Lossy codecs pad the end to whole frames (AAC: 1024 samples at 44.1 kHz,
+    // 1.2%): within 2%.
+    if (codec == "flac") {
+        BOOST_TEST(a.samples() == 2 * rate);
+    } else {
+        BOOST_TEST(static_cast<double>(a.samples()) == 2.0 * rate,
+                   boost::test_tools::tolerance(0.02));
+    }
+    BOOST_TEST(tone_frequency(a.channel(0), rate) == 440.0, boost::test_tools::tolerance(0.005));
+    BOOST_TEST(tone_frequency(a.channel(1), rate) == 1000.0, boost::test_tools::tolerance(0.005));
+}
+
+// Asking for one channel downmixes stereo (both tones in it); asking for two upmixes mono.
+BOOST_AUTO_TEST_CASE(mixes_to_the_requested_channel_count) {
+    const auto mono = ferry::ops::decode_audio(stereo("flac", ".flac"), {.channels = 1});
+    BOOST_TEST(mono.channels() == 1);
+    BOOST_TEST(mono.samples() == 88200);
+    BOOST_TEST(rms(mono.channel(0)) > 0.05);
+    const auto up = ferry::ops::decode_audio(tone_file({440}, 44100, 1.0, "flac", ".flac"),
+                                             {.sample_rate = 16000, .channels = 2});
+    BOOST_TEST(up.channels() == 2);
+    BOOST_TEST(up.samples() == 16000);
+    BOOST_TEST(tone_frequency(up.channel(1), 16000) == 440.0, boost::test_tools::tolerance(0.005));
+}
+
+// A window [start, end) returns exactly (end - start) x rate samples, also after resampling.
+BOOST_AUTO_TEST_CASE(time_window_returns_exactly_its_samples) {
+    const auto path = stereo("flac", ".flac");
+    const auto a = ferry::ops::decode_audio(path, {.start = 0.5, .end = 1.25});
+    BOOST_TEST(a.samples() == 33075);  // 0.75 s x 44100
+    const auto full = ferry::ops::decode_audio(path);
+    // The same samples as the whole file's, from 0.5 s on.
+    BOOST_TEST(
+        std::equal(a.channel(0).begin(), a.channel(0).end(), full.channel(0).begin() + 22050));
+    const auto r = ferry::ops::decode_audio(path, {.sample_rate = 16000, .start = 1.0, .end = 2.0});
+    BOOST_TEST(r.samples() == 16000);
+    BOOST_TEST(tone_frequency(r.channel(1), 16000) == 1000.0, boost::test_tools::tolerance(0.005));
+}
+
+// The audio of a video file, from memory.
+BOOST_AUTO_TEST_CASE(decodes_the_audio_of_a_video_file_from_memory) {
+    const auto bytes = read_all(video_file({.frames = 25, .with_audio = true}));
+    const auto a = ferry::ops::decode_audio(bytes, {.sample_rate = 16000, .channels = 1});
+    BOOST_TEST(a.channels() == 1);
+    // 1 s, plus AAC's padding to whole frames.
+    BOOST_TEST(static_cast<double>(a.samples()) == 16000.0, boost::test_tools::tolerance(0.03));
+    BOOST_TEST(tone_frequency(a.channel(0), 16000) == 440.0, boost::test_tools::tolerance(0.005));
+}
+
+// to_tensor gives f32 [channels, samples]; no copy from an rvalue.
+BOOST_AUTO_TEST_CASE(to_tensor_is_channels_by_samples) {
+    auto a =
+        ferry::ops::decode_audio(tone_file({440}, 44100, 1.0, "flac", ".flac"), {.channels = 2});
+    const void* samples = a.data().data();
+    const ferry::tensor copy = a.to_tensor();
+    BOOST_TEST(copy.data() != samples);
+    const ferry::tensor t = std::move(a).to_tensor();
+    BOOST_TEST(t.data() == samples);
+    BOOST_TEST((t.dtype() == ferry::dtype::f32));
+    BOOST_TEST(t.shape() == (std::vector<std::int64_t>{2, 44100}),
+               boost::test_tools::per_element());
+    BOOST_TEST(std::memcmp(t.data(), copy.data(), copy.nbytes()) == 0);
+}
+
+BOOST_AUTO_TEST_SUITE(bad_input)
+
+// A video without audio, zero bytes and junk are decode_errors saying which.
+BOOST_AUTO_TEST_CASE(no_audio_empty_and_junk_are_decode_errors) {
+    const auto check = [](auto&& f, const std::string& word) {
+        try {
+            f();
+            BOOST_ERROR("no exception; expected '" << word << "'");
+        } catch (const ferry::decode_error& e) {
+            BOOST_TEST(std::string(e.what()).find(word) != std::string::npos, e.what());
+        }
+    };
+    check([] { (void)ferry::ops::decode_audio(video_file({.frames = 10})); }, "no audio stream");
+    check([] { (void)ferry::ops::decode_audio(std::span<const std::byte>{}); }, "empty input");
+    check([] { (void)ferry::ops::decode_audio(ferry::bytes::from_string(std::string(999, 'z'))); },
+          "Invalid data found");
+}
+
+// Truncated and byte-flipped audio files give a decode_error or audio, never anything else.
+BOOST_DATA_TEST_CASE(corruption_matrix_gives_typed_errors_or_audio,
+                     bdata::make(std::vector<std::string>{"flac", "aac"}), codec) {
+    const auto good =
+        read_all(tone_file({440}, 22050, 0.5, codec, codec == "flac" ? ".flac" : ".m4a"));
+    std::mt19937 rng(7);
+    int outcomes = 0;
+    const auto attempt = [&](const ferry::bytes& b) {
+        try {
+            const auto a = ferry::ops::decode_audio(b, {.sample_rate = 16000});
+            // A flipped header bit may change the channel count; the rest must hold.
+            BOOST_TEST(a.channels() >= 1);
+            BOOST_TEST(a.sample_rate() == 16000);
+            BOOST_TEST(a.samples() <= 16000);
+        } catch (const ferry::decode_error&) {
+        }
+        ++outcomes;
+    };
+    for (int k = 1; k <= 10; ++k) {
+        ferry::bytes cut(good);
+        cut.truncate(good.size() * static_cast<std::size_t>(k) / 11);
+        attempt(cut);
+    }
+    for (int k = 0; k < 10; ++k) {
+        ferry::bytes flipped(good);
+        for (int j = 0; j < 4; ++j) {
+            const auto at = std::uniform_int_distribution<std::size_t>(0, good.size() - 1)(rng);
+            flipped.data()[at] ^= std::byte{static_cast<unsigned char>(1U << (rng() % 8))};
+        }
+        attempt(flipped);
+    }
+    BOOST_TEST(outcomes == 20);
+}
+
+BOOST_AUTO_TEST_SUITE_END()  // bad_input
+BOOST_AUTO_TEST_SUITE_END()  // audio
+BOOST_AUTO_TEST_SUITE_END()  // ops
+
+}  // namespace audio_ops_test

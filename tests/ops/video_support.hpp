@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Test media for the video and audio tests, made with the `ffmpeg` command-line tool: clips whose
+/// frames show their own index (four gray bars, one base-6 digit each, over a red strip), and
+/// tones of known frequency; plus helpers to read a frame's index back, to estimate a tone's
+/// frequency, and to mutate files.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <ferry/bytes.hpp>
+#include <ferry/video.hpp>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace video_test {
+
+/// A video to generate: codec settings for ffmpeg and the clip's shape.
+struct video_spec {
+    std::string codec = "libx264";  ///< libx264, libvpx-vp9 or mpeg4
+    std::string ext = ".mp4";       ///< container, by extension
+    int frames = 50;
+    int width = 96;
+    int height = 64;
+    int fps = 25;
+    int gop = 25;             ///< keyframe interval
+    bool with_audio = false;  ///< add a 440 Hz sine stream
+    std::string extra{};      ///< more ffmpeg output options, e.g. "-movflags +faststart"
+};
+
+/// The file for `spec`, generated once per test run (cached by its settings) in a temporary
+/// directory removed at exit. Fails the test when ffmpeg fails.
+std::filesystem::path video_file(const video_spec& spec);
+
+/// A tone file: channel `c` is a sine of `freqs[c]` Hz at `rate` Hz for `seconds`, encoded with
+/// `codec` (flac, aac, libopus, libvorbis) into `ext`.
+std::filesystem::path tone_file(const std::vector<int>& freqs, int rate, double seconds,
+                                const std::string& codec, const std::string& ext);
+
+/// The whole file in memory.
+ferry::bytes read_all(const std::filesystem::path& path);
+
+/// The frame index drawn into frame `t` of `clip` (read from the bar centres), or -1 when the
+/// bars do not read as digits.
+int frame_index(const ferry::video_clip& clip, int t);
+/// The indices of every frame of `clip`.
+std::vector<int> frame_indices(const ferry::video_clip& clip);
+
+/// The frequency of a sine from its zero crossings.
+double tone_frequency(std::span<const float> samples, int sample_rate);
+
+/// Root-mean-square level.
+double rms(std::span<const float> samples);
+
+/// A scratch path in the test run's temporary directory.
+std::filesystem::path scratch(const std::string& name);
+
+}  // namespace video_test
