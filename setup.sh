@@ -133,7 +133,7 @@ test_mode() {
     cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
         -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
     step "build build-shared/ (library only)"
-    cmake --build build-shared --parallel "$jobs" --target ferry ferry_image
+    cmake --build build-shared --parallel "$jobs" --target ferry ferry_image ferry_video
     step "ctest build-shared/ -L package"
     ctest --test-dir build-shared -L package --output-on-failure --no-tests=error
     done_parts+=("shared: package")
