@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -31,26 +32,64 @@
 
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
+#ifdef FERRY_PROBE_VIDEO
+#include "ferry/video.hpp"
+#endif
 
 namespace fs = std::filesystem;
 using steady = std::chrono::steady_clock;
 
 namespace {
 
-bool is_image_name(const fs::path& p) {
+enum class media { image, video, audio, other };
+
+media kind_of(const fs::path& p) {
     std::string ext = p.extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".webp" || ext == ".bmp";
+    if (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".webp" || ext == ".bmp") {
+        return media::image;
+    }
+    if (ext == ".mp4" || ext == ".mkv" || ext == ".webm" || ext == ".avi" || ext == ".mov") {
+        return media::video;
+    }
+    if (ext == ".wav" || ext == ".flac" || ext == ".mp3" || ext == ".ogg" || ext == ".opus" ||
+        ext == ".m4a" || ext == ".aac") {
+        return media::audio;
+    }
+    return media::other;
 }
 
-std::vector<fs::path> find_inputs(const fs::path& where) {
+const char* name_of(media m) {
+    switch (m) {
+        case media::image:
+            return "images";
+        case media::video:
+            return "videos";
+        case media::audio:
+            return "audio files";
+        case media::other:
+            break;
+    }
+    return "files";
+}
+
+/// The files of the kind most of them are (images, videos or audio).
+std::vector<fs::path> find_inputs(const fs::path& where, media& kind) {
     std::vector<fs::path> out;
     if (fs::is_directory(where)) {
+        std::vector<fs::path> found[3];
         for (const auto& e : fs::recursive_directory_iterator(
                  where, fs::directory_options::skip_permission_denied)) {
-            if (e.is_regular_file() && is_image_name(e.path())) out.push_back(e.path());
+            const media k = e.is_regular_file() ? kind_of(e.path()) : media::other;
+            if (k != media::other) found[static_cast<int>(k)].push_back(e.path());
         }
+        int most = 0;
+        for (int k = 1; k < 3; ++k) {
+            if (found[k].size() > found[most].size()) most = k;
+        }
+        kind = static_cast<media>(most);
+        out = std::move(found[most]);
         std::sort(out.begin(), out.end());
     } else if (fs::is_regular_file(where)) {
         std::ifstream in(where);
@@ -58,6 +97,8 @@ std::vector<fs::path> find_inputs(const fs::path& where) {
         while (std::getline(in, line)) {
             if (!line.empty() && line[0] != '#') out.emplace_back(line);
         }
+        kind = out.empty() ? media::image : kind_of(out.front());
+        if (kind == media::other) kind = media::image;
     }
     return out;
 }
@@ -78,13 +119,15 @@ struct trial {
     int read = 0;
     int decode = 0;
     double seconds = 0;
-    std::uint64_t images = 0;
+    std::uint64_t images = 0;  // files decoded (images, videos or audio files)
+    std::uint64_t units = 0;   // frames (video) or samples (audio)
     std::uint64_t bytes = 0;
     std::uint64_t failed = 0;
     std::string stats;
     std::string bottleneck;
     [[nodiscard]] double images_per_s() const { return seconds > 0 ? images / seconds : 0; }
     [[nodiscard]] double mb_per_s() const { return seconds > 0 ? bytes / seconds / 1e6 : 0; }
+    [[nodiscard]] double units_per_s() const { return seconds > 0 ? units / seconds : 0; }
 };
 
 struct settings {
@@ -94,9 +137,79 @@ struct settings {
     int threads = 0;
     ferry::image_size resize{224, 224};
     int batch = 32;
+    media kind = media::image;
+    int frames = 8;
 };
 
+/// Video or audio: read -> decode (returns the frames or samples it produced) -> batch.
+trial run_media(const settings& s, int read, int decode) {
+    trial t;
+    t.read = read;
+    t.decode = decode;
+    std::atomic<std::uint64_t> bytes{0};
+    std::size_t next = 0;
+    const std::uint64_t limit = s.items;
+    std::uint64_t produced = 0;
+    std::function<std::uint64_t(const ferry::bytes&)> decode_fn;
+#ifdef FERRY_PROBE_VIDEO
+    if (s.kind == media::video) {
+        decode_fn = [&s](const ferry::bytes& b) {
+            const ferry::video_clip clip =
+                ferry::ops::load_video(b, {.select = ferry::frame_selection::uniform(s.frames),
+                                           .resize = {s.resize.width, s.resize.height}});
+            return static_cast<std::uint64_t>(clip.frames());
+        };
+    } else {
+        decode_fn = [](const ferry::bytes& b) {
+            const ferry::audio a =
+                ferry::ops::decode_audio(b, {.sample_rate = 16000, .channels = 1});
+            return static_cast<std::uint64_t>(a.samples());
+        };
+    }
+#else
+    throw std::runtime_error("ferry-probe was built without ferry::video (FERRY_VIDEO=OFF)");
+#endif
+    auto p =
+        ferry::from([&]() -> std::optional<fs::path> {
+            if (limit != 0 && produced == limit) return std::nullopt;
+            ++produced;
+            const fs::path& f = s.files[next];
+            next = (next + 1) % s.files.size();
+            return f;
+        })
+            .map(
+                [&](const fs::path& f) {
+                    ferry::bytes b = ferry::ops::read_file(f);
+                    bytes.fetch_add(b.size(), std::memory_order_relaxed);
+                    return b;
+                },
+                {.concurrency = read,
+                 .name = "read",
+                 .on_error = ferry::skip,
+                 .executor = ferry::io})
+            .map(decode_fn, {.concurrency = decode, .name = "decode", .on_error = ferry::skip})
+            .batch(static_cast<std::size_t>(s.batch))
+            .build({.threads = s.threads, .logger = [](ferry::log_level, std::string_view) {}});
+    const auto t0 = steady::now();
+    const auto deadline = t0 + std::chrono::duration<double>(s.seconds);
+    for (const std::vector<std::uint64_t>& batch : p) {
+        t.images += batch.size();
+        for (const auto u : batch) t.units += u;
+        if (limit == 0 && steady::now() >= deadline) break;
+    }
+    t.seconds = std::chrono::duration<double>(steady::now() - t0).count();
+    t.bytes = bytes.load();
+    t.failed = p.failures().size();
+    std::ostringstream table;
+    table << p.stats();
+    t.stats = table.str();
+    const auto at = t.stats.find("bottleneck:");
+    if (at != std::string::npos) t.bottleneck = t.stats.substr(at, t.stats.find('\n', at) - at);
+    return t;
+}
+
 trial run(const settings& s, int read, int decode) {
+    if (s.kind != media::image) return run_media(s, read, decode);
     trial t;
     t.read = read;
     t.decode = decode;
@@ -169,15 +282,19 @@ std::string json_escape(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"ferry-probe: how fast can ferry load these images, and what holds it back?"};
+    CLI::App app{"ferry-probe: how fast can ferry load this dataset, and what holds it back?"};
     std::string where;
     settings s;
     std::string resize = "224x224";
     std::string decode_list;
     std::string read_list = "2,8";
     bool json = false;
-    app.add_option("path", where, "a folder of images (searched recursively) or a list file")
+    app.add_option("path", where,
+                   "a folder of images, videos or audio files (searched recursively; the kind "
+                   "most files are) or a list file")
         ->required();
+    app.add_option("--frames", s.frames, "frames per video, spread uniformly (videos)")
+        ->check(CLI::PositiveNumber);
     app.add_option("--seconds", s.seconds, "how long each setting runs")
         ->check(CLI::PositiveNumber);
     app.add_option("--items", s.items, "images per setting instead of a time budget");
@@ -192,12 +309,22 @@ int main(int argc, char** argv) {
     app.add_flag("--json", json, "print JSON instead of tables");
     CLI11_PARSE(app, argc, argv);
 
-    s.files = find_inputs(where);
+    s.files = find_inputs(where, s.kind);
     if (s.files.empty()) {
-        std::cerr << "ferry-probe: no images (.jpg .jpeg .png .webp .bmp) found in " << where
-                  << '\n';
+        std::cerr << "ferry-probe: no images (.jpg .jpeg .png .webp .bmp), videos (.mp4 .mkv "
+                     ".webm .avi .mov) or audio files (.wav .flac .mp3 .ogg .opus .m4a .aac) "
+                     "found in "
+                  << where << '\n';
         return 2;
     }
+#ifndef FERRY_PROBE_VIDEO
+    if (s.kind != media::image) {
+        std::cerr << "ferry-probe: this build has no ferry::video (FERRY_VIDEO=OFF); it reads "
+                     "images only\n";
+        return 2;
+    }
+#endif
+    const char* unit = s.kind == media::video ? "frames" : "samples";
     if (resize == "none") {
         s.resize = {};
     } else if (std::sscanf(resize.c_str(), "%dx%d", &s.resize.width, &s.resize.height) != 2 ||
@@ -217,12 +344,21 @@ int main(int argc, char** argv) {
 
     if (!json) {
         std::printf(
-            "ferry-probe: %zu files under %s; %d compute threads (%u hardware threads); "
+            "ferry-probe: %zu %s under %s; %d compute threads (%u hardware threads); "
             "%s each setting\n\n",
-            s.files.size(), where.c_str(), s.threads, std::thread::hardware_concurrency(),
-            s.items != 0 ? (std::to_string(s.items) + " images").c_str()
+            s.files.size(), name_of(s.kind), where.c_str(), s.threads,
+            std::thread::hardware_concurrency(),
+            s.items != 0 ? (std::to_string(s.items) + " files").c_str()
                          : (std::to_string(s.seconds) + " s").c_str());
-        std::printf("| read | decode | images/s | MB/s | failed |\n|---:|---:|---:|---:|---:|\n");
+        if (s.kind == media::image) {
+            std::printf(
+                "| read | decode | images/s | MB/s | failed |\n|---:|---:|---:|---:|---:|\n");
+        } else {
+            std::printf(
+                "| read | decode | files/s | %s/s | MB/s | failed |\n"
+                "|---:|---:|---:|---:|---:|---:|\n",
+                unit);
+        }
     }
     std::vector<trial> trials;
     for (const int r : reads) {
@@ -230,9 +366,15 @@ int main(int argc, char** argv) {
             trials.push_back(run(s, r, d));
             const trial& t = trials.back();
             if (!json) {
-                std::printf("| %d | %d | %.0f | %.1f | %llu |\n", t.read, t.decode,
-                            t.images_per_s(), t.mb_per_s(),
-                            static_cast<unsigned long long>(t.failed));
+                if (s.kind == media::image) {
+                    std::printf("| %d | %d | %.0f | %.1f | %llu |\n", t.read, t.decode,
+                                t.images_per_s(), t.mb_per_s(),
+                                static_cast<unsigned long long>(t.failed));
+                } else {
+                    std::printf("| %d | %d | %.1f | %.0f | %.1f | %llu |\n", t.read, t.decode,
+                                t.images_per_s(), t.units_per_s(), t.mb_per_s(),
+                                static_cast<unsigned long long>(t.failed));
+                }
                 std::fflush(stdout);
             }
         }
@@ -242,14 +384,15 @@ int main(int argc, char** argv) {
         [](const trial& a, const trial& b) { return a.images_per_s() < b.images_per_s(); });
     const trial& first = trials.front();
     if (json) {
-        std::printf("{\"files\": %zu, \"threads\": %d, \"trials\": [", s.files.size(), s.threads);
+        std::printf("{\"kind\": \"%s\", \"files\": %zu, \"threads\": %d, \"trials\": [",
+                    name_of(s.kind), s.files.size(), s.threads);
         for (std::size_t i = 0; i < trials.size(); ++i) {
             const trial& t = trials[i];
             std::printf(
                 "%s{\"read\": %d, \"decode\": %d, \"images_per_s\": %.1f, \"mb_per_s\": %.2f, "
-                "\"images\": %llu, \"failed\": %llu}",
+                "\"images\": %llu, \"units_per_s\": %.1f, \"failed\": %llu}",
                 i ? ", " : "", t.read, t.decode, t.images_per_s(), t.mb_per_s(),
-                static_cast<unsigned long long>(t.images),
+                static_cast<unsigned long long>(t.images), t.units_per_s(),
                 static_cast<unsigned long long>(t.failed));
         }
         std::printf(
@@ -258,8 +401,9 @@ int main(int argc, char** argv) {
             best->read, best->decode, best->images_per_s(), json_escape(best->stats).c_str());
         return 0;
     }
-    std::printf("\nbest: read %d, decode %d: %.0f images/s, %.1f MB/s (%.2fx the first setting)\n",
-                best->read, best->decode, best->images_per_s(), best->mb_per_s(),
+    std::printf("\nbest: read %d, decode %d: %.1f %s/s, %.1f MB/s (%.2fx the first setting)\n",
+                best->read, best->decode, best->images_per_s(),
+                s.kind == media::image ? "images" : "files", best->mb_per_s(),
                 first.images_per_s() > 0 ? best->images_per_s() / first.images_per_s() : 0.0);
     std::printf("\nstats of the best setting:\n%s\n", best->stats.c_str());
     // What the sweep says: does more decode concurrency still pay at the top of the range?
