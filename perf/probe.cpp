@@ -141,15 +141,39 @@ struct settings {
     int frames = 8;
 };
 
+/// What the source and the read stage share with the trial: where the cycle is, how many files
+/// were handed out, the bytes read.
+struct source_state {
+    std::size_t next = 0;
+    std::uint64_t produced = 0;
+    std::atomic<std::uint64_t> bytes{0};
+};
+
+/// The files over and over (a generator), until `--items` is reached (or forever: the trial stops
+/// at its deadline), read on `read` I/O threads.
+auto read_files(const settings& s, int read, source_state& src) {
+    return ferry::from([&s, &src]() -> std::optional<fs::path> {
+               if (s.items != 0 && src.produced == s.items) return std::nullopt;
+               ++src.produced;
+               const fs::path& f = s.files[src.next];
+               src.next = (src.next + 1) % s.files.size();
+               return f;
+           })
+        .map(
+            [&src](const fs::path& f) {
+                ferry::bytes b = ferry::ops::read_file(f);
+                src.bytes.fetch_add(b.size(), std::memory_order_relaxed);
+                return b;
+            },
+            {.concurrency = read, .name = "read", .on_error = ferry::skip, .executor = ferry::io});
+}
+
 /// Video or audio: read -> decode (returns the frames or samples it produced) -> batch.
 trial run_media(const settings& s, int read, int decode) {
     trial t;
     t.read = read;
     t.decode = decode;
-    std::atomic<std::uint64_t> bytes{0};
-    std::size_t next = 0;
-    const std::uint64_t limit = s.items;
-    std::uint64_t produced = 0;
+    source_state src;
     std::function<std::uint64_t(const ferry::bytes&)> decode_fn;
 #ifdef FERRY_PROBE_VIDEO
     if (s.kind == media::video) {
@@ -170,23 +194,7 @@ trial run_media(const settings& s, int read, int decode) {
     throw std::runtime_error("ferry-probe was built without ferry::video (FERRY_VIDEO=OFF)");
 #endif
     auto p =
-        ferry::from([&]() -> std::optional<fs::path> {
-            if (limit != 0 && produced == limit) return std::nullopt;
-            ++produced;
-            const fs::path& f = s.files[next];
-            next = (next + 1) % s.files.size();
-            return f;
-        })
-            .map(
-                [&](const fs::path& f) {
-                    ferry::bytes b = ferry::ops::read_file(f);
-                    bytes.fetch_add(b.size(), std::memory_order_relaxed);
-                    return b;
-                },
-                {.concurrency = read,
-                 .name = "read",
-                 .on_error = ferry::skip,
-                 .executor = ferry::io})
+        read_files(s, read, src)
             .map(decode_fn, {.concurrency = decode, .name = "decode", .on_error = ferry::skip})
             .batch(static_cast<std::size_t>(s.batch))
             .build({.threads = s.threads, .logger = [](ferry::log_level, std::string_view) {}});
@@ -195,10 +203,10 @@ trial run_media(const settings& s, int read, int decode) {
     for (const std::vector<std::uint64_t>& batch : p) {
         t.images += batch.size();
         for (const auto u : batch) t.units += u;
-        if (limit == 0 && steady::now() >= deadline) break;
+        if (s.items == 0 && steady::now() >= deadline) break;
     }
     t.seconds = std::chrono::duration<double>(steady::now() - t0).count();
-    t.bytes = bytes.load();
+    t.bytes = src.bytes.load();
     t.failed = p.failures().size();
     std::ostringstream table;
     table << p.stats();
@@ -213,29 +221,9 @@ trial run(const settings& s, int read, int decode) {
     trial t;
     t.read = read;
     t.decode = decode;
-    std::atomic<std::uint64_t> bytes{0};
-    // The files over and over (a generator), until the time or item budget is spent.
-    std::size_t next = 0;
-    const std::uint64_t limit = s.items;
-    std::uint64_t produced = 0;
+    source_state src;
     auto p =
-        ferry::from([&]() -> std::optional<fs::path> {
-            if (limit != 0 && produced == limit) return std::nullopt;
-            ++produced;
-            const fs::path& f = s.files[next];
-            next = (next + 1) % s.files.size();
-            return f;
-        })
-            .map(
-                [&](const fs::path& f) {
-                    ferry::bytes b = ferry::ops::read_file(f);
-                    bytes.fetch_add(b.size(), std::memory_order_relaxed);
-                    return b;
-                },
-                {.concurrency = read,
-                 .name = "read",
-                 .on_error = ferry::skip,
-                 .executor = ferry::io})
+        read_files(s, read, src)
             .map(
                 [&](const ferry::bytes& b) {
                     return ferry::ops::decode_image(b, {.resize = s.resize});
@@ -248,10 +236,10 @@ trial run(const settings& s, int read, int decode) {
     const auto deadline = t0 + std::chrono::duration<double>(s.seconds);
     for (const ferry::tensor& batch : p) {
         t.images += static_cast<std::uint64_t>(batch.size(0));
-        if (limit == 0 && steady::now() >= deadline) break;
+        if (s.items == 0 && steady::now() >= deadline) break;
     }
     t.seconds = std::chrono::duration<double>(steady::now() - t0).count();
-    t.bytes = bytes.load();
+    t.bytes = src.bytes.load();
     const ferry::pipeline_stats st = p.stats();
     t.failed = p.failures().size();
     std::ostringstream table;
