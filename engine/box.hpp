@@ -25,45 +25,87 @@ enum class msg_kind : std::uint8_t {
 /// One element in flight with its bookkeeping. Boxes are owned by a `box_pool`; TBB messages are
 /// plain `box*` (TBB requires copyable messages; a pointer is, and a cancelled graph that drops
 /// messages leaks nothing because the pool still owns the box).
-struct box {
-    any_value value;
-    std::vector<any_value> children;  ///< flat_map outputs on their way to renumbering
-    std::exception_ptr error;
-    std::uint64_t seq = 0;           ///< position in the current sequence space
-    std::uint64_t source_index = 0;  ///< first source item (within its epoch) it stands for
-    std::uint64_t items = 0;         ///< source items it stands for (0 once accounted)
-    std::uint64_t credits = 0;       ///< in-flight limiter tokens to return when it leaves
+///
+/// Laid out for the hand-off to the consumer thread: what the consumer reads (kind, items,
+/// credits, and the value with the start of its inline storage) shares the box's first cache line,
+/// and what only the workers touch lies after the value. Every line the consumer touches moves
+/// between cores twice per item (to the consumer, and back when the source reuses the box).
+struct alignas(64) box {
     msg_kind kind = msg_kind::value;
+    std::uint64_t items = 0;    ///< source items it stands for (0 once accounted)
+    std::uint64_t credits = 0;  ///< in-flight limiter tokens to return when it leaves
+    any_value value;
+    std::uint64_t seq = 0;            ///< position in the current sequence space
+    std::uint64_t source_index = 0;   ///< first source item (within its epoch) it stands for
+    std::exception_ptr error;         ///< only in a box of kind `error`
+    std::vector<any_value> children;  ///< flat_map outputs on their way to renumbering
 };
 
 using msg = box*;
 
 /// Owns every box of a pipeline. Acquire/release are short critical sections; `reclaim_all`
-/// (only while the graph is idle) returns boxes stranded by a cancelled epoch.
+/// (only while the graph is idle, and with every cache filled by `acquire_bulk` or waiting for
+/// `release_bulk` emptied first) returns boxes stranded by a cancelled epoch.
 class box_pool {
   public:
     box* acquire() {
+        box* b = nullptr;
         {
             tbb::spin_mutex::scoped_lock lock(mutex_);
-            if (!free_.empty()) {
-                box* b = free_.back();
-                free_.pop_back();
-                return b;
-            }
-            all_.emplace_back();
-            return &all_.back();
+            if (free_.empty()) return &all_.emplace_back();
+            b = free_.back();
+            free_.pop_back();
         }
+        reset_bookkeeping(b);
+        return b;
     }
 
     void release(box* b) noexcept {
+        empty_out(b);
+        tbb::spin_mutex::scoped_lock lock(mutex_);
+        free_.push_back(b);
+    }
+
+    /// Moves up to `n` free boxes (allocating new ones where none are free) onto `cache`: one
+    /// lock for many boxes, for a side that takes boxes one at a time (the source).
+    void acquire_bulk(std::vector<box*>& cache, std::size_t n) {
+        const std::size_t first = cache.size();
+        {
+            tbb::spin_mutex::scoped_lock lock(mutex_);
+            while (n > 0 && !free_.empty()) {
+                cache.push_back(free_.back());
+                free_.pop_back();
+                --n;
+            }
+            for (; n > 0; --n) cache.push_back(&all_.emplace_back());
+        }
+        for (std::size_t i = first; i < cache.size(); ++i) reset_bookkeeping(cache[i]);
+    }
+
+    /// Destroys what a box holds (value, flat_map children, error) before it goes back to the
+    /// pool. The bookkeeping fields are reset when the box is acquired again.
+    static void empty_out(box* b) noexcept {
         b->value.reset();
         b->children.clear();
         b->error = nullptr;
-        b->items = 0;
-        b->credits = 0;
-        b->kind = msg_kind::value;
+    }
+
+    /// `empty_out` for a box that reached the consumer, touching only the box's first cache line
+    /// (see `box`): such a box has no children (renumbering moved them out) and an error only if
+    /// it is of kind `error`.
+    static void empty_out_delivered(box* b) noexcept {
+        b->value.reset();
+        if (b->kind == msg_kind::error) b->error = nullptr;
+    }
+
+    /// Takes back every box on `cache`, each emptied by `empty_out` (or `empty_out_delivered`),
+    /// and empties `cache`: one
+    /// lock for many boxes, for a side that frees boxes one at a time (the consumer).
+    void release_bulk(std::vector<box*>& cache) noexcept {
+        if (cache.empty()) return;
         tbb::spin_mutex::scoped_lock lock(mutex_);
-        free_.push_back(b);
+        free_.insert(free_.end(), cache.begin(), cache.end());
+        cache.clear();
     }
 
     /// Frees every box, destroying whatever values were stranded. Graph must be idle.
@@ -85,6 +127,12 @@ class box_pool {
     [[nodiscard]] std::size_t size() const noexcept { return all_.size(); }
 
   private:
+    static void reset_bookkeeping(box* b) noexcept {
+        b->items = 0;
+        b->credits = 0;
+        b->kind = msg_kind::value;
+    }
+
     tbb::spin_mutex mutex_;
     std::deque<box> all_;
     std::vector<box*> free_;

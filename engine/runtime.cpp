@@ -4,7 +4,7 @@
 ///
 /// Shape of the compiled graph:
 ///
-///   input_node(source) -> limiter_node(in_flight) -> stage nodes ... -> output node -> consumer
+///   input_node(source) -> stage nodes ... -> output node -> consumer
 ///
 ///  * map / filter / flat_map run in `function_node`s (concurrency n) on the pipeline's arena, or
 ///    in an `async_node` fed to the stage's own I/O threads (`executor = io`); map_async uses an
@@ -12,9 +12,12 @@
 ///  * batch, the expansion after flat_map, unbatch and the output are serial renumbering nodes: a
 ///    `sequencer` restores source order (unless unordered), then they start a new sequence space.
 ///  * Every message is a pooled `box*`. Filtered and skipped items keep flowing as gaps so that
-///    sequencers never wait for a number that will not come; every message that passed the
-///    limiter carries one credit, returned when the consumer takes it (or a gap is retired), so
-///    at most `in_flight` source items are ever inside the graph.
+///    sequencers never wait for a number that will not come; every message the source emits
+///    carries one credit, returned when the consumer takes it (or a gap is retired), so at most
+///    `in_flight` source items are ever inside the graph. The source takes the credits itself
+///    (`take_credit`): out of credits it parks (its input node stops) and whoever returns credits
+///    re-activates it. (A `limiter_node` did this before; it cost a lock and a broadcast per item
+///    and a task submitted from the consumer thread per credit batch.)
 ///  * Epochs re-open the source and re-activate the input node on the same graph. An abandoned
 ///    epoch is cancelled, waited for and reset (`graph::reset`), and the pool reclaims its boxes.
 
@@ -42,6 +45,7 @@
 #include "counters.hpp"
 #include "ferry/detail/spec.hpp"
 #include "ferry/error.hpp"
+#include "handoff.hpp"
 #include "sequencer.hpp"
 #include "tsan.hpp"
 
@@ -50,7 +54,9 @@ namespace {
 
 namespace flow = tbb::flow;
 using clock = std::chrono::steady_clock;
-using limiter_type = flow::limiter_node<msg, long long>;
+
+/// Boxes the source takes from the pool, and the consumer gives back, per pool lock.
+constexpr std::size_t box_batch = 16;
 
 const char* kind_name(stage_kind k) {
     switch (k) {
@@ -316,6 +322,8 @@ class pipeline_runtime final : public runtime {
         tsan_acquire(m);
     }
     bool source_pull(msg& out);
+    /// Takes one in-flight credit for the next message of the source, or parks the source.
+    [[nodiscard]] bool take_credit() noexcept;
     /// True for an element whose work would be wasted: its epoch is being cancelled, or it comes
     /// after an item that failed the pipeline.
     [[nodiscard]] bool should_drop(msg m) const noexcept {
@@ -328,16 +336,18 @@ class pipeline_runtime final : public runtime {
         m->children.clear();
         m->kind = msg_kind::gap;
     }
-    void apply(stage_runtime& st, msg m);
-    void renumber(stage_runtime& st, msg m);
-    void emit_batch(stage_runtime& st);
-    void expand(stage_runtime& st, msg m);
+    void apply(stage_runtime& st, msg m, const shard_writer& w);
+    void renumber(stage_runtime& st, msg m, const shard_writer& w);
+    void emit_batch(stage_runtime& st, const shard_writer& w);
+    void expand(stage_runtime& st, msg m, const shard_writer& w);
     void retire_gap(msg m);
     void deliver(msg m);
     void return_credits(std::uint64_t n);
     void flush_consumer_credits();
-    void async_accept(stage_runtime& st, msg m, gateway_type& gw);
-    void async_start(stage_runtime& st, msg m);
+    /// The consumer is done with `m`: its box goes back to the pool with the next credits.
+    void consumer_release(msg m);
+    void async_accept(stage_runtime& st, msg m, gateway_type& gw, const shard_writer& w);
+    void async_start(stage_runtime& st, msg m, const shard_writer& w);
     void start_epoch();
     void finish_epoch();
     void abort_epoch_locked() noexcept;
@@ -361,34 +371,45 @@ class pipeline_runtime final : public runtime {
     std::unique_ptr<sequencer> output_seq_;
     failure_log log_;
 
+    // What the source, the consumer and the workers write per item sits on separate cache lines
+    // (each group aligned to its own), so that no line moves between cores on every item.
+
     // Source state: the input node calls its body one at a time, the consumer opens epochs.
-    std::mutex source_mutex_;
+    alignas(64) std::mutex source_mutex_;
     source_cursor cursor_;
     bool source_open_ = false;
     std::uint64_t source_seq_ = 0;
+    std::vector<box*> source_boxes_;  ///< free boxes taken from the pool in bulk
     std::atomic<bool> source_busy_{false};
+    // Accounting, in source items; the source's counters are written only under source_mutex_.
+    std::atomic<std::uint64_t> produced_{0};
+    std::atomic<std::uint64_t> credits_issued_{0};  ///< in-flight credits taken
 
-    // Accounting, in source items.
-    std::atomic<std::uint64_t> produced_{0}, delivered_{0}, filtered_{0}, failed_{0};
-    std::atomic<std::uint64_t> cancelled_{0}, outputs_{0}, epochs_{0};
-    std::atomic<std::int64_t> credits_out_{0};  ///< limiter tokens not yet returned
+    // Written by the consumer (under control_mutex_) only.
+    alignas(64) std::atomic<std::uint64_t> delivered_{0};
+    std::atomic<std::uint64_t> outputs_{0};
+    std::atomic<std::int64_t> consumer_wait_ns_{0};
+
+    // In-flight credits given back (consumer, or a worker retiring a gap), and whether the
+    // source is parked waiting for them.
+    alignas(64) std::atomic<std::uint64_t> credits_returned_{0};
+    std::atomic<bool> source_parked_{false};
+    alignas(64) std::atomic<std::uint64_t> filtered_{0}, failed_{0}, cancelled_{0}, epochs_{0};
 
     mutable std::mutex failures_mutex_;
     std::vector<failure> failures_;
 
-    // Consumer queue (bounded by in_flight through the credits).
-    std::mutex out_mutex_;
-    std::condition_variable out_cv_;
-    std::deque<msg> out_queue_;
-    std::atomic<std::size_t> out_size_{0};  ///< out_queue_.size(), readable without the lock
-    bool consumer_waiting_ = false;
-    std::deque<msg> consumer_local_;      // consumer thread only: a taken burst
-    std::uint64_t consumer_credits_ = 0;  // consumer thread only
-    std::size_t burst_ = 1;               ///< results the consumer gathers before taking them
+    // Consumer side: the hand-off from the output node (bounded by in_flight through the
+    // credits, but for flat_map children), and what the consumer thread keeps to itself.
+    std::unique_ptr<handoff> out_;
+    alignas(64) std::uint64_t consumer_credits_ = 0;  // consumer thread only
+    std::vector<box*> consumer_boxes_;  ///< consumer thread only: boxes to give back in bulk
+    std::size_t burst_ = 1;             ///< results the consumer gathers before taking them
 
-    // Control.
-    std::mutex control_mutex_;
-    std::atomic<bool> stopping_{false};
+    // Control. The consumer locks control_mutex_ on every item; the flags below it are read by
+    // the workers on every item.
+    alignas(64) std::mutex control_mutex_;
+    alignas(64) std::atomic<bool> stopping_{false};
     std::atomic<bool> aborting_{false};
     std::atomic<bool> halted_{false};  ///< a stage failed: the source stops producing
     std::atomic<std::uint64_t> halt_after_{std::numeric_limits<std::uint64_t>::max()};
@@ -397,7 +418,6 @@ class pipeline_runtime final : public runtime {
     std::atomic<std::uint64_t> epoch_{0};
     std::atomic<clock::rep> epoch_start_{0};  ///< steady_clock ticks
     std::atomic<std::int64_t> elapsed_ns_{0};
-    std::atomic<std::int64_t> consumer_wait_ns_{0};
 
     // Pipeline-level samples: was the in-flight limit reached?
     mutable std::mutex sample_mutex_;
@@ -420,7 +440,6 @@ class pipeline_runtime final : public runtime {
     std::unique_ptr<tbb::task_arena> arena_;
     std::unique_ptr<flow::graph> graph_;
     std::unique_ptr<flow::input_node<msg>> input_;
-    std::unique_ptr<limiter_type> limiter_;
     std::vector<std::unique_ptr<flow::graph_node>> nodes_;
 };
 
@@ -456,17 +475,19 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
 
   private:
     void finish(std::exception_ptr e) noexcept {
-        st_.counters.record_call(start_);
-        st_.counters.local().active.fetch_sub(1, std::memory_order_relaxed);
+        // Any thread may complete a call (the user's, the monitor's poller): shared counters.
+        const shard_writer w = st_.counters.shared();
+        w.record_call(start_);
+        w.active(-1);
         if (rt_.aborting()) {
             // The epoch is being cancelled: its accounting is settled by abort_epoch.
         } else if (e) {
             rt_.fail_item(st_, m_, e);
         } else {
-            st_.counters.local().out.fetch_add(1, std::memory_order_relaxed);
+            w.add(&counter_shard::out);
         }
         gateway_type& gw = *st_.gateway;
-        st_.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
+        w.add(&counter_shard::emitted);
         tsan_release(m_);
         gw.try_put(m_);
         rt_.async_finished(st_);
@@ -543,13 +564,22 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
                                    std::to_string(need) + " source items in flight");
         }
     }
-    // Returning credits from the consumer thread wakes a worker; doing it per quarter of the limit
-    // rather than per item keeps those wake-ups rare.
+    // Returning credits is an atomic add, and wakes a worker when the source is parked for lack
+    // of them; doing it per quarter of the limit rather than per item keeps both rare.
     credit_batch_ = std::max<std::uint64_t>(1, in_flight_ / 4);
     burst_ = std::clamp<std::size_t>(in_flight_ / 4, 1, 16);
+    // Every message in the hand-off but flat_map children carries a credit: the ring rarely
+    // overflows.
+    out_ = std::make_unique<handoff>(in_flight_ + 2);
+    source_boxes_.reserve(box_batch);
+    consumer_boxes_.reserve(2 * credit_batch_ + box_batch);
 
-    source_counters_.resize(threads_ + 1);
-    for (auto& st : stages_) st.counters.resize(threads_ + 1);
+    // An arena has at least two slots (oneTBB gives an arena of one thread two), and a thread
+    // that enters it with execute() takes one too: a shard for each, so that every arena thread
+    // owns one.
+    const int slots = std::max(threads_, 2) + 1;
+    source_counters_.resize(slots);
+    for (auto& st : stages_) st.counters.resize(slots);
     worker_budget::instance().acquire(threads_);
     budget_held_ = true;
     try {
@@ -566,7 +596,6 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         monitor_ = std::thread([this] { monitor_loop(); });
     } catch (...) {
         nodes_.clear();
-        limiter_.reset();
         input_.reset();
         graph_.reset();
         arena_.reset();
@@ -594,7 +623,6 @@ pipeline_runtime::~pipeline_runtime() {
     if (monitor_.joinable()) monitor_.join();
     log_.flush();
     nodes_.clear();
-    limiter_.reset();
     input_.reset();
     graph_.reset();
     arena_.reset();
@@ -640,9 +668,7 @@ void pipeline_runtime::build_graph() {
                                                     tsan_release(m);
                                                     return m;
                                                 }));
-    limiter_ = std::make_unique<limiter_type>(g, in_flight_);
-    flow::make_edge(*input_, *limiter_);
-    flow::sender<msg>* tail = limiter_.get();
+    flow::sender<msg>* tail = input_.get();
 
     auto add_renumbering = [&](stage_runtime& st) {
         using node_t = flow::multifunction_node<msg, std::tuple<msg>>;
@@ -650,15 +676,14 @@ void pipeline_runtime::build_graph() {
             g, flow::serial, tsan_body([this, &st](msg m, node_t::output_ports_type& ports) {
                 received(m);
                 tsan_acquire(&st);
-                if (st.spec.kind != stage_kind::flat_map) {
-                    st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
-                }
-                renumber(st, m);
+                const shard_writer w = st.counters.owned();
+                if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::arrived);
+                renumber(st, m, w);
                 std::vector<msg> outs;
                 outs.swap(st.outs);
                 tsan_release(&st);
                 for (msg o : outs) {
-                    st.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
+                    w.add(&counter_shard::emitted);
                     tsan_release(o);
                     std::get<0>(ports).try_put(o);
                 }
@@ -682,11 +707,11 @@ void pipeline_runtime::build_graph() {
                     auto node = std::make_unique<node_t>(
                         g, flow::unlimited, tsan_body([this, &st](msg m, gateway_type& gw) {
                             received(m);
-                            st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
+                            const shard_writer w = st.counters.owned();
+                            w.add(&counter_shard::arrived);
                             if (m->kind != msg_kind::value) {
                                 if (st.spec.kind != stage_kind::flat_map) {
-                                    st.counters.local().emitted.fetch_add(
-                                        1, std::memory_order_relaxed);
+                                    w.add(&counter_shard::emitted);
                                 }
                                 tsan_release(m);
                                 gw.try_put(m);
@@ -694,14 +719,15 @@ void pipeline_runtime::build_graph() {
                             }
                             gw.reserve_wait();
                             st.pool->submit([this, &st, m, &gw] {
+                                // An I/O thread, outside the arena: shared counters.
+                                const shard_writer io_w = st.counters.shared();
                                 if (should_drop(m)) {
                                     drop_unprocessed(m);
                                 } else {
-                                    apply(st, m);
+                                    apply(st, m, io_w);
                                 }
                                 if (st.spec.kind != stage_kind::flat_map) {
-                                    st.counters.local().emitted.fetch_add(
-                                        1, std::memory_order_relaxed);
+                                    io_w.add(&counter_shard::emitted);
                                 }
                                 tsan_release(m);
                                 gw.try_put(m);
@@ -716,16 +742,17 @@ void pipeline_runtime::build_graph() {
                     auto node = std::make_unique<node_t>(
                         g, static_cast<std::size_t>(st.concurrency), tsan_body([this, &st](msg m) {
                             received(m);
-                            st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
+                            const shard_writer w = st.counters.owned();
+                            w.add(&counter_shard::arrived);
                             if (m->kind == msg_kind::value) {
                                 if (should_drop(m)) {
                                     drop_unprocessed(m);
                                 } else {
-                                    apply(st, m);
+                                    apply(st, m, w);
                                 }
                             }
                             if (st.spec.kind != stage_kind::flat_map) {
-                                st.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
+                                w.add(&counter_shard::emitted);
                             }
                             tsan_release(m);
                             return m;
@@ -742,7 +769,7 @@ void pipeline_runtime::build_graph() {
                 auto node = std::make_unique<node_t>(
                     g, flow::unlimited, tsan_body([this, &st](msg m, gateway_type& gw) {
                         received(m);
-                        async_accept(st, m, gw);
+                        async_accept(st, m, gw, st.counters.owned());
                     }));
                 st.gateway = &node->gateway();
                 flow::make_edge(*tail, *node);
@@ -761,6 +788,7 @@ void pipeline_runtime::build_graph() {
     auto out = std::make_unique<out_t>(g, flow::serial, tsan_body([this](msg m) {
                                            received(m);
                                            tsan_acquire(output_seq_.get());
+                                           tsan_acquire(out_.get());  // producer's own state
                                            output_seq_->push(m, [this](msg x) {
                                                if (x->kind == msg_kind::gap) {
                                                    retire_gap(x);
@@ -769,28 +797,45 @@ void pipeline_runtime::build_graph() {
                                                }
                                            });
                                            tsan_release(output_seq_.get());
+                                           tsan_release(out_.get());
                                            return flow::continue_msg();
                                        }));
     flow::make_edge(*tail, *out);
     nodes_.push_back(std::move(out));
 }
 
+bool pipeline_runtime::take_credit() noexcept {
+    const auto issued = credits_issued_.load(std::memory_order_relaxed);  // written only here
+    if (issued - credits_returned_.load(std::memory_order_relaxed) < in_flight_) return true;
+    // Out of credits: park (the input node stops), then look again, so that credits returned
+    // meanwhile are not missed. A returner that sees the flag takes it and re-activates the
+    // input node; if one took it here, this call stops and the returner's activation goes on.
+    source_parked_.store(true, std::memory_order_seq_cst);
+    if (issued - credits_returned_.load(std::memory_order_seq_cst) >= in_flight_) return false;
+    return source_parked_.exchange(false);
+}
+
 bool pipeline_runtime::source_pull(msg& out) {
     std::lock_guard lock(source_mutex_);
     if (!source_open_ || halted_ || aborting_ || stopping_) return false;
-    box* b = pool_.acquire();
+    if (!take_credit()) return false;
+    if (source_boxes_.empty()) pool_.acquire_bulk(source_boxes_, box_batch);
+    box* b = source_boxes_.back();
+    source_boxes_.pop_back();
     b->credits = 1;
     b->seq = source_seq_;
     b->source_index = source_seq_;
-    source_busy_ = true;
+    // Relaxed: only the monitor reads it, for a sampled fraction.
+    source_busy_.store(true, std::memory_order_relaxed);
+    const shard_writer w = source_counters_.owned();  // the input node's body, in the arena
     const auto t0 = ticks();
     bool got = false;
     try {
         got = cursor_(b->value);
-        source_counters_.record_call(t0);
+        w.record_call(t0);
     } catch (...) {
-        source_counters_.record_call(t0);
-        source_busy_ = false;
+        w.record_call(t0);
+        source_busy_.store(false, std::memory_order_relaxed);
         const std::string cause = describe(std::current_exception());
         b->kind = msg_kind::error;
         b->error = std::make_exception_ptr(stage_error(
@@ -803,35 +848,34 @@ bool pipeline_runtime::source_pull(msg& out) {
         }
         log_.log("source", log_level::error,
                  "stage 'source' failed on item " + std::to_string(source_seq_) + ": " + cause);
-        source_counters_.local().failed.fetch_add(1, std::memory_order_relaxed);
+        w.add(&counter_shard::failed);
         source_open_ = false;
         ++source_seq_;
-        credits_out_.fetch_add(1, std::memory_order_relaxed);
-        source_counters_.local().emitted.fetch_add(1, std::memory_order_relaxed);
+        bump_owned(credits_issued_, 1);
+        w.add(&counter_shard::emitted);
         out = b;
         return true;
     }
-    source_busy_ = false;
+    source_busy_.store(false, std::memory_order_relaxed);
     if (got) {
         b->kind = msg_kind::value;
         b->items = 1;
         ++source_seq_;
-        produced_.fetch_add(1, std::memory_order_relaxed);
-        source_counters_.local().out.fetch_add(1, std::memory_order_relaxed);
+        bump_owned(produced_, 1);
+        w.add(&counter_shard::out);
     } else {
         b->kind = msg_kind::end;  // seq = number of messages before it
         source_open_ = false;
     }
-    credits_out_.fetch_add(1, std::memory_order_relaxed);
-    source_counters_.local().emitted.fetch_add(1, std::memory_order_relaxed);
+    bump_owned(credits_issued_, 1);
+    w.add(&counter_shard::emitted);
     out = b;
     return true;
 }
 
-void pipeline_runtime::apply(stage_runtime& st, msg m) {
-    auto& c = st.counters;
-    c.local().in.fetch_add(1, std::memory_order_relaxed);
-    c.local().active.fetch_add(1, std::memory_order_relaxed);
+void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
+    w.add(&counter_shard::in);
+    w.active(1);
     const error_policy& policy = st.spec.options.on_error;
     std::exception_ptr err;
     bool keep = true;
@@ -854,38 +898,38 @@ void pipeline_runtime::apply(stage_runtime& st, msg m) {
                 default:
                     break;
             }
-            c.record_call(t0);
+            w.record_call(t0);
             err = nullptr;
             break;
         } catch (...) {
-            c.record_call(t0);
+            w.record_call(t0);
             err = std::current_exception();
         }
         // A consumed input (moved into the call) cannot be retried.
         if (last || !m->value.has_value() || aborting_ || stopping_) break;
-        c.local().retries.fetch_add(1, std::memory_order_relaxed);
+        w.add(&counter_shard::retries);
         std::this_thread::sleep_for(backoff);
         backoff *= policy.multiplier;
     }
-    c.local().active.fetch_sub(1, std::memory_order_relaxed);
+    w.active(-1);
     if (err) {
         fail_item(st, m, err);
         return;
     }
     if (!keep) {
-        c.local().filtered.fetch_add(1, std::memory_order_relaxed);
+        w.add(&counter_shard::filtered);
         filtered_.fetch_add(m->items, std::memory_order_relaxed);
         m->items = 0;
         m->value.reset();
         m->kind = msg_kind::gap;
         return;
     }
-    if (st.spec.kind != stage_kind::flat_map) c.local().out.fetch_add(1, std::memory_order_relaxed);
+    if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::out);
 }
 
 void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause) {
     auto& c = st.counters;
-    c.local().failed.fetch_add(1, std::memory_order_relaxed);
+    c.shared().add(&counter_shard::failed);  // rare, and called from any thread
     const auto& options = st.spec.options;
     const std::string text = describe(cause);
     bool fail = options.on_error.action == error_action::fail;
@@ -931,8 +975,8 @@ void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_
     }
 }
 
-void pipeline_runtime::renumber(stage_runtime& st, msg m) {
-    st.seq->push(m, [this, &st](msg x) {
+void pipeline_runtime::renumber(stage_runtime& st, msg m, const shard_writer& w) {
+    st.seq->push(m, [this, &st, &w](msg x) {
         switch (x->kind) {
             case msg_kind::gap:
                 retire_gap(x);
@@ -945,14 +989,14 @@ void pipeline_runtime::renumber(stage_runtime& st, msg m) {
                 if (!st.batch_items.empty()) {
                     if (st.spec.drop_last) {
                         for (msg b : st.batch_items) {
-                            st.counters.local().filtered.fetch_add(1, std::memory_order_relaxed);
+                            w.add(&counter_shard::filtered);
                             filtered_.fetch_add(b->items, std::memory_order_relaxed);
                             b->items = 0;
                             retire_gap(b);
                         }
                         st.batch_items.clear();
                     } else {
-                        emit_batch(st);
+                        emit_batch(st, w);
                     }
                 }
                 x->seq = st.next_out;
@@ -961,20 +1005,20 @@ void pipeline_runtime::renumber(stage_runtime& st, msg m) {
                 break;
             case msg_kind::value:
                 if (st.spec.kind == stage_kind::batch) {
-                    st.counters.local().in.fetch_add(1, std::memory_order_relaxed);
+                    w.add(&counter_shard::in);
                     st.batch_items.push_back(x);
-                    if (st.batch_items.size() == st.spec.batch_size) emit_batch(st);
+                    if (st.batch_items.size() == st.spec.batch_size) emit_batch(st, w);
                 } else {
-                    expand(st, x);
+                    expand(st, x, w);
                 }
                 break;
         }
     });
 }
 
-void pipeline_runtime::emit_batch(stage_runtime& st) {
+void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
     const auto t0 = ticks();
-    st.counters.local().active.fetch_add(1, std::memory_order_relaxed);
+    w.active(1);
     msg first = st.batch_items.front();
     std::vector<any_value> values;
     values.reserve(st.batch_items.size());
@@ -991,12 +1035,12 @@ void pipeline_runtime::emit_batch(stage_runtime& st) {
     first->credits = credits;
     try {
         st.spec.pack_fn(values, first->value);
-        st.counters.local().out.fetch_add(1, std::memory_order_relaxed);
+        w.add(&counter_shard::out);
     } catch (...) {
         fail_item(st, first, std::current_exception());
     }
-    st.counters.record_call(t0);
-    st.counters.local().active.fetch_sub(1, std::memory_order_relaxed);
+    w.record_call(t0);
+    w.active(-1);
     if (first->kind == msg_kind::gap) {
         retire_gap(first);
         return;
@@ -1005,9 +1049,9 @@ void pipeline_runtime::emit_batch(stage_runtime& st) {
     st.outs.push_back(first);
 }
 
-void pipeline_runtime::expand(stage_runtime& st, msg x) {
+void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
     if (st.spec.kind == stage_kind::unbatch) {
-        st.counters.local().in.fetch_add(1, std::memory_order_relaxed);
+        w.add(&counter_shard::in);
         const auto t0 = ticks();
         try {
             x->children.clear();
@@ -1015,7 +1059,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x) {
         } catch (...) {
             fail_item(st, x, std::current_exception());
         }
-        st.counters.record_call(t0);
+        w.record_call(t0);
         if (x->kind == msg_kind::gap) {
             retire_gap(x);
             return;
@@ -1028,7 +1072,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x) {
     }
     auto& children = x->children;
     if (children.empty()) {
-        st.counters.local().filtered.fetch_add(1, std::memory_order_relaxed);
+        w.add(&counter_shard::filtered);
         filtered_.fetch_add(x->items, std::memory_order_relaxed);
         x->items = 0;
         retire_gap(x);
@@ -1048,7 +1092,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x) {
     children.clear();
     x->seq = st.next_out++;
     st.outs.push_back(x);
-    st.counters.local().out.fetch_add(k, std::memory_order_relaxed);
+    w.add(&counter_shard::out, k);
 }
 
 void pipeline_runtime::retire_gap(msg m) {
@@ -1059,31 +1103,36 @@ void pipeline_runtime::retire_gap(msg m) {
 
 void pipeline_runtime::return_credits(std::uint64_t n) {
     if (n == 0) return;
-    credits_out_.fetch_sub(static_cast<std::int64_t>(n), std::memory_order_relaxed);
-    limiter_->decrementer().try_put(static_cast<long long>(n));
+    // seq_cst, against take_credit's park-then-check: one of the two sees the other.
+    credits_returned_.fetch_add(n, std::memory_order_seq_cst);
+    if (source_parked_.load(std::memory_order_seq_cst) && source_parked_.exchange(false)) {
+        input_->activate();
+    }
 }
 
 void pipeline_runtime::deliver(msg m) {
-    bool wake = false;
-    {
-        std::lock_guard lock(out_mutex_);
-        out_queue_.push_back(m);
-        out_size_.store(out_queue_.size(), std::memory_order_release);
-        wake = std::exchange(consumer_waiting_, false);
-    }
-    if (wake) out_cv_.notify_one();
+    out_->push(m);
 }
 
 void pipeline_runtime::flush_consumer_credits() {
+    // Boxes first: the source, woken by the credits, finds them in the pool.
+    pool_.release_bulk(consumer_boxes_);
     if (consumer_credits_ == 0) return;
     return_credits(std::exchange(consumer_credits_, 0));
 }
 
-void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway_type& gw) {
-    st.counters.local().arrived.fetch_add(1, std::memory_order_relaxed);
+void pipeline_runtime::consumer_release(msg m) {
+    box_pool::empty_out_delivered(m);
+    consumer_boxes_.push_back(m);
+    if (consumer_boxes_.size() >= 2 * box_batch) pool_.release_bulk(consumer_boxes_);
+}
+
+void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway_type& gw,
+                                    const shard_writer& w) {
+    w.add(&counter_shard::arrived);
     if (m->kind == msg_kind::value && should_drop(m)) drop_unprocessed(m);
     if (m->kind != msg_kind::value) {
-        st.counters.local().emitted.fetch_add(1, std::memory_order_relaxed);
+        w.add(&counter_shard::emitted);
         tsan_release(m);
         gw.try_put(m);
         return;
@@ -1099,12 +1148,12 @@ void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway_type& gw) 
         ++st.async_running;
     }
     tsan_release(m);  // what this thread read of m happens before a later reclaim
-    async_start(st, m);
+    async_start(st, m, w);
 }
 
-void pipeline_runtime::async_start(stage_runtime& st, msg m) {
-    st.counters.local().in.fetch_add(1, std::memory_order_relaxed);
-    st.counters.local().active.fetch_add(1, std::memory_order_relaxed);
+void pipeline_runtime::async_start(stage_runtime& st, msg m, const shard_writer& w) {
+    w.add(&counter_shard::in);
+    w.active(1);
     auto sink = std::make_shared<sink_impl>(*this, st, m);
     if (aborting_) {
         sink->fail(nullptr);  // settles the slot; abort_epoch does the accounting
@@ -1132,11 +1181,12 @@ void pipeline_runtime::async_finished(stage_runtime& st) {
         st.async_waiting.pop_front();
     }
     if (depth >= 8) {
-        arena_->enqueue(tsan_body([this, &st, next] { async_start(st, next); }));
+        arena_->enqueue(
+            tsan_body([this, &st, next] { async_start(st, next, st.counters.owned()); }));
         return;
     }
     ++depth;
-    async_start(st, next);
+    async_start(st, next, st.counters.shared());  // a completion, on any thread
     --depth;
 }
 
@@ -1199,55 +1249,45 @@ bool pipeline_runtime::next(any_value& out) {
     }
     if (!epoch_running_) start_epoch();
     for (;;) {
-        if (consumer_local_.empty()) {
+        msg m = nullptr;
+        if (!out_->pop(m)) {
             const auto wait_start = clock::now();
-            if (out_size_.load(std::memory_order_acquire) < burst_) {
+            if (out_->available() < burst_) {
                 // Spin briefly before sleeping, until a burst has gathered: results usually
                 // arrive within microseconds, a futex sleep/wake pair per item costs more than
                 // the item (measured: 3x fewer items/s for cheap stages), and taking items in
-                // bursts rather than one lock (and one cache-line transfer) each is what keeps
-                // the worker-to-consumer hand-off cheap. Yielding keeps the spin from starving
+                // bursts rather than one cache-line transfer each is what keeps the
+                // worker-to-consumer hand-off cheap. Yielding keeps the spin from starving
                 // the workers; after 64 yields whatever has arrived is taken.
                 flush_consumer_credits();
-                for (int spin = 0;
-                     spin < 64 && out_size_.load(std::memory_order_acquire) < burst_ && !stopping_;
-                     ++spin) {
+                for (int spin = 0; spin < 64 && out_->available() < burst_ && !stopping_; ++spin) {
                     std::this_thread::yield();
                 }
             }
-            std::unique_lock lock(out_mutex_);
-            if (out_queue_.empty() && !stopping_) {
-                lock.unlock();
-                flush_consumer_credits();
-                lock.lock();
-                consumer_waiting_ = true;
-                out_cv_.wait(lock, [&] { return !out_queue_.empty() || stopping_; });
-                consumer_waiting_ = false;
+            while (!stopping_ && !out_->refill()) {
+                flush_consumer_credits();  // the graph may be waiting for them
+                out_->wait([this] { return stopping_.load(); });
             }
-            consumer_wait_ns_.fetch_add((clock::now() - wait_start).count(),
-                                        std::memory_order_relaxed);
+            bump_owned(consumer_wait_ns_, (clock::now() - wait_start).count());
             if (stopping_) {
-                lock.unlock();
                 cancel_for_stop();
                 return false;
             }
-            consumer_local_.swap(out_queue_);  // take everything: one lock per burst, not per item
-            out_size_.store(0, std::memory_order_relaxed);
+            continue;
         }
-        msg m = consumer_local_.front();
-        consumer_local_.pop_front();
         switch (m->kind) {
             case msg_kind::value:
                 out = std::move(m->value);
-                delivered_.fetch_add(m->items, std::memory_order_relaxed);
-                outputs_.fetch_add(1, std::memory_order_relaxed);
+                // Only this thread writes these (under control_mutex_): no locked instruction.
+                bump_owned(delivered_, m->items);
+                bump_owned(outputs_, 1);
                 consumer_credits_ += m->credits;
-                pool_.release(m);
+                consumer_release(m);
                 if (consumer_credits_ >= credit_batch_) flush_consumer_credits();
                 return true;
             case msg_kind::end:
                 consumer_credits_ += m->credits;
-                pool_.release(m);
+                consumer_release(m);
                 flush_consumer_credits();
                 finish_epoch();
                 return false;
@@ -1300,19 +1340,18 @@ void pipeline_runtime::abort_epoch_locked() noexcept {
             shard->active.store(0, std::memory_order_relaxed);
     }
     output_seq_->clear();
-    {
-        std::lock_guard lock(out_mutex_);
-        out_queue_.clear();
-        out_size_.store(0);
-    }
-    consumer_local_.clear();
-    pool_.reclaim_all();
+    tsan_acquire(out_.get());
+    out_->clear();
+    consumer_boxes_.clear();
     consumer_credits_ = 0;
-    credits_out_ = 0;
     {
         std::lock_guard lock(source_mutex_);
         source_open_ = false;
+        source_boxes_.clear();
+        credits_returned_.store(credits_issued_.load());
+        source_parked_ = false;
     }
+    pool_.reclaim_all();
     const auto accounted =
         delivered_.load() + filtered_.load() + failed_.load() + cancelled_.load();
     const auto produced = produced_.load();
@@ -1329,10 +1368,7 @@ void pipeline_runtime::stop() noexcept {
         std::lock_guard lock(source_mutex_);
         source_open_ = false;
     }
-    {
-        std::lock_guard lock(out_mutex_);  // no lost wake-up between the check and the wait
-    }
-    out_cv_.notify_all();
+    out_->interrupt();
     // A consumer inside next() cancels and cleans up itself; otherwise cancel queued work now.
     if (control_mutex_.try_lock()) {
         if (epoch_running_) graph_->cancel();
@@ -1386,8 +1422,10 @@ void pipeline_runtime::monitor_loop() {
 }
 
 void pipeline_runtime::sample() {
-    const bool saturated =
-        credits_out_.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(in_flight_);
+    // Two counters read one after the other: a sampled estimate, clamped at zero.
+    const auto returned = credits_returned_.load(std::memory_order_acquire);
+    const auto issued = credits_issued_.load(std::memory_order_acquire);
+    const bool saturated = issued >= returned && issued - returned >= in_flight_;
     {
         std::lock_guard lock(sample_mutex_);
         ++samples_;

@@ -79,6 +79,39 @@ BOOST_AUTO_TEST_CASE(stalled_consumer_of_batches_keeps_live_items_bounded) {
     BOOST_TEST(live_instances.load() == before);
 }
 
+// With a limit of one or two items in flight the source runs out of credits on nearly every
+// item: it parks and is woken again, by the consumer taking items or by a worker retiring a
+// filtered one, thousands of times, and never exceeds the limit, loses or repeats an item.
+BOOST_DATA_TEST_CASE(source_parks_and_resumes_at_the_in_flight_limit,
+                     bdata::make({1, 2}) * bdata::make({1, 2}), threads, limit) {
+    constexpr int n = 3000;
+    std::atomic<int> running{0};
+    std::atomic<int> most{0};
+    auto p = ferry::from(iota(n))
+                 .map(
+                     [&](int x) {
+                         const int now = ++running;
+                         int seen = most.load();
+                         while (now > seen && !most.compare_exchange_weak(seen, now)) {
+                         }
+                         --running;
+                         return x;
+                     },
+                     2)
+                 .filter([](int x) { return x % 3 != 0; }, 2)
+                 .build({.threads = threads, .in_flight = static_cast<std::size_t>(limit)});
+    std::vector<int> want;
+    for (int i = 0; i < n; ++i)
+        if (i % 3 != 0) want.push_back(i);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+        BOOST_TEST(drain(p) == want, boost::test_tools::per_element());
+    }
+    BOOST_TEST(most.load() <= limit);
+    const auto s = p.stats();
+    BOOST_TEST(s.produced == 2u * n);
+    check_complete_accounting(s);
+}
+
 // Leaving a loop early frees every element of that epoch before the next one starts.
 BOOST_AUTO_TEST_CASE(abandoned_epoch_frees_every_element) {
     const long before = live_instances.load();

@@ -159,5 +159,69 @@ BOOST_DATA_TEST_CASE(unordered_pipeline_delivers_every_item_once,
     check_complete_accounting(p.stats());
 }
 
+// A flat_map whose outputs far outnumber the in-flight limit, read by a consumer that pauses,
+// delivers every output once and in order (the hand-off to the consumer fills and spills, then
+// returns to its ring), and an epoch abandoned while it spills leaves the next epoch whole.
+BOOST_DATA_TEST_CASE(fan_out_past_the_consumer_hand_off_keeps_order,
+                     bdata::make(std::vector<int>{1, 2}) *
+                         bdata::make(std::vector<bool>{true, false}),
+                     threads, ordered) {
+    constexpr int inputs = 24;
+    constexpr int fan = 300;
+    auto p = ferry::from(iota(inputs))
+                 .flat_map(
+                     [](int x) {
+                         std::vector<int> out(fan);
+                         std::iota(out.begin(), out.end(), x * fan);
+                         return out;
+                     },
+                     2)
+                 .build({.threads = threads, .in_flight = 4, .ordered = ordered});
+    int taken = 0;
+    for (int v : p) {
+        (void)v;
+        if (taken == 0) std::this_thread::sleep_for(20ms);  // let the graph fill the hand-off
+        if (++taken == 2 * fan + 7) break;
+    }
+    std::vector<int> got;
+    for (int v : p) {
+        if (got.size() % 1000 == 0) std::this_thread::sleep_for(5ms);
+        got.push_back(v);
+    }
+    if (!ordered) got = sorted(std::move(got));
+    BOOST_TEST(got == iota(inputs * fan), boost::test_tools::per_element());
+    const auto s = p.stats();
+    BOOST_TEST(s.epochs == 2u);
+    BOOST_TEST(s.outputs == static_cast<std::uint64_t>(2 * fan + 7 + inputs * fan));
+    check_accounting(s);
+}
+
+// A consumer that waits for slow stages (so it sleeps between items) gets each item, in order,
+// and a stop() from another thread ends a wait for an item that never comes.
+BOOST_AUTO_TEST_CASE(sleeping_consumer_is_woken_by_items_and_by_stop) {
+    std::atomic<bool> release{false};
+    auto p = ferry::from(iota(30))
+                 .map(
+                     [&](int x) {
+                         std::this_thread::sleep_for(2ms);
+                         while (x >= 20 && !release) std::this_thread::sleep_for(1ms);
+                         return x;
+                     },
+                     1)
+                 .build({.threads = 1});
+    std::vector<int> got;
+    for (int i = 0; i < 20; ++i) got.push_back(*p.next());
+    BOOST_TEST(got == iota(20), boost::test_tools::per_element());
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(50ms);
+        p.stop();
+    });
+    const auto t0 = steady::now();
+    BOOST_TEST(!p.next().has_value());
+    BOOST_TEST((steady::now() - t0 < prompt));
+    stopper.join();
+    release = true;  // lets the call in progress end, so that destruction does not wait long
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
