@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/cuda.hpp"
 #include "ferry/detail/spec.hpp"
 #include "ferry/error.hpp"
 #include "ferry/options.hpp"
@@ -320,11 +321,37 @@ class builder {
         return map_async<U>(std::move(f), stage_options{.concurrency = concurrency});
     }
 
+    /// Copies every element to a CUDA device (link `ferry::cuda`; see <ferry/cuda.hpp>): a
+    /// serial, ordered stage named "to_cuda" that applies `ferry::cuda_transfer<T>`, with pinned
+    /// staging, asynchronous copies on its own stream and a caching device allocator. The element
+    /// type becomes what the transfer returns (`ferry::cuda_tensor` for a `ferry::tensor`):
+    /// \code
+    ///   .batch(32).map(ferry::ops::collate).to_cuda({.device = 0})   // -> ferry::cuda_tensor
+    /// \endcode
+    /// `build()` throws `ferry::error` (`errc::cuda`, "no CUDA device: ...") on a machine without
+    /// a usable device, and "ferry was built without CUDA" when it was.
+    [[nodiscard]] auto to_cuda(cuda_options options = {}) const {
+        if constexpr (!cuda::transferable<T>) {
+            static_assert(cuda::transferable<T>,
+                          "ferry::builder<T>::to_cuda(): no ferry::cuda_transfer<T> for the "
+                          "pipeline's element type T; specialize ferry::cuda_transfer<T> for it "
+                          "(see <ferry/cuda.hpp>)");
+            return *this;
+        } else {
+            return cuda_stage(std::move(options));
+        }
+    }
+
     /// Compiles the description into a running pipeline (its graph and threads start now; items
     /// flow when the first element is asked for). Throws `ferry::invalid_argument` on options
-    /// that cannot work (e.g. an `in_flight` smaller than a batch).
+    /// that cannot work (e.g. an `in_flight` smaller than a batch), and what a stage's build-time
+    /// check throws (`to_cuda()` without a device: `ferry::error` with `errc::cuda`).
     [[nodiscard]] pipeline<T> build(pipeline_options options = {}) const {
-        return pipeline<T>(detail::compile(spec_, std::move(options)));
+        detail::pipeline_spec spec = spec_;
+        for (auto& s : spec.stages) {
+            if (s.on_build) s.on_build(s);
+        }
+        return pipeline<T>(detail::compile(std::move(spec), std::move(options)));
     }
 
     /// For `from()`: a builder over a type-erased source.
@@ -333,6 +360,26 @@ class builder {
   private:
     template <class U>
     friend class builder;
+
+    /// to_cuda's stage, for a transferable `T`.
+    auto cuda_stage(cuda_options options) const {
+        using R = cuda::transfer_result_t<T>;
+        detail::stage_spec s;
+        s.kind = detail::stage_kind::map;
+        s.options = stage_options{.concurrency = 1, .name = "to_cuda", .ordered = true};
+        s.map_fn = [](detail::any_value&, bool) {
+            throw error(errc::internal, "to_cuda: the stage ran without being built");
+        };
+        s.on_build = [options = std::move(options)](detail::stage_spec& self) {
+            // One transfer context (stream, events, pools) per built pipeline.
+            std::shared_ptr<cuda::transfer_context> ctx = cuda::make_transfer_context(options);
+            self.map_fn = [ctx](detail::any_value& v, bool) {
+                R out = cuda_transfer<T>{}(v.take_as<T>(), *ctx);
+                v.emplace<R>(std::move(out));
+            };
+        };
+        return then<R>(std::move(s));
+    }
 
     template <class U>
     builder<U> then(detail::stage_spec s) const {

@@ -54,6 +54,12 @@ struct stage_spec {
     std::function<void(std::vector<any_value>& items, any_value& out)> pack_fn;
     /// map_async: starts one call; the result arrives through the sink.
     std::function<void(any_value&& in, std::shared_ptr<async_sink> sink)> start_fn;
+    /// Any kind, optional: run by `builder::build()` on that pipeline's own copy of the stage,
+    /// before the engine compiles it. Checks what only the running machine can tell (throws a
+    /// `ferry::error`, and `build()` with it) and sets up per-pipeline state, e.g. `to_cuda()`
+    /// makes its streams and pools here and installs the `map_fn` that uses them. The engine
+    /// never calls it.
+    std::function<void(stage_spec& self)> on_build;
 };
 
 struct pipeline_spec {
