@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: Apache-2.0
+# ctest checks for ferry-probe that need more than a regular expression (cmake -P this file):
+#   -DPROBE=<ferry-probe> -DCORPUS=<folder of good images> -DWORK=<scratch folder> -DCHECK=<name>
+# CHECK=json:    --json output parses, has one trial per setting, and its counts add up
+# CHECK=missing, empty: a missing folder, a folder without media: exit 2 and a clear message
+# CHECK=corrupt: the corpus plus a zero-byte and a garbage file: the bad files are reported as
+#                failed (skipped), the good ones delivered, exit 0
+cmake_minimum_required(VERSION 3.25)
+
+function(fail msg)
+  message(FATAL_ERROR "probe check '${CHECK}': ${msg}")
+endfunction()
+
+if(CHECK STREQUAL "json")
+  execute_process(COMMAND ${PROBE} ${CORPUS} --items 64 --decode 1,2 --read 2 --threads 2
+                          --resize 32x32 --batch 8 --json
+                  OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    fail("exit status ${rc}")
+  endif()
+  string(JSON kind ERROR_VARIABLE err GET "${out}" kind)
+  if(err)
+    fail("output is not JSON: ${err}\n${out}")
+  endif()
+  string(JSON files GET "${out}" files)
+  string(JSON n LENGTH "${out}" trials)
+  if(NOT kind STREQUAL "images" OR NOT files EQUAL 11 OR NOT n EQUAL 2)
+    fail("kind '${kind}', ${files} files, ${n} trials; expected images, 11, 2")
+  endif()
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    string(JSON images GET "${out}" trials ${i} images)
+    string(JSON failed GET "${out}" trials ${i} failed)
+    string(JSON rate GET "${out}" trials ${i} images_per_s)
+    math(EXPR total "${images} + ${failed}")
+    if(NOT total EQUAL 64 OR NOT failed EQUAL 0 OR rate LESS_EQUAL 0)
+      fail("trial ${i}: ${images} delivered + ${failed} failed != 64 items, or rate ${rate}")
+    endif()
+  endforeach()
+  string(JSON best GET "${out}" best decode)
+  string(JSON stats GET "${out}" stats)
+  if(NOT stats MATCHES "bottleneck:")
+    fail("the best setting's stats table has no bottleneck line")
+  endif()
+  message(STATUS "json ok: ${n} trials of 64 items, best decode ${best}")
+elseif(CHECK STREQUAL "corrupt")
+  file(REMOVE_RECURSE ${WORK})
+  file(MAKE_DIRECTORY ${WORK})
+  file(GLOB good ${CORPUS}/*)
+  file(COPY ${good} DESTINATION ${WORK})
+  file(WRITE ${WORK}/empty.png "")
+  file(WRITE ${WORK}/garbage.jpg "this is not a JPEG at all")
+  execute_process(COMMAND ${PROBE} ${WORK} --items 26 --decode 2 --read 2 --threads 2
+                          --resize 32x32 --batch 2 --json
+                  OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    fail("exit status ${rc}: ${out}")
+  endif()
+  string(JSON files GET "${out}" files)
+  string(JSON images GET "${out}" trials 0 images)
+  string(JSON failed GET "${out}" trials 0 failed)
+  # 26 items cycle over 13 files (11 good, 2 bad) twice: 22 delivered, 4 failed.
+  if(NOT files EQUAL 13 OR NOT images EQUAL 22 OR NOT failed EQUAL 4)
+    fail("${files} files, ${images} delivered, ${failed} failed; expected 13, 22, 4")
+  endif()
+  message(STATUS "corrupt ok: 22 delivered, 4 failed and reported, exit 0")
+elseif(CHECK STREQUAL "missing" OR CHECK STREQUAL "empty")
+  # A folder that does not exist, or one without media: exit status 2 and a message saying so.
+  if(CHECK STREQUAL "missing")
+    set(folder ${WORK}/no-such-folder)
+  else()
+    file(REMOVE_RECURSE ${WORK})
+    file(MAKE_DIRECTORY ${WORK})
+    file(WRITE ${WORK}/notes.txt "not an image")
+    set(folder ${WORK})
+  endif()
+  execute_process(COMMAND ${PROBE} ${folder} --items 4
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "no images .* found in")
+    fail("exit status ${rc}, message '${err}'; expected 2 and 'no images ... found in'")
+  endif()
+  message(STATUS "${CHECK} folder ok: ${err}")
+else()
+  fail("unknown check")
+endif()
