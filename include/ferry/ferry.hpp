@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// The umbrella header: the builder, pipelines, options, stats and errors. Pulls in no TBB,
-/// FFmpeg, OpenCV or CUDA header.
+/// The umbrella header: the builder, pipelines, options, stats, errors, tensors and bytes. Pulls
+/// in no TBB, FFmpeg, OpenCV or CUDA header. The media ops have their own headers
+/// (`ferry/image.hpp`, `ferry/video.hpp`, `ferry/cuda.hpp`) and libraries.
 #pragma once
 
 #include "ferry/builder.hpp"
+#include "ferry/bytes.hpp"
 #include "ferry/error.hpp"
 #include "ferry/options.hpp"
 #include "ferry/pipeline.hpp"
 #include "ferry/stats.hpp"
+#include "ferry/tensor.hpp"
 #include "ferry/version.hpp"
