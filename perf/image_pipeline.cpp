@@ -12,7 +12,9 @@
 ///  * `parallel_pipeline` a hand-written `tbb::parallel_pipeline` in a `task_arena(t)`:
 ///                        serial source -> parallel read+decode+resize -> serial batch+collate;
 ///  * `ferry`             `from(paths).map(read_file, {.executor = io}).map(decode, t)
-///                        .batch(32).map(collate).build({.threads = t})`, as a user writes it.
+///                        .batch(32).map(collate).build({.threads = t})`, as a user writes it;
+///  * `ferry, read+decode in one stage`  shaped like the TBB pipeline: `.map(read + decode, t)`,
+///                        no I/O threads.
 ///
 /// Then reduced-scale decoding, measured on its own (sequentially, so only the decode differs):
 /// decoding straight to 112x112 (`{.resize = {112, 112}}`: libjpeg-turbo decodes at 1/2 scale,
@@ -156,6 +158,22 @@ run_result run_ferry(const std::vector<fs::path>& paths, int t) {
     return r;
 }
 
+/// ferry shaped like the hand-written TBB pipeline: read and decode in one compute stage, no
+/// I/O threads (for files in the page cache a read is a memcpy).
+run_result run_ferry_fused(const std::vector<fs::path>& paths, int t) {
+    auto p = ferry::from(paths)
+                 .map([](const fs::path& f) { return load(f, target); },
+                      {.concurrency = t, .name = "read+decode"})
+                 .batch(batch_size)
+                 .map(ferry::ops::collate, {.name = "collate"})
+                 .build({.threads = t});
+    run_result r;
+    const auto t0 = bench_clock::now();
+    for (const ferry::tensor& batch : p) r.images += batch.size(0);
+    r.seconds = std::chrono::duration<double>(bench_clock::now() - t0).count();
+    return r;
+}
+
 run_result run_decode_only(const std::vector<fs::path>& paths, bool reduced) {
     std::vector<ferry::bytes> files;
     files.reserve(paths.size());
@@ -260,6 +278,8 @@ int main(int argc, char** argv) {
             rates["parallel_pipeline"].push_back(
                 check(run_parallel_pipeline(paths, t), "parallel_pipeline"));
             rates["ferry"].push_back(check(run_ferry(paths, t), "ferry"));
+            rates["ferry, read+decode in one stage"].push_back(
+                check(run_ferry_fused(paths, t), "ferry, read+decode in one stage"));
         }
         for (auto& [name, v] : rates) rows.push_back({t, name, summarize(v)});
     }
@@ -310,6 +330,11 @@ int main(int argc, char** argv) {
         } else {
             std::printf("%.2f |\n", ferry_rate / base);
         }
+    }
+    for (const int t : cfg.threads) {
+        std::printf(
+            "\n%d thread(s): ferry, read+decode in one stage / parallel_pipeline = %.2f", t,
+            rate_of(t, "ferry, read+decode in one stage") / rate_of(t, "parallel_pipeline"));
     }
     std::printf("\nferry vs sequential loop: ");
     for (const int t : cfg.threads)

@@ -188,34 +188,14 @@ class audio_decoder {
     }
 
     void send(const AVPacket* pkt) {
-        for (;;) {
-            const int ret = avcodec_send_packet(ctx_.get(), pkt);
-            if (ret == AVERROR(EAGAIN)) {
-                receive();
-                continue;
-            }
-            if (ret < 0 && ret != AVERROR_EOF) note(ret);  // damaged packet: skip it
-            break;
-        }
+        av::send_packet(ctx_.get(), pkt, frame_.get(), trouble_,
+                        [this](const AVFrame* f) { take(f); });
         receive();
     }
 
     void receive() {
-        for (;;) {
-            const int ret = avcodec_receive_frame(ctx_.get(), frame_.get());
-            if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF) return;
-            if (ret < 0) {
-                note(ret);
-                return;
-            }
-            take(frame_.get());
-            av_frame_unref(frame_.get());
-        }
-    }
-
-    void note(int code) {
-        last_error_ = code;
-        if (std::string line = av::take_log_line(); !line.empty()) last_log_ = std::move(line);
+        av::receive_frames(ctx_.get(), frame_.get(), trouble_,
+                           [this](const AVFrame* f) { take(f); });
     }
 
     void take(const AVFrame* f) {
@@ -284,8 +264,7 @@ class audio_decoder {
     audio finish() {
         if (!base_known_) {
             std::string what = "no audio could be decoded";
-            if (last_error_ != 0) what += ": " + av::error_text(last_error_);
-            if (!last_log_.empty()) what += " (FFmpeg: " + last_log_ + ")";
+            what += trouble_.reason();
             throw decode_error(std::string(op) + ": " + in_.name + ": " + what);
         }
         const std::int64_t n = total();
@@ -322,8 +301,7 @@ class audio_decoder {
     std::int64_t base_ = 0;
     bool base_known_ = false;
     std::vector<std::vector<float>> out_;
-    int last_error_ = 0;
-    std::string last_log_;
+    av::decode_trouble trouble_;
 };
 
 }  // namespace

@@ -293,35 +293,13 @@ class decoder {
 
     void send(const AVPacket* pkt) {
         sent_any_ = true;
-        for (;;) {
-            const int ret = avcodec_send_packet(ctx_.get(), pkt);
-            if (ret == AVERROR(EAGAIN)) {
-                receive();
-                continue;
-            }
-            // A damaged packet: the decoder conceals what it can; a selected frame that does not
-            // come out is reported with this reason.
-            if (ret < 0 && ret != AVERROR_EOF) note(ret);
-            return;
-        }
+        av::send_packet(ctx_.get(), pkt, frame_.get(), trouble_,
+                        [this](const AVFrame* f) { take(f); });
     }
 
     void receive() {
-        for (;;) {
-            const int ret = avcodec_receive_frame(ctx_.get(), frame_.get());
-            if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF) return;
-            if (ret < 0) {
-                note(ret);
-                return;
-            }
-            take(frame_.get());
-            av_frame_unref(frame_.get());
-        }
-    }
-
-    void note(int code) {
-        last_error_ = code;
-        if (std::string line = av::take_log_line(); !line.empty()) last_log_ = std::move(line);
+        av::receive_frames(ctx_.get(), frame_.get(), trouble_,
+                           [this](const AVFrame* f) { take(f); });
     }
 
     void take(const AVFrame* f) {
@@ -427,8 +405,7 @@ class decoder {
         std::string what = "frame " + std::to_string(targets_[t]) + " (at " +
                            std::to_string(av::seconds(target_pts(t), s_.time_base)) +
                            " s) could not be decoded";
-        if (last_error_ != 0) what += ": " + av::error_text(last_error_);
-        if (!last_log_.empty()) what += " (FFmpeg: " + last_log_ + ")";
+        what += trouble_.reason();
         av::take_log_line();
         throw decode_error(std::string(op) + ": " + s_.source + ": " + what);
     }
@@ -452,8 +429,7 @@ class decoder {
     std::size_t next_ = 0;
     bool draining_ = false;
     bool sent_any_ = false;
-    int last_error_ = 0;
-    std::string last_log_;
+    av::decode_trouble trouble_;
 };
 
 }  // namespace

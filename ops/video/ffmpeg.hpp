@@ -87,6 +87,57 @@ std::string describe(const char* op, const std::string& source, const std::strin
 [[noreturn]] void throw_decode(const char* op, const std::string& source, const std::string& what,
                                int code);
 
+// --- decoding --------------------------------------------------------------------------------
+
+/// What went wrong last while decoding a stream that goes on: FFmpeg's code and its log line.
+/// Damaged packets are skipped; the reason is told only if what was asked for does not come out.
+struct decode_trouble {
+    int code = 0;
+    std::string log;
+    void note(int error) {
+        code = error;
+        if (std::string line = take_log_line(); !line.empty()) log = std::move(line);
+    }
+    /// `": <av_strerror>[ (FFmpeg: <log line>)]"`, or empty when nothing went wrong.
+    [[nodiscard]] std::string reason() const {
+        std::string r;
+        if (code != 0) r += ": " + error_text(code);
+        if (!log.empty()) r += " (FFmpeg: " + log + ")";
+        return r;
+    }
+};
+
+/// Takes every frame the decoder has ready (`take(const AVFrame*)`), noting a decode error.
+template <class Take>
+void receive_frames(AVCodecContext* ctx, AVFrame* frame, decode_trouble& trouble, Take&& take) {
+    for (;;) {
+        const int ret = avcodec_receive_frame(ctx, frame);
+        if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF) return;
+        if (ret < 0) {
+            trouble.note(ret);
+            return;
+        }
+        take(static_cast<const AVFrame*>(frame));
+        av_frame_unref(frame);
+    }
+}
+
+/// Sends one packet (nullptr flushes), taking ready frames while the decoder is full. A damaged
+/// packet is noted and skipped: the decoder conceals what it can.
+template <class Take>
+void send_packet(AVCodecContext* ctx, const AVPacket* pkt, AVFrame* frame, decode_trouble& trouble,
+                 Take&& take) {
+    for (;;) {
+        const int ret = avcodec_send_packet(ctx, pkt);
+        if (ret == AVERROR(EAGAIN)) {
+            receive_frames(ctx, frame, trouble, take);
+            continue;
+        }
+        if (ret < 0 && ret != AVERROR_EOF) trouble.note(ret);
+        return;
+    }
+}
+
 // --- byte sources ------------------------------------------------------------------------------
 
 /// Where an input's bytes come from, read through ferry's own AVIOContext. A read that makes no
