@@ -139,6 +139,15 @@ run_result run_parallel_pipeline(const std::vector<fs::path>& paths, int t) {
     return r;
 }
 
+/// Takes every batch of `p`, timing it.
+run_result drain(ferry::pipeline<ferry::tensor>& p) {
+    run_result r;
+    const auto t0 = bench_clock::now();
+    for (const ferry::tensor& batch : p) r.images += batch.size(0);
+    r.seconds = std::chrono::duration<double>(bench_clock::now() - t0).count();
+    return r;
+}
+
 run_result run_ferry(const std::vector<fs::path>& paths, int t) {
     auto p =
         ferry::from(paths)
@@ -151,11 +160,7 @@ run_result run_ferry(const std::vector<fs::path>& paths, int t) {
             .batch(batch_size)
             .map(ferry::ops::collate, {.name = "collate"})
             .build({.threads = t});
-    run_result r;
-    const auto t0 = bench_clock::now();
-    for (const ferry::tensor& batch : p) r.images += batch.size(0);
-    r.seconds = std::chrono::duration<double>(bench_clock::now() - t0).count();
-    return r;
+    return drain(p);
 }
 
 /// ferry shaped like the hand-written TBB pipeline: read and decode in one compute stage, no
@@ -167,11 +172,7 @@ run_result run_ferry_fused(const std::vector<fs::path>& paths, int t) {
                  .batch(batch_size)
                  .map(ferry::ops::collate, {.name = "collate"})
                  .build({.threads = t});
-    run_result r;
-    const auto t0 = bench_clock::now();
-    for (const ferry::tensor& batch : p) r.images += batch.size(0);
-    r.seconds = std::chrono::duration<double>(bench_clock::now() - t0).count();
-    return r;
+    return drain(p);
 }
 
 run_result run_decode_only(const std::vector<fs::path>& paths, bool reduced) {

@@ -108,34 +108,6 @@ bool read_rows(reader& r, png_bytepp rows, bool strict) {
     return true;
 }
 
-image_info info_of(const reader& r) {
-    image_info info;
-    info.format = "png";
-    info.width = static_cast<int>(png_get_image_width(r.png, r.info));
-    info.height = static_cast<int>(png_get_image_height(r.png, r.info));
-    info.bit_depth = png_get_bit_depth(r.png, r.info);
-    const int color = png_get_color_type(r.png, r.info);
-    const bool trns = png_get_valid(r.png, r.info, PNG_INFO_tRNS) != 0;
-    switch (color) {
-        case PNG_COLOR_TYPE_GRAY:
-            info.channels = trns ? 2 : 1;
-            break;
-        case PNG_COLOR_TYPE_GRAY_ALPHA:
-            info.channels = 2;
-            break;
-        case PNG_COLOR_TYPE_PALETTE:
-            info.channels = trns ? 4 : 3;
-            break;
-        case PNG_COLOR_TYPE_RGB:
-            info.channels = trns ? 4 : 3;
-            break;
-        default:
-            info.channels = 4;
-            break;
-    }
-    return info;
-}
-
 }  // namespace
 
 image_info probe_png(byte_span data) {
@@ -198,17 +170,18 @@ image_info probe_png(byte_span data) {
 image decode_png(byte_span data, const request& req) {
     reader r(data);
     if (!read_info(r)) fail("png", r.message);
-    const image_info info = info_of(r);
-    check_pixels("png", info.width, info.height, req.max_pixels);
+    const int width = static_cast<int>(png_get_image_width(r.png, r.info));
+    const int height = static_cast<int>(png_get_image_height(r.png, r.info));
+    check_pixels("png", width, height, req.max_pixels);
     png_uint_32 rowbytes = 0;
     if (!set_transforms(r, req.format, &rowbytes)) fail("png", r.message);
-    image out(info.width, info.height, req.format);
+    image out(width, height, req.format);
     if (rowbytes != out.row_bytes()) {
         fail("png", "unexpected row size " + std::to_string(rowbytes) + " (expected " +
                         std::to_string(out.row_bytes()) + ")");
     }
-    std::vector<png_bytep> rows(static_cast<std::size_t>(info.height));
-    for (int y = 0; y < info.height; ++y) {
+    std::vector<png_bytep> rows(static_cast<std::size_t>(height));
+    for (int y = 0; y < height; ++y) {
         rows[static_cast<std::size_t>(y)] =
             out.data().data() + static_cast<std::size_t>(y) * out.row_bytes();
     }
