@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "cache_dir.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
 
@@ -396,14 +397,7 @@ int main(int argc, char** argv) {
     if (!data_dir.empty()) {
         root = data_dir;
     } else {
-        fs::path cache = cache_dir;
-        if (cache.empty()) {
-            const char* xdg = std::getenv("XDG_CACHE_HOME");
-            const char* home = std::getenv("HOME");
-            cache = xdg != nullptr && *xdg != '\0' ? fs::path(xdg) / "ferry"
-                    : home != nullptr              ? fs::path(home) / ".cache" / "ferry"
-                                                   : fs::temp_directory_path() / "ferry";
-        }
+        const fs::path cache = ferry_examples::cache_dir(cache_dir);
         root = fashion_mnist(cache);
     }
     dataset data = load_dataset(root);

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "cache_dir.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/video.hpp"
 
@@ -239,14 +240,7 @@ int main(int argc, char** argv) {
     app.add_option("--seed", seed, "seed for shuffling and clip starts");
     CLI11_PARSE(app, argc, argv);
 
-    fs::path cache = cache_dir;
-    if (cache.empty()) {
-        const char* xdg = std::getenv("XDG_CACHE_HOME");
-        const char* home = std::getenv("HOME");
-        cache = xdg != nullptr && *xdg != '\0' ? fs::path(xdg) / "ferry"
-                : home != nullptr              ? fs::path(home) / ".cache" / "ferry"
-                                               : fs::temp_directory_path() / "ferry";
-    }
+    const fs::path cache = ferry_examples::cache_dir(cache_dir);
     auto [train_items, test_items] = dataset(cache / "moving-squares", per_class);
     std::cout << "data: " << train_items.size() << " train / " << test_items.size()
               << " test videos, 4 classes (right, left, down, up); clips of " << frames
