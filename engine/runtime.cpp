@@ -1427,8 +1427,15 @@ void pipeline_runtime::monitor_loop() {
             }
             lock.lock();
         }
+        // Sampling wakes this thread, which on a machine with few cores preempts a worker: every
+        // 1 ms for an epoch's first 50 ms (short epochs still get samples), then every 10 ms.
+        const clock::duration running_for(clock::now().time_since_epoch().count() -
+                                          epoch_start_.load());
+        const auto sample_every = running_for < std::chrono::milliseconds(50)
+                                      ? std::chrono::microseconds(1000)
+                                      : std::chrono::microseconds(10000);
         const auto wait = !polls_.empty()  ? std::chrono::microseconds(100)
-                          : epoch_running_ ? std::chrono::microseconds(1000)
+                          : epoch_running_ ? sample_every
                                            : std::chrono::microseconds(50000);
         monitor_cv_.wait_for(lock, wait);
     }
