@@ -5,10 +5,14 @@
 
 #include <dlpack/dlpack.h>
 
+#include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <sstream>
+#include <unordered_map>
+#include <vector>
 
 #include "ferry/error.hpp"
 
@@ -57,18 +61,146 @@ const char* to_string(dtype t) noexcept {
     return "?";
 }
 
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool recycle_host_blocks = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool recycle_host_blocks = false;
+#else
+constexpr bool recycle_host_blocks = true;
+#endif
+#else
+constexpr bool recycle_host_blocks = true;
+#endif
+
+constexpr std::size_t host_alignment = 64;
+constexpr std::size_t smallest_recycled = std::size_t{32} << 10;
+
+/// The block size a request of `bytes` (>= smallest_recycled) gets: eight classes per power of
+/// two, so at most 1/8 of a block is slack.
+std::size_t size_class(std::size_t bytes) noexcept {
+    const int top = std::bit_width(bytes) - 1;  // 2^top <= bytes
+    const std::size_t step = std::size_t{1} << (top - 3);
+    return (bytes + step - 1) / step * step;
+}
+
+/// Freed host blocks kept for reuse, by exact block size, most recently freed last (hottest).
+/// Never destroyed: buffers may outlive static destruction (a tensor in a static, a DLPack
+/// capsule freed late), and their deleters come back here.
+class host_block_cache {
+  public:
+    static host_block_cache& instance() {
+        static auto* cache = new host_block_cache;  // NOLINT(cppcoreguidelines-owning-memory)
+        return *cache;
+    }
+
+    void* take(std::size_t block) {
+        std::lock_guard lock(mutex_);
+        const auto it = free_.find(block);
+        if (it == free_.end() || it->second.empty()) return nullptr;
+        void* p = it->second.back();
+        it->second.pop_back();
+        held_ -= block;
+        return p;
+    }
+
+    void give(void* p, std::size_t block) noexcept {
+        {
+            std::lock_guard lock(mutex_);
+            if (held_ + block <= limit_) {
+                try {
+                    free_[block].push_back(p);
+                    held_ += block;
+                    return;
+                } catch (...) {  // no room to remember it: free it instead
+                }
+            }
+        }
+        std::free(p);  // NOLINT(cppcoreguidelines-no-malloc)
+    }
+
+    std::size_t set_limit(std::size_t bytes) noexcept {
+        std::vector<void*> drop;
+        std::size_t old = 0;
+        {
+            std::lock_guard lock(mutex_);
+            old = limit_;
+            limit_ = bytes;
+            // Oldest first within each size; any order across sizes will do.
+            for (auto it = free_.begin(); it != free_.end() && held_ > limit_; ++it) {
+                auto& blocks = it->second;
+                std::size_t n = 0;
+                while (n < blocks.size() && held_ > limit_) {
+                    held_ -= it->first;
+                    ++n;
+                }
+                try {
+                    drop.insert(drop.end(), blocks.begin(), blocks.begin() + n);
+                } catch (...) {
+                    for (std::size_t i = 0; i < n; ++i) std::free(blocks[i]);  // NOLINT
+                }
+                blocks.erase(blocks.begin(), blocks.begin() + n);
+            }
+        }
+        for (void* p : drop) std::free(p);  // NOLINT(cppcoreguidelines-no-malloc)
+        return old;
+    }
+
+    std::size_t limit() noexcept {
+        std::lock_guard lock(mutex_);
+        return limit_;
+    }
+
+    std::size_t held() noexcept {
+        std::lock_guard lock(mutex_);
+        return held_;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::unordered_map<std::size_t, std::vector<void*>> free_;
+    std::size_t held_ = 0;
+    std::size_t limit_ = recycle_host_blocks ? std::size_t{64} << 20 : 0;
+};
+
+}  // namespace
+
 buffer allocate_host(std::size_t bytes) {
-    constexpr std::size_t alignment = 64;
+    buffer b;
+    b.size = bytes;
+    if (bytes >= smallest_recycled) {
+        const std::size_t block = size_class(bytes);  // a multiple of 4 KiB: of the alignment too
+        auto& cache = host_block_cache::instance();
+        void* p = cache.take(block);
+        if (p == nullptr) p = std::aligned_alloc(host_alignment, block);
+        if (p == nullptr) throw std::bad_alloc();
+        b.data = static_cast<std::byte*>(p);
+        b.owner = std::shared_ptr<void>(
+            p, [block](void* q) { host_block_cache::instance().give(q, block); });
+        return b;
+    }
     // aligned_alloc wants a multiple of the alignment; a zero-byte request still gets a
     // distinct, freeable pointer so that "no storage" and "empty storage" stay apart.
-    const std::size_t rounded = ((bytes + alignment - 1) / alignment) * alignment;
-    void* p = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+    const std::size_t rounded = ((bytes + host_alignment - 1) / host_alignment) * host_alignment;
+    void* p = std::aligned_alloc(host_alignment, rounded == 0 ? host_alignment : rounded);
     if (p == nullptr) throw std::bad_alloc();
-    buffer b;
     b.data = static_cast<std::byte*>(p);
-    b.size = bytes;
     b.owner = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
     return b;
+}
+
+std::size_t set_host_cache_limit(std::size_t bytes) noexcept {
+    return host_block_cache::instance().set_limit(bytes);
+}
+
+std::size_t host_cache_limit() noexcept {
+    return host_block_cache::instance().limit();
+}
+
+std::size_t host_cache_bytes() noexcept {
+    return host_block_cache::instance().held();
 }
 
 namespace {

@@ -56,7 +56,26 @@ struct buffer {
 using allocator = std::function<buffer(std::size_t bytes)>;
 
 /// Host memory from the heap, 64-byte aligned and uninitialised. What an empty `allocator` means.
+///
+/// Blocks of 32 KiB and more are recycled: when the last owner lets go, the block goes to a
+/// process-wide cache (size classes at most 1/8 apart), and the next request of its class gets it
+/// back, still mapped and likely still in the CPU's cache. A loader allocates the same few sizes
+/// over and over (file buffers, decoded images, batches); without recycling, glibc maps fresh
+/// pages for many of them, and the page faults and cold writes cost a data loader about as much
+/// as its engine. The cache holds at most `host_cache_limit()` bytes (64 MiB unless set); a block
+/// that does not fit is freed. Builds with AddressSanitizer do not recycle (so that a use after
+/// free is still caught).
 [[nodiscard]] buffer allocate_host(std::size_t bytes);
+
+/// Sets how many bytes of freed host blocks `allocate_host` may keep for reuse (0 = none), and
+/// frees what is cached beyond it. Returns the previous limit. Thread-safe.
+std::size_t set_host_cache_limit(std::size_t bytes) noexcept;
+
+/// The bytes of freed host blocks `allocate_host` may keep for reuse.
+[[nodiscard]] std::size_t host_cache_limit() noexcept;
+
+/// The bytes of freed host blocks held for reuse now.
+[[nodiscard]] std::size_t host_cache_bytes() noexcept;
 
 /// An n-dimensional array: dtype, shape, strides (in elements), storage and device.
 ///

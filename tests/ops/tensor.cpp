@@ -255,3 +255,80 @@ BOOST_AUTO_TEST_CASE(to_dlpack_keeps_the_storage_until_the_deleter_runs) {
 
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
+
+// allocate_host recycles blocks of 32 KiB and more through a bounded process-wide cache.
+BOOST_AUTO_TEST_SUITE(host_block_cache)
+
+/// Sets the cache limit for one test and puts the previous one back.
+struct cache_limit {
+    explicit cache_limit(std::size_t bytes) : previous(ferry::set_host_cache_limit(bytes)) {}
+    ~cache_limit() { ferry::set_host_cache_limit(previous); }
+    cache_limit(const cache_limit&) = delete;
+    cache_limit& operator=(const cache_limit&) = delete;
+    std::size_t previous;
+};
+
+BOOST_AUTO_TEST_CASE(a_freed_block_serves_the_next_request_of_its_size_class) {
+    const cache_limit limit(std::size_t{8} << 20);
+    ferry::set_host_cache_limit(0);  // start empty
+    ferry::set_host_cache_limit(std::size_t{8} << 20);
+    std::byte* first = nullptr;
+    {
+        ferry::buffer b = ferry::allocate_host(100'000);
+        BOOST_TEST(b.size == 100'000u);
+        BOOST_TEST(reinterpret_cast<std::uintptr_t>(b.data) % 64 == 0u);
+        std::memset(b.data, 0x5A, b.size);  // all of it is usable
+        first = b.data;
+        BOOST_TEST(ferry::host_cache_bytes() == 0u);
+    }
+    // 100 000 bytes are in the class of 106 496 = 13 x 8 KiB (eight classes per power of two).
+    BOOST_TEST(ferry::host_cache_bytes() == 106'496u);
+    ferry::buffer again = ferry::allocate_host(101'000);  // same class
+    BOOST_TEST(again.data == first);
+    BOOST_TEST(again.size == 101'000u);
+    BOOST_TEST(ferry::host_cache_bytes() == 0u);
+    ferry::buffer other = ferry::allocate_host(200'000);  // another class: fresh memory
+    BOOST_TEST(other.data != first);
+}
+
+BOOST_AUTO_TEST_CASE(small_blocks_are_not_cached) {
+    const cache_limit limit(std::size_t{8} << 20);
+    ferry::set_host_cache_limit(0);
+    ferry::set_host_cache_limit(std::size_t{8} << 20);
+    { ferry::buffer b = ferry::allocate_host(1000); }
+    { ferry::buffer b = ferry::allocate_host(32 * 1024 - 1); }
+    BOOST_TEST(ferry::host_cache_bytes() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(the_cache_never_holds_more_than_its_limit) {
+    const cache_limit limit(300'000);
+    ferry::set_host_cache_limit(0);
+    ferry::set_host_cache_limit(300'000);
+    {
+        std::vector<ferry::buffer> live;
+        for (int i = 0; i < 20; ++i) live.push_back(ferry::allocate_host(100'000));
+    }  // 20 blocks of 106 496 bytes freed: two fit
+    BOOST_TEST(ferry::host_cache_bytes() == 212'992u);
+    // Lowering the limit frees what is over it; 0 empties the cache and stops recycling.
+    BOOST_TEST(ferry::set_host_cache_limit(150'000) == 300'000u);
+    BOOST_TEST(ferry::host_cache_bytes() == 106'496u);
+    ferry::set_host_cache_limit(0);
+    BOOST_TEST(ferry::host_cache_bytes() == 0u);
+    { ferry::buffer b = ferry::allocate_host(100'000); }
+    BOOST_TEST(ferry::host_cache_bytes() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(tensors_and_batches_recycle_their_storage) {
+    const cache_limit limit(std::size_t{64} << 20);
+    ferry::set_host_cache_limit(0);
+    ferry::set_host_cache_limit(std::size_t{64} << 20);
+    const std::byte* storage = nullptr;
+    {
+        ferry::tensor t(ferry::dtype::u8, {32, 224, 224, 3});
+        storage = t.bytes().data();
+    }
+    ferry::tensor again(ferry::dtype::f32, {32, 3, 224, 224 / 4});  // the same byte count
+    BOOST_TEST(again.bytes().data() == storage);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
