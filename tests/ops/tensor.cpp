@@ -318,6 +318,12 @@ BOOST_AUTO_TEST_CASE(the_cache_never_holds_more_than_its_limit) {
     BOOST_TEST(ferry::host_cache_bytes() == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(blocks_of_2_mib_and_more_start_on_a_huge_page_boundary) {
+    const ferry::buffer batch = ferry::allocate_host(std::size_t{32} * 224 * 224 * 3);
+    BOOST_TEST(reinterpret_cast<std::uintptr_t>(batch.data) % (std::uintptr_t{2} << 20) == 0u);
+    std::memset(batch.data, 1, batch.size);
+}
+
 BOOST_AUTO_TEST_CASE(tensors_and_batches_recycle_their_storage) {
     const cache_limit limit(std::size_t{64} << 20);
     ferry::set_host_cache_limit(0);
