@@ -172,7 +172,9 @@ class host_block_cache {
 void* allocate_block(std::size_t block) {
     constexpr std::size_t huge = std::size_t{2} << 20;
     if (block < huge) return std::aligned_alloc(host_alignment, block);
-    void* p = std::aligned_alloc(huge, block);
+    // posix_memalign, not aligned_alloc: the block need not be a multiple of the alignment.
+    void* p = nullptr;
+    if (::posix_memalign(&p, huge, block) != 0) return nullptr;
 #if defined(MADV_HUGEPAGE)
     if (p != nullptr) ::madvise(p, block / huge * huge, MADV_HUGEPAGE);
 #endif
