@@ -36,6 +36,7 @@ readonly packages=(
     zlib1g-dev libcli11-dev dataset-fashion-mnist
     libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
     ffmpeg
+    libcurl4-openssl-dev
     clang libclang-rt-14-dev
 )
 
@@ -133,17 +134,17 @@ test_mode() {
     cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
         -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
     step "build build-shared/ (library only)"
-    cmake --build build-shared --parallel "$jobs" --target ferry ferry_image ferry_video ferry_cuda
+    cmake --build build-shared --parallel "$jobs" --target ferry ferry_image ferry_video ferry_cuda ferry_http
     step "ctest build-shared/ -L package"
     ctest --test-dir build-shared -L package --output-on-failure --no-tests=error
     done_parts+=("shared: package")
 
     sanitizer_build build-asan "address;undefined"
-    step "ctest build-asan/ -L 'engine|ops|cuda' (ASan + UBSan)"
+    step "ctest build-asan/ -L 'engine|ops|cuda|http' (ASan + UBSan)"
     ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
         UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-        ctest --test-dir build-asan -L 'engine|ops|cuda' --output-on-failure --no-tests=error -j "$jobs"
-    done_parts+=("asan+ubsan: engine, ops, cuda (host side)")
+        ctest --test-dir build-asan -L 'engine|ops|cuda|http' --output-on-failure --no-tests=error -j "$jobs"
+    done_parts+=("asan+ubsan: engine, ops, cuda (host side), http")
 
     # libFuzzer on decode_image (clang, ASan), bounded: FERRY_FUZZ_SECONDS (default 60; 0 skips).
     local fuzz_seconds="${FERRY_FUZZ_SECONDS:-60}"

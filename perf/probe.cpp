@@ -2,10 +2,12 @@
 /// \file
 /// ferry-probe: how fast can ferry load this dataset, and what holds it back?
 ///
-/// Point it at a folder of images (searched recursively) or a text file listing image paths, one
-/// per line. It builds the loading pipeline a trainer would use
+/// Point it at a folder of images (searched recursively) or a text file listing them, one per
+/// line: paths, or URLs (http://, https://, file://; read with ferry::ops::read_url where ferry
+/// was built with ferry::http), mixed as you like. It builds the loading pipeline a trainer
+/// would use
 ///
-///     read_file (I/O threads) -> decode_image (+ resize) -> batch -> collate
+///     read_file / read_url (I/O threads) -> decode_image (+ resize) -> batch -> collate
 ///
 /// and runs it for a few seconds (or a number of images) under several concurrency settings,
 /// the way SPDL's profile_pipeline does: the decode concurrency from 1 up to twice the thread
@@ -25,8 +27,11 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -34,6 +39,9 @@
 #include "ferry/image.hpp"
 #ifdef FERRY_PROBE_VIDEO
 #include "ferry/video.hpp"
+#endif
+#ifdef FERRY_PROBE_HTTP
+#include "ferry/http.hpp"
 #endif
 
 namespace fs = std::filesystem;
@@ -60,6 +68,24 @@ media kind_of(const fs::path& p) {
     return media::other;
 }
 
+/// Whether a list entry is a URL (http://, https://, file://; any case) rather than a path.
+bool is_url(std::string_view s) {
+    const auto starts_with = [s](std::string_view scheme) {
+        return s.size() > scheme.size() &&
+               std::equal(scheme.begin(), scheme.end(), s.begin(), [](char a, char b) {
+                   return a == std::tolower(static_cast<unsigned char>(b));
+               });
+    };
+    return starts_with("http://") || starts_with("https://") || starts_with("file://");
+}
+
+/// The media kind of a list entry: a URL's by the extension of its path (query and fragment
+/// dropped).
+media kind_of_entry(const std::string& entry) {
+    if (!is_url(entry)) return kind_of(entry);
+    return kind_of(fs::path(entry.substr(0, entry.find_first_of("?#"))));
+}
+
 const char* name_of(media m) {
     switch (m) {
         case media::image:
@@ -74,9 +100,10 @@ const char* name_of(media m) {
     return "files";
 }
 
-/// The files of the kind most of them are (images, videos or audio).
-std::vector<fs::path> find_inputs(const fs::path& where, media& kind) {
-    std::vector<fs::path> out;
+/// The files of the kind most of them are (images, videos or audio); or a list file's entries
+/// (paths and URLs), of the kind its first entry is.
+std::vector<std::string> find_inputs(const fs::path& where, media& kind) {
+    std::vector<std::string> out;
     if (fs::is_directory(where)) {
         std::vector<fs::path> found[3];
         for (const auto& e : fs::recursive_directory_iterator(
@@ -89,15 +116,19 @@ std::vector<fs::path> find_inputs(const fs::path& where, media& kind) {
             if (found[k].size() > found[most].size()) most = k;
         }
         kind = static_cast<media>(most);
-        out = std::move(found[most]);
-        std::sort(out.begin(), out.end());
+        std::sort(found[most].begin(), found[most].end());
+        for (const fs::path& p : found[most]) out.push_back(p.string());
     } else if (fs::is_regular_file(where)) {
         std::ifstream in(where);
         std::string line;
         while (std::getline(in, line)) {
-            if (!line.empty() && line[0] != '#') out.emplace_back(line);
+            // Lists written on Windows or by hand: no trailing '\r' or blanks.
+            while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) {
+                line.pop_back();
+            }
+            if (!line.empty() && line[0] != '#') out.push_back(line);
         }
-        kind = out.empty() ? media::image : kind_of(out.front());
+        kind = out.empty() ? media::image : kind_of_entry(out.front());
         if (kind == media::other) kind = media::image;
     }
     return out;
@@ -131,7 +162,7 @@ struct trial {
 };
 
 struct settings {
-    std::vector<fs::path> files;
+    std::vector<std::string> files;  // paths and URLs
     double seconds = 3;
     std::uint64_t items = 0;
     int threads = 0;
@@ -149,19 +180,30 @@ struct source_state {
     std::atomic<std::uint64_t> bytes{0};
 };
 
+/// Reads a path with read_file, a URL with read_url (main() has refused URLs where this build
+/// has no ferry::http).
+ferry::bytes read_entry(const std::string& entry) {
+    if (!is_url(entry)) return ferry::ops::read_file(entry);
+#ifdef FERRY_PROBE_HTTP
+    return ferry::ops::read_url(entry);
+#else
+    throw std::runtime_error("ferry-probe was built without ferry::http: cannot read " + entry);
+#endif
+}
+
 /// The files over and over (a generator), until `--items` is reached (or forever: the trial stops
 /// at its deadline), read on `read` I/O threads.
 auto read_files(const settings& s, int read, source_state& src) {
-    return ferry::from([&s, &src]() -> std::optional<fs::path> {
+    return ferry::from([&s, &src]() -> std::optional<std::string> {
                if (s.items != 0 && src.produced == s.items) return std::nullopt;
                ++src.produced;
-               const fs::path& f = s.files[src.next];
+               const std::string& f = s.files[src.next];
                src.next = (src.next + 1) % s.files.size();
                return f;
            })
         .map(
-            [&src](const fs::path& f) {
-                ferry::bytes b = ferry::ops::read_file(f);
+            [&src](const std::string& f) {
+                ferry::bytes b = read_entry(f);
                 src.bytes.fetch_add(b.size(), std::memory_order_relaxed);
                 return b;
             },
@@ -279,7 +321,8 @@ int main(int argc, char** argv) {
     bool json = false;
     app.add_option("path", where,
                    "a folder of images, videos or audio files (searched recursively; the kind "
-                   "most files are) or a list file")
+                   "most files are) or a list file of paths and URLs (http://, https://, "
+                   "file://), one per line")
         ->required();
     app.add_option("--frames", s.frames, "frames per video, spread uniformly (videos)")
         ->check(CLI::PositiveNumber);
@@ -305,6 +348,19 @@ int main(int argc, char** argv) {
                   << where << '\n';
         return 2;
     }
+    const auto urls = static_cast<std::size_t>(std::count_if(
+        s.files.begin(), s.files.end(), [](const std::string& f) { return is_url(f); }));
+#ifndef FERRY_PROBE_HTTP
+    if (urls != 0) {
+        const auto first = std::find_if(s.files.begin(), s.files.end(),
+                                        [](const std::string& f) { return is_url(f); });
+        std::cerr << "ferry-probe: " << where << " lists " << urls << (urls == 1 ? " URL" : " URLs")
+                  << " (the first: " << *first
+                  << "), but this build has no ferry::http to read them (configure ferry with "
+                     "-DFERRY_HTTP=ON and libcurl; Debian: libcurl4-openssl-dev)\n";
+        return 2;
+    }
+#endif
 #ifndef FERRY_PROBE_VIDEO
     if (s.kind != media::image) {
         std::cerr << "ferry-probe: this build has no ferry::video (FERRY_VIDEO=OFF); it reads "
@@ -332,9 +388,10 @@ int main(int argc, char** argv) {
 
     if (!json) {
         std::printf(
-            "ferry-probe: %zu %s under %s; %d compute threads (%u hardware threads); "
+            "ferry-probe: %zu %s under %s%s; %d compute threads (%u hardware threads); "
             "%s each setting\n\n",
-            s.files.size(), name_of(s.kind), where.c_str(), s.threads,
+            s.files.size(), name_of(s.kind), where.c_str(),
+            urls != 0 ? (" (" + std::to_string(urls) + " of them URLs)").c_str() : "", s.threads,
             std::thread::hardware_concurrency(),
             s.items != 0 ? (std::to_string(s.items) + " files").c_str()
                          : (std::to_string(s.seconds) + " s").c_str());
@@ -372,8 +429,9 @@ int main(int argc, char** argv) {
         [](const trial& a, const trial& b) { return a.images_per_s() < b.images_per_s(); });
     const trial& first = trials.front();
     if (json) {
-        std::printf("{\"kind\": \"%s\", \"files\": %zu, \"threads\": %d, \"trials\": [",
-                    name_of(s.kind), s.files.size(), s.threads);
+        std::printf(
+            "{\"kind\": \"%s\", \"files\": %zu, \"urls\": %zu, \"threads\": %d, \"trials\": [",
+            name_of(s.kind), s.files.size(), urls, s.threads);
         for (std::size_t i = 0; i < trials.size(); ++i) {
             const trial& t = trials[i];
             std::printf(

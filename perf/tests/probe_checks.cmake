@@ -5,6 +5,10 @@
 # CHECK=missing, empty: a missing folder, a folder without media: exit 2 and a clear message
 # CHECK=corrupt: the corpus plus a zero-byte and a garbage file: the bad files are reported as
 #                failed (skipped), the good ones delivered, exit 0
+# CHECK=urls:    (needs -DSERVER=<http_fixture_server>) a list file of http:// URLs to the corpus
+#                served on 127.0.0.1, file:// URLs, plain paths and one missing URL: every entry
+#                is read, the missing one reported as failed, the counts add up, connections reused
+# CHECK=urls_unsupported: (a build without ferry::http) a list with a URL: exit 2 and a message
 cmake_minimum_required(VERSION 3.25)
 
 function(fail msg)
@@ -64,6 +68,76 @@ elseif(CHECK STREQUAL "corrupt")
     fail("${files} files, ${images} delivered, ${failed} failed; expected 13, 22, 4")
   endif()
   message(STATUS "corrupt ok: 22 delivered, 4 failed and reported, exit 0")
+elseif(CHECK STREQUAL "urls")
+  file(REMOVE_RECURSE ${WORK})
+  file(MAKE_DIRECTORY ${WORK}/www)
+  file(GLOB good ${CORPUS}/*)
+  list(SORT good)
+  file(COPY ${good} DESTINATION ${WORK}/www)
+  # 11 http:// URLs, 2 file:// URLs, 2 paths, 1 URL the server does not have: 16 entries, of
+  # which 14 URLs and 12 over HTTP. The server fills in {port}.
+  set(entries "# ferry-probe list: URLs and paths mixed\n")
+  foreach(f IN LISTS good)
+    cmake_path(GET f FILENAME name)
+    string(APPEND entries "http://127.0.0.1:{port}/${name}\n")
+  endforeach()
+  list(GET good 0 first)
+  list(GET good 1 second)
+  cmake_path(GET first FILENAME first_name)
+  cmake_path(GET second FILENAME second_name)
+  string(APPEND entries "file://${WORK}/www/${first_name}\nFILE://${WORK}/www/${second_name}\n")
+  string(APPEND entries "${first}\n${second}\n")
+  string(APPEND entries "http://127.0.0.1:{port}/missing.png\n")
+  file(WRITE ${WORK}/list.in "${entries}")
+  # The server runs the probe and exits with its status; it kills it after 100 s.
+  execute_process(COMMAND ${SERVER} ${WORK}/www ${WORK}/list.in ${WORK}/list.txt --limit 100
+                          -- ${PROBE} ${WORK}/list.txt --items 32 --decode 1,2 --read 2
+                          --threads 2 --resize 32x32 --batch 4 --json
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 110)
+  if(NOT rc EQUAL 0)
+    fail("exit status ${rc}: ${out}${err}")
+  endif()
+  string(JSON kind ERROR_VARIABLE json_err GET "${out}" kind)
+  if(json_err)
+    fail("output is not JSON: ${json_err}\n${out}")
+  endif()
+  string(JSON files GET "${out}" files)
+  string(JSON urls GET "${out}" urls)
+  string(JSON n LENGTH "${out}" trials)
+  if(NOT kind STREQUAL "images" OR NOT files EQUAL 16 OR NOT urls EQUAL 14 OR NOT n EQUAL 2)
+    fail("kind '${kind}', ${files} files, ${urls} URLs, ${n} trials; expected images, 16, 14, 2")
+  endif()
+  # 32 items cycle over the 16 entries twice: 30 delivered, the missing URL failed twice.
+  foreach(i RANGE 1)
+    string(JSON images GET "${out}" trials ${i} images)
+    string(JSON failed GET "${out}" trials ${i} failed)
+    if(NOT images EQUAL 30 OR NOT failed EQUAL 2)
+      fail("trial ${i}: ${images} delivered, ${failed} failed; expected 30 and 2")
+    endif()
+  endforeach()
+  # 2 trials x 2 cycles x 12 HTTP entries; per-thread handles keep their connections alive.
+  if(NOT err MATCHES "served ([0-9]+) requests over ([0-9]+) connections")
+    fail("no request count from the server: ${err}")
+  endif()
+  set(requests ${CMAKE_MATCH_1})
+  set(connections ${CMAKE_MATCH_2})
+  if(NOT requests EQUAL 48 OR NOT connections LESS requests)
+    fail("${requests} requests over ${connections} connections; expected 48 over fewer")
+  endif()
+  message(STATUS "urls ok: 30 of 32 delivered per trial, the missing URL failed twice; "
+                 "${requests} requests over ${connections} connections")
+elseif(CHECK STREQUAL "urls_unsupported")
+  file(REMOVE_RECURSE ${WORK})
+  file(MAKE_DIRECTORY ${WORK})
+  file(GLOB good ${CORPUS}/*)
+  list(GET good 0 first)
+  file(WRITE ${WORK}/list.txt "${first}\nhttp://127.0.0.1:9/a.png\n")
+  execute_process(COMMAND ${PROBE} ${WORK}/list.txt --items 4
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 60)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "no ferry::http")
+    fail("exit status ${rc}, message '${err}'; expected 2 and 'no ferry::http'")
+  endif()
+  message(STATUS "urls without ferry::http ok: ${err}")
 elseif(CHECK STREQUAL "missing" OR CHECK STREQUAL "empty")
   # A folder that does not exist, or one without media: exit status 2 and a message saying so.
   if(CHECK STREQUAL "missing")

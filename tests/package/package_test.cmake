@@ -47,6 +47,7 @@ add_test(NAME package.configure
           "-DCMAKE_EXE_LINKER_FLAGS=${_ferry_pkg_link_flags}"
           "-DCMAKE_PREFIX_PATH=${_ferry_pkg_prefix}"
           "-DFERRY_EXPECTED_PREFIX=${_ferry_pkg_prefix}"
+          "-DFERRY_EXPECT_HTTP=${FERRY_HTTP_ENABLED}"
           -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
           -DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON)
 add_test(NAME package.build

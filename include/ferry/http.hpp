@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Reading over HTTP(S) (and `file://`) with libcurl: `ferry::ops::read_url`, its options and
+/// its error. Link `ferry::http`; no curl header is included here.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ferry/bytes.hpp"
+#include "ferry/error.hpp"
+
+namespace ferry {
+
+/// How `read_url` fetches. Declaration order is part of the API (designated initializers):
+/// \code
+///   ferry::ops::read_url(url, {.timeout = std::chrono::seconds(30),
+///                              .headers = {"Authorization: Bearer " + token}})
+/// \endcode
+struct http_options {
+    /// Longest time to set up the connection (DNS, TCP, TLS).
+    std::chrono::milliseconds connect_timeout{10'000};
+    /// Longest time for the whole transfer, connection included; 0 = no limit (the low-speed
+    /// rule below still ends a stalled transfer).
+    std::chrono::milliseconds timeout{0};
+    /// A transfer slower than `low_speed_limit` bytes/s for `low_speed_time` fails: a server
+    /// that stops sending mid-body ends in an error instead of a hang. `low_speed_time` 0 turns
+    /// the rule off (curl counts it in whole seconds). curl averages the speed over its last
+    /// few seconds, so after a burst a full stall can take up to about 6 s more to be seen.
+    std::uint64_t low_speed_limit = 1;
+    std::chrono::seconds low_speed_time{30};
+    /// Bodies larger than this are refused: up front when the server announces a larger
+    /// Content-Length, else as soon as more arrives. 0 = no limit.
+    std::uint64_t max_bytes = std::uint64_t{1} << 30;
+    /// Extra request headers, each `"Name: value"`.
+    std::vector<std::string> headers{};
+    /// Follow 3xx redirects (at most 10, to http and https only).
+    bool follow_redirects = true;
+    /// Verify the server's TLS certificate and host name (https).
+    bool verify_tls = true;
+};
+
+/// `read_url` failed: an HTTP status of 400 or more, a transport error (refused, timed out,
+/// stalled, reset, TLS), a truncated body, a body over `max_bytes`. An `io_error`, so code that
+/// handles `read_file`'s failures handles these too. `what()` names the URL and the cause:
+/// \code
+///   read_url: 'http://host/a.jpg': HTTP 404
+///   read_url: 'http://host/b.jpg': Failed to connect to host port 80 after 3 ms: ...
+/// \endcode
+class http_error : public io_error {
+  public:
+    http_error(std::string url, int status, const std::string& what)
+        : io_error(what), url_(std::move(url)), status_(status) {}
+
+    /// The URL as the caller passed it.
+    [[nodiscard]] const std::string& url() const noexcept { return url_; }
+    /// The last HTTP status received (e.g. 404, 503; 200 for a truncated or oversized body),
+    /// or 0 when none was (refused connection, DNS, timeout before the headers, `file://`).
+    [[nodiscard]] int status() const noexcept { return status_; }
+
+  private:
+    std::string url_;
+    int status_;
+};
+
+namespace ops {
+namespace detail {
+struct read_url_fn {
+    bytes operator()(std::string_view url, const http_options& options = {}) const;
+};
+}  // namespace detail
+
+/// Fetches a whole URL into memory: `http://`, `https://` or `file://`. Throws
+/// `ferry::http_error` (an `io_error`) naming the URL and the cause.
+///
+/// Each thread keeps one curl handle and reuses it across calls, so consecutive requests to a
+/// host reuse its keep-alive connection (no new TCP or TLS handshake per item); a failed
+/// transfer leaves the handle usable. Nothing is retried here: give the stage a
+/// `ferry::retry{...}` policy, and run it on I/O threads, where a blocking transfer costs no
+/// compute worker:
+/// \code
+///   ferry::from(urls)
+///       .map(ferry::ops::read_url, {.concurrency = 16, .name = "fetch",
+///                                   .on_error = ferry::retry{.attempts = 3,
+///                                                            .then = ferry::skip},
+///                                   .executor = ferry::io})
+/// \endcode
+/// With options, wrap it: `.map([](const std::string& u) { return ferry::ops::read_url(u,
+/// {.timeout = std::chrono::seconds(20)}); }, ...)`.
+inline constexpr detail::read_url_fn read_url{};
+}  // namespace ops
+
+}  // namespace ferry

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// ferry::ops::read_url on libcurl's easy interface: one handle per thread, reused so that its
+/// connection cache keeps keep-alive connections (and TLS sessions) across calls.
+#include <curl/curl.h>
+
+#include <strings.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "ferry/http.hpp"
+#include "ferry/version.hpp"
+
+namespace ferry::ops::detail {
+namespace {
+
+/// curl_global_init must run once before any handle exists, and not concurrently with other
+/// curl calls on older libcurl: a function-local static gives both.
+void init_curl_once() {
+    static const CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (rc != CURLE_OK) {
+        throw io_error(std::string("read_url: curl_global_init failed: ") + curl_easy_strerror(rc));
+    }
+}
+
+/// The calling thread's easy handle. It is reset after every call (`reset_after`), which clears
+/// every option (so nothing of a call, failed or not, such as its header list, limits or
+/// buffers, leaks into the next) but keeps the connection, DNS and TLS-session caches, which is
+/// what makes the reuse pay.
+class thread_handle {
+  public:
+    thread_handle() = default;
+    thread_handle(const thread_handle&) = delete;
+    thread_handle& operator=(const thread_handle&) = delete;
+    ~thread_handle() {
+        if (curl_ != nullptr) curl_easy_cleanup(curl_);
+    }
+
+    CURL* get() {
+        if (curl_ == nullptr) {
+            init_curl_once();
+            curl_ = curl_easy_init();
+            if (curl_ == nullptr) throw io_error("read_url: curl_easy_init failed");
+        }
+        return curl_;
+    }
+
+  private:
+    CURL* curl_ = nullptr;
+};
+
+/// Resets the handle however the call ends, so that it holds no pointer into the finished call
+/// (error buffer, header list, callbacks' state).
+struct reset_after {
+    CURL* curl;
+    explicit reset_after(CURL* c) : curl(c) {}
+    reset_after(const reset_after&) = delete;
+    reset_after& operator=(const reset_after&) = delete;
+    ~reset_after() { curl_easy_reset(curl); }
+};
+
+/// Frees a request's header list however the call ends.
+struct header_list {
+    curl_slist* list = nullptr;
+    header_list() = default;
+    header_list(const header_list&) = delete;
+    header_list& operator=(const header_list&) = delete;
+    ~header_list() { curl_slist_free_all(list); }
+};
+
+// A body with an error status is kept only for a short excerpt in the message; past this much
+// the transfer is aborted (the connection is closed, the status is still reported).
+constexpr std::size_t error_body_limit = 64 * 1024;
+constexpr std::size_t error_excerpt = 200;
+// Where the size is not announced (chunked, or ended by a close) the first buffer is this big
+// (or max_bytes, if smaller) and grows by doubling; an announced size is allocated at once, up
+// to max_preallocation (a larger one grows from there as the bytes really arrive).
+constexpr std::size_t initial_guess = 256 * 1024;
+constexpr std::size_t max_preallocation = 256ull * 1024 * 1024;
+
+/// One transfer's state, shared with curl's callbacks.
+struct transfer {
+    CURL* curl = nullptr;
+    std::uint64_t max_bytes = 0;
+    bytes body;
+    std::size_t got = 0;
+    bool started = false;       // the current response's body has begun
+    bool error_status = false;  // ... and its status is >= 400
+    bool too_large = false;
+    curl_off_t content_length = -1;
+    curl_off_t announced = -1;  // the Content-Length header as read (curl may refuse before
+                                // it reports one)
+    std::string status_line;
+    std::string error_body;
+    std::size_t error_bytes = 0;
+    std::exception_ptr exception;
+
+    /// Every response (a redirect's, a `100 Continue`, the final one) starts afresh.
+    void new_response(std::string line) {
+        status_line = std::move(line);
+        started = false;
+        error_status = false;
+        got = 0;
+        content_length = -1;
+        announced = -1;
+        error_body.clear();
+        error_bytes = 0;
+    }
+
+    std::size_t append(const char* data, std::size_t n) {
+        if (!started) {
+            started = true;
+            long status = 0;
+            curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+            curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &content_length);
+            error_status = status >= 400;
+            if (!error_status) {
+                if (max_bytes != 0 && content_length > 0 &&
+                    static_cast<std::uint64_t>(content_length) > max_bytes) {
+                    too_large = true;
+                    return 0;
+                }
+                std::size_t first =
+                    content_length > 0 ? static_cast<std::size_t>(content_length) : initial_guess;
+                if (max_bytes != 0) first = std::min<std::size_t>(first, max_bytes);
+                first = std::max(std::min(first, max_preallocation), n);
+                if (body.size() < first) body = bytes(first);
+            }
+        }
+        if (error_status) {
+            error_bytes += n;
+            if (error_body.size() < error_excerpt) {
+                error_body.append(data, std::min(n, error_excerpt - error_body.size()));
+            }
+            return error_bytes > error_body_limit ? 0 : n;
+        }
+        if (max_bytes != 0 && got + n > max_bytes) {
+            too_large = true;
+            return 0;
+        }
+        if (got + n > body.size()) {
+            bytes bigger(std::max(body.size() * 2, got + n));
+            if (got != 0) std::memcpy(bigger.data(), body.data(), got);
+            body = std::move(bigger);
+        }
+        std::memcpy(body.data() + got, data, n);
+        got += n;
+        return n;
+    }
+};
+
+std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
+    auto& t = *static_cast<transfer*>(user);
+    try {
+        return t.append(data, size * count);
+    } catch (...) {  // bad_alloc must not cross curl's C frames
+        t.exception = std::current_exception();
+        return 0;
+    }
+}
+
+std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
+    auto& t = *static_cast<transfer*>(user);
+    const std::size_t n = size * count;
+    try {
+        if (n > 5 && std::memcmp(data, "HTTP/", 5) == 0) {
+            std::string line(data, n);
+            while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
+            t.new_response(std::move(line));
+        } else if (n > 15 && strncasecmp(data, "content-length:", 15) == 0) {
+            t.announced = std::strtoll(std::string(data + 15, n - 15).c_str(), nullptr, 10);
+        }
+    } catch (...) {
+        t.exception = std::current_exception();
+        return 0;
+    }
+    return n;
+}
+
+/// Printable characters of an error body, for the message.
+std::string excerpt(const std::string& s) {
+    std::string out;
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u >= 0x20 && u < 0x7f) {
+            out += c;
+        } else if (c == '\n' || c == '\r' || c == '\t') {
+            if (!out.empty() && out.back() != ' ') out += ' ';
+        }
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+}
+
+/// "HTTP 404 Not Found" from "HTTP/1.1 404 Not Found" (or "HTTP 404" without a reason).
+std::string status_text(long status, const std::string& line) {
+    std::string out = "HTTP " + std::to_string(status);
+    const auto code_at = line.find(' ');
+    if (code_at != std::string::npos) {
+        const auto reason_at = line.find(' ', code_at + 1);
+        if (reason_at != std::string::npos && reason_at + 1 < line.size()) {
+            out += line.substr(reason_at);
+        }
+    }
+    return out;
+}
+
+template <typename T>
+void set(CURL* c, CURLoption option, T value) {
+    const CURLcode rc = curl_easy_setopt(c, option, value);
+    // Only an option this libcurl was built without can fail here (e.g. no TLS backend).
+    if (rc != CURLE_OK) {
+        throw io_error(std::string("read_url: curl_easy_setopt failed: ") + curl_easy_strerror(rc));
+    }
+}
+
+}  // namespace
+
+bytes read_url_fn::operator()(std::string_view url, const http_options& options) const {
+    const std::string where = "read_url: '" + std::string(url) + "': ";
+    if (url.find('\0') != std::string_view::npos) {
+        throw http_error(std::string(url), 0, where + "URL contains a NUL character");
+    }
+    thread_local thread_handle handle;
+    CURL* const c = handle.get();
+    const std::string target(url);
+    transfer t;
+    t.curl = c;
+    t.max_bytes = options.max_bytes;
+    char errors[CURL_ERROR_SIZE] = {};
+    header_list headers;
+    for (const std::string& h : options.headers) {
+        curl_slist* const grown = curl_slist_append(headers.list, h.c_str());
+        if (grown == nullptr) throw std::bad_alloc();
+        headers.list = grown;
+    }
+    // Declared after everything the handle will point into, so that it runs before they go.
+    const reset_after reset(c);
+
+    set(c, CURLOPT_URL, target.c_str());
+    // No signals: timeouts must not use SIGALRM in a multi-threaded process.
+    set(c, CURLOPT_NOSIGNAL, 1L);
+    set(c, CURLOPT_ERRORBUFFER, errors);
+    set(c, CURLOPT_WRITEFUNCTION, &on_body);
+    set(c, CURLOPT_WRITEDATA, static_cast<void*>(&t));
+    set(c, CURLOPT_HEADERFUNCTION, &on_header);
+    set(c, CURLOPT_HEADERDATA, static_cast<void*>(&t));
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85: the string forms; the bitmasks are deprecated
+    set(c, CURLOPT_PROTOCOLS_STR, "http,https,file");
+    set(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+    set(c, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS | CURLPROTO_FILE));
+    set(c, CURLOPT_REDIR_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    set(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
+    set(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options.timeout.count()));
+    if (options.low_speed_time.count() > 0 && options.low_speed_limit > 0) {
+        set(c, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(options.low_speed_limit));
+        set(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.low_speed_time.count()));
+    }
+    if (options.max_bytes != 0) {
+        set(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options.max_bytes));
+    }
+    if (headers.list != nullptr) set(c, CURLOPT_HTTPHEADER, headers.list);
+    set(c, CURLOPT_FOLLOWLOCATION, options.follow_redirects ? 1L : 0L);
+    set(c, CURLOPT_MAXREDIRS, 10L);
+    set(c, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
+    set(c, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
+    const std::string agent = std::string("ferry/") + ferry::version;
+    set(c, CURLOPT_USERAGENT, agent.c_str());
+
+    const CURLcode rc = curl_easy_perform(c);
+    if (t.exception) std::rethrow_exception(t.exception);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    const auto st = static_cast<int>(status);
+    const std::string curl_says = errors[0] != '\0' ? std::string(errors) : curl_easy_strerror(rc);
+
+    if (status >= 400) {
+        std::string msg = where + status_text(status, t.status_line);
+        const std::string body = excerpt(t.error_body);
+        if (!body.empty()) msg += ": " + body;
+        throw http_error(target, st, msg);
+    }
+    if (t.too_large || rc == CURLE_FILESIZE_EXCEEDED) {
+        // curl refuses an announced size before any body arrives.
+        if (t.content_length < 0) t.content_length = t.announced;
+        std::string msg = where + "response body larger than max_bytes (" +
+                          std::to_string(options.max_bytes) + " bytes)";
+        if (t.content_length >= 0) {
+            msg += "; Content-Length " + std::to_string(t.content_length);
+        }
+        throw http_error(target, st, msg);
+    }
+    if (rc == CURLE_PARTIAL_FILE) {
+        throw http_error(
+            target, st,
+            where + "truncated body: got " + std::to_string(t.got) + " of " +
+                (t.content_length >= 0 ? std::to_string(t.content_length) : std::string("?")) +
+                " bytes (" + curl_says + ")");
+    }
+    if (rc != CURLE_OK) throw http_error(target, st, where + curl_says);
+    if (status >= 300 && status < 400) {
+        // Only reached with follow_redirects off: the redirect's own body is not the resource.
+        throw http_error(
+            target, st,
+            where + status_text(status, t.status_line) + " (a redirect; follow_redirects is off)");
+    }
+    // curl checks Content-Length itself; this guards the cases it lets through.
+    if (t.content_length >= 0 && t.got != static_cast<std::size_t>(t.content_length) &&
+        status >= 200 && status < 300) {
+        throw http_error(target, st,
+                         where + "truncated body: got " + std::to_string(t.got) + " of " +
+                             std::to_string(t.content_length) + " bytes");
+    }
+    bytes out = std::move(t.body);
+    out.truncate(t.got);
+    return out;
+}
+
+}  // namespace ferry::ops::detail

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// ferry::ops::read_url on its own: exact bytes, typed errors that name the URL and the cause,
+/// bounded time on stalls, size limits, keep-alive reuse, and a handle that survives failures.
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <ferry/http.hpp>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../support/http_server.hpp"
+
+using ferry_test::http_request;
+using ferry_test::http_response;
+using ferry_test::http_server;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+std::string as_string(const ferry::bytes& b) {
+    return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+/// Deterministic pseudo-random bytes (all 256 values occur).
+std::string random_body(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::string out(n, '\0');
+    for (auto& c : out) c = static_cast<char>(rng() & 0xFF);
+    return out;
+}
+
+/// Runs `f`, which must throw ferry::http_error; returns it.
+template <typename F>
+ferry::http_error expect_http_error(F&& f) {
+    try {
+        f();
+    } catch (const ferry::http_error& e) {
+        return e;
+    }
+    BOOST_FAIL("expected ferry::http_error");
+    throw std::logic_error("unreachable");
+}
+
+double seconds_since(steady::time_point t0) {
+    return std::chrono::duration<double>(steady::now() - t0).count();
+}
+
+bool contains(const std::string& s, std::string_view part) {
+    return s.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(http)
+BOOST_AUTO_TEST_SUITE(read_url)
+
+// A 200 response's body arrives byte for byte: text, binary with NULs, several MB, empty.
+BOOST_AUTO_TEST_CASE(returns_body_bytes_exactly) {
+    const std::string binary = [] {
+        std::string s;
+        for (int i = 0; i < 512; ++i) s += static_cast<char>(i & 0xFF);
+        return s;
+    }();
+    const std::string big = random_body(5 * 1024 * 1024 + 17, 7);
+    http_server server([&](const http_request& r) {
+        if (r.target == "/text") return http_response{.body = "hello, ferry\n"};
+        if (r.target == "/binary") return http_response{.body = binary};
+        if (r.target == "/big") return http_response{.body = big};
+        if (r.target == "/empty") return http_response{};
+        // No Content-Length: the body ends when the server closes.
+        return http_response{.body = big.substr(0, 300000), .content_length = -2};
+    });
+    BOOST_TEST(as_string(ferry::ops::read_url(server.url("/text"))) == "hello, ferry\n");
+    BOOST_TEST((as_string(ferry::ops::read_url(server.url("/binary"))) == binary));
+    const ferry::bytes b = ferry::ops::read_url(server.url("/big"));
+    BOOST_TEST(b.size() == big.size());
+    BOOST_TEST((as_string(b) == big));
+    BOOST_TEST(ferry::ops::read_url(server.url("/empty")).empty());
+    BOOST_TEST((as_string(ferry::ops::read_url(server.url("/unsized"))) == big.substr(0, 300000)));
+}
+
+// 404 and 500 are http_errors (an io_error) naming the URL and the status; the reason phrase
+// and the start of the server's error body are in the message.
+BOOST_AUTO_TEST_CASE(error_status_is_typed_and_named) {
+    http_server server([](const http_request& r) {
+        if (r.target == "/missing.jpg") return http_response{.status = 404, .body = "no such key"};
+        return http_response{.status = 500, .body = std::string(100000, 'x')};
+    });
+    const std::string missing = server.url("/missing.jpg");
+    const ferry::http_error e404 = expect_http_error([&] { (void)ferry::ops::read_url(missing); });
+    BOOST_TEST(e404.status() == 404);
+    BOOST_TEST(e404.url() == missing);
+    BOOST_TEST((e404.code() == ferry::errc::io));
+    BOOST_TEST(contains(e404.what(), missing));
+    BOOST_TEST(contains(e404.what(), "HTTP 404 Not Found"));
+    BOOST_TEST(contains(e404.what(), "no such key"));
+
+    // A large error body is not kept (only an excerpt), and the error is still the status.
+    const std::string broken = server.url("/broken");
+    const ferry::http_error e500 = expect_http_error([&] { (void)ferry::ops::read_url(broken); });
+    BOOST_TEST(e500.status() == 500);
+    BOOST_TEST(contains(e500.what(), "HTTP 500"));
+    BOOST_TEST(std::string(e500.what()).size() < 600u);
+    // The status wins over a size limit the error body exceeds.
+    const ferry::http_error limited =
+        expect_http_error([&] { (void)ferry::ops::read_url(broken, {.max_bytes = 1000}); });
+    BOOST_TEST(limited.status() == 500);
+    BOOST_TEST(contains(limited.what(), "HTTP 500"), limited.what());
+    // Catchable as the io_error read_file throws.
+    BOOST_CHECK_THROW((void)ferry::ops::read_url(missing), ferry::io_error);
+}
+
+// A body shorter than its Content-Length, then a close, is a truncation error, not short data.
+BOOST_AUTO_TEST_CASE(short_body_is_truncation_error) {
+    http_server server([](const http_request&) {
+        return http_response{.body = std::string(5000, 'a'),
+                             .content_length = 9000,
+                             .after = http_response::then::close};
+    });
+    const std::string url = server.url("/short");
+    const ferry::http_error e = expect_http_error([&] { (void)ferry::ops::read_url(url); });
+    BOOST_TEST(contains(e.what(), "truncated"));
+    BOOST_TEST(contains(e.what(), "5000 of 9000"));
+    BOOST_TEST(contains(e.what(), url));
+    BOOST_TEST(e.status() == 200);
+}
+
+// A server that stops sending mid-body fails the call by the low-speed rule (under 100 KB/s for
+// 1 s here), and, with that rule off, by the total timeout: bounded time, never a hang.
+BOOST_AUTO_TEST_CASE(stalled_body_fails_in_bounded_time) {
+    http_server server([](const http_request&) {
+        return http_response{.body = std::string(100000, 'z'),
+                             .send_only = 1000,
+                             .after = http_response::then::stall};
+    });
+    const std::string url = server.url("/stall");
+    auto t0 = steady::now();
+    ferry::http_error e = expect_http_error([&] {
+        (void)ferry::ops::read_url(
+            url, {.low_speed_limit = 100'000, .low_speed_time = std::chrono::seconds(1)});
+    });
+    BOOST_TEST(seconds_since(t0) < 10.0);
+    BOOST_TEST(contains(e.what(), url));
+    BOOST_TEST_MESSAGE("low-speed stall: " << e.what());
+
+    t0 = steady::now();
+    e = expect_http_error([&] {
+        (void)ferry::ops::read_url(url, {.timeout = std::chrono::milliseconds(800),
+                                         .low_speed_time = std::chrono::seconds(0)});
+    });
+    BOOST_TEST(seconds_since(t0) < 10.0);
+    BOOST_TEST(contains(e.what(), "imed out"));
+    BOOST_TEST_MESSAGE("total timeout: " << e.what());
+}
+
+// max_bytes refuses a body announced larger (before reading it) and one that turns out larger
+// while it is read (no Content-Length); a body at the limit passes.
+BOOST_AUTO_TEST_CASE(max_bytes_refuses_larger_bodies) {
+    http_server server([](const http_request& r) {
+        if (r.target == "/announced") return http_response{.body = std::string(20000, 'a')};
+        if (r.target == "/exact") return http_response{.body = std::string(10000, 'b')};
+        return http_response{.body = std::string(20000, 'c'), .content_length = -2};
+    });
+    for (const char* path : {"/announced", "/unannounced"}) {
+        const std::string url = server.url(path);
+        const ferry::http_error e =
+            expect_http_error([&] { (void)ferry::ops::read_url(url, {.max_bytes = 10000}); });
+        BOOST_TEST(contains(e.what(), "max_bytes"), e.what());
+        BOOST_TEST(contains(e.what(), url));
+        if (std::string_view(path) == "/announced") {
+            BOOST_TEST(contains(e.what(), "Content-Length 20000"), e.what());
+        }
+    }
+    BOOST_TEST(ferry::ops::read_url(server.url("/exact"), {.max_bytes = 10000}).size() == 10000u);
+}
+
+// Nothing listening: an http_error with status 0 naming the URL and curl's reason.
+BOOST_AUTO_TEST_CASE(refused_connection_names_url_and_reason) {
+    const std::string url =
+        "http://127.0.0.1:" + std::to_string(ferry_test::closed_port()) + "/x.jpg";
+    const auto t0 = steady::now();
+    const ferry::http_error e = expect_http_error([&] { (void)ferry::ops::read_url(url); });
+    BOOST_TEST(seconds_since(t0) < 10.0);
+    BOOST_TEST(e.status() == 0);
+    BOOST_TEST(contains(e.what(), url));
+    BOOST_TEST(contains(e.what(), "onnect"), e.what());
+}
+
+// Consecutive calls on one thread reuse one keep-alive connection.
+BOOST_AUTO_TEST_CASE(reuses_keep_alive_connection) {
+    http_server server([](const http_request& r) { return http_response{.body = r.target}; });
+    for (int i = 0; i < 20; ++i) {
+        const std::string path = "/item/" + std::to_string(i);
+        BOOST_TEST(as_string(ferry::ops::read_url(server.url(path))) == path);
+    }
+    BOOST_TEST(server.requests() == 20u);
+    BOOST_TEST(server.connections() == 1u);
+}
+
+// A failed transfer (a stall, a truncation, an oversized body) leaves the thread's handle
+// usable, and one call's options (headers, limits) do not leak into the next.
+BOOST_AUTO_TEST_CASE(failure_does_not_poison_next_call) {
+    std::mutex mutex;
+    std::vector<std::string> seen_header;
+    http_server server([&](const http_request& r) {
+        {
+            std::lock_guard lock(mutex);
+            seen_header.push_back(r.header("x-ferry-test"));
+        }
+        if (r.target == "/stall") {
+            return http_response{.body = std::string(1000, 's'),
+                                 .send_only = 10,
+                                 .after = http_response::then::stall};
+        }
+        if (r.target == "/short") {
+            return http_response{
+                .body = "abc", .content_length = 10, .after = http_response::then::close};
+        }
+        return http_response{.body = "good " + r.target};
+    });
+    BOOST_CHECK_THROW(
+        (void)ferry::ops::read_url(server.url("/stall"), {.timeout = std::chrono::milliseconds(500),
+                                                          .headers = {"X-Ferry-Test: one"}}),
+        ferry::http_error);
+    BOOST_TEST(as_string(ferry::ops::read_url(server.url("/a"))) == "good /a");
+    BOOST_CHECK_THROW((void)ferry::ops::read_url(server.url("/short")), ferry::http_error);
+    BOOST_CHECK_THROW((void)ferry::ops::read_url(server.url("/big"), {.max_bytes = 3}),
+                      ferry::http_error);
+    // The limit of the previous call is gone: the same body passes now.
+    BOOST_TEST(as_string(ferry::ops::read_url(server.url("/big"))) == "good /big");
+    std::lock_guard lock(mutex);
+    BOOST_TEST_REQUIRE(seen_header.size() == 5u);
+    BOOST_TEST(seen_header[0] == "one");
+    for (std::size_t i = 1; i < seen_header.size(); ++i) BOOST_TEST(seen_header[i].empty());
+}
+
+// Request headers from the options are sent; the User-Agent names ferry.
+BOOST_AUTO_TEST_CASE(sends_headers) {
+    http_server server([](const http_request& r) {
+        return http_response{.body = r.header("authorization") + "|" + r.header("user-agent")};
+    });
+    const std::string got = as_string(
+        ferry::ops::read_url(server.url("/h"), {.headers = {"Authorization: Bearer t0k3n"}}));
+    BOOST_TEST(got.starts_with("Bearer t0k3n|ferry/"));
+}
+
+// Redirects are followed by default; with follow_redirects off a 3xx is an error, not a body.
+BOOST_AUTO_TEST_CASE(follows_redirects_when_asked) {
+    http_server server([](const http_request& r) {
+        if (r.target == "/old") {
+            return http_response{.status = 302, .body = "moved", .headers = {{"Location", "/new"}}};
+        }
+        return http_response{.body = "new content"};
+    });
+    BOOST_TEST(as_string(ferry::ops::read_url(server.url("/old"))) == "new content");
+    const ferry::http_error e = expect_http_error(
+        [&] { (void)ferry::ops::read_url(server.url("/old"), {.follow_redirects = false}); });
+    BOOST_TEST(e.status() == 302);
+    BOOST_TEST(contains(e.what(), "redirect"));
+}
+
+// file:// URLs go through the same call; a missing file is an http_error naming it; schemes
+// other than http, https and file are refused.
+BOOST_AUTO_TEST_CASE(reads_file_urls_and_refuses_other_schemes) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("ferry-http-test-" + std::to_string(::getpid()) + ".bin");
+    const std::string contents = random_body(70000, 3);
+    {
+        std::ofstream out(path, std::ios::binary);
+        out << contents;
+    }
+    const ferry::bytes b = ferry::ops::read_url("file://" + path.string());
+    std::filesystem::remove(path);
+    BOOST_TEST((as_string(b) == contents));
+    const std::string missing = "file://" + path.string();
+    const ferry::http_error e = expect_http_error([&] { (void)ferry::ops::read_url(missing); });
+    BOOST_TEST(contains(e.what(), missing));
+    BOOST_CHECK_THROW((void)ferry::ops::read_url("ftp://127.0.0.1/x"), ferry::http_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()
