@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# Finds what ferry::image links: libjpeg-turbo (TurboJPEG API), libpng, libwebp and OpenCV's
-# core and imgproc modules. Debian's per-module OpenCV packages (libopencv-imgproc-dev, ...)
-# ship no OpenCVConfig.cmake (only the full libopencv-dev does), so OpenCV is found by its
+# Finds what ferry::image links: libjpeg-turbo (TurboJPEG and libjpeg APIs), libpng, libwebp and
+# OpenCV's core and imgproc modules. Debian's per-module OpenCV packages (libopencv-imgproc-dev,
+# ...) ship no OpenCVConfig.cmake (only the full libopencv-dev does), so OpenCV is found by its
 # headers and libraries here and wrapped in imported targets:
 #   ferry_deps::opencv_core, ferry_deps::opencv_imgproc, ferry_deps::opencv_imgcodecs (if
 #   present; tests only), ferry_deps::webp
@@ -9,6 +9,19 @@
 include_guard(GLOBAL)
 
 find_package(libjpeg-turbo 2.1 CONFIG REQUIRED)
+# Region decoding (decode_options::crop) uses the libjpeg API (jpeg_crop_scanline,
+# jpeg_skip_scanlines), which libturbojpeg does not export: whatever links the TurboJPEG target
+# links libjpeg too (Debian: libjpeg62-turbo-dev; its headers are jpeglib.h and jerror.h).
+if(TARGET libjpeg-turbo::jpeg AND TARGET libjpeg-turbo::turbojpeg)
+  get_target_property(_ferry_tj_links libjpeg-turbo::turbojpeg INTERFACE_LINK_LIBRARIES)
+  if(NOT _ferry_tj_links OR NOT "libjpeg-turbo::jpeg" IN_LIST _ferry_tj_links)
+    set_property(TARGET libjpeg-turbo::turbojpeg APPEND PROPERTY
+      INTERFACE_LINK_LIBRARIES libjpeg-turbo::jpeg)
+  endif()
+else()
+  message(FATAL_ERROR "ferry::image needs libjpeg-turbo's libjpeg and TurboJPEG libraries "
+                      "(Debian: libjpeg62-turbo-dev and libturbojpeg0-dev; `bash setup.sh deps`)")
+endif()
 find_package(PNG 1.6 REQUIRED)
 
 find_path(FERRY_OPENCV_INCLUDE_DIR opencv2/core.hpp PATH_SUFFIXES opencv4)

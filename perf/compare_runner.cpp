@@ -15,6 +15,10 @@
 ///  * `ferry-reduced`  `ferry`, but each JPEG is decoded at the smallest DCT scale that still
 ///                     covers the crop at 224x224 (the crop box is drawn from the header's size
 ///                     first), a speed-up PyTorch's loader does not have
+///  * `ferry-roi`      `ferry`, but the decode stage is `decode_random_resized_crop`: the crop
+///                     box is drawn from the header, and only the crop is decoded (libjpeg's
+///                     crop and skip of scanlines), at the smallest DCT scale that still covers
+///                     224x224 — what DALI's fused image_random_crop does
 ///  * `sequential`     a plain loop making the same calls
 ///  * `tbb`            a hand-written tbb::parallel_pipeline (serial source, parallel
 ///                     read+decode+crop+flip, serial batch+collate) in a task_arena(threads)
@@ -72,13 +76,22 @@ std::mt19937_64 rng_for(std::size_t index) {
     return std::mt19937_64(0x5EEDULL ^ (index * 0x9E3779B97F4A7C15ULL));
 }
 
+/// How the decode stage gets from the file to the crop.
+enum class decode_mode {
+    full,     ///< decode_image, then random_resized_crop
+    reduced,  ///< the box from the header, a reduced-scale decode_image, crop, resize
+    roi,      ///< decode_random_resized_crop: only the crop is decoded
+};
+
 /// decode -> random resized crop -> flip, as every C++ runner does it.
 ferry::image transform(const ferry::bytes& b, std::size_t index, ferry::interpolation interp,
-                       bool reduced) {
+                       decode_mode mode) {
     std::mt19937_64 rng = rng_for(index);
     ferry::image img;
     ferry::crop_box box;
-    if (reduced) {
+    if (mode == decode_mode::roi) {
+        img = ferry::ops::decode_random_resized_crop(b, side, side, rng, {.interp = interp});
+    } else if (mode == decode_mode::reduced) {
         // Draw the crop on the full-size geometry, then decode at the smallest scale at which
         // the crop still has at least 224x224 pixels, and scale the box to that decode.
         const ferry::image_info info = ferry::ops::probe_image(b);
@@ -120,15 +133,16 @@ void note_batch(result& r, const ferry::tensor& t, steady::time_point t0) {
     r.images += t.size(0);
 }
 
-result run_ferry(const std::vector<fs::path>& paths, const options& o, bool tuned, bool reduced) {
+result run_ferry(const std::vector<fs::path>& paths, const options& o, bool tuned,
+                 decode_mode mode) {
     result r;
     const auto t0 = steady::now();
     std::vector<std::size_t> order(paths.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     const auto interp = o.interp;
     auto read = [&](std::size_t i) { return std::pair{i, ferry::ops::read_file(paths[i])}; };
-    auto decode = [interp, reduced](const std::pair<std::size_t, ferry::bytes>& in) {
-        return transform(in.second, in.first, interp, reduced);
+    auto decode = [interp, mode](const std::pair<std::size_t, ferry::bytes>& in) {
+        return transform(in.second, in.first, interp, mode);
     };
     auto p = tuned ? ferry::from(order)
                          .map(read, {.concurrency = o.read, .name = "read", .executor = ferry::io})
@@ -156,7 +170,7 @@ result run_sequential(const std::vector<fs::path>& paths, const options& o) {
         batch = {};
     };
     for (std::size_t i = 0; i < paths.size(); ++i) {
-        batch.push_back(transform(ferry::ops::read_file(paths[i]), i, o.interp, false));
+        batch.push_back(transform(ferry::ops::read_file(paths[i]), i, o.interp, decode_mode::full));
         if (batch.size() == batch_size) flush();
     }
     if (!batch.empty()) flush();
@@ -187,11 +201,12 @@ result run_tbb(const std::vector<fs::path>& paths, const options& o) {
                                                     }
                                                     return next++;
                                                 }) &
-                tbb::make_filter<std::size_t, ferry::image>(
-                    tbb::filter_mode::parallel,
-                    [&](std::size_t i) {
-                        return transform(ferry::ops::read_file(paths[i]), i, o.interp, false);
-                    }) &
+                tbb::make_filter<std::size_t, ferry::image>(tbb::filter_mode::parallel,
+                                                            [&](std::size_t i) {
+                                                                return transform(
+                                                                    ferry::ops::read_file(paths[i]),
+                                                                    i, o.interp, decode_mode::full);
+                                                            }) &
                 tbb::make_filter<ferry::image, void>(tbb::filter_mode::serial_in_order,
                                                      [&](ferry::image img) {
                                                          batch.push_back(std::move(img));
@@ -212,7 +227,8 @@ double cpu_seconds() {
 }
 
 [[noreturn]] void usage(int code) {
-    std::cerr << "usage: compare_runner --runner ferry|ferry-default|ferry-reduced|sequential|tbb "
+    std::cerr << "usage: compare_runner --runner "
+                 "ferry|ferry-default|ferry-reduced|ferry-roi|sequential|tbb "
                  "--data DIR [--threads N] [--read N] [--interp bilinear|area|antialias]\n"
                  "       compare_runner --generate DIR --images N\n";
     std::exit(code);
@@ -276,11 +292,13 @@ int main(int argc, char** argv) {
     const double cpu0 = cpu_seconds();  // not counting listing the files
     result r;
     if (o.runner == "ferry") {
-        r = run_ferry(paths, o, true, false);
+        r = run_ferry(paths, o, true, decode_mode::full);
     } else if (o.runner == "ferry-default") {
-        r = run_ferry(paths, o, false, false);
+        r = run_ferry(paths, o, false, decode_mode::full);
     } else if (o.runner == "ferry-reduced") {
-        r = run_ferry(paths, o, true, true);
+        r = run_ferry(paths, o, true, decode_mode::reduced);
+    } else if (o.runner == "ferry-roi") {
+        r = run_ferry(paths, o, true, decode_mode::roi);
     } else if (o.runner == "sequential") {
         r = run_sequential(paths, o);
     } else if (o.runner == "tbb") {

@@ -27,6 +27,12 @@ struct request {
     bool strict = true;
     /// Refuse images with more pixels than this, before allocating them.
     std::uint64_t max_pixels = 0;
+    /// When set, only this region (as `decode_options::crop`: full-size coordinates of the
+    /// image as seen after EXIF orientation `orientation`); with `at_least`, the reduced scale
+    /// is chosen for the region. Only `decode_jpeg` looks at it: it maps the box to the stored
+    /// orientation with `stored_crop` and returns that region, still in the stored orientation.
+    const crop_box* crop = nullptr;
+    int orientation = 1;
 };
 
 /// Throws `decode_error("decode_image: <format>: <why>")`.
@@ -51,6 +57,11 @@ image decode_bmp(byte_span data, const request& req);
 
 /// The EXIF orientation (1..8) in a JPEG's APP1 segment; 1 when absent or unreadable.
 int jpeg_orientation(byte_span data) noexcept;
+
+/// `box` (in the coordinates of the image as seen after EXIF `orientation`) in the coordinates
+/// of the stored `width x height` image. Throws `ferry::invalid_argument` when the box is empty
+/// or does not lie inside the image as seen.
+crop_box stored_crop(const crop_box& box, int orientation, int width, int height);
 
 /// Converts packed 3- or 4-channel RGB(A) pixels (`from`) to `to`, in place where the result
 /// is no larger. `from` must be `rgb` or `rgba`.

@@ -144,6 +144,39 @@ image convert(image&& img, pixel_format to) {
     return out;
 }
 
+crop_box stored_crop(const crop_box& box, int orientation, int width, int height) {
+    const bool swap = orientation >= 5 && orientation <= 8;
+    const int seen_w = swap ? height : width;
+    const int seen_h = swap ? width : height;
+    if (box.width <= 0 || box.height <= 0 || box.x < 0 || box.y < 0 || box.x > seen_w - box.width ||
+        box.y > seen_h - box.height) {
+        throw invalid_argument("decode_image: decode_options::crop = " + std::to_string(box.width) +
+                               "x" + std::to_string(box.height) + " at (" + std::to_string(box.x) +
+                               ", " + std::to_string(box.y) + ") is not inside the " +
+                               std::to_string(seen_w) + "x" + std::to_string(seen_h) + " image");
+    }
+    // The inverse of `orient`: where the pixels of the box as seen lie in the stored image.
+    const auto [x, y, w, h] = box;
+    switch (orientation) {
+        case 2:  // mirrored left-right
+            return {width - x - w, y, w, h};
+        case 3:  // rotated 180 degrees
+            return {width - x - w, height - y - h, w, h};
+        case 4:  // mirrored top-bottom
+            return {x, height - y - h, w, h};
+        case 5:  // transposed
+            return {y, x, h, w};
+        case 6:  // transposed, then mirrored left-right
+            return {y, height - x - w, h, w};
+        case 7:  // transposed, then rotated 180 degrees
+            return {width - y - h, height - x - w, h, w};
+        case 8:  // transposed, then mirrored top-bottom
+            return {width - y - h, x, h, w};
+        default:
+            return box;
+    }
+}
+
 }  // namespace codec
 
 namespace {
@@ -220,10 +253,15 @@ image decode_image_fn::operator()(std::span<const std::byte> data,
         req.at_least = orientation >= 5 ? image_size{target.height, target.width} : target;
     }
 
+    if (options.crop) {
+        req.crop = &*options.crop;
+        req.orientation = orientation;
+    }
+
     image img;
     switch (f) {
         case format::jpeg:
-            img = codec::decode_jpeg(data, req);
+            img = codec::decode_jpeg(data, req);  // with a crop: only the region
             break;
         case format::png:
             img = codec::decode_png(data, req);
@@ -235,6 +273,10 @@ image decode_image_fn::operator()(std::span<const std::byte> data,
             img = codec::decode_bmp(data, req);
             break;
     }
+    if (options.crop && f != format::jpeg) {
+        // Only JPEG has an EXIF orientation here (orientation is 1), and no reduced scale.
+        img = crop(img, codec::stored_crop(*options.crop, 1, img.width(), img.height()));
+    }
     if (orientation != 1) img = orient(img, orientation);
     if (set(options.resize) && img.size() != options.resize) {
         img = resize(img, options.resize.width, options.resize.height, options.interp);
@@ -243,5 +285,32 @@ image decode_image_fn::operator()(std::span<const std::byte> data,
 }
 
 }  // namespace detail
+
+image decode_random_resized_crop(std::span<const std::byte> data, int width, int height,
+                                 std::mt19937_64& rng,
+                                 const decode_random_resized_crop_options& options) {
+    const image_info info = probe_image(data);
+    const bool swap = info.orientation >= 5;
+    const image_size seen =
+        swap ? image_size{info.height, info.width} : image_size{info.width, info.height};
+    // The same draw as random_resized_crop on the decoded image, then the same checks.
+    const crop_box box = random_resized_crop_box(
+        seen, rng, {.scale = options.scale, .ratio = options.ratio, .interp = options.interp});
+    if (width <= 0 || height <= 0) {
+        throw invalid_argument("decode_random_resized_crop: target " + std::to_string(width) + "x" +
+                               std::to_string(height) + " is not positive");
+    }
+    // reduce_to: the smallest DCT scale at which the box still has width x height pixels.
+    image img = decode_image(data, {.format = options.format,
+                                    .reduce_to = {width, height},
+                                    .max_pixels = options.max_pixels,
+                                    .strict = options.strict,
+                                    .crop = box});
+    if (img.width() != width || img.height() != height) {
+        img = resize(img, width, height, options.interp);
+    }
+    return img;
+}
+
 }  // namespace ops
 }  // namespace ferry
