@@ -254,11 +254,30 @@ std::string shape_string(const std::vector<std::int64_t>& v) {
 
 }  // namespace
 
+namespace {
+thread_local const allocator* current_tensor_allocator = nullptr;
+const allocator no_allocator{};
+}  // namespace
+
+const allocator& default_tensor_allocator() noexcept {
+    return current_tensor_allocator != nullptr ? *current_tensor_allocator : no_allocator;
+}
+
+scoped_tensor_allocator::scoped_tensor_allocator(const allocator& alloc) noexcept
+    : previous_(current_tensor_allocator) {
+    current_tensor_allocator = &alloc;
+}
+
+scoped_tensor_allocator::~scoped_tensor_allocator() {
+    current_tensor_allocator = previous_;
+}
+
 tensor::tensor(ferry::dtype type, std::vector<std::int64_t> shape, const allocator& alloc)
     : dtype_(type), shape_(std::move(shape)) {
     const auto n = static_cast<std::size_t>(count_elements(shape_));
     const std::size_t bytes = n * size_of(type);
-    storage_ = alloc ? alloc(bytes) : allocate_host(bytes);
+    const allocator& chosen = alloc ? alloc : default_tensor_allocator();
+    storage_ = chosen ? chosen(bytes) : allocate_host(bytes);
     if (storage_.data == nullptr || storage_.size < bytes) {
         throw invalid_argument("tensor: the allocator returned " + std::to_string(storage_.size) +
                                " bytes for a request of " + std::to_string(bytes));

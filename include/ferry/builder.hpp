@@ -348,8 +348,9 @@ class builder {
     /// check throws (`to_cuda()` without a device: `ferry::error` with `errc::cuda`).
     [[nodiscard]] pipeline<T> build(pipeline_options options = {}) const {
         detail::pipeline_spec spec = spec_;
-        for (auto& s : spec.stages) {
-            if (s.on_build) s.on_build(s);
+        for (std::size_t i = 0; i < spec.stages.size(); ++i) {
+            auto& s = spec.stages[i];
+            if (s.on_build) s.on_build(s, i > 0 ? &spec.stages[i - 1] : nullptr);
         }
         return pipeline<T>(detail::compile(std::move(spec), std::move(options)));
     }
@@ -370,13 +371,25 @@ class builder {
         s.map_fn = [](detail::any_value&, bool) {
             throw error(errc::internal, "to_cuda: the stage ran without being built");
         };
-        s.on_build = [options = std::move(options)](detail::stage_spec& self) {
+        s.on_build = [options = std::move(options)](detail::stage_spec& self,
+                                                    detail::stage_spec* previous) {
             // One transfer context (stream, events, pools) per built pipeline.
             std::shared_ptr<cuda::transfer_context> ctx = cuda::make_transfer_context(options);
             self.map_fn = [ctx](detail::any_value& v, bool) {
                 R out = cuda_transfer<T>{}(v.take_as<T>(), *ctx);
                 v.emplace<R>(std::move(out));
             };
+            // The map before (the collate) builds its tensors in the transfer's pinned pool, so
+            // they are copied to the device directly: one host copy, not two.
+            if (ctx->options().pinned_batches && previous != nullptr &&
+                previous->kind == detail::stage_kind::map && previous->map_fn) {
+                previous->map_fn = [inner = std::move(previous->map_fn),
+                                    pinned = ctx->pinned().as_allocator()](detail::any_value& v,
+                                                                           bool last_attempt) {
+                    const scoped_tensor_allocator use(pinned);
+                    inner(v, last_attempt);
+                };
+            }
         };
         return then<R>(std::move(s));
     }

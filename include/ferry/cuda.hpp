@@ -56,6 +56,10 @@ struct cuda_options {
     std::size_t device_cache_bytes = std::size_t{4} << 30;
     /// Set: `u8` images become normalized `f32` on the device (see `cuda_normalize`).
     std::optional<cuda_normalize> normalize{};
+    /// True: tensors made in the stage right before `to_cuda()` with the default allocator (the
+    /// batch `ops::collate` makes) are allocated in this transfer's pinned pool, so they are
+    /// copied to the device directly, with no staging copy. Only when that stage is a `map`.
+    bool pinned_batches = true;
     /// Empty: the CUDA runtime. Tests pass a fake (see `cuda::backend`).
     std::shared_ptr<cuda::backend> backend{};
 };

@@ -77,6 +77,25 @@ std::size_t set_host_cache_limit(std::size_t bytes) noexcept;
 /// The bytes of freed host blocks held for reuse now.
 [[nodiscard]] std::size_t host_cache_bytes() noexcept;
 
+/// The allocator that a tensor made with an empty `allocator` uses on the calling thread: empty
+/// (the heap, `allocate_host`) except while a stage that feeds `to_cuda()` runs, where ferry sets
+/// it to that transfer's pinned pool, so that the batch is built where the copy to the GPU reads
+/// it (one host copy, not two). See `cuda_options::pinned_batches`.
+[[nodiscard]] const allocator& default_tensor_allocator() noexcept;
+
+/// Sets `default_tensor_allocator()` on this thread until destroyed, then puts the previous one
+/// back. For engines and tests; ferry sets it itself around the stage before `to_cuda()`.
+class scoped_tensor_allocator {
+  public:
+    explicit scoped_tensor_allocator(const allocator& alloc) noexcept;
+    ~scoped_tensor_allocator();
+    scoped_tensor_allocator(const scoped_tensor_allocator&) = delete;
+    scoped_tensor_allocator& operator=(const scoped_tensor_allocator&) = delete;
+
+  private:
+    const allocator* previous_;
+};
+
 /// An n-dimensional array: dtype, shape, strides (in elements), storage and device.
 ///
 /// Copying a tensor shares its storage (as in PyTorch); `clone()` copies the elements.
@@ -85,8 +104,9 @@ class tensor {
   public:
     tensor() = default;
 
-    /// A contiguous (row-major) tensor with uninitialised elements, allocated by `alloc` (the
-    /// heap when empty). Throws `ferry::invalid_argument` on a negative extent.
+    /// A contiguous (row-major) tensor with uninitialised elements, allocated by `alloc` (when
+    /// empty: `default_tensor_allocator()`, else the heap). Throws `ferry::invalid_argument` on a
+    /// negative extent.
     tensor(ferry::dtype type, std::vector<std::int64_t> shape, const allocator& alloc = {});
 
     /// Adopts `storage`: the tensor's elements start at `storage.data`. Empty `strides` means

@@ -3,8 +3,10 @@
 /// `builder<T>::to_cuda()` (label `cuda`, every machine): the no-device error from build(), the
 /// customization point at compile time (ferry's specializations and a user's struct), and whole
 /// pipelines on the fake backend.
+#include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -230,6 +232,81 @@ BOOST_AUTO_TEST_CASE(a_failing_copy_is_a_stage_error_naming_to_cuda) {
         BOOST_TEST(e.item() == 0U);
         BOOST_TEST(e.cause().find("fake cudaMemcpyAsync failed") != std::string::npos);
     }
+}
+
+
+// The map right before to_cuda() (the collate, as a rule) builds its tensors in the transfer's
+// pinned pool, so the copy to the device reads them directly (one host copy, not two); stages
+// further up, and the consumer's thread, keep the heap. `.pinned_batches = false` turns it off.
+BOOST_AUTO_TEST_CASE(the_stage_before_to_cuda_builds_its_tensors_in_pinned_memory) {
+    for (const bool pinned : {true, false}) {
+        auto be = std::make_shared<fake_backend>();
+        std::atomic<int> made_pinned{0};
+        std::atomic<int> earlier_pinned{0};
+        auto pipe = ferry::from(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+                        .map(
+                            [&](int i) {
+                                const ferry::tensor scratch(ferry::dtype::u8, {64});
+                                if (be->is_pinned_block(scratch.data())) ++earlier_pinned;
+                                return i;
+                            },
+                            2)
+                        .map(
+                            [&](int i) {
+                                ferry::tensor t(ferry::dtype::u8, {1000});
+                                std::memset(t.data(), i, 1000);
+                                if (be->is_pinned_block(t.data()) &&
+                                    t.device().kind == ferry::device_kind::cuda_host) {
+                                    ++made_pinned;
+                                }
+                                return t;
+                            },
+                            2)
+                        .to_cuda({.pinned_batches = pinned, .backend = be})
+                        .build({.threads = 2});
+        int i = 0;
+        for (const ferry::cuda_tensor& d : pipe) {
+            BOOST_TEST(d.numel() == 1000);
+            BOOST_TEST(first_byte(d) == i);
+            d.synchronize();
+            ++i;
+        }
+        BOOST_TEST(i == 10);
+        BOOST_TEST(made_pinned.load() == (pinned ? 10 : 0), "pinned_batches = " << pinned);
+        BOOST_TEST(earlier_pinned.load() == 0);
+    }
+    const ferry::tensor here(ferry::dtype::u8, {64});
+    BOOST_TEST(!ferry::default_tensor_allocator());
+    BOOST_TEST((here.device().kind == ferry::device_kind::cpu));
+}
+
+// scoped_tensor_allocator nests and puts the previous allocator back.
+BOOST_AUTO_TEST_CASE(scoped_tensor_allocator_nests) {
+    int outer_calls = 0;
+    int inner_calls = 0;
+    const ferry::allocator outer = [&](std::size_t n) {
+        ++outer_calls;
+        return ferry::allocate_host(n);
+    };
+    const ferry::allocator inner = [&](std::size_t n) {
+        ++inner_calls;
+        return ferry::allocate_host(n);
+    };
+    {
+        const ferry::scoped_tensor_allocator a(outer);
+        { const ferry::tensor t(ferry::dtype::f32, {4}); }
+        {
+            const ferry::scoped_tensor_allocator b(inner);
+            { const ferry::tensor t(ferry::dtype::f32, {4}); }
+            // An explicit allocator still wins.
+            { const ferry::tensor t(ferry::dtype::f32, {4}, outer); }
+        }
+        { const ferry::tensor t(ferry::dtype::f32, {4}); }
+    }
+    { const ferry::tensor t(ferry::dtype::f32, {4}); }
+    BOOST_TEST(outer_calls == 3);
+    BOOST_TEST(inner_calls == 1);
+    BOOST_TEST(!ferry::default_tensor_allocator());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

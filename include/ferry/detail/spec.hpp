@@ -57,9 +57,10 @@ struct stage_spec {
     /// Any kind, optional: run by `builder::build()` on that pipeline's own copy of the stage,
     /// before the engine compiles it. Checks what only the running machine can tell (throws a
     /// `ferry::error`, and `build()` with it) and sets up per-pipeline state, e.g. `to_cuda()`
-    /// makes its streams and pools here and installs the `map_fn` that uses them. The engine
-    /// never calls it.
-    std::function<void(stage_spec& self)> on_build;
+    /// makes its streams and pools here and installs the `map_fn` that uses them, and may adjust
+    /// the stage before it (`previous`, null for the first stage): `to_cuda()` makes that stage
+    /// build its tensors in pinned memory. The engine never calls it.
+    std::function<void(stage_spec& self, stage_spec* previous)> on_build;
 };
 
 struct pipeline_spec {
