@@ -2,15 +2,20 @@
 # SPDX-License-Identifier: Apache-2.0
 # perf/cuda/device_check.sh: verify ferry's CUDA path on a machine with an NVIDIA GPU, in one
 # command and under 5 minutes: build (Release, sm_90 + sm_75 with PTX) in its own build folder,
-# run the gpu-labelled tests and the cuda_transfer benchmark, print one table. Exits non-zero
-# when there is no GPU, the build fails, a test fails or the benchmark fails.
+# run the gpu-labelled tests, the cuda_transfer benchmark, the image trainer's GPU model check and
+# one short epoch of the image trainer on the GPU (against the same epoch on the CPU), print one
+# table. Exits non-zero when there is no GPU, the build fails, a test fails, the benchmark fails
+# or the trainer's GPU run fails or disagrees with its CPU run.
 #
 #   bash perf/cuda/device_check.sh                # from any checkout (needs the CUDA Toolkit and
 #                                                 # ferry's build deps: `bash setup.sh deps`)
 #   bash perf/cuda/device_check.sh --build-only   # configure and build only (no GPU needed)
 #
 # Environment: BUILD_DIR (default <repo>/build-device-check), JOBS (default nproc),
-# CUDA_ARCHS (default "90;75"), BENCH_ARGS (default "--batches 200 --reps 3 --images 1024").
+# CUDA_ARCHS (default "90;75"), BENCH_ARGS (default "--batches 200 --reps 3 --images 1024"),
+# TRAINER_ARGS (default "--epochs 1 --max-items 10000 --max-test-items 2000 --seed 3"),
+# TRAINER_DATA (an image folder for the trainer; default Fashion-MNIST, unpacked into the build
+# folder on first use from Debian's dataset-fashion-mnist; without either the run is skipped).
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -18,6 +23,7 @@ build="${BUILD_DIR:-$root/build-device-check}"
 jobs="${JOBS:-$(nproc)}"
 archs="${CUDA_ARCHS:-90;75}"
 bench_args="${BENCH_ARGS:---batches 200 --reps 3 --images 1024}"
+trainer_args="${TRAINER_ARGS:---epochs 1 --max-items 10000 --max-test-items 2000 --seed 3}"
 build_only=0
 [[ "${1:-}" == "--build-only" ]] && build_only=1
 
@@ -71,12 +77,13 @@ generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 if ! cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
         -DFERRY_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$archs" \
-        -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=ON \
-        -DFERRY_VIDEO=OFF >"$logs/configure.log" 2>&1; then
+        -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=ON -DFERRY_BUILD_PERF=ON \
+        -DFERRY_VIDEO=OFF -DFERRY_HTTP=OFF >"$logs/configure.log" 2>&1; then
     tail -n 30 "$logs/configure.log" >&2
     fail "configure failed (log: $logs/configure.log; missing deps? try \`bash setup.sh deps\`)"
 fi
-if ! cmake --build "$build" -j"$jobs" --target cuda_tests cuda_transfer >"$logs/build.log" 2>&1; then
+if ! cmake --build "$build" -j"$jobs" --target cuda_tests cuda_transfer image_trainer \
+        gpu_model_check >"$logs/build.log" 2>&1; then
     grep -E "error|Error" "$logs/build.log" | head -n 30 >&2
     fail "build failed (log: $logs/build.log)"
 fi
@@ -114,7 +121,62 @@ else
     status=1
 fi
 
-# --- 4. the benchmark ------------------------------------------------------------------------
+# --- 4. the image trainer's GPU model ----------------------------------------------------------
+t0=$SECONDS
+if timeout 60 "$build/examples/gpu_model_check" >"$logs/gpu-model.log" 2>&1; then
+    row "gpu_model_check" "passed: one step agrees with the CPU model (3 shapes), toy problem learnt, $((SECONDS - t0)) s"
+else
+    grep -E "CHECK FAILED|SKIPPED" "$logs/gpu-model.log" | head -n 10 >&2
+    row "gpu_model_check" "**FAILED** (log: $logs/gpu-model.log)"
+    status=1
+fi
+
+# --- 5. one short epoch of the image trainer, on the GPU and then on the CPU ------------------
+# Same seed, so the same init, shuffle, crops and batches: the two runs should end within float
+# rounding of each other (accuracy within 0.03).
+trainer_data=()
+if [[ -n "${TRAINER_DATA:-}" ]]; then
+    trainer_data=(--data "$TRAINER_DATA")
+elif [[ -f "$build/fashion-mnist-cache/fashion-mnist/.complete" ||
+        -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]]; then
+    trainer_data=(--cache "$build/fashion-mnist-cache")
+fi
+if [[ ${#trainer_data[@]} == 0 ]]; then
+    row "image_trainer" "not run: no data (apt-get install dataset-fashion-mnist, or set TRAINER_DATA)"
+else
+    declare -A acc loss rate
+    for dev in cuda cpu; do
+        t0=$SECONDS
+        # shellcheck disable=SC2086  # TRAINER_ARGS is a list of words
+        if timeout 150 "$build/examples/image_trainer" --device "$dev" "${trainer_data[@]}" \
+                --no-progress $trainer_args >"$logs/trainer-$dev.log" 2>&1; then
+            last="$(grep -E '^epoch [0-9]+/[0-9]+ ' "$logs/trainer-$dev.log" | tail -n1)"
+            acc[$dev]="$(sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' <<<"$last")"
+            loss[$dev]="$(sed -n 's/.*loss \([0-9.]*\).*/\1/p' <<<"$last")"
+            rate[$dev]="$(sed -n 's/.* \([0-9]*\) img\/s.*/\1/p' <<<"$last")"
+            where="$(sed -n 's/^training on: //p' "$logs/trainer-$dev.log" | head -n1)"
+            row "image_trainer --device $dev" "$where: loss ${loss[$dev]}, test accuracy ${acc[$dev]}, ${rate[$dev]} img/s ($trainer_args, $((SECONDS - t0)) s)"
+            if [[ $dev == cuda && $where != cuda:* ]]; then
+                row "image_trainer --device cuda" "**FAILED**: trained on '$where', not a GPU"
+                status=1
+            fi
+        else
+            tail -n 20 "$logs/trainer-$dev.log" >&2
+            row "image_trainer --device $dev" "**FAILED** (log: $logs/trainer-$dev.log)"
+            status=1
+        fi
+    done
+    if [[ -n "${acc[cuda]:-}" && -n "${acc[cpu]:-}" ]]; then
+        if awk -v g="${acc[cuda]}" -v c="${acc[cpu]}" 'BEGIN { d = g - c; exit !(d <= 0.03 && d >= -0.03 && g >= 0.5) }'; then
+            row "image_trainer GPU vs CPU" "agree: accuracy ${acc[cuda]} vs ${acc[cpu]}, loss ${loss[cuda]} vs ${loss[cpu]}"
+        else
+            row "image_trainer GPU vs CPU" "**DIFFER**: accuracy ${acc[cuda]} vs ${acc[cpu]} (must be within 0.03, GPU >= 0.5), loss ${loss[cuda]} vs ${loss[cpu]}"
+            status=1
+        fi
+    fi
+fi
+
+# --- 6. the benchmark ------------------------------------------------------------------------
 t0=$SECONDS
 # shellcheck disable=SC2086  # BENCH_ARGS is a list of words
 if timeout 200 "$build/perf/cuda_transfer" $bench_args >"$logs/bench.log" 2>&1; then

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The image trainer's model on the CPU: a small MLP (or softmax regression with `hidden` 0)
+/// trained by SGD with momentum. Shared by `image_trainer` and the GPU model's check, which holds
+/// the GPU model (image_trainer_gpu.hpp) to these numerics.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace ferry_examples {
+
+/// A one-hidden-layer ReLU network (`in -> hidden -> out`), or softmax regression
+/// (`in -> out`) when `hidden` is 0. Weights are row-major, one row per output unit; the
+/// initialisation (uniform, He-scaled) depends only on the seed.
+struct mlp {
+    int in = 0;
+    int hidden = 0;
+    int out = 0;
+    std::vector<float> w1, b1, w2, b2;          // w1: hidden x in, w2: out x hidden (or out x in)
+    std::vector<float> v_w1, v_b1, v_w2, v_b2;  // SGD momentum (velocity) of each
+
+    mlp(int in_, int hidden_, int out_, std::uint64_t seed) : in(in_), hidden(hidden_), out(out_) {
+        std::mt19937_64 rng(seed);
+        auto init = [&](std::vector<float>& w, int fan_in, std::size_t n) {
+            std::uniform_real_distribution<float> u(-1.0F, 1.0F);
+            const float scale = std::sqrt(6.0F / static_cast<float>(fan_in));
+            w.resize(n);
+            for (auto& x : w) x = u(rng) * scale;
+        };
+        const int last_in = hidden > 0 ? hidden : in;
+        if (hidden > 0) {
+            init(w1, in, static_cast<std::size_t>(hidden) * in);
+            b1.assign(static_cast<std::size_t>(hidden), 0.0F);
+        }
+        init(w2, last_in, static_cast<std::size_t>(out) * last_in);
+        b2.assign(static_cast<std::size_t>(out), 0.0F);
+        v_w1.assign(w1.size(), 0.0F);
+        v_b1.assign(b1.size(), 0.0F);
+        v_w2.assign(w2.size(), 0.0F);
+        v_b2.assign(b2.size(), 0.0F);
+    }
+
+    /// Logits for one input; `h` receives the hidden activations.
+    void forward(const float* x, std::vector<float>& h, float* logits) const {
+        const float* last = x;
+        int last_n = in;
+        if (hidden > 0) {
+            h.resize(static_cast<std::size_t>(hidden));
+            for (int j = 0; j < hidden; ++j) {
+                const float* w = &w1[static_cast<std::size_t>(j) * in];
+                float s = b1[static_cast<std::size_t>(j)];
+                for (int i = 0; i < in; ++i) s += w[i] * x[i];
+                h[static_cast<std::size_t>(j)] = s > 0 ? s : 0;
+            }
+            last = h.data();
+            last_n = hidden;
+        }
+        for (int k = 0; k < out; ++k) {
+            const float* w = &w2[static_cast<std::size_t>(k) * last_n];
+            float s = b2[static_cast<std::size_t>(k)];
+            for (int i = 0; i < last_n; ++i) s += w[i] * last[i];
+            logits[k] = s;
+        }
+    }
+
+    /// One SGD step on a batch (x: n x in, row-major); returns the mean cross-entropy loss.
+    float train_step(const float* x, const std::vector<int>& labels, float lr, float momentum) {
+        const int n = static_cast<int>(labels.size());
+        const int last_n = hidden > 0 ? hidden : in;
+        std::vector<float> g_w1(w1.size(), 0.0F), g_b1(b1.size(), 0.0F);
+        std::vector<float> g_w2(w2.size(), 0.0F), g_b2(b2.size(), 0.0F);
+        std::vector<float> h, logits(static_cast<std::size_t>(out)), dh;
+        float loss = 0;
+        for (int s = 0; s < n; ++s) {
+            const float* xs = x + static_cast<std::size_t>(s) * in;
+            forward(xs, h, logits.data());
+            const float mx = *std::max_element(logits.begin(), logits.end());
+            float z = 0;
+            for (auto& l : logits) z += (l = std::exp(l - mx));
+            for (auto& l : logits) l /= z;  // now probabilities
+            const int y = labels[static_cast<std::size_t>(s)];
+            loss -= std::log(std::max(logits[static_cast<std::size_t>(y)], 1e-12F));
+            logits[static_cast<std::size_t>(y)] -= 1.0F;  // d loss / d logits
+            const float* last = hidden > 0 ? h.data() : xs;
+            if (hidden > 0) dh.assign(static_cast<std::size_t>(hidden), 0.0F);
+            for (int k = 0; k < out; ++k) {
+                const float d = logits[static_cast<std::size_t>(k)];
+                g_b2[static_cast<std::size_t>(k)] += d;
+                float* gw = &g_w2[static_cast<std::size_t>(k) * last_n];
+                const float* w = &w2[static_cast<std::size_t>(k) * last_n];
+                for (int i = 0; i < last_n; ++i) {
+                    gw[i] += d * last[i];
+                    if (hidden > 0) dh[static_cast<std::size_t>(i)] += d * w[i];
+                }
+            }
+            if (hidden > 0) {
+                for (int j = 0; j < hidden; ++j) {
+                    if (h[static_cast<std::size_t>(j)] <= 0) continue;  // ReLU
+                    const float d = dh[static_cast<std::size_t>(j)];
+                    g_b1[static_cast<std::size_t>(j)] += d;
+                    float* gw = &g_w1[static_cast<std::size_t>(j) * in];
+                    for (int i = 0; i < in; ++i) gw[i] += d * xs[i];
+                }
+            }
+        }
+        const float scale = lr / static_cast<float>(n);
+        auto step = [&](std::vector<float>& w, std::vector<float>& v, const std::vector<float>& g) {
+            for (std::size_t i = 0; i < w.size(); ++i) {
+                v[i] = momentum * v[i] - scale * g[i];
+                w[i] += v[i];
+            }
+        };
+        step(w1, v_w1, g_w1);
+        step(b1, v_b1, g_b1);
+        step(w2, v_w2, g_w2);
+        step(b2, v_b2, g_b2);
+        return loss / static_cast<float>(n);
+    }
+
+    int predict(const float* x) const {
+        std::vector<float> h, logits(static_cast<std::size_t>(out));
+        forward(x, h, logits.data());
+        return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+};
+
+}  // namespace ferry_examples
