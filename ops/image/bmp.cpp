@@ -73,7 +73,9 @@ header parse(byte_span data) {
     if (h.bpp != 1 && h.bpp != 4 && h.bpp != 8 && h.bpp != 16 && h.bpp != 24 && h.bpp != 32) {
         fail("bmp", "unsupported bit depth " + std::to_string(h.bpp));
     }
-    if (h.width <= 0 || h.height == 0) {
+    // A height of INT32_MIN has no positive counterpart in 32 bits (found by the fuzzer: the
+    // probe reported a negative height).
+    if (h.width <= 0 || h.height == 0 || h.height < -std::int64_t{INT32_MAX}) {
         fail("bmp", "bad size " + std::to_string(h.width) + "x" + std::to_string(h.height));
     }
     if (h.bpp == 16 && h.compression == bi_rgb) {

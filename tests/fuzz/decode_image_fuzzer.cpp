@@ -4,11 +4,16 @@
 /// `ferry::decode_error` (any other exception escapes and counts as a crash), never a crash,
 /// a leak or an out-of-bounds access. The last byte also picks the options (the whole input is
 /// decoded, so the seed files stay valid images), so the scaled-decode, gray, RGBA and lenient
-/// paths are fuzzed too.
+/// paths are fuzzed too, and region decoding (`decode_options::crop`, a box inside the image as
+/// its header tells it) and `decode_random_resized_crop`.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
+#include <random>
 #include <span>
+#include <utility>
 
 #include "ferry/error.hpp"
 #include "ferry/image.hpp"
@@ -24,9 +29,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if ((selector & 0x08) != 0) options.reduce_to = {3, 3};
     options.strict = (selector & 0x10) == 0;
     options.apply_orientation = (selector & 0x20) == 0;
+    std::optional<ferry::image_info> info;
     try {
-        (void)ferry::ops::probe_image(bytes);
+        info = ferry::ops::probe_image(bytes);
     } catch (const ferry::decode_error&) {
+    }
+    // Region decoding (the libjpeg path for JPEG): a box inside the image as the header tells it.
+    if ((selector & 0x40) != 0 && info && info->width > 0 && info->height > 0) {
+        int w = info->width;
+        int h = info->height;
+        if (options.apply_orientation && info->orientation >= 5) std::swap(w, h);
+        options.crop = ferry::crop_box{w / 3, h / 4, std::max(1, w / 2), std::max(1, h / 2)};
+    }
+    if ((selector & 0x80) != 0) {
+        try {
+            std::mt19937_64 rng(selector);
+            const ferry::image img = ferry::ops::decode_random_resized_crop(
+                bytes, 9, 7, rng, {.max_pixels = options.max_pixels, .strict = options.strict});
+            if (img.width() != 9 || img.height() != 7) std::abort();
+        } catch (const ferry::decode_error&) {
+        }
     }
     try {
         const ferry::image img = ferry::ops::decode_image(bytes, options);

@@ -8,6 +8,8 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <climits>
+#include <functional>
 #include <map>
 #include <opencv2/imgcodecs.hpp>
 #include <random>
@@ -256,6 +258,25 @@ BOOST_DATA_TEST_CASE(max_pixels_is_enforced_for_small_images, bdata::make(all_sa
 
 // max_pixels limits the file's size, not the output's: a reduced decode of an over-limit JPEG
 // is still refused.
+// A BMP height of INT32_MIN (no positive counterpart in 32 bits; found by the fuzzer through
+// decode_random_resized_crop, which trusted the probe's size) is a bad size, not a negative one.
+BOOST_AUTO_TEST_CASE(bmp_height_int32_min_is_a_bad_size) {
+    const file_bytes f = bmp_declaring(sample_named("bmp_24bit").file, 16, INT32_MIN);
+    for (const auto& [what, call] : std::vector<std::pair<std::string, std::function<void()>>>{
+             {"probe_image", [&] { (void)probe_image(as_span(f)); }},
+             {"decode_image", [&] { (void)decode_image(as_span(f)); }},
+             {"decode_random_resized_crop", [&] {
+                  std::mt19937_64 rng(1);
+                  (void)ferry::ops::decode_random_resized_crop(as_span(f), 8, 8, rng);
+              }}}) {
+        BOOST_TEST_CONTEXT(what) {
+            BOOST_CHECK_EXCEPTION(call(), ferry::decode_error, [](const ferry::decode_error& e) {
+                return std::string_view(e.what()).find("bad size") != std::string_view::npos;
+            });
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(max_pixels_counts_the_stored_size_not_the_reduced_one) {
     BOOST_CHECK_THROW(
         (void)decode_image(as_span(large_jpeg()), {.reduce_to = {50, 38}, .max_pixels = 100'000}),
