@@ -13,7 +13,7 @@
 #                        (clang, libFuzzer, build-fuzz/) for 60 s; exits non-zero on any failure
 #
 # Environment switches for `test`:
-#   FERRY_TSAN=1    also build build-tsan/ and run the engine tests under ThreadSanitizer
+#   FERRY_TSAN=1    also build build-tsan/ and run the engine, cuda and http tests under TSan
 #   FERRY_SOAK=1    also run the tests labelled "soak" (long runs) in build/
 #   FERRY_FUZZ_SECONDS=N   how long the decode_image fuzzer runs (default 60; 0 skips it)
 #   FERRY_SANITIZER_CXX=...   compiler for the sanitizer builds (default g++; Debian 12's clang++ 14
@@ -167,13 +167,14 @@ test_mode() {
 
     if [[ "${FERRY_TSAN:-0}" == 1 ]]; then
         sanitizer_build build-tsan thread
-        step "ctest build-tsan/ -L engine (TSan)"
+        step "ctest build-tsan/ -L 'engine|cuda|http' (TSan)"
         # tests/tsan.supp: races in uninstrumented libtbb's own task objects, none of ferry's.
         local tsan_options="halt_on_error=1:second_deadlock_stack=1"
         tsan_options+=":suppressions=$root/tests/tsan.supp"
         TSAN_OPTIONS="${TSAN_OPTIONS:-$tsan_options}" \
-            ctest --test-dir build-tsan -L engine --output-on-failure --no-tests=error -j "$jobs"
-        done_parts+=("tsan: engine")
+            ctest --test-dir build-tsan -L 'engine|cuda|http' --output-on-failure --no-tests=error \
+            -j "$jobs"
+        done_parts+=("tsan: engine, cuda (host side), http")
     fi
 
     if [[ "${FERRY_SOAK:-0}" == 1 ]]; then
