@@ -220,8 +220,13 @@ class io_pool {
         {
             std::lock_guard lock(mutex_);
             jobs_.push_back(std::move(j));
+            waiting_.store(jobs_.size(), std::memory_order_relaxed);
         }
         cv_.notify_one();
+    }
+    /// Calls submitted and not yet started (sampled for the stage's queue).
+    [[nodiscard]] std::size_t waiting() const noexcept {
+        return waiting_.load(std::memory_order_relaxed);
     }
 
   private:
@@ -234,6 +239,7 @@ class io_pool {
                 if (jobs_.empty()) return;
                 j = std::move(jobs_.front());
                 jobs_.pop_front();
+                waiting_.store(jobs_.size(), std::memory_order_relaxed);
             }
             j();
         }
@@ -242,6 +248,7 @@ class io_pool {
     std::condition_variable cv_;
     std::deque<job> jobs_;
     bool closing_ = false;
+    std::atomic<std::size_t> waiting_{0};
     std::vector<std::thread> threads_;
 };
 
@@ -1451,12 +1458,16 @@ void pipeline_runtime::sample() {
         ++samples_;
         if (saturated) ++saturated_samples_;
     }
-    auto record = [&](stage_counters& c, int concurrency, std::int64_t queued, int active) {
+    // An idle stage with nothing queued waits on downstream (backpressure) only when the
+    // pipeline is full with nothing waiting upstream of it; full with items queued before it (in
+    // front of a slow stage) means it waits on upstream: starved.
+    auto record = [&](stage_counters& c, int concurrency, std::int64_t queued, int active,
+                      bool queued_upstream) {
         std::lock_guard lock(c.sample_mutex);
         ++c.samples;
         c.utilization_sum += std::min(1.0, static_cast<double>(active) / concurrency);
         if (active < concurrency && queued <= 0) {
-            if (saturated) {
+            if (saturated && !queued_upstream) {
                 ++c.backpressured_samples;
             } else {
                 ++c.starved_samples;
@@ -1475,10 +1486,15 @@ void pipeline_runtime::sample() {
         if (!busy && saturated) ++source_counters_.backpressured_samples;
     }
     auto upstream = static_cast<std::int64_t>(source_counters_.sum(&counter_shard::emitted));
+    bool queued_upstream = false;
     for (auto& st : stages_) {
         const auto arrived = static_cast<std::int64_t>(st.counters.sum(&counter_shard::arrived));
         const auto active = st.counters.sum(&counter_shard::active);
-        record(st.counters, st.concurrency, upstream - arrived, static_cast<int>(active));
+        // An I/O stage's calls wait in its pool's queue after they have "arrived".
+        std::int64_t queued = upstream - arrived;
+        if (st.pool) queued += static_cast<std::int64_t>(st.pool->waiting());
+        record(st.counters, st.concurrency, queued, static_cast<int>(active), queued_upstream);
+        queued_upstream = queued_upstream || queued > 0;
         upstream = static_cast<std::int64_t>(st.counters.sum(&counter_shard::emitted));
     }
 }

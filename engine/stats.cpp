@@ -36,7 +36,12 @@ std::string percent(double f) {
 }  // namespace
 
 std::string pipeline_stats::bottleneck() const {
-    if (full > 0.5) return "consumer";
+    // Full most of the time and the consumer rarely waiting: the training loop sets the pace. Full
+    // while the consumer waits means items are piling up in front of a slow stage instead.
+    const double waited = elapsed.count() > 0 ? static_cast<double>(consumer_wait.count()) /
+                                                    static_cast<double>(elapsed.count())
+                                              : 0.0;
+    if (full > 0.5 && waited < 0.5) return "consumer";
     double best_util = 0;
     for (const auto& s : stages) best_util = std::max(best_util, s.utilization);
     if (best_util < 0.5) return "none";

@@ -32,10 +32,12 @@ struct stage_stats {
     std::chrono::nanoseconds busy{0};       ///< summed call time over all its workers
 
     /// Fractions of the run's sampled wall time (0..1):
-    double utilization = 0;    ///< mean share of its `concurrency` slots that were running a call
-    double starved = 0;        ///< idle with nothing queued while upstream had room to produce
-    double backpressured = 0;  ///< idle because the pipeline was full (in-flight limit reached)
-    double queue_mean = 0;     ///< mean number of elements waiting for this stage
+    double utilization = 0;  ///< mean share of its `concurrency` slots that were running a call
+    double starved = 0;  ///< idle with nothing queued: waiting on upstream (a slow stage or source)
+    /// Idle because the pipeline was full (in-flight limit reached) with nothing waiting upstream
+    /// of it: waiting on downstream or the consumer.
+    double backpressured = 0;
+    double queue_mean = 0;  ///< mean number of elements waiting for this stage
     std::uint64_t queue_max = 0;
 };
 
@@ -60,7 +62,8 @@ struct pipeline_stats {
     double full = 0;
 
     /// The stage most likely limiting throughput (highest utilization), or "consumer" when the
-    /// training loop itself is the slow side (the pipeline was mostly full and waiting on it).
+    /// training loop itself is the slow side (the pipeline was full more than half of the time
+    /// and the consumer waited less than half of it), or "none" (no stage busy half the time).
     [[nodiscard]] std::string bottleneck() const;
 };
 

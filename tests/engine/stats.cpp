@@ -3,8 +3,10 @@
 /// Stats and logs: stage names and counters, the printed table, periodic reports, and the
 /// rate-limited failure log.
 #include <boost/test/unit_test.hpp>
+#include <chrono>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "support.hpp"
 
@@ -245,6 +247,78 @@ BOOST_AUTO_TEST_CASE(throwing_logger_is_ignored) {
                          }});
     BOOST_TEST(drain(p).size() == 40u);
     BOOST_TEST(p.failures().size() == 10u);
+}
+
+// The bottleneck line names the side that sets the pace, in the three shapes a loader takes.
+// Each has a 1000x imbalance (a 3 ms sleep against microseconds), so the verdict does not depend
+// on the machine's speed.
+const ferry::stage_stats& row_named(const ferry::pipeline_stats& s, const std::string& name) {
+    for (const auto& r : s.stages) {
+        if (r.name == name) return r;
+    }
+    BOOST_FAIL("no stage named " << name);
+    return s.stages.front();
+}
+
+// A slow I/O stage: items wait in its queue, the pipeline is full, and the consumer waits. Full
+// alone would have said "consumer" (it did, before the consumer's waiting was counted); the
+// stages after it are starved, not backpressured.
+BOOST_AUTO_TEST_CASE(a_slow_io_stage_is_the_bottleneck_not_the_consumer) {
+    auto p = ferry::from(iota(150))
+                 .map(
+                     [](int x) {
+                         std::this_thread::sleep_for(std::chrono::milliseconds(3));
+                         return x;
+                     },
+                     {.concurrency = 2, .name = "read", .executor = ferry::io})
+                 .map([](int x) { return x + 1; }, {.name = "fast"})
+                 .build({.threads = 2});
+    int n = 0;
+    for (const int v : p) n += v > 0 ? 1 : 0;
+    BOOST_TEST(n == 150);
+    const ferry::pipeline_stats s = p.stats();
+    std::ostringstream table;
+    table << s;
+    BOOST_TEST(s.bottleneck() == "read", table.str());
+    BOOST_TEST(row_named(s, "read").queue_mean > 1.0, table.str());
+    BOOST_TEST(row_named(s, "fast").starved > row_named(s, "fast").backpressured, table.str());
+}
+
+// A slow compute stage: the same verdict for the arena's stages.
+BOOST_AUTO_TEST_CASE(a_slow_compute_stage_is_the_bottleneck) {
+    auto p = ferry::from(iota(100))
+                 .map([](int x) { return x; }, {.concurrency = 2, .name = "quick"})
+                 .map(
+                     [](int x) {
+                         std::this_thread::sleep_for(std::chrono::milliseconds(3));
+                         return x;
+                     },
+                     {.name = "slow"})
+                 .build({.threads = 2});
+    int n = 0;
+    for (const int v : p) n += v >= 0 ? 1 : 0;
+    BOOST_TEST(n == 100);
+    const ferry::pipeline_stats s = p.stats();
+    std::ostringstream table;
+    table << s;
+    BOOST_TEST(s.bottleneck() == "slow", table.str());
+}
+
+// A slow consumer: the pipeline is full and the consumer hardly waits.
+BOOST_AUTO_TEST_CASE(a_slow_consumer_is_the_bottleneck) {
+    auto p = ferry::from(iota(150))
+                 .map([](int x) { return x; }, {.concurrency = 2, .name = "quick"})
+                 .build({.threads = 2});
+    int n = 0;
+    for (const int v : p) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
+        n += v >= 0 ? 1 : 0;
+    }
+    BOOST_TEST(n == 150);
+    const ferry::pipeline_stats s = p.stats();
+    std::ostringstream table;
+    table << s;
+    BOOST_TEST(s.bottleneck() == "consumer", table.str());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
