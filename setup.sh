@@ -161,7 +161,7 @@ test_mode() {
         ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" \
             build-fuzz/tests/fuzz/decode_image_fuzzer -max_total_time="$fuzz_seconds" \
             -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-            build-fuzz/corpus tests/fuzz/corpus
+            build-fuzz/corpus tests/fuzz/corpus tests/fuzz/regressions
         done_parts+=("fuzz: decode_image ${fuzz_seconds}s")
     fi
 
