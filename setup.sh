@@ -156,7 +156,7 @@ test_mode() {
             -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
         step "build build-fuzz/ (decode_image_fuzzer)"
         cmake --build build-fuzz --parallel "$jobs" --target decode_image_fuzzer
-        step "fuzz decode_image for ${fuzz_seconds}s (seeds: tests/fuzz/corpus)"
+        step "fuzz decode_image for ${fuzz_seconds}s (seeds: tests/fuzz/corpus, tests/fuzz/regressions)"
         mkdir -p build-fuzz/corpus
         ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" \
             build-fuzz/tests/fuzz/decode_image_fuzzer -max_total_time="$fuzz_seconds" \
