@@ -32,9 +32,6 @@
 ///   compare_runner --runner ferry --data DIR [--threads 2] [--read 2] [--interp
 ///   bilinear|area|antialias] compare_runner --generate DIR --images N
 
-#include <oneapi/tbb/global_control.h>
-#include <oneapi/tbb/parallel_pipeline.h>
-#include <oneapi/tbb/task_arena.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -52,6 +49,7 @@
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
 #include "photo_set.hpp"
+#include "tbb_baseline.hpp"
 
 namespace fs = std::filesystem;
 using steady = std::chrono::steady_clock;
@@ -181,39 +179,14 @@ result run_sequential(const std::vector<fs::path>& paths, const options& o) {
 result run_tbb(const std::vector<fs::path>& paths, const options& o) {
     result r;
     const auto t0 = steady::now();
-    tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
-                              static_cast<std::size_t>(o.threads) + 1);
-    tbb::task_arena arena(o.threads, 1);
-    arena.execute([&] {
-        std::size_t next = 0;
-        std::vector<ferry::image> batch;
-        auto flush = [&] {
+    ferry_perf::run_tbb_image_pipeline(
+        paths.size(), o.threads, batch_size,
+        [&](std::size_t i) {
+            return transform(ferry::ops::read_file(paths[i]), i, o.interp, decode_mode::full);
+        },
+        [&](std::vector<ferry::image> batch) {
             note_batch(r, ferry::ops::collate(std::move(batch)), t0);
-            batch = {};
-        };
-        tbb::parallel_pipeline(
-            static_cast<std::size_t>(4 * o.threads),
-            tbb::make_filter<void, std::size_t>(tbb::filter_mode::serial_in_order,
-                                                [&](tbb::flow_control& fc) -> std::size_t {
-                                                    if (next == paths.size()) {
-                                                        fc.stop();
-                                                        return 0;
-                                                    }
-                                                    return next++;
-                                                }) &
-                tbb::make_filter<std::size_t, ferry::image>(tbb::filter_mode::parallel,
-                                                            [&](std::size_t i) {
-                                                                return transform(
-                                                                    ferry::ops::read_file(paths[i]),
-                                                                    i, o.interp, decode_mode::full);
-                                                            }) &
-                tbb::make_filter<ferry::image, void>(tbb::filter_mode::serial_in_order,
-                                                     [&](ferry::image img) {
-                                                         batch.push_back(std::move(img));
-                                                         if (batch.size() == batch_size) flush();
-                                                     }));
-        if (!batch.empty()) flush();
-    });
+        });
     r.seconds = std::chrono::duration<double>(steady::now() - t0).count();
     return r;
 }

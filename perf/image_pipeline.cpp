@@ -32,10 +32,6 @@
 ///              files already there with the right name are reused
 ///   --json     print JSON instead of the Markdown table
 
-#include <oneapi/tbb/global_control.h>
-#include <oneapi/tbb/parallel_pipeline.h>
-#include <oneapi/tbb/task_arena.h>
-
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -56,6 +52,7 @@
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
 #include "photo_set.hpp"
+#include "tbb_baseline.hpp"
 
 namespace {
 
@@ -104,37 +101,13 @@ run_result run_sequential(const std::vector<fs::path>& paths) {
 }
 
 run_result run_parallel_pipeline(const std::vector<fs::path>& paths, int t) {
-    tbb::global_control limit(tbb::global_control::max_allowed_parallelism,
-                              static_cast<std::size_t>(t) + 1);
-    tbb::task_arena arena(t, 1);
     run_result r;
     const auto t0 = bench_clock::now();
-    arena.execute([&] {
-        std::size_t next = 0;
-        std::vector<ferry::image> batch;
-        tbb::parallel_pipeline(
-            static_cast<std::size_t>(4 * t),
-            tbb::make_filter<void, std::size_t>(tbb::filter_mode::serial_in_order,
-                                                [&](tbb::flow_control& fc) -> std::size_t {
-                                                    if (next == paths.size()) {
-                                                        fc.stop();
-                                                        return 0;
-                                                    }
-                                                    return next++;
-                                                }) &
-                tbb::make_filter<std::size_t, ferry::image>(
-                    tbb::filter_mode::parallel,
-                    [&](std::size_t i) { return load(paths[i], target); }) &
-                tbb::make_filter<ferry::image, void>(
-                    tbb::filter_mode::serial_in_order, [&](ferry::image img) {
-                        batch.push_back(std::move(img));
-                        if (batch.size() == batch_size) {
-                            r.images += ferry::ops::collate(std::move(batch)).size(0);
-                            batch = {};
-                        }
-                    }));
-        if (!batch.empty()) r.images += ferry::ops::collate(std::move(batch)).size(0);
-    });
+    ferry_perf::run_tbb_image_pipeline(
+        paths.size(), t, batch_size, [&](std::size_t i) { return load(paths[i], target); },
+        [&](std::vector<ferry::image> batch) {
+            r.images += ferry::ops::collate(std::move(batch)).size(0);
+        });
     r.seconds = std::chrono::duration<double>(bench_clock::now() - t0).count();
     return r;
 }
