@@ -123,29 +123,20 @@ class host_block_cache {
     }
 
     std::size_t set_limit(std::size_t bytes) noexcept {
-        std::vector<void*> drop;
-        std::size_t old = 0;
-        {
-            std::lock_guard lock(mutex_);
-            old = limit_;
-            limit_ = bytes;
-            // Oldest first within each size; any order across sizes will do.
-            for (auto it = free_.begin(); it != free_.end() && held_ > limit_; ++it) {
-                auto& blocks = it->second;
-                std::size_t n = 0;
-                while (n < blocks.size() && held_ > limit_) {
-                    held_ -= it->first;
-                    ++n;
-                }
-                try {
-                    drop.insert(drop.end(), blocks.begin(), blocks.begin() + n);
-                } catch (...) {
-                    for (std::size_t i = 0; i < n; ++i) std::free(blocks[i]);  // NOLINT
-                }
-                blocks.erase(blocks.begin(), blocks.begin() + n);
+        std::lock_guard lock(mutex_);
+        const std::size_t old = limit_;
+        limit_ = bytes;
+        // Oldest first within each size; any order across sizes will do. Rare: free under the
+        // lock.
+        for (auto& [block, blocks] : free_) {
+            auto it = blocks.begin();
+            for (; it != blocks.end() && held_ > limit_; ++it) {
+                std::free(*it);  // NOLINT(cppcoreguidelines-no-malloc)
+                held_ -= block;
             }
+            blocks.erase(blocks.begin(), it);
+            if (held_ <= limit_) break;
         }
-        for (void* p : drop) std::free(p);  // NOLINT(cppcoreguidelines-no-malloc)
         return old;
     }
 
