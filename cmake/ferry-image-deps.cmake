@@ -9,16 +9,10 @@
 include_guard(GLOBAL)
 
 find_package(libjpeg-turbo 2.1 CONFIG REQUIRED)
-# Region decoding (decode_options::crop) uses the libjpeg API (jpeg_crop_scanline,
-# jpeg_skip_scanlines), which libturbojpeg does not export: whatever links the TurboJPEG target
-# links libjpeg too (Debian: libjpeg62-turbo-dev; its headers are jpeglib.h and jerror.h).
-if(TARGET libjpeg-turbo::jpeg AND TARGET libjpeg-turbo::turbojpeg)
-  get_target_property(_ferry_tj_links libjpeg-turbo::turbojpeg INTERFACE_LINK_LIBRARIES)
-  if(NOT _ferry_tj_links OR NOT "libjpeg-turbo::jpeg" IN_LIST _ferry_tj_links)
-    set_property(TARGET libjpeg-turbo::turbojpeg APPEND PROPERTY
-      INTERFACE_LINK_LIBRARIES libjpeg-turbo::jpeg)
-  endif()
-else()
+# Whole images decode through the TurboJPEG API, regions (decode_options::crop) through the
+# libjpeg API (jpeg_crop_scanline, jpeg_skip_scanlines), which libturbojpeg does not export:
+# ferry::image links both (Debian: libturbojpeg0-dev and libjpeg62-turbo-dev).
+if(NOT TARGET libjpeg-turbo::jpeg OR NOT TARGET libjpeg-turbo::turbojpeg)
   message(FATAL_ERROR "ferry::image needs libjpeg-turbo's libjpeg and TurboJPEG libraries "
                       "(Debian: libjpeg62-turbo-dev and libturbojpeg0-dev; `bash setup.sh deps`)")
 endif()
