@@ -7,12 +7,15 @@
 #include <sys/mman.h>
 
 #include <bit>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ferry/error.hpp"
@@ -87,51 +90,97 @@ std::size_t size_class(std::size_t bytes) noexcept {
     return (bytes + step - 1) / step * step;
 }
 
+constexpr std::size_t huge_page = std::size_t{2} << 20;
+
+/// A 2 MiB, 2 MiB-aligned mapping with transparent huge pages that blocks under 2 MiB are carved
+/// from, front to back. Carved space is never carved again: a block lives in the cache's free
+/// lists until it is evicted, and then its pages go back to the kernel (MADV_DONTNEED); the
+/// mapping goes when its last block is evicted.
+struct slab {
+    std::byte* base = nullptr;
+    std::size_t carved = 0;  ///< bytes handed out so far, from the front
+    std::size_t live = 0;    ///< carved blocks not evicted (in use or in the cache)
+};
+
+/// `bytes` (a multiple of 2 MiB) of fresh, 2 MiB-aligned address space that asks for
+/// transparent huge pages, or nullptr.
+std::byte* map_huge(std::size_t bytes) noexcept {
+    // Over-map by one huge page and trim, so that the mapping starts on a 2 MiB boundary.
+    void* raw = ::mmap(nullptr, bytes + huge_page, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return nullptr;
+    const auto a = reinterpret_cast<std::uintptr_t>(raw);
+    const std::uintptr_t aligned = (a + huge_page - 1) & ~(huge_page - 1);
+    if (aligned > a) ::munmap(raw, aligned - a);
+    const std::uintptr_t end = a + bytes + huge_page;
+    if (end > aligned + bytes) {
+        ::munmap(reinterpret_cast<void*>(aligned + bytes), end - (aligned + bytes));
+    }
+    auto* p = reinterpret_cast<std::byte*>(aligned);
+#if defined(MADV_HUGEPAGE)
+    ::madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 /// Freed host blocks kept for reuse, by exact block size, most recently freed last (hottest).
 /// Never destroyed: buffers may outlive static destruction (a tensor in a static, a DLPack
 /// capsule freed late), and their deleters come back here.
+///
+/// Where the memory comes from: a page fault per 4 KiB page costs most of a fresh block's first
+/// use (about 10 us a page in a VM, 5 us even when prefaulted with MADV_POPULATE_WRITE; 0.3 us a
+/// page in 2 MiB pages), and a loader's first batches are made of fresh blocks. So blocks under
+/// 2 MiB are carved from 2 MiB huge-page slabs, and blocks of 2 MiB and more are mappings of
+/// their own rounded up to whole huge pages (where the kernel's THP mode is `madvise` or
+/// `always`; elsewhere the advice is ignored and the pages are 4 KiB). Builds with
+/// AddressSanitizer use the heap instead, so that overflows and uses after free are caught.
 class host_block_cache {
   public:
+    struct block_ref {
+        void* p = nullptr;
+        slab* from = nullptr;  ///< the slab it was carved from; nullptr: a mapping or heap block
+    };
+
     static host_block_cache& instance() {
         static auto* cache = new host_block_cache;  // NOLINT(cppcoreguidelines-owning-memory)
         return *cache;
     }
 
-    void* take(std::size_t block) {
+    /// A block of `block` bytes (a size class): from the cache, else fresh.
+    block_ref take(std::size_t block) {
         std::lock_guard lock(mutex_);
         const auto it = free_.find(block);
-        if (it == free_.end() || it->second.empty()) return nullptr;
-        void* p = it->second.back();
-        it->second.pop_back();
-        held_ -= block;
-        return p;
+        if (it != free_.end() && !it->second.empty()) {
+            const block_ref r = it->second.back();
+            it->second.pop_back();
+            held_ -= block;
+            return r;
+        }
+        return fresh(block);
     }
 
-    void give(void* p, std::size_t block) noexcept {
-        {
-            std::lock_guard lock(mutex_);
-            if (held_ + block <= limit_) {
-                try {
-                    free_[block].push_back(p);
-                    held_ += block;
-                    return;
-                } catch (...) {  // no room to remember it: free it instead
-                }
+    void give(block_ref r, std::size_t block) noexcept {
+        std::lock_guard lock(mutex_);
+        if (held_ + block <= limit_) {
+            try {
+                free_[block].push_back(r);
+                held_ += block;
+                return;
+            } catch (...) {  // no room to remember it: release it instead
             }
         }
-        std::free(p);  // NOLINT(cppcoreguidelines-no-malloc)
+        release(r, block);
     }
 
     std::size_t set_limit(std::size_t bytes) noexcept {
         std::lock_guard lock(mutex_);
         const std::size_t old = limit_;
         limit_ = bytes;
-        // Oldest first within each size; any order across sizes will do. Rare: free under the
-        // lock.
+        // Oldest first within each size; any order across sizes will do.
         for (auto& [block, blocks] : free_) {
             auto it = blocks.begin();
             for (; it != blocks.end() && held_ > limit_; ++it) {
-                std::free(*it);  // NOLINT(cppcoreguidelines-no-malloc)
+                release(*it, block);
                 held_ -= block;
             }
             blocks.erase(blocks.begin(), it);
@@ -151,43 +200,61 @@ class host_block_cache {
     }
 
   private:
+    block_ref fresh(std::size_t block) {
+        if (!recycle_host_blocks) return {heap_block(block), nullptr};
+        if (block >= huge_page) {
+            return {map_huge((block + huge_page - 1) / huge_page * huge_page), nullptr};
+        }
+        if (current_ == nullptr || current_->carved + block > huge_page) {
+            auto next = std::make_unique<slab>();
+            next->base = map_huge(huge_page);
+            if (next->base == nullptr) return {};
+            slab* old = std::exchange(current_, next.release());
+            if (old != nullptr && old->live == 0) drop(old);
+        }
+        slab* s = current_;
+        void* p = s->base + s->carved;
+        s->carved += block;
+        ++s->live;
+        return {p, s};
+    }
+
+    /// Gives a block's memory back to the kernel (under the lock).
+    void release(block_ref r, std::size_t block) noexcept {
+        if (r.from == nullptr) {
+            if (!recycle_host_blocks) {
+                std::free(r.p);  // NOLINT(cppcoreguidelines-no-malloc)
+            } else {
+                ::munmap(r.p, (block + huge_page - 1) / huge_page * huge_page);
+            }
+            return;
+        }
+        slab* s = r.from;
+        if (--s->live == 0 && s != current_) {
+            drop(s);
+        } else {
+            ::madvise(r.p, block, MADV_DONTNEED);  // the RSS goes; the address range stays
+        }
+    }
+
+    static void drop(slab* s) noexcept {
+        ::munmap(s->base, huge_page);
+        delete s;  // NOLINT(cppcoreguidelines-owning-memory)
+    }
+
+    /// The heap block of AddressSanitizer builds; 2 MiB-aligned from 2 MiB up, like a mapping.
+    static void* heap_block(std::size_t block) noexcept {
+        if (block < huge_page) return std::aligned_alloc(host_alignment, block);
+        void* p = nullptr;
+        return ::posix_memalign(&p, huge_page, block) == 0 ? p : nullptr;
+    }
+
     std::mutex mutex_;
-    std::unordered_map<std::size_t, std::vector<void*>> free_;
+    std::unordered_map<std::size_t, std::vector<block_ref>> free_;
+    slab* current_ = nullptr;  ///< the slab blocks under 2 MiB are carved from now
     std::size_t held_ = 0;
     std::size_t limit_ = recycle_host_blocks ? std::size_t{64} << 20 : 0;
 };
-
-/// A fresh block for the cache. Smaller blocks are prefaulted in one call (MADV_POPULATE_WRITE,
-/// Linux 5.14+; ignored before): a page fault per 4 KiB costs most of a fresh block's first use,
-/// most of all in a VM, and a loader's first batch is made of fresh blocks (time to first batch
-/// -17% on a 2-core VM). Blocks of 2 MiB and more (batches) start on a 2 MiB boundary and ask for
-/// transparent huge pages: one page fault per 2 MiB instead of 512 when first written (where the
-/// kernel's THP mode is `madvise` or `always`; elsewhere the advice is ignored).
-void* allocate_block(std::size_t block) {
-    constexpr std::size_t huge = std::size_t{2} << 20;
-    if (block < huge) {
-        void* p = std::aligned_alloc(host_alignment, block);
-#if defined(MADV_POPULATE_WRITE)
-        if (p != nullptr) {
-            constexpr std::uintptr_t page = 4096;
-            const auto a = reinterpret_cast<std::uintptr_t>(p);
-            const std::uintptr_t first = (a + page - 1) & ~(page - 1);
-            const std::uintptr_t last = (a + block) & ~(page - 1);
-            if (last > first) {
-                ::madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE);
-            }
-        }
-#endif
-        return p;
-    }
-    // posix_memalign, not aligned_alloc: the block need not be a multiple of the alignment.
-    void* p = nullptr;
-    if (::posix_memalign(&p, huge, block) != 0) return nullptr;
-#if defined(MADV_HUGEPAGE)
-    if (p != nullptr) ::madvise(p, block / huge * huge, MADV_HUGEPAGE);
-#endif
-    return p;
-}
 
 }  // namespace
 
@@ -196,13 +263,11 @@ buffer allocate_host(std::size_t bytes) {
     b.size = bytes;
     if (bytes >= smallest_recycled) {
         const std::size_t block = size_class(bytes);  // a multiple of 4 KiB: of the alignment too
-        auto& cache = host_block_cache::instance();
-        void* p = cache.take(block);
-        if (p == nullptr) p = allocate_block(block);
-        if (p == nullptr) throw std::bad_alloc();
-        b.data = static_cast<std::byte*>(p);
+        const host_block_cache::block_ref r = host_block_cache::instance().take(block);
+        if (r.p == nullptr) throw std::bad_alloc();
+        b.data = static_cast<std::byte*>(r.p);
         b.owner = std::shared_ptr<void>(
-            p, [block](void* q) { host_block_cache::instance().give(q, block); });
+            r.p, [r, block](void*) { host_block_cache::instance().give(r, block); });
         return b;
     }
     // aligned_alloc wants a multiple of the alignment; a zero-byte request still gets a

@@ -62,9 +62,13 @@ using allocator = std::function<buffer(std::size_t bytes)>;
 /// back, still mapped and likely still in the CPU's cache. A loader allocates the same few sizes
 /// over and over (file buffers, decoded images, batches); without recycling, glibc maps fresh
 /// pages for many of them, and the page faults and cold writes cost a data loader about as much
-/// as its engine. The cache holds at most `host_cache_limit()` bytes (64 MiB unless set); a block
-/// that does not fit is freed. Builds with AddressSanitizer do not recycle (so that a use after
-/// free is still caught).
+/// as its engine. Fresh blocks come in 2 MiB transparent huge pages (where the kernel's THP mode
+/// is `madvise` or `always`): blocks under 2 MiB are carved from 2 MiB slabs, larger ones are
+/// mappings of their own rounded up to whole 2 MiB pages, so a first batch pays a page fault per
+/// 2 MiB instead of one per 4 KiB. The cache holds at most `host_cache_limit()` bytes (64 MiB
+/// unless set); a block that does not fit gives its pages back to the kernel. Builds with
+/// AddressSanitizer take blocks from the heap and do not recycle unless a limit is set (so that
+/// a use after free is still caught).
 [[nodiscard]] buffer allocate_host(std::size_t bytes);
 
 /// Sets how many bytes of freed host blocks `allocate_host` may keep for reuse (0 = none), and
