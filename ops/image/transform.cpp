@@ -8,6 +8,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -17,8 +18,22 @@
 namespace ferry::ops {
 namespace {
 
-/// An OpenCV header over an image's pixels (no copy).
+/// Whether OpenCV's thread count was chosen, by `set_opencv_threads` or by the first op.
+std::atomic<bool> opencv_threads_chosen{false};
+
+/// ferry's default: OpenCV works on the calling thread (see `set_opencv_threads`).
+void opencv_on_the_calling_thread() {
+    static const bool once = [] {
+        if (!opencv_threads_chosen.exchange(true)) cv::setNumThreads(1);
+        return true;
+    }();
+    (void)once;
+}
+
+/// An OpenCV header over an image's pixels (no copy). Every OpenCV call of the image ops goes
+/// through one.
 cv::Mat view(const image& img) {
+    opencv_on_the_calling_thread();
     return {img.height(), img.width(), CV_8UC(img.channels()),
             const_cast<std::uint8_t*>(img.data().data())};  // NOLINT: cv::Mat has no const view
 }
@@ -155,6 +170,11 @@ image orient(const image& img, int orientation) {
             break;
     }
     return out;
+}
+
+void set_opencv_threads(int n) {
+    opencv_threads_chosen = true;
+    cv::setNumThreads(std::max(n, 0));
 }
 
 image resize(const image& img, int width, int height, interpolation interp) {

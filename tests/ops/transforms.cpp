@@ -558,5 +558,21 @@ BOOST_AUTO_TEST_CASE(collate_stacks_tensors) {
                       ferry::invalid_argument);
 }
 
+// A pipeline parallelises over items: the image ops keep OpenCV on the calling thread unless
+// the user chose otherwise, and a choice made with set_opencv_threads stands.
+BOOST_AUTO_TEST_CASE(image_ops_run_opencv_on_the_calling_thread_unless_told_otherwise) {
+    ferry::image img(64, 48);
+    std::memset(img.data().data(), 90, img.data().size());
+    const ferry::image small = ferry::ops::resize(img, 16, 12);
+    BOOST_TEST(small.width() == 16);
+    BOOST_TEST(cv::getNumThreads() == 1);
+    ferry::ops::set_opencv_threads(3);
+    const ferry::image again = ferry::ops::resize(img, 16, 12);
+    BOOST_TEST(again.data()[0] == small.data()[0]);
+    BOOST_TEST(cv::getNumThreads() == 3);
+    ferry::ops::set_opencv_threads(1);
+    BOOST_TEST(cv::getNumThreads() == 1);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
