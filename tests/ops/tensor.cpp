@@ -354,8 +354,9 @@ std::size_t resident_bytes() {
     return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }
 
-#if !defined(__SANITIZE_ADDRESS__)
-// (Not under AddressSanitizer: its allocator serves these blocks and quarantines what is freed.)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+// (Not under AddressSanitizer, whose allocator serves these blocks and quarantines what is
+// freed, nor ThreadSanitizer, whose shadow of every byte written stays resident.)
 // What the cache does not keep goes back to the kernel: a loader's memory falls when its
 // buffers are freed, not only its heap's bookkeeping.
 BOOST_AUTO_TEST_CASE(blocks_the_cache_does_not_keep_leave_the_resident_memory) {
