@@ -30,7 +30,10 @@
 /// loader to the first batch), cpu_s (user + system of this process while loading), max_rss_kb.
 ///
 ///   compare_runner --runner ferry --data DIR [--threads 2] [--read 2] [--interp
-///   bilinear|area|antialias] compare_runner --generate DIR --images N
+///   bilinear|area|antialias]
+///
+/// The JPEG set is written by photo_set_gen (perf/photo_set_gen.cpp), so that this program links
+/// only what a ferry loader links.
 
 #include <sys/resource.h>
 
@@ -48,7 +51,6 @@
 
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
-#include "photo_set.hpp"
 #include "tbb_baseline.hpp"
 
 namespace fs = std::filesystem;
@@ -65,8 +67,6 @@ struct options {
     int threads = 2;
     int read = 2;
     ferry::interpolation interp = ferry::interpolation::bilinear;
-    fs::path generate;
-    int images = 0;
 };
 
 /// One sample's randomness: the same for every runner.
@@ -202,8 +202,7 @@ double cpu_seconds() {
 [[noreturn]] void usage(int code) {
     std::cerr << "usage: compare_runner --runner "
                  "ferry|ferry-default|ferry-reduced|ferry-roi|sequential|tbb "
-                 "--data DIR [--threads N] [--read N] [--interp bilinear|area|antialias]\n"
-                 "       compare_runner --generate DIR --images N\n";
+                 "--data DIR [--threads N] [--read N] [--interp bilinear|area|antialias]\n";
     std::exit(code);
 }
 
@@ -232,10 +231,6 @@ options parse(int argc, char** argv) {
             } else if (v != "bilinear") {
                 usage(2);
             }
-        } else if (a == "--generate") {
-            o.generate = value();
-        } else if (a == "--images") {
-            o.images = std::atoi(value().c_str());
         } else {
             usage(a == "--help" || a == "-h" ? 0 : 2);
         }
@@ -247,11 +242,6 @@ options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     const options o = parse(argc, argv);
-    if (!o.generate.empty()) {
-        const auto paths = ferry_perf::photo_set(o.generate, o.images);
-        std::printf("{\"generated\": %zu}\n", paths.size());
-        return 0;
-    }
     if (o.runner.empty() || o.data.empty()) usage(2);
     std::vector<fs::path> paths;
     for (const auto& e : fs::directory_iterator(o.data)) {

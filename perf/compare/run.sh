@@ -27,6 +27,6 @@ fi
 
 export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_PERF=ON >/dev/null
-cmake --build build --parallel "$(nproc)" --target compare_runner
+cmake --build build --parallel "$(nproc)" --target compare_runner photo_set_gen
 exec /usr/bin/python3 perf/compare/compare.py --runner build/perf/compare_runner \
     --data "${TMPDIR:-/tmp}/ferry-compare-jpegs" "$@"
