@@ -350,6 +350,19 @@ class pipeline_runtime final : public runtime {
         m->kind = msg_kind::gap;
     }
     void apply(stage_runtime& st, msg m, const shard_writer& w);
+    /// A map / filter / flat_map stage's work on `m`, on whichever thread runs it: apply the
+    /// function to a value (or drop it when the work would be wasted), then count `m` emitted
+    /// (flat_map counts its children when it expands them).
+    void run_stage(stage_runtime& st, msg m, const shard_writer& w) {
+        if (m->kind == msg_kind::value) {
+            if (should_drop(m)) {
+                drop_unprocessed(m);
+            } else {
+                apply(st, m, w);
+            }
+        }
+        if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::emitted);
+    }
     void renumber(stage_runtime& st, msg m, const shard_writer& w);
     void emit_batch(stage_runtime& st, const shard_writer& w);
     void expand(stage_runtime& st, msg m, const shard_writer& w);
@@ -739,15 +752,7 @@ void pipeline_runtime::build_graph() {
                             gw.reserve_wait();
                             st.pool->submit([this, &st, m, &gw] {
                                 // An I/O thread, outside the arena: shared counters.
-                                const shard_writer io_w = st.counters.shared();
-                                if (should_drop(m)) {
-                                    drop_unprocessed(m);
-                                } else {
-                                    apply(st, m, io_w);
-                                }
-                                if (st.spec.kind != stage_kind::flat_map) {
-                                    io_w.add(&counter_shard::emitted);
-                                }
+                                run_stage(st, m, st.counters.shared());
                                 tsan_release(m);
                                 gw.try_put(m);
                                 gw.release_wait();
@@ -758,8 +763,8 @@ void pipeline_runtime::build_graph() {
                     nodes_.push_back(std::move(node));
                     in_order = false;
                 } else {
-                    // Input that arrives out of order (after I/O or async stages)
-                    // waits in a priority queue, lowest sequence number first, instead of the
+                    // Input that arrives out of order (after I/O or async stages) waits in a
+                    // priority queue, lowest sequence number first, instead of the
                     // function_node's FIFO: an item that a preempted I/O thread delivered late
                     // is taken next, not after everything read meanwhile (with 64 items read
                     // ahead, a late item 2 held up the first batch by ~30 ms on 2 cores).
@@ -767,16 +772,7 @@ void pipeline_runtime::build_graph() {
                         received(m);
                         const shard_writer w = st.counters.owned();
                         w.add(&counter_shard::arrived);
-                        if (m->kind == msg_kind::value) {
-                            if (should_drop(m)) {
-                                drop_unprocessed(m);
-                            } else {
-                                apply(st, m, w);
-                            }
-                        }
-                        if (st.spec.kind != stage_kind::flat_map) {
-                            w.add(&counter_shard::emitted);
-                        }
+                        run_stage(st, m, w);
                         tsan_release(m);
                         return m;
                     });
