@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -123,7 +124,8 @@ std::byte* map_huge(std::size_t bytes) noexcept {
     return p;
 }
 
-/// Freed host blocks kept for reuse, by exact block size, most recently freed last (hottest).
+/// Freed host blocks kept for reuse, by exact block size, most recently freed last (hottest);
+/// over its limit the cache lets the least recently freed blocks go first.
 /// Never destroyed: buffers may outlive static destruction (a tensor in a static, a DLPack
 /// capsule freed late), and their deleters come back here.
 ///
@@ -151,7 +153,7 @@ class host_block_cache {
         std::lock_guard lock(mutex_);
         const auto it = free_.find(block);
         if (it != free_.end() && !it->second.empty()) {
-            const block_ref r = it->second.back();
+            const block_ref r = it->second.back().r;
             it->second.pop_back();
             held_ -= block;
             return r;
@@ -159,12 +161,15 @@ class host_block_cache {
         return fresh(block);
     }
 
+    /// Keeps a freed block for reuse; over the limit, the least recently freed blocks (of any
+    /// size) go, so that a size class in use keeps its blocks when others have gone stale.
     void give(block_ref r, std::size_t block) noexcept {
         std::lock_guard lock(mutex_);
-        if (held_ + block <= limit_) {
+        if (block <= limit_) {
             try {
-                free_[block].push_back(r);
+                free_[block].push_back({r, ++freed_count_});
                 held_ += block;
+                trim();
                 return;
             } catch (...) {  // no room to remember it: release it instead
             }
@@ -176,16 +181,7 @@ class host_block_cache {
         std::lock_guard lock(mutex_);
         const std::size_t old = limit_;
         limit_ = bytes;
-        // Oldest first within each size; any order across sizes will do.
-        for (auto& [block, blocks] : free_) {
-            auto it = blocks.begin();
-            for (; it != blocks.end() && held_ > limit_; ++it) {
-                release(*it, block);
-                held_ -= block;
-            }
-            blocks.erase(blocks.begin(), it);
-            if (held_ <= limit_) break;
-        }
+        trim();
         return old;
     }
 
@@ -200,6 +196,31 @@ class host_block_cache {
     }
 
   private:
+    struct cached {
+        block_ref r;
+        std::uint64_t freed = 0;  ///< when it was freed (a count of gives)
+    };
+
+    /// Releases the least recently freed blocks until the cache is within its limit. A scan of
+    /// the size classes' oldest blocks per release: there are a few dozen classes at most.
+    void trim() noexcept {
+        while (held_ > limit_) {
+            std::deque<cached>* oldest = nullptr;
+            std::size_t oldest_block = 0;
+            for (auto& [block, blocks] : free_) {
+                if (!blocks.empty() &&
+                    (oldest == nullptr || blocks.front().freed < oldest->front().freed)) {
+                    oldest = &blocks;
+                    oldest_block = block;
+                }
+            }
+            if (oldest == nullptr) return;
+            release(oldest->front().r, oldest_block);
+            oldest->pop_front();
+            held_ -= oldest_block;
+        }
+    }
+
     block_ref fresh(std::size_t block) {
         if (!recycle_host_blocks) return {heap_block(block), nullptr};
         if (block >= huge_page) {
@@ -250,7 +271,8 @@ class host_block_cache {
     }
 
     std::mutex mutex_;
-    std::unordered_map<std::size_t, std::vector<block_ref>> free_;
+    std::unordered_map<std::size_t, std::deque<cached>> free_;  ///< oldest first
+    std::uint64_t freed_count_ = 0;
     slab* current_ = nullptr;  ///< the slab blocks under 2 MiB are carved from now
     std::size_t held_ = 0;
     std::size_t limit_ = recycle_host_blocks ? std::size_t{64} << 20 : 0;

@@ -323,6 +323,29 @@ BOOST_AUTO_TEST_CASE(the_cache_never_holds_more_than_its_limit) {
     BOOST_TEST(ferry::host_cache_bytes() == 0u);
 }
 
+// Over its limit the cache lets the least recently freed blocks go, not the one just freed: a
+// size class in use keeps its block (still mapped and warm) when other classes have gone stale.
+BOOST_AUTO_TEST_CASE(a_size_class_in_use_keeps_its_block_when_stale_ones_fill_the_cache) {
+    const cache_limit limit(std::size_t{1} << 20);
+    ferry::set_host_cache_limit(0);
+    ferry::set_host_cache_limit(std::size_t{1} << 20);
+    {
+        std::vector<ferry::buffer> stale;
+        for (int i = 0; i < 9; ++i) stale.push_back(ferry::allocate_host(100'000));
+    }  // 9 x 106 496 bytes cached: 958 464 of 1 MiB
+    BOOST_TEST(ferry::host_cache_bytes() == 958'464u);
+    std::byte* hot = nullptr;
+    {
+        const ferry::buffer b = ferry::allocate_host(200'000);  // class 212 992
+        hot = b.data;
+    }  // over the limit by two stale blocks: they go, the hot one stays
+    BOOST_TEST(ferry::host_cache_bytes() == 7 * 106'496u + 212'992u);
+    for (int i = 0; i < 3; ++i) {
+        const ferry::buffer b = ferry::allocate_host(200'000);
+        BOOST_TEST(b.data == hot);
+    }
+}
+
 // Blocks under 2 MiB are carved from shared 2 MiB slabs: live blocks of every size must stay
 // apart, aligned, and keep what was written to them.
 BOOST_AUTO_TEST_CASE(live_blocks_of_mixed_sizes_never_overlap) {
