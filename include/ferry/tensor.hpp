@@ -67,9 +67,8 @@ using allocator = std::function<buffer(std::size_t bytes)>;
 /// mappings of their own rounded up to whole 2 MiB pages, so a first batch pays a page fault per
 /// 2 MiB instead of one per 4 KiB. The cache holds at most `host_cache_limit()` bytes (64 MiB
 /// unless set); over it, the least recently freed blocks give their pages back to the kernel
-/// first. Builds with
-/// AddressSanitizer take blocks from the heap and do not recycle unless a limit is set (so that
-/// a use after free is still caught).
+/// first. Builds with AddressSanitizer take blocks from the heap and do not recycle unless a
+/// limit is set (so that a use after free is still caught).
 [[nodiscard]] buffer allocate_host(std::size_t bytes);
 
 /// Sets how many bytes of freed host blocks `allocate_host` may keep for reuse (0 = none), and
