@@ -369,6 +369,8 @@ class pipeline_runtime final : public runtime {
     void retire_gap(msg m);
     void deliver(msg m);
     void return_credits(std::uint64_t n);
+    /// The consumer took the epoch's first output: the source may fill `in_flight_` now.
+    void end_start();
     void flush_consumer_credits();
     /// The consumer is done with `m`: its box goes back to the pool with the next credits.
     void consumer_release(msg m);
@@ -388,6 +390,7 @@ class pipeline_runtime final : public runtime {
     pipeline_options opts_;
     int threads_ = 1;
     std::size_t in_flight_ = 0;
+    std::size_t first_output_items_ = 1;  ///< source items the first output needs (min_in_flight)
     std::uint64_t credit_batch_ = 1;
 
     tick_rate rate_;
@@ -420,6 +423,10 @@ class pipeline_runtime final : public runtime {
     // source is parked waiting for them.
     alignas(64) std::atomic<std::uint64_t> credits_returned_{0};
     std::atomic<bool> source_parked_{false};
+    /// The credits the source may hold now: `first_output_items_` until the consumer takes an
+    /// epoch's first output (with `fast_start`), `in_flight_` after.
+    std::atomic<std::size_t> credit_limit_{0};
+    bool starting_ = false;  ///< consumer thread only: the epoch's first output is not taken yet
     alignas(64) std::atomic<std::uint64_t> filtered_{0}, failed_{0}, cancelled_{0}, epochs_{0};
 
     mutable std::mutex failures_mutex_;
@@ -581,6 +588,7 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     output_seq_ = std::make_unique<sequencer>(ordered);
 
     const std::size_t need = min_in_flight();
+    first_output_items_ = need;
     if (opts_.in_flight == 0) {
         in_flight_ = std::max(default_in_flight(), need);
     } else {
@@ -845,12 +853,19 @@ void pipeline_runtime::build_graph() {
 
 bool pipeline_runtime::take_credit() noexcept {
     const auto issued = credits_issued_.load(std::memory_order_relaxed);  // written only here
-    if (issued - credits_returned_.load(std::memory_order_relaxed) < in_flight_) return true;
+    if (issued - credits_returned_.load(std::memory_order_relaxed) <
+        credit_limit_.load(std::memory_order_relaxed)) {
+        return true;
+    }
     // Out of credits: park (the input node stops), then look again, so that credits returned
-    // meanwhile are not missed. A returner that sees the flag takes it and re-activates the
-    // input node; if one took it here, this call stops and the returner's activation goes on.
+    // (or a limit raised) meanwhile are not missed. A returner that sees the flag takes it and
+    // re-activates the input node; if one took it here, this call stops and the returner's
+    // activation goes on.
     source_parked_.store(true, std::memory_order_seq_cst);
-    if (issued - credits_returned_.load(std::memory_order_seq_cst) >= in_flight_) return false;
+    if (issued - credits_returned_.load(std::memory_order_seq_cst) >=
+        credit_limit_.load(std::memory_order_seq_cst)) {
+        return false;
+    }
     return source_parked_.exchange(false);
 }
 
@@ -1149,6 +1164,16 @@ void pipeline_runtime::return_credits(std::uint64_t n) {
     }
 }
 
+void pipeline_runtime::end_start() {
+    starting_ = false;
+    // seq_cst, against take_credit's park-then-check, as return_credits.
+    credit_limit_.store(in_flight_, std::memory_order_seq_cst);
+    flush_consumer_credits();
+    if (source_parked_.load(std::memory_order_seq_cst) && source_parked_.exchange(false)) {
+        input_->activate();
+    }
+}
+
 void pipeline_runtime::deliver(msg m) {
     out_->push(m);
 }
@@ -1259,6 +1284,11 @@ void pipeline_runtime::start_epoch() {
         source_seq_ = 0;
         source_open_ = true;
     }
+    // fast_start: admit only what the first output needs until the consumer has taken it, so
+    // that every thread works on it and nothing else competes with its last steps (the batch's
+    // last items, collate, waking the consumer) for a core.
+    starting_ = opts_.fast_start && first_output_items_ < in_flight_;
+    credit_limit_.store(starting_ ? first_output_items_ : in_flight_, std::memory_order_seq_cst);
     epochs_.fetch_add(1, std::memory_order_relaxed);
     epoch_start_ = clock::now().time_since_epoch().count();
     epoch_running_ = true;
@@ -1334,7 +1364,11 @@ bool pipeline_runtime::next(any_value& out) {
                 bump_owned(outputs_, 1);
                 consumer_credits_ += m->credits;
                 consumer_release(m);
-                if (consumer_credits_ >= credit_batch_) flush_consumer_credits();
+                if (starting_) {
+                    end_start();
+                } else if (consumer_credits_ >= credit_batch_) {
+                    flush_consumer_credits();
+                }
                 return true;
             case msg_kind::end:
                 consumer_credits_ += m->credits;

@@ -23,6 +23,9 @@
 ///  * `tbb`            a hand-written tbb::parallel_pipeline (serial source, parallel
 ///                     read+decode+crop+flip, serial batch+collate) in a task_arena(threads)
 ///
+/// `--no-fast-start` builds the tuned ferry runners with `fast_start = false` (the pipeline fills
+/// to in_flight from the start instead of working on the first batch alone).
+///
 /// `--interp antialias` (or `area`) makes the crop's resize antialias, as Pillow's does, for the
 /// like-for-like comparison with torchvision; the default is bilinear without antialiasing.
 ///
@@ -30,7 +33,7 @@
 /// loader to the first batch), cpu_s (user + system of this process while loading), max_rss_kb.
 ///
 ///   compare_runner --runner ferry --data DIR [--threads 2] [--read 2] [--interp
-///   bilinear|area|antialias]
+///   bilinear|area|antialias] [--no-fast-start]
 ///
 /// The JPEG set is written by photo_set_gen (perf/photo_set_gen.cpp), so that this program links
 /// only what a ferry loader links.
@@ -67,6 +70,7 @@ struct options {
     int threads = 2;
     int read = 2;
     ferry::interpolation interp = ferry::interpolation::bilinear;
+    bool fast_start = true;  ///< pipeline_options::fast_start of the tuned ferry runners
 };
 
 /// One sample's randomness: the same for every runner.
@@ -147,7 +151,7 @@ result run_ferry(const std::vector<fs::path>& paths, const options& o, bool tune
                          .map(decode, {.concurrency = o.threads, .name = "decode"})
                          .batch(batch_size)
                          .map(ferry::ops::collate, {.name = "collate"})
-                         .build({.threads = o.threads})
+                         .build({.threads = o.threads, .fast_start = o.fast_start})
                    : ferry::from(order)
                          .map(read, {.name = "read", .executor = ferry::io})
                          .map(decode, {.name = "decode"})
@@ -202,7 +206,8 @@ double cpu_seconds() {
 [[noreturn]] void usage(int code) {
     std::cerr << "usage: compare_runner --runner "
                  "ferry|ferry-default|ferry-reduced|ferry-roi|sequential|tbb "
-                 "--data DIR [--threads N] [--read N] [--interp bilinear|area|antialias]\n";
+                 "--data DIR [--threads N] [--read N] [--interp bilinear|area|antialias] "
+                 "[--no-fast-start]\n";
     std::exit(code);
 }
 
@@ -222,6 +227,8 @@ options parse(int argc, char** argv) {
             o.threads = std::max(1, std::atoi(value().c_str()));
         } else if (a == "--read") {
             o.read = std::max(1, std::atoi(value().c_str()));
+        } else if (a == "--no-fast-start") {
+            o.fast_start = false;
         } else if (a == "--interp") {
             const std::string v = value();
             if (v == "area") {

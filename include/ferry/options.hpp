@@ -120,6 +120,12 @@ struct pipeline_options {
     /// Called every `report_every` with the current stats, from a ferry thread. Empty = never.
     std::function<void(const pipeline_stats&)> on_report{};
     std::chrono::milliseconds report_every{10000};
+    /// true: until the consumer takes an epoch's first output, the source admits only the items
+    /// that output needs (one batch's worth: the product of the batch sizes), so that every
+    /// thread works on the first batch and nothing competes with its last steps for a core; then
+    /// the pipeline fills to `in_flight`. Costs one item's trip through the pipeline per epoch.
+    /// false: fill to `in_flight` from the start.
+    bool fast_start = true;
 };
 
 }  // namespace ferry
