@@ -20,7 +20,7 @@ over a generated ImageNet-like JPEG set (500x375, quality 90, photo-like content
 Every run is its own process. Measured per run: images/s, CPU seconds (the process and its
 reaped children while loading), peak RSS of the whole process tree (sampled every 5 ms from
 /proc, DataLoader workers included, the tree rescanned every 50 ms), and time to first batch.
-Runs are interleaved over repetitions, each repetition starting at a different loader; medians
+Runs are interleaved over repetitions, each repetition in its own seeded order; medians
 (min-max) are reported, with ratios to ferry.
 
 Writes <out>/compare.md, <out>/compare.json and <out>/compare.png (images/s against threads or
@@ -29,6 +29,7 @@ workers). Run it through perf/compare/run.sh, which builds what it needs first.
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -156,12 +157,13 @@ def main():
 
     runs = {i: [] for i in range(len(configs))}
     for rep in range(args.reps):
-        # Each repetition starts at a different loader: the process that follows the
-        # DataLoader's (600 MB freed at once) starts slower, its fresh memory not yet backed
+        # Each repetition runs the loaders in its own (seeded) order: the process that follows
+        # the DataLoader's (600 MB freed at once) starts slower, its fresh memory not yet backed
         # (measured: ferry's first batch at 1 thread 59-107 ms right after one, 48-53 ms after
         # another ferry run), so no loader should take that place in every repetition.
-        shift = rep * len(configs) // args.reps
-        for i in [(j + shift) % len(configs) for j in range(len(configs))]:
+        order = list(range(len(configs)))
+        random.Random(rep).shuffle(order)
+        for i in order:
             label, _, t, cmd = configs[i]
             r = run_one(cmd)
             runs[i].append(r)
