@@ -26,6 +26,10 @@
 /// `--no-fast-start` builds the tuned ferry runners with `fast_start = false` (the pipeline fills
 /// to in_flight from the start instead of working on the first batch alone).
 ///
+/// `--checksum` adds "checksum": an FNV-1a hash of every batch's shape and bytes, in delivery
+/// order, so that a test can check that runners making the same calls deliver the same batches
+/// (it reads every byte: leave it off when timing).
+///
 /// `--interp antialias` (or `area`) makes the crop's resize antialias, as Pillow's does, for the
 /// like-for-like comparison with torchvision; the default is bilinear without antialiasing.
 ///
@@ -33,7 +37,7 @@
 /// loader to the first batch), cpu_s (user + system of this process while loading), max_rss_kb.
 ///
 ///   compare_runner --runner ferry --data DIR [--threads 2] [--read 2] [--interp
-///   bilinear|area|antialias] [--no-fast-start]
+///   bilinear|area|antialias] [--no-fast-start] [--checksum]
 ///
 /// The JPEG set is written by photo_set_gen (perf/photo_set_gen.cpp), so that this program links
 /// only what a ferry loader links.
@@ -71,6 +75,7 @@ struct options {
     int read = 2;
     ferry::interpolation interp = ferry::interpolation::bilinear;
     bool fast_start = true;  ///< pipeline_options::fast_start of the tuned ferry runners
+    bool checksum = false;   ///< hash every batch's bytes, in order (slows the run)
 };
 
 /// One sample's randomness: the same for every runner.
@@ -126,13 +131,26 @@ struct result {
     long long images = 0;
     double seconds = 0;
     double first_batch_s = -1;
+    std::uint64_t checksum = 0xcbf29ce484222325ULL;  ///< FNV-1a over the batches, with --checksum
 };
+
+/// Set by --checksum: note_batch folds every batch's shape and bytes into result::checksum.
+bool g_checksum = false;
 
 void note_batch(result& r, const ferry::tensor& t, steady::time_point t0) {
     if (r.first_batch_s < 0) {
         r.first_batch_s = std::chrono::duration<double>(steady::now() - t0).count();
     }
     r.images += t.size(0);
+    if (g_checksum) {
+        auto fold = [&](unsigned char c) { r.checksum = (r.checksum ^ c) * 0x100000001b3ULL; };
+        for (std::size_t d = 0; d < t.dim(); ++d) {
+            const auto n = static_cast<std::uint64_t>(t.size(d));
+            for (int k = 0; k < 8; ++k) fold(static_cast<unsigned char>(n >> (8 * k)));
+        }
+        const auto* p = static_cast<const unsigned char*>(t.data());
+        for (std::size_t i = 0; i < t.nbytes(); ++i) fold(p[i]);
+    }
 }
 
 result run_ferry(const std::vector<fs::path>& paths, const options& o, bool tuned,
@@ -207,7 +225,7 @@ double cpu_seconds() {
     std::cerr << "usage: compare_runner --runner "
                  "ferry|ferry-default|ferry-reduced|ferry-roi|sequential|tbb "
                  "--data DIR [--threads N] [--read N] [--interp bilinear|area|antialias] "
-                 "[--no-fast-start]\n";
+                 "[--no-fast-start] [--checksum]\n";
     std::exit(code);
 }
 
@@ -229,6 +247,8 @@ options parse(int argc, char** argv) {
             o.read = std::max(1, std::atoi(value().c_str()));
         } else if (a == "--no-fast-start") {
             o.fast_start = false;
+        } else if (a == "--checksum") {
+            o.checksum = true;
         } else if (a == "--interp") {
             const std::string v = value();
             if (v == "area") {
@@ -249,6 +269,7 @@ options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     const options o = parse(argc, argv);
+    g_checksum = o.checksum;
     if (o.runner.empty() || o.data.empty()) usage(2);
     std::vector<fs::path> paths;
     for (const auto& e : fs::directory_iterator(o.data)) {
@@ -291,8 +312,11 @@ int main(int argc, char** argv) {
     getrusage(RUSAGE_SELF, &ru);
     std::printf(
         "{\"runner\": \"%s\", \"threads\": %d, \"images\": %lld, \"seconds\": %.4f, "
-        "\"first_batch_s\": %.4f, \"cpu_s\": %.3f, \"max_rss_kb\": %ld}\n",
+        "\"first_batch_s\": %.4f, \"cpu_s\": %.3f, \"max_rss_kb\": %ld",
         o.runner.c_str(), reported_threads, r.images, r.seconds, r.first_batch_s, cpu,
         ru.ru_maxrss);
+    if (o.checksum)
+        std::printf(", \"checksum\": \"%016llx\"", static_cast<unsigned long long>(r.checksum));
+    std::printf("}\n");
     return 0;
 }
