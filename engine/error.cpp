@@ -4,6 +4,8 @@
 
 #include "ferry/error.hpp"
 
+#include <cerrno>
+
 namespace ferry {
 
 const char* to_string(errc code) noexcept {
@@ -24,6 +26,46 @@ const char* to_string(errc code) noexcept {
             return "internal";
     }
     return "unknown";
+}
+
+bool is_transient(const std::exception& e) noexcept {
+    if (const auto* se = dynamic_cast<const stage_error*>(&e)) {
+        // A pipeline inside a stage failed: its cause says.
+        if (const std::exception_ptr cause = se->nested_ptr()) {
+            try {
+                std::rethrow_exception(cause);
+            } catch (const std::exception& c) {
+                return is_transient(c);
+            } catch (...) {
+                return true;
+            }
+        }
+        return se->transient();
+    }
+    if (const auto* fe = dynamic_cast<const error*>(&e)) return fe->transient();
+    return true;
+}
+
+bool transient_errno(int err) noexcept {
+    switch (err) {
+        case ENOENT:
+        case ENOTDIR:
+        case EISDIR:
+        case EACCES:
+        case EPERM:
+        case ELOOP:
+        case ENAMETOOLONG:
+        case EINVAL:
+        case EBADF:
+        case EROFS:
+        case ENXIO:
+        case ENODEV:
+        case EFBIG:
+        case EOVERFLOW:
+            return false;
+        default:
+            return true;
+    }
 }
 
 std::string describe(const std::exception_ptr& e) {

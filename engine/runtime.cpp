@@ -927,6 +927,22 @@ bool pipeline_runtime::source_pull(msg& out) {
     return true;
 }
 
+/// Whether the policy's test calls a failure worth another attempt.
+bool worth_retrying(const error_policy& policy, const std::exception_ptr& err) noexcept {
+    if (policy.when == nullptr) return true;
+    try {
+        std::rethrow_exception(err);
+    } catch (const std::exception& e) {
+        try {
+            return policy.when(e);
+        } catch (...) {
+            return false;  // a test that throws retries nothing
+        }
+    } catch (...) {
+        return true;  // not a std::exception: nothing to test
+    }
+}
+
 void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
     w.add(&counter_shard::in);
     w.active(1);
@@ -959,8 +975,12 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
             w.record_call(t0);
             err = std::current_exception();
         }
-        // A consumed input (moved into the call) cannot be retried.
-        if (last || !m->value.has_value() || aborting_ || stopping_) break;
+        // A consumed input (moved into the call) cannot be retried, nor a failure that would
+        // only come again.
+        if (last || !m->value.has_value() || aborting_ || stopping_ ||
+            !worth_retrying(policy, err)) {
+            break;
+        }
         w.add(&counter_shard::retries);
         std::this_thread::sleep_for(backoff);
         backoff *= policy.multiplier;

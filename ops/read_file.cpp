@@ -22,8 +22,9 @@ namespace ops::detail {
 namespace {
 
 [[noreturn]] void fail(const std::filesystem::path& path, const char* what, int err) {
-    throw io_error("read_file: " + std::string(what) + " '" + path.string() +
-                   "': " + std::strerror(err));
+    throw io_error(
+        "read_file: " + std::string(what) + " '" + path.string() + "': " + std::strerror(err),
+        transient_errno(err));
 }
 
 /// Closes the descriptor however the read ends.

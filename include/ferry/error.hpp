@@ -27,17 +27,30 @@ enum class errc : std::uint8_t {
 /// Root of every exception ferry throws: a `std::runtime_error` with an `errc` code.
 class error : public std::runtime_error {
   public:
-    error(errc code, const std::string& what) : std::runtime_error(what), code_(code) {}
+    /// `transient()` follows the code: true for `io` and `cuda`, false for the others.
+    error(errc code, const std::string& what)
+        : error(code, what, code == errc::io || code == errc::cuda) {}
+    error(errc code, const std::string& what, bool transient)
+        : std::runtime_error(what), code_(code), transient_(transient) {}
     [[nodiscard]] errc code() const noexcept { return code_; }
+    /// Whether the same call might succeed if tried again: true for a failure that can pass (an
+    /// HTTP 503 or 429, a timeout, a reset connection, EIO), false for one that will not (a
+    /// missing file, a permission, an HTTP 404, a corrupt image, an invalid argument).
+    /// `ferry::retry` tries again only after transient failures (see `ferry::is_transient`).
+    [[nodiscard]] bool transient() const noexcept { return transient_; }
 
   private:
     errc code_;
+    bool transient_;
 };
 
 /// Storage could not be read: missing file, permission, short read, stalled read.
 class io_error : public error {
   public:
-    explicit io_error(const std::string& what) : error(errc::io, what) {}
+    /// `transient`: whether reading again might succeed (default true; false for a missing
+    /// file, a permission, a directory, ...).
+    explicit io_error(const std::string& what, bool transient = true)
+        : error(errc::io, what, transient) {}
 };
 
 /// Media bytes could not be decoded: corrupt, truncated, unsupported, over a size limit.
@@ -88,6 +101,16 @@ class stage_error : public error, public std::nested_exception {
     std::uint64_t items_;
     std::string cause_;
 };
+
+/// The default test of `ferry::retry`: whether a failed call is worth another attempt.
+/// `e.transient()` for a `ferry::error` (a `stage_error`: its nested cause's); true for any other
+/// exception, whose type says nothing about it.
+[[nodiscard]] bool is_transient(const std::exception& e) noexcept;
+
+/// Whether an `errno` value from a read describes a failure that can pass (EIO, EINTR, EAGAIN,
+/// ETIMEDOUT, ESTALE, ENOMEM, EMFILE, ...) rather than one that will not (ENOENT, EACCES, EPERM,
+/// EISDIR, ENOTDIR, ELOOP, ENAMETOOLONG, EINVAL, ...). For `io_error`s of your own reads.
+[[nodiscard]] bool transient_errno(int err) noexcept;
 
 /// The message of any exception pointer (`what()` for std::exception, a fixed text otherwise).
 [[nodiscard]] std::string describe(const std::exception_ptr& e);

@@ -52,10 +52,24 @@ struct http_options {
 ///   read_url: 'http://host/a.jpg': HTTP 404
 ///   read_url: 'http://host/b.jpg': Failed to connect to host port 80 after 3 ms: ...
 /// \endcode
+///
+/// `transient()` is true for what can pass: no status (a refused or reset connection, a timeout,
+/// DNS), 408, 425, 429 and 5xx, a truncated body; false for the rest of 4xx (404, 403, ...), a
+/// body over `max_bytes`, a redirect not followed, a malformed or unsupported URL, a TLS
+/// certificate that does not verify, a `file://` that cannot be read — so `ferry::retry` does not
+/// ask a server three times for a file it does not have.
 class http_error : public io_error {
   public:
     http_error(std::string url, int status, const std::string& what)
-        : io_error(what), url_(std::move(url)), status_(status) {}
+        : http_error(std::move(url), status, what, transient_status(status)) {}
+    http_error(std::string url, int status, const std::string& what, bool transient)
+        : io_error(what, transient), url_(std::move(url)), status_(status) {}
+
+    /// Whether an HTTP status (0: none came) describes a failure that can pass.
+    [[nodiscard]] static constexpr bool transient_status(int status) noexcept {
+        return status == 0 || status == 408 || status == 425 || status == 429 || status >= 500 ||
+               (status >= 200 && status < 300);  // 2xx: the body was cut short
+    }
 
     /// The URL as the caller passed it.
     [[nodiscard]] const std::string& url() const noexcept { return url_; }

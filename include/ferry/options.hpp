@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,12 @@
 namespace ferry {
 
 struct pipeline_stats;
+
+bool is_transient(const std::exception& e) noexcept;  // ferry/error.hpp
+
+/// Which failures `ferry::retry` tries again: a plain function (a lambda without captures
+/// converts to one).
+using retry_test = bool (*)(const std::exception&);
 
 /// Where a stage's calls run.
 enum class executor : std::uint8_t {
@@ -32,7 +39,10 @@ enum class error_action : std::uint8_t {
 };
 
 /// Retry a failing call `attempts` times in all, sleeping `backoff`, then `backoff * multiplier`,
-/// ... between attempts; when every attempt failed, do `then`.
+/// ... between attempts; when every attempt failed, do `then`. Only failures that `when` calls
+/// worth it are tried again — by default `ferry::is_transient`: a `ferry::error` whose
+/// `transient()` is false (a missing file, an HTTP 404, a corrupt image) goes to `then` at once;
+/// any other exception is retried. `.when = nullptr` retries every failure.
 /// \code
 ///   .map(fetch, {.concurrency = 16, .on_error = ferry::retry{.attempts = 3, .then =
 ///   ferry::error_action::skip}, .executor = ferry::io})
@@ -43,6 +53,7 @@ struct retry {
     std::chrono::milliseconds backoff{10};
     double multiplier = 2.0;
     error_action then = error_action::fail;
+    retry_test when = &is_transient;
 };
 
 /// A stage's error policy: `ferry::fail`, `ferry::skip` or a `ferry::retry{...}`.
@@ -51,6 +62,7 @@ struct error_policy {
     int attempts = 1;
     std::chrono::milliseconds backoff{0};
     double multiplier = 1.0;
+    retry_test when = nullptr;  ///< nullptr: every failure may be retried
 
     constexpr error_policy() = default;
     constexpr error_policy(error_action a) : action(a) {}  // NOLINT(google-explicit-constructor)
@@ -58,7 +70,8 @@ struct error_policy {
         : action(r.then),
           attempts(r.attempts < 1 ? 1 : r.attempts),
           backoff(r.backoff),
-          multiplier(r.multiplier) {}
+          multiplier(r.multiplier),
+          when(r.when) {}
 };
 
 /// The first error ends the pipeline and is rethrown to the consumer as `ferry::stage_error`.

@@ -197,6 +197,25 @@ std::string excerpt(const std::string& s) {
 }
 
 /// "HTTP 404 Not Found" from "HTTP/1.1 404 Not Found" (or "HTTP 404" without a reason).
+/// Whether a transfer that failed with `rc` (and no HTTP status of 400 or more) might succeed if
+/// tried again: not for what the URL, the options or the certificate decide.
+bool transient_curl(CURLcode rc) {
+    switch (rc) {
+        case CURLE_UNSUPPORTED_PROTOCOL:
+        case CURLE_URL_MALFORMAT:
+        case CURLE_TOO_MANY_REDIRECTS:
+        case CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_SSL_CACERT_BADFILE:
+        case CURLE_FILE_COULDNT_READ_FILE:
+        case CURLE_LOGIN_DENIED:
+        case CURLE_REMOTE_ACCESS_DENIED:
+        case CURLE_REMOTE_FILE_NOT_FOUND:
+            return false;
+        default:
+            return true;
+    }
+}
+
 std::string status_text(long status, const std::string& line) {
     std::string out = "HTTP " + std::to_string(status);
     const auto code_at = line.find(' ');
@@ -223,7 +242,7 @@ void set(CURL* c, CURLoption option, T value) {
 bytes read_url_fn::operator()(std::string_view url, const http_options& options) const {
     const std::string where = "read_url: '" + std::string(url) + "': ";
     if (url.find('\0') != std::string_view::npos) {
-        throw http_error(std::string(url), 0, where + "URL contains a NUL character");
+        throw http_error(std::string(url), 0, where + "URL contains a NUL character", false);
     }
     thread_local thread_handle handle;
     CURL* const c = handle.get();
@@ -294,7 +313,7 @@ bytes read_url_fn::operator()(std::string_view url, const http_options& options)
         if (t.content_length >= 0) {
             msg += "; Content-Length " + std::to_string(t.content_length);
         }
-        throw http_error(target, st, msg);
+        throw http_error(target, st, msg, false);
     }
     if (rc == CURLE_PARTIAL_FILE) {
         throw http_error(
@@ -303,12 +322,13 @@ bytes read_url_fn::operator()(std::string_view url, const http_options& options)
                 (t.content_length >= 0 ? std::to_string(t.content_length) : std::string("?")) +
                 " bytes (" + curl_says + ")");
     }
-    if (rc != CURLE_OK) throw http_error(target, st, where + curl_says);
+    if (rc != CURLE_OK) throw http_error(target, st, where + curl_says, transient_curl(rc));
     if (status >= 300 && status < 400) {
         // Only reached with follow_redirects off: the redirect's own body is not the resource.
         throw http_error(
             target, st,
-            where + status_text(status, t.status_line) + " (a redirect; follow_redirects is off)");
+            where + status_text(status, t.status_line) + " (a redirect; follow_redirects is off)",
+            false);
     }
     // curl checks Content-Length itself; this guards the cases it lets through.
     if (t.content_length >= 0 && t.got != static_cast<std::size_t>(t.content_length) &&

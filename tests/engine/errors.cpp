@@ -5,6 +5,9 @@
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
+
+#include <cerrno>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -319,6 +322,82 @@ BOOST_AUTO_TEST_CASE(retry_then_skip_skips_after_all_attempts) {
     BOOST_TEST(f[0].item == 7u);
     BOOST_TEST(p.stats().stages.at(1).retries == 2u);
     check_complete_accounting(p.stats());
+}
+
+// retry tries again only what can pass: a ferry::error that is not transient (a corrupt image,
+// a missing file, a bad argument) is failed at once, a transient io_error and an exception of any
+// other type get every attempt; `.when` changes the test, and `nullptr` retries everything.
+BOOST_AUTO_TEST_CASE(retry_skips_the_attempts_a_permanent_failure_would_waste) {
+    struct case_ {
+        const char* what;
+        std::function<void()> fail;
+        ferry::retry_test when;
+        int calls;
+    };
+    const ferry::retry_test always = [](const std::exception&) { return true; };
+    const ferry::retry_test never = [](const std::exception&) { return false; };
+    const std::vector<case_> cases{
+        {"decode_error", [] { throw ferry::decode_error("not a JPEG file"); }, &ferry::is_transient,
+         1},
+        {"invalid_argument", [] { throw ferry::invalid_argument("bad size"); },
+         &ferry::is_transient, 1},
+        {"permanent io_error", [] { throw ferry::io_error("no such file", false); },
+         &ferry::is_transient, 1},
+        {"transient io_error", [] { throw ferry::io_error("EIO"); }, &ferry::is_transient, 3},
+        {"runtime_error", [] { throw std::runtime_error("anything"); }, &ferry::is_transient, 3},
+        {"non-std exception", [] { throw 42; }, &ferry::is_transient, 3},
+        {"decode_error, when always", [] { throw ferry::decode_error("x"); }, always, 3},
+        {"decode_error, when nullptr", [] { throw ferry::decode_error("x"); }, nullptr, 3},
+        {"io_error, when never", [] { throw ferry::io_error("EIO"); }, never, 1},
+    };
+    for (const auto& c : cases) {
+        attempt_counter attempts;
+        auto p = ferry::from(iota(20))
+                     .map(
+                         [&](int x) {
+                             if (x == 7) {
+                                 attempts(x);
+                                 c.fail();
+                             }
+                             return x;
+                         },
+                         {.on_error = ferry::retry{.attempts = 3,
+                                                   .backoff = 1ms,
+                                                   .then = ferry::error_action::skip,
+                                                   .when = c.when}})
+                     .build({.threads = 2, .logger = quiet});
+        BOOST_TEST(drain(p).size() == 19u, c.what);
+        BOOST_TEST(attempts.of(7) == c.calls, c.what);
+        const auto s = p.stats();
+        BOOST_TEST(s.stages.at(1).retries == static_cast<std::uint64_t>(c.calls - 1), c.what);
+        BOOST_TEST(s.failed == 1u, c.what);
+        check_complete_accounting(s);
+    }
+}
+
+// The transient test itself: ferry's errors by code and by what made them, a stage_error by its
+// cause, anything else retried.
+BOOST_AUTO_TEST_CASE(is_transient_reads_the_cause) {
+    BOOST_TEST(ferry::is_transient(ferry::io_error("EIO")));
+    BOOST_TEST(!ferry::is_transient(ferry::io_error("ENOENT", false)));
+    BOOST_TEST(!ferry::is_transient(ferry::decode_error("corrupt")));
+    BOOST_TEST(!ferry::is_transient(ferry::invalid_argument("bad")));
+    BOOST_TEST(ferry::is_transient(ferry::error(ferry::errc::cuda, "busy")));
+    BOOST_TEST(!ferry::is_transient(ferry::error(ferry::errc::internal, "bug")));
+    BOOST_TEST(ferry::is_transient(std::runtime_error("?")));
+    BOOST_TEST(!ferry::transient_errno(ENOENT));
+    BOOST_TEST(!ferry::transient_errno(EACCES));
+    BOOST_TEST(ferry::transient_errno(EIO));
+    BOOST_TEST(ferry::transient_errno(EAGAIN));
+    auto nested = [](auto cause) {
+        try {
+            throw cause;
+        } catch (...) {
+            return ferry::stage_error("inner", 0, 1, cause.what(), "stage 'inner' failed");
+        }
+    };
+    BOOST_TEST(ferry::is_transient(nested(ferry::io_error("EIO"))));
+    BOOST_TEST(!ferry::is_transient(nested(ferry::decode_error("corrupt"))));
 }
 
 // retry with the default `then = fail` ends the pipeline once every attempt failed.

@@ -132,6 +132,83 @@ BOOST_AUTO_TEST_CASE(retry_policy_rides_out_flaky_server) {
     check_accounting(s);
 }
 
+// ferry::retry asks again only where an answer can change: a 404 or a 403 is asked for once, a
+// 503 or a 429 `attempts` times; every URL ends delivered or failed, with http_error's status.
+BOOST_AUTO_TEST_CASE(retry_does_not_ask_again_for_what_the_server_does_not_have) {
+    http_server server([](const http_request& r) {
+        switch (index_of(r.target) % 5) {
+            case 1:
+                return http_response{.status = 404};
+            case 2:
+                return http_response{.status = 403};
+            case 3:
+                return http_response{.status = 503, .body = "try again"};
+            case 4:
+                return http_response{.status = 429};
+            default:
+                return http_response{.body = body_of(index_of(r.target))};
+        }
+    });
+    const std::vector<std::string> items = urls(server, 20);
+    auto p =
+        ferry::from(items)
+            .map(ferry::ops::read_url, {.concurrency = 4,
+                                        .name = "fetch",
+                                        .on_error = ferry::retry{.attempts = 3,
+                                                                 .backoff = 1ms,
+                                                                 .then = ferry::error_action::skip},
+                                        .executor = ferry::io})
+            .build({.threads = 2, .logger = quiet});
+    std::size_t delivered = 0;
+    for (const ferry::bytes& b : p) {
+        BOOST_TEST(as_string(b) == body_of(5 * delivered));
+        ++delivered;
+    }
+    BOOST_TEST(delivered == 4u);
+    // 4 good + 4 x 404 + 4 x 403 asked once, 4 x 503 + 4 x 429 asked three times.
+    BOOST_TEST(server.requests() == 4u + 4u + 4u + 3u * 8u);
+    const auto s = p.stats();
+    BOOST_TEST(s.stages.at(1).retries == 16u);
+    BOOST_TEST(s.failed == 16u);
+    check_accounting(s);
+    for (const auto& f : p.failures()) {
+        const auto kind = f.item % 5;
+        const char* want = kind == 1   ? "HTTP 404"
+                           : kind == 2 ? "HTTP 403"
+                           : kind == 3 ? "HTTP 503"
+                                       : "HTTP 429";
+        BOOST_TEST(f.message.find(want) != std::string::npos, f.message);
+    }
+}
+
+// http_error says which failures can pass, by status and by what went wrong.
+BOOST_AUTO_TEST_CASE(http_errors_say_whether_they_can_pass) {
+    http_server server([](const http_request& r) {
+        const std::size_t i = index_of(r.target);
+        if (i == 0) return http_response{.status = 404};
+        if (i == 1) return http_response{.status = 500};
+        if (i == 2) return http_response{.status = 408};
+        return http_response{.body = std::string(5000, 'x')};
+    });
+    const std::vector<std::string> u = urls(server, 4);
+    // "transient", "permanent", or "no error".
+    auto kind_of = [](const std::string& url, const ferry::http_options& o = {}) -> std::string {
+        try {
+            (void)ferry::ops::read_url(url, o);
+        } catch (const ferry::http_error& e) {
+            return e.transient() ? "transient" : "permanent";
+        }
+        return "no error";
+    };
+    BOOST_TEST(kind_of(u[0]) == "permanent");  // 404
+    BOOST_TEST(kind_of(u[1]) == "transient");  // 500
+    BOOST_TEST(kind_of(u[2]) == "transient");  // 408
+    BOOST_TEST(kind_of(u[3]) == "no error");
+    BOOST_TEST(kind_of(u[3], {.max_bytes = 100}) == "permanent");
+    BOOST_TEST(kind_of("file:///nonexistent/ferry-test") == "permanent");
+    BOOST_TEST(kind_of("nosuchscheme://x") == "permanent");
+}
+
 // Under ferry::skip, URLs that fail (404, a truncated body, a refused port) are in failures()
 // with their item, stage and a message naming the URL; the rest are delivered in order.
 BOOST_AUTO_TEST_CASE(skip_accounts_for_every_failed_url) {

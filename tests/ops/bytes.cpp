@@ -4,8 +4,10 @@
 /// io_errors that name the path.
 #include <sys/stat.h>
 
+#include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <cstring>
+#include <ferry/ferry.hpp>
 #include <fstream>
 #include <random>
 #include <string>
@@ -107,6 +109,33 @@ BOOST_AUTO_TEST_CASE(directory_is_an_io_error_naming_the_path) {
     const temp_dir dir;
     const std::string msg = io_error_message([&] { (void)read_file(dir.path()); });
     BOOST_TEST(msg.find(dir.path().string()) != std::string::npos, "message: " << msg);
+}
+
+// Neither a missing file nor a directory will read on another attempt: their io_errors are not
+// transient, so ferry::retry goes to its `then` at once; the file is tried once.
+BOOST_AUTO_TEST_CASE(a_missing_file_is_not_retried) {
+    const temp_dir dir;
+    for (const auto& path : {dir.path() / "no_such_image.jpg", dir.path()}) {
+        try {
+            (void)read_file(path);
+            BOOST_ERROR("read " << path);
+        } catch (const ferry::io_error& e) {
+            BOOST_TEST(!e.transient(), e.what());
+        }
+    }
+    std::atomic<int> calls{0};
+    auto p = ferry::from(std::vector<std::filesystem::path>{dir.path() / "missing.jpg"})
+                 .map(
+                     [&](const std::filesystem::path& f) {
+                         ++calls;
+                         return read_file(f);
+                     },
+                     {.on_error = ferry::retry{.attempts = 3, .then = ferry::error_action::skip},
+                      .executor = ferry::io})
+                 .build({.threads = 1, .logger = [](ferry::log_level, std::string_view) {}});
+    BOOST_TEST(!p.next().has_value());
+    BOOST_TEST(calls.load() == 1);
+    BOOST_TEST(p.stats().failed == 1u);
 }
 
 // bytes: copies copy, moves hand the memory over, truncate keeps a prefix in place.
