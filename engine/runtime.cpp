@@ -426,7 +426,13 @@ class pipeline_runtime final : public runtime {
     /// The credits the source may hold now: `first_output_items_` until the consumer takes an
     /// epoch's first output (with `fast_start`), `in_flight_` after.
     std::atomic<std::size_t> credit_limit_{0};
-    bool starting_ = false;  ///< consumer thread only: the epoch's first output is not taken yet
+    bool starting_ =
+        false;  ///< consumer thread only: fast_start holds the source for the first output
+    bool awaiting_first_ =
+        false;  ///< consumer thread only: the epoch's first output is not taken yet
+    /// Time from an epoch's start to the consumer taking its first output: the last epoch's, and
+    /// the longest of any (written by the consumer, read by stats()).
+    std::atomic<std::int64_t> first_output_ns_{0}, first_output_max_ns_{0};
     alignas(64) std::atomic<std::uint64_t> filtered_{0}, failed_{0}, cancelled_{0}, epochs_{0};
 
     mutable std::mutex failures_mutex_;
@@ -1308,6 +1314,7 @@ void pipeline_runtime::start_epoch() {
     // that every thread works on it and nothing else competes with its last steps (the batch's
     // last items, collate, waking the consumer) for a core.
     starting_ = opts_.fast_start && first_output_items_ < in_flight_;
+    awaiting_first_ = true;
     credit_limit_.store(starting_ ? first_output_items_ : in_flight_, std::memory_order_seq_cst);
     epochs_.fetch_add(1, std::memory_order_relaxed);
     epoch_start_ = clock::now().time_since_epoch().count();
@@ -1384,6 +1391,14 @@ bool pipeline_runtime::next(any_value& out) {
                 bump_owned(outputs_, 1);
                 consumer_credits_ += m->credits;
                 consumer_release(m);
+                if (awaiting_first_) {
+                    awaiting_first_ = false;
+                    const std::int64_t ns = clock::now().time_since_epoch().count() - epoch_start_;
+                    first_output_ns_.store(ns, std::memory_order_relaxed);
+                    if (ns > first_output_max_ns_.load(std::memory_order_relaxed)) {
+                        first_output_max_ns_.store(ns, std::memory_order_relaxed);
+                    }
+                }
                 if (starting_) {
                     end_start();
                 } else if (consumer_credits_ >= credit_batch_) {
@@ -1648,6 +1663,9 @@ pipeline_stats pipeline_runtime::stats() const {
     if (epoch_running_) elapsed += clock::now().time_since_epoch().count() - epoch_start_;
     s.elapsed = std::chrono::nanoseconds(elapsed);
     s.consumer_wait = std::chrono::nanoseconds(consumer_wait_ns_.load());
+    s.first_output = std::chrono::nanoseconds(first_output_ns_.load(std::memory_order_relaxed));
+    s.first_output_max =
+        std::chrono::nanoseconds(first_output_max_ns_.load(std::memory_order_relaxed));
     {
         std::lock_guard lock(sample_mutex_);
         s.full = samples_ > 0

@@ -78,13 +78,18 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
         line, sizeof line,
         "items: %llu produced = %llu delivered + %llu filtered + %llu failed + %llu "
         "cancelled; %llu outputs in %.2fs (%.0f items/s); threads %d, in_flight %zu, "
-        "full %s, consumer waited %s\n",
+        "full %s, consumer waited %s, first output after %s",
         static_cast<unsigned long long>(s.produced), static_cast<unsigned long long>(s.delivered),
         static_cast<unsigned long long>(s.filtered), static_cast<unsigned long long>(s.failed),
         static_cast<unsigned long long>(s.cancelled), static_cast<unsigned long long>(s.outputs),
         secs, secs > 0 ? static_cast<double>(s.delivered) / secs : 0.0, s.threads, s.in_flight,
-        percent(s.full).c_str(), duration_text(s.consumer_wait).c_str());
+        percent(s.full).c_str(), duration_text(s.consumer_wait).c_str(),
+        duration_text(s.first_output).c_str());
     os << line;
+    if (s.epochs > 1 && s.first_output_max > s.first_output) {
+        os << " (longest " << duration_text(s.first_output_max) << ")";
+    }
+    os << '\n';
     const std::string b = s.bottleneck();
     if (b == "consumer") {
         os << "bottleneck: consumer (the pipeline was full " << percent(s.full)

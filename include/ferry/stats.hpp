@@ -57,6 +57,11 @@ struct pipeline_stats {
     std::size_t in_flight = 0;
     std::chrono::nanoseconds elapsed{0};        ///< wall time while epochs were running
     std::chrono::nanoseconds consumer_wait{0};  ///< time the consumer waited in next()
+    /// From an epoch's start (its first `next()`, or `begin()`) to the consumer taking its first
+    /// output — time to first batch: the last epoch's (0 before any output), and the longest of
+    /// any epoch (usually the first: cold caches, fresh memory, threads starting).
+    std::chrono::nanoseconds first_output{0};
+    std::chrono::nanoseconds first_output_max{0};
     /// Fraction of sampled time the pipeline was full (in-flight limit reached): near 1 means
     /// the consumer, not loading, sets the pace.
     double full = 0;

@@ -137,6 +137,41 @@ BOOST_AUTO_TEST_CASE(printed_table_names_every_stage_and_the_bottleneck) {
                table);
 }
 
+// Time to first output, per epoch: 0 before any; at least the 50 ms the first item takes in
+// epoch 0; in epoch 1 (no slow item) the last epoch's value changes and the longest stays; the
+// printed table says it.
+BOOST_AUTO_TEST_CASE(first_output_times_each_epochs_first_item) {
+    int epoch = 0;
+    auto p = ferry::from(iota(64))
+                 .map(
+                     [&](int x) {
+                         if (x == 0 && epoch == 0) std::this_thread::sleep_for(50ms);
+                         return x;
+                     },
+                     2)
+                 .batch(8)
+                 .build({.threads = 2});
+    BOOST_TEST(p.stats().first_output.count() == 0);
+    std::size_t n = 0;
+    for (const auto& b : p) n += b.size();
+    BOOST_TEST(n == 64u);
+    const auto s0 = p.stats();
+    BOOST_TEST(s0.first_output >= 50ms, s0.first_output.count() << " ns");
+    BOOST_TEST(s0.first_output_max == s0.first_output);
+    epoch = 1;
+    n = 0;
+    for (const auto& b : p) n += b.size();
+    BOOST_TEST(n == 64u);
+    const auto s1 = p.stats();
+    BOOST_TEST(s1.first_output.count() > 0);
+    BOOST_TEST(s1.first_output != s0.first_output);
+    BOOST_TEST(s1.first_output_max >= 50ms);
+    BOOST_TEST(s1.first_output_max >= s1.first_output);
+    std::ostringstream os;
+    os << s1;
+    BOOST_TEST(os.str().find("first output after ") != std::string::npos, os.str());
+}
+
 // on_report is called periodically, with current stats, while an epoch runs.
 BOOST_AUTO_TEST_CASE(on_report_fires_during_a_slow_run) {
     std::mutex mutex;
