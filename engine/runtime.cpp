@@ -35,6 +35,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <ostream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -204,9 +205,15 @@ class failure_log {
 class io_pool {
   public:
     using job = std::function<void()>;
-    explicit io_pool(int n) {
+    /// `spans`: where a traced pipeline names these threads (`name #1`, `name #2`, ...).
+    explicit io_pool(int n, span_log* spans = nullptr, const std::string& name = {}) {
         threads_.reserve(static_cast<std::size_t>(n));
-        for (int i = 0; i < n; ++i) threads_.emplace_back([this] { run(); });
+        for (int i = 0; i < n; ++i) {
+            threads_.emplace_back([this, spans, label = name + " #" + std::to_string(i + 1)] {
+                if (spans != nullptr) spans->name_thread(label);
+                run();
+            });
+        }
     }
     ~io_pool() {
         {
@@ -320,6 +327,7 @@ class pipeline_runtime final : public runtime {
     [[nodiscard]] bool epoch_running() const noexcept override { return epoch_running_; }
     [[nodiscard]] pipeline_stats stats() const override;
     [[nodiscard]] std::vector<failure> failures() const override;
+    void write_trace(std::ostream& os) const override;
 
     void fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause);
     void async_finished(stage_runtime& st);
@@ -397,6 +405,10 @@ class pipeline_runtime final : public runtime {
     box_pool pool_;
     std::list<stage_runtime> stages_;  // stable addresses: nodes capture references
     stage_counters source_counters_;
+    /// Tracing (`trace_spans` > 0): the spans, and the names of their rows: the source, each
+    /// stage, and the consumer's waits last.
+    std::unique_ptr<span_log> spans_;
+    std::vector<std::string> span_names_;
     std::unique_ptr<sequencer> output_seq_;
     failure_log log_;
 
@@ -445,6 +457,7 @@ class pipeline_runtime final : public runtime {
     std::vector<box*> consumer_boxes_;  ///< consumer thread only: boxes to give back in bulk
     std::size_t burst_ = 1;             ///< results the consumer gathers before taking them
     int spin_limit_ = 64;               ///< yields before the consumer sleeps (adapts; see next())
+    bool consumer_named_ = false;       ///< the consumer's thread is named in the trace
 
     // Control. The consumer locks control_mutex_ on every item; the flags below it are read by
     // the workers on every item.
@@ -621,11 +634,23 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     const int slots = std::max(threads_, 2) + 1;
     source_counters_.resize(slots);
     for (auto& st : stages_) st.counters.resize(slots);
+    if (opts_.trace_spans > 0) {
+        spans_ = std::make_unique<span_log>(opts_.trace_spans);
+        span_names_.emplace_back("source");
+        source_counters_.trace_to(spans_.get(), 0);
+        for (auto& st : stages_) {
+            st.counters.trace_to(spans_.get(), static_cast<std::uint32_t>(span_names_.size()));
+            span_names_.push_back(st.name);
+        }
+        span_names_.emplace_back("waiting for the pipeline");
+    }
     worker_budget::instance().acquire(threads_);
     budget_held_ = true;
     try {
         for (auto& st : stages_) {
-            if (st.io) st.pool = std::make_unique<io_pool>(st.concurrency);
+            if (st.io) {
+                st.pool = std::make_unique<io_pool>(st.concurrency, spans_.get(), "io " + st.name);
+            }
         }
         arena_ = std::make_unique<tbb::task_arena>(threads_, 0);
         // Built inside the arena: the graph attaches to the arena it is constructed in.
@@ -1348,6 +1373,7 @@ bool pipeline_runtime::next(any_value& out) {
         msg m = nullptr;
         if (!out_->pop(m)) {
             const auto wait_start = clock::now();
+            const auto wait_ticks = ticks();
             if (out_->available() < burst_) {
                 // Spin briefly before sleeping, until a burst has gathered: results usually
                 // arrive within microseconds, a futex sleep/wake pair per item costs more than
@@ -1377,6 +1403,14 @@ bool pipeline_runtime::next(any_value& out) {
                 spin_limit_ /= 2;
             }
             bump_owned(consumer_wait_ns_, waited.count());
+            if (spans_ != nullptr) {
+                if (!consumer_named_) {
+                    spans_->name_thread("consumer (your thread)");
+                    consumer_named_ = true;
+                }
+                spans_->add(static_cast<std::uint32_t>(span_names_.size() - 1), wait_ticks,
+                            ticks());
+            }
             if (stopping_) {
                 cancel_for_stop();
                 return false;
@@ -1673,6 +1707,61 @@ pipeline_stats pipeline_runtime::stats() const {
                      : 0;
     }
     return s;
+}
+
+/// `s` as a JSON string literal.
+std::string json_string(const std::string& s) {
+    std::string out = "\"";
+    for (const char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char esc[8];
+            std::snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned>(c));
+            out += esc;
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
+}
+
+void pipeline_runtime::write_trace(std::ostream& os) const {
+    if (spans_ == nullptr) {
+        throw invalid_argument(
+            "write_trace: this pipeline records no spans (build it with trace_spans > 0)");
+    }
+    std::vector<span_log::span> spans;
+    std::map<std::uint32_t, std::string> names;
+    std::uint64_t dropped = 0;
+    spans_->snapshot(spans, names, dropped);
+    std::uint64_t origin = std::numeric_limits<std::uint64_t>::max();
+    for (const auto& sp : spans) origin = std::min(origin, sp.t0);
+    const double us_per_tick = rate_.ns_per_tick() / 1000.0;
+    std::set<std::uint32_t> threads;
+    os << "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"dropped_spans\": " << dropped
+       << "},\n\"traceEvents\": [\n";
+    os << "{\"ph\": \"M\", \"pid\": 1, \"name\": \"process_name\", \"args\": {\"name\": "
+          "\"ferry pipeline\"}}";
+    char buf[160];
+    for (const auto& sp : spans) {
+        threads.insert(sp.thread);
+        const double ts = static_cast<double>(sp.t0 - origin) * us_per_tick;
+        const double dur = static_cast<double>(sp.t1 > sp.t0 ? sp.t1 - sp.t0 : 0) * us_per_tick;
+        std::snprintf(buf, sizeof buf,
+                      ", \"ph\": \"X\", \"pid\": 1, \"tid\": %u, \"ts\": %.3f, \"dur\": %.3f}",
+                      sp.thread, ts, dur);
+        os << ",\n{\"name\": " << json_string(span_names_.at(sp.stage)) << buf;
+    }
+    for (const std::uint32_t t : threads) {
+        const auto it = names.find(t);
+        const std::string name =
+            it != names.end() ? it->second : "worker (thread " + std::to_string(t) + ")";
+        os << ",\n{\"ph\": \"M\", \"pid\": 1, \"tid\": " << t
+           << ", \"name\": \"thread_name\", \"args\": {\"name\": " << json_string(name) << "}}";
+    }
+    os << "\n]}\n";
 }
 
 std::vector<failure> pipeline_runtime::failures() const {

@@ -139,6 +139,10 @@ struct pipeline_options {
     /// the pipeline fills to `in_flight`. Costs one item's trip through the pipeline per epoch.
     /// false: fill to `in_flight` from the start.
     bool fast_start = true;
+    /// > 0: record every stage call (its stage, thread, start and end) and each wait of the
+    /// consumer, up to this many spans (about 24 bytes each; later ones are counted as dropped),
+    /// for `pipeline::write_trace`. 0: off, nothing recorded. Costs a lock per call.
+    std::size_t trace_spans = 0;
 };
 
 }  // namespace ferry

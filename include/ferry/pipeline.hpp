@@ -109,6 +109,11 @@ class pipeline {
     [[nodiscard]] pipeline_stats stats() const { return runtime_->stats(); }
     /// Every item a stage skipped (or that failed the pipeline): stage, item, message.
     [[nodiscard]] std::vector<failure> failures() const { return runtime_->failures(); }
+    /// Writes the spans recorded so far — every stage call, by thread, and the waits of the
+    /// thread taking the outputs — as Chrome trace-event JSON, to open in https://ui.perfetto.dev
+    /// or chrome://tracing. Needs `pipeline_options::trace_spans` > 0 (else throws
+    /// `ferry::invalid_argument`); callable at any time, from any thread.
+    void write_trace(std::ostream& os) const { runtime_->write_trace(os); }
 
   private:
     template <class U>

@@ -2,8 +2,14 @@
 /// \file
 /// Stats and logs: stage names and counters, the printed table, periodic reports, and the
 /// rate-limited failure log.
+// property_tree includes the deprecated <boost/bind.hpp>; keep its global placeholders quiet.
+#define BOOST_BIND_GLOBAL_PLACEHOLDERS
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -170,6 +176,82 @@ BOOST_AUTO_TEST_CASE(first_output_times_each_epochs_first_item) {
     std::ostringstream os;
     os << s1;
     BOOST_TEST(os.str().find("first output after ") != std::string::npos, os.str());
+}
+
+// write_trace: Chrome trace-event JSON that parses, with one span per stage call (200 reads on
+// the I/O threads, named as such; 200 decodes; 25 batches collated), the consumer's waits on its
+// own named thread, and timestamps within the run; a capacity drops (and counts) the rest.
+BOOST_AUTO_TEST_CASE(write_trace_records_every_call_as_a_span) {
+    auto build = [](std::size_t spans) {
+        return ferry::from(iota(200))
+            .map([](int x) { return x; }, {.concurrency = 2, .name = "read", .executor = ferry::io})
+            .map(
+                [](int x) {
+                    std::this_thread::sleep_for(100us);
+                    return x;
+                },
+                {.concurrency = 2, .name = "decode \"fast\""})
+            .batch(8)
+            .map([](std::vector<int> v) { return v.size(); }, {.name = "collate"})
+            .build({.threads = 2, .trace_spans = spans});
+    };
+    auto p = build(100000);
+    std::size_t n = 0;
+    for (const std::size_t b : p) n += b;
+    BOOST_TEST(n == 200u);
+    std::stringstream json;
+    p.write_trace(json);
+    namespace pt = boost::property_tree;
+    pt::ptree doc;
+    BOOST_REQUIRE_NO_THROW(pt::read_json(json, doc));
+    BOOST_TEST(doc.get<int>("otherData.dropped_spans") == 0);
+    std::map<std::string, int> calls;
+    std::map<std::string, std::set<int>> threads_of;
+    std::map<int, std::string> thread_names;
+    double last_end = 0;
+    for (const auto& [key, e] : doc.get_child("traceEvents")) {
+        const auto ph = e.get<std::string>("ph");
+        if (ph == "X") {
+            const auto name = e.get<std::string>("name");
+            ++calls[name];
+            threads_of[name].insert(e.get<int>("tid"));
+            BOOST_TEST(e.get<double>("dur") >= 0);
+            last_end = std::max(last_end, e.get<double>("ts") + e.get<double>("dur"));
+        } else if (ph == "M" && e.get<std::string>("name") == "thread_name") {
+            thread_names[e.get<int>("tid")] = e.get<std::string>("args.name");
+        }
+    }
+    BOOST_TEST(calls["read"] == 200);
+    BOOST_TEST(calls["decode \"fast\""] == 200);
+    BOOST_TEST(calls["collate"] == 25);
+    BOOST_TEST(calls["source"] >= 200);
+    BOOST_TEST(calls["waiting for the pipeline"] >= 1);
+    BOOST_TEST(threads_of["read"].size() <= 2u);
+    for (const int t : threads_of["read"]) {
+        BOOST_TEST(thread_names[t].rfind("io read #", 0) == 0, thread_names[t]);
+    }
+    for (const int t : threads_of["waiting for the pipeline"]) {
+        BOOST_TEST(thread_names[t] == "consumer (your thread)");
+    }
+    // 200 decodes of >= 100 us on 2 threads: the spans cover at least 10 ms (in microseconds).
+    BOOST_TEST(last_end >= 10000.0);
+
+    auto small = build(50);
+    for ([[maybe_unused]] const std::size_t b : small) {
+    }
+    std::stringstream json2;
+    small.write_trace(json2);
+    pt::ptree doc2;
+    BOOST_REQUIRE_NO_THROW(pt::read_json(json2, doc2));
+    int spans = 0;
+    for (const auto& [key, e] : doc2.get_child("traceEvents"))
+        spans += e.get<std::string>("ph") == "X";
+    BOOST_TEST(spans == 50);
+    BOOST_TEST(doc2.get<int>("otherData.dropped_spans") > 0);
+
+    auto untraced = ferry::from(iota(4)).build();
+    std::stringstream json3;
+    BOOST_CHECK_THROW(untraced.write_trace(json3), ferry::invalid_argument);
 }
 
 // on_report is called periodically, with current stats, while an epoch runs.

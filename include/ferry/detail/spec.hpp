@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <vector>
 
@@ -83,6 +84,7 @@ class runtime {
     [[nodiscard]] virtual bool epoch_running() const noexcept = 0;
     [[nodiscard]] virtual pipeline_stats stats() const = 0;
     [[nodiscard]] virtual std::vector<failure> failures() const = 0;
+    virtual void write_trace(std::ostream& os) const = 0;
 };
 
 /// Compiles `spec` into a TBB flow graph; throws `ferry::invalid_argument` on bad options.
