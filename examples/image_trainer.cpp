@@ -261,6 +261,7 @@ struct settings {
     std::uint64_t seed = 1;
     bool augment = true;
     bool show_progress = false;
+    std::string trace_path;  ///< --trace: where the training pipeline's spans go (Chrome JSON)
     ferry::pipeline_options popts;
 };
 
@@ -329,8 +330,16 @@ void print_epoch(int epoch, const settings& o, double loss_sum, std::size_t batc
 
 /// The training pipeline's stats and failures, and the final accuracy.
 template <class Pipeline>
-void print_summary(const Pipeline& train, double accuracy, int classes) {
+void print_summary(const Pipeline& train, double accuracy, int classes, const settings& o) {
     std::cout << "\ntraining pipeline (all epochs):\n" << train.stats() << '\n';
+    if (!o.trace_path.empty()) {
+        std::ofstream out(o.trace_path);
+        train.write_trace(out);
+        out.close();
+        if (!out) throw ferry::io_error("cannot write the trace to " + o.trace_path);
+        std::cout << "trace: " << o.trace_path
+                  << " (Chrome trace JSON: open it in https://ui.perfetto.dev)\n";
+    }
     const auto& failures = train.failures();
     std::cout << "failures: " << failures.size() << '\n';
     for (std::size_t i = 0; i < failures.size() && i < 5; ++i) {
@@ -390,7 +399,7 @@ void train_on_cpu(const dataset& data, mlp& model, const settings& o) {
         last_accuracy = tested > 0 ? static_cast<double>(correct) / tested : 0;
         print_epoch(epoch, o, loss_sum, batches, last_accuracy, seen, secs);
     }
-    print_summary(train, last_accuracy, classes);
+    print_summary(train, last_accuracy, classes, o);
 }
 
 #if FERRY_TRAINER_GPU
@@ -509,7 +518,7 @@ void train_on_gpu(const dataset& data, const mlp& init, const settings& o, int d
                                               : 0;
         print_epoch(epoch, o, loss_sum, batches, last_accuracy, seen, secs);
     }
-    print_summary(train, last_accuracy, classes);
+    print_summary(train, last_accuracy, classes, o);
 }
 #endif
 
@@ -554,6 +563,9 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     app.add_flag("!--no-augment", o.augment, "no random crop / flip");
     app.add_flag("--no-progress", no_progress, "no progress bar");
+    app.add_option("--trace", o.trace_path,
+                   "write the training pipeline's call spans to this file (Chrome trace JSON, "
+                   "for https://ui.perfetto.dev)");
     CLI11_PARSE(app, argc, argv);
 
     // Decided before any data is unpacked or read: --device cuda without a GPU fails at once.
@@ -598,6 +610,7 @@ int main(int argc, char** argv) {
               << data.test.size() << " test images, " << classes << " classes" << std::endl;
 
     if (threads > 0) o.popts.threads = threads;
+    if (!o.trace_path.empty()) o.popts.trace_spans = 4'000'000;  // ~100 MB at most
     o.decoders = decode_concurrency > 0 ? decode_concurrency : std::max(1, o.popts.threads);
     o.show_progress = !no_progress && isatty(STDERR_FILENO) != 0;
 
