@@ -379,6 +379,8 @@ class pipeline_runtime final : public runtime {
     void return_credits(std::uint64_t n);
     /// The consumer took the epoch's first output: the source may fill `in_flight_` now.
     void end_start();
+    /// After credits were returned or the limit raised: re-activates a parked source (once).
+    void wake_source();
     void flush_consumer_credits();
     /// The consumer is done with `m`: its box goes back to the pool with the next credits.
     void consumer_release(msg m);
@@ -1210,6 +1212,10 @@ void pipeline_runtime::return_credits(std::uint64_t n) {
     if (n == 0) return;
     // seq_cst, against take_credit's park-then-check: one of the two sees the other.
     credits_returned_.fetch_add(n, std::memory_order_seq_cst);
+    wake_source();
+}
+
+void pipeline_runtime::wake_source() {
     if (source_parked_.load(std::memory_order_seq_cst) && source_parked_.exchange(false)) {
         input_->activate();
     }
@@ -1220,9 +1226,7 @@ void pipeline_runtime::end_start() {
     // seq_cst, against take_credit's park-then-check, as return_credits.
     credit_limit_.store(in_flight_, std::memory_order_seq_cst);
     flush_consumer_credits();
-    if (source_parked_.load(std::memory_order_seq_cst) && source_parked_.exchange(false)) {
-        input_->activate();
-    }
+    wake_source();  // also when the first output carried no credits
 }
 
 void pipeline_runtime::deliver(msg m) {
