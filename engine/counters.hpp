@@ -17,6 +17,8 @@
 #include <vector>
 
 #include <oneapi/tbb/task_arena.h>
+
+#include "trace.hpp"
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -156,62 +158,6 @@ struct alignas(64) counter_shard {
 /// threads, completions of asynchronous calls, threads of other arenas) shares shard 0 and
 /// updates it with atomic read-modify-writes. All accesses are atomic, so concurrent readers
 /// (stats, the monitor) are race-free either way.
-/// Spans of stage calls (and of the consumer's waits) for `pipeline::write_trace`, when
-/// `pipeline_options::trace_spans` is set: at most `capacity` kept, the rest counted as dropped.
-/// A mutex per span: tracing is a diagnostic mode, and a call it records costs microseconds or
-/// more.
-class span_log {
-  public:
-    struct span {
-        std::uint64_t t0 = 0, t1 = 0;  ///< ticks
-        std::uint32_t stage = 0;       ///< index into the names the runtime keeps
-        std::uint32_t thread = 0;      ///< span_log::thread_id()
-    };
-
-    explicit span_log(std::size_t capacity) : capacity_(capacity) {}
-
-    void add(std::uint32_t stage, std::uint64_t t0, std::uint64_t t1) noexcept {
-        const std::uint32_t thread = thread_id();
-        std::lock_guard lock(mutex_);
-        if (spans_.size() >= capacity_) {
-            ++dropped_;
-            return;
-        }
-        try {
-            spans_.push_back({t0, t1, stage, thread});
-        } catch (...) {
-            ++dropped_;
-        }
-    }
-    /// Names the calling thread in the trace (the first name given sticks).
-    void name_thread(const std::string& name) {
-        const std::uint32_t thread = thread_id();
-        std::lock_guard lock(mutex_);
-        thread_names_.emplace(thread, name);
-    }
-    /// A copy of what was recorded, with the thread names and the number dropped.
-    void snapshot(std::vector<span>& spans, std::map<std::uint32_t, std::string>& names,
-                  std::uint64_t& dropped) const {
-        std::lock_guard lock(mutex_);
-        spans = spans_;
-        names = thread_names_;
-        dropped = dropped_;
-    }
-    /// A small number per thread of the process, for the trace's `tid`.
-    static std::uint32_t thread_id() noexcept {
-        static std::atomic<std::uint32_t> next{1};
-        thread_local const std::uint32_t id = next.fetch_add(1, std::memory_order_relaxed);
-        return id;
-    }
-
-  private:
-    const std::size_t capacity_;
-    mutable std::mutex mutex_;
-    std::vector<span> spans_;
-    std::map<std::uint32_t, std::string> thread_names_;
-    std::uint64_t dropped_ = 0;
-};
-
 class shard_writer {
   public:
     shard_writer(counter_shard& shard, bool owned, span_log* spans = nullptr,

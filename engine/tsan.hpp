@@ -37,6 +37,34 @@ inline void tsan_release(const void* p) noexcept {
 #endif
 }
 
+/// A node body took message `m` from TBB: see what its sender wrote to it, and what `owner` (the
+/// runtime, released by whoever set up the epoch) published before.
+inline void tsan_receive(const void* owner, const void* m) noexcept {
+    tsan_acquire(owner);
+    tsan_acquire(m);
+}
+
+/// Passes message `m` on through `port` (any TBB sender or gateway): what this thread wrote to it
+/// happens before its receiver reads it.
+template <class Port, class M>
+bool tsan_send(Port& port, M m) {
+    tsan_release(m);
+    return port.try_put(m);
+}
+
+/// Holds the state of a serial node (`p`) for a scope: what the node's previous call wrote
+/// happens before this call reads it, whichever worker ran each.
+class tsan_scope {
+  public:
+    explicit tsan_scope(const void* p) noexcept : p_(p) { tsan_acquire(p_); }
+    ~tsan_scope() { tsan_release(p_); }
+    tsan_scope(const tsan_scope&) = delete;
+    tsan_scope& operator=(const tsan_scope&) = delete;
+
+  private:
+    const void* p_;
+};
+
 /// Wraps a node body so that TSan sees the body object's construction (on the thread building
 /// the graph, wherever TBB copies it) happen before its first call on a worker.
 template <class F>

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// map_async: at most `concurrency` calls outstanding per stage, completed from any thread
+/// through a sink (directly, or by the monitor polling a future), results passed on through the
+/// async_node's gateway.
+
+#include "runtime.hpp"
+
+namespace ferry::detail {
+namespace {
+
+/// The sink handed to a map_async call: routes its one result back into the graph.
+class sink_impl final : public async_sink, public std::enable_shared_from_this<sink_impl> {
+  public:
+    sink_impl(pipeline_runtime& rt, stage_runtime& st, msg m)
+        : rt_(rt), st_(st), m_(m), start_(ticks()) {}
+
+    void complete(any_value&& v) noexcept override {
+        if (done_.exchange(true)) return;
+        m_->value = std::move(v);
+        finish(nullptr);
+    }
+    void fail(std::exception_ptr e) noexcept override {
+        if (done_.exchange(true)) return;
+        finish(std::move(e));
+    }
+    void poll(std::function<bool(any_value&)> try_take) noexcept override {
+        try {
+            rt_.poll_later(std::move(try_take),
+                           [self = shared_from_this()](any_value* v, std::exception_ptr e) {
+                               if (v != nullptr) {
+                                   self->complete(std::move(*v));
+                               } else {
+                                   self->fail(std::move(e));
+                               }
+                           });
+        } catch (...) {
+            fail(std::current_exception());
+        }
+    }
+
+  private:
+    void finish(std::exception_ptr e) noexcept {
+        // Any thread may complete a call (the user's, the monitor's poller): shared counters.
+        const shard_writer w = st_.counters.shared();
+        w.record_call(start_);
+        w.active(-1);
+        if (rt_.aborting()) {
+            // The epoch is being cancelled: its accounting is settled by abort_epoch.
+        } else if (e) {
+            rt_.fail_item(st_, m_, e);
+        } else {
+            w.add(&counter_shard::out);
+        }
+        gateway_type& gw = *st_.gateway;
+        w.add(&counter_shard::emitted);
+        tsan_send(gw, m_);
+        rt_.async_finished(st_);
+        gw.release_wait();
+    }
+
+    pipeline_runtime& rt_;
+    stage_runtime& st_;
+    msg m_;
+    std::uint64_t start_;
+    std::atomic<bool> done_{false};
+};
+
+}  // namespace
+
+void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway_type& gw,
+                                    const shard_writer& w) {
+    w.add(&counter_shard::arrived);
+    if (m->kind == msg_kind::value && should_drop(m)) drop_unprocessed(m);
+    if (m->kind != msg_kind::value) {
+        w.add(&counter_shard::emitted);
+        tsan_send(gw, m);
+        return;
+    }
+    gw.reserve_wait();  // released when the call's result has been passed on
+    {
+        std::lock_guard lock(st.async_mutex);
+        if (st.async_running >= st.concurrency) {
+            tsan_release(m);
+            st.async_waiting.push_back(m);
+            return;
+        }
+        ++st.async_running;
+    }
+    tsan_release(m);  // what this thread read of m happens before a later reclaim
+    async_start(st, m, w);
+}
+
+void pipeline_runtime::async_start(stage_runtime& st, msg m, const shard_writer& w) {
+    w.add(&counter_shard::in);
+    w.active(1);
+    auto sink = std::make_shared<sink_impl>(*this, st, m);
+    if (aborting_) {
+        sink->fail(nullptr);  // settles the slot; abort_epoch does the accounting
+        return;
+    }
+    try {
+        st.spec.start_fn(std::move(m->value), sink);
+    } catch (...) {
+        sink->fail(std::current_exception());
+    }
+}
+
+void pipeline_runtime::async_finished(stage_runtime& st) {
+    // Start the next waiting call in this slot. Calls that complete synchronously would recurse
+    // here once per waiting item; past a small depth, hand the start to the arena instead.
+    thread_local int depth = 0;
+    msg next = nullptr;
+    {
+        std::lock_guard lock(st.async_mutex);
+        if (st.async_waiting.empty()) {
+            --st.async_running;
+            return;
+        }
+        next = st.async_waiting.front();
+        st.async_waiting.pop_front();
+    }
+    if (depth >= 8) {
+        arena_->enqueue(
+            tsan_body([this, &st, next] { async_start(st, next, st.counters.owned()); }));
+        return;
+    }
+    ++depth;
+    async_start(st, next, st.counters.shared());  // a completion, on any thread
+    --depth;
+}
+
+}  // namespace ferry::detail

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The monitor thread (sampling, periodic reports, polling the futures of map_async calls) and
+/// what it feeds: the stats rows, stats() and write_trace().
+
+#include "runtime.hpp"
+
+namespace ferry::detail {
+
+void pipeline_runtime::poll_later(std::function<bool(any_value&)> try_take,
+                                  std::function<void(any_value*, std::exception_ptr)> done) {
+    {
+        std::lock_guard lock(monitor_mutex_);
+        polls_.push_back({std::move(try_take), std::move(done)});
+    }
+    monitor_cv_.notify_one();
+}
+
+void pipeline_runtime::monitor_loop() {
+    auto next_report = clock::now() + opts_.report_every;
+    std::unique_lock lock(monitor_mutex_);
+    while (!monitor_closing_) {
+        if (!polls_.empty()) {
+            std::vector<poll_entry> batch;
+            batch.swap(polls_);
+            lock.unlock();
+            std::vector<poll_entry> waiting;
+            for (auto& p : batch) {
+                any_value v;
+                try {
+                    if (p.try_take(v)) {
+                        p.done(&v, nullptr);
+                    } else {
+                        waiting.push_back(std::move(p));
+                    }
+                } catch (...) {
+                    p.done(nullptr, std::current_exception());
+                }
+            }
+            lock.lock();
+            for (auto& p : waiting) polls_.push_back(std::move(p));
+        }
+        if (epoch_running_) {
+            lock.unlock();
+            sample();
+            const auto now = clock::now();
+            if (opts_.on_report && now >= next_report) {
+                next_report = now + opts_.report_every;
+                try {
+                    opts_.on_report(stats());
+                } catch (...) {
+                    log_.log("report", log_level::warning, "on_report callback threw; ignored");
+                }
+            }
+            lock.lock();
+        }
+        // Sampling wakes this thread, which on a machine with few cores preempts a worker: every
+        // 1 ms for an epoch's first 50 ms (short epochs still get samples), then every 10 ms.
+        const clock::duration running_for(clock::now().time_since_epoch().count() -
+                                          epoch_start_.load());
+        const auto sample_every = running_for < std::chrono::milliseconds(50)
+                                      ? std::chrono::microseconds(1000)
+                                      : std::chrono::microseconds(10000);
+        const auto wait = !polls_.empty()  ? std::chrono::microseconds(100)
+                          : epoch_running_ ? sample_every
+                                           : std::chrono::microseconds(50000);
+        monitor_cv_.wait_for(lock, wait);
+    }
+}
+
+void pipeline_runtime::sample() {
+    const bool saturated = admission_.saturated(plan_.in_flight);
+    {
+        std::lock_guard lock(sample_mutex_);
+        ++samples_;
+        if (saturated) ++saturated_samples_;
+    }
+    // An idle stage with nothing queued waits on downstream (backpressure) only when the
+    // pipeline is full with nothing waiting upstream of it; full with items queued before it (in
+    // front of a slow stage) means it waits on upstream: starved.
+    auto record = [&](stage_counters& c, int concurrency, std::int64_t queued, int active,
+                      bool queued_upstream) {
+        std::lock_guard lock(c.sample_mutex);
+        ++c.samples;
+        c.utilization_sum += std::min(1.0, static_cast<double>(active) / concurrency);
+        if (active < concurrency && queued <= 0) {
+            if (saturated && !queued_upstream) {
+                ++c.backpressured_samples;
+            } else {
+                ++c.starved_samples;
+            }
+        }
+        const auto q = static_cast<std::uint64_t>(std::max<std::int64_t>(0, queued));
+        c.queue_sum += static_cast<double>(q);
+        c.queue_max = std::max(c.queue_max, q);
+    };
+    {
+        // The source has no upstream: it is busy, or held back by the in-flight limit.
+        const bool busy = source_busy_;
+        std::lock_guard lock(source_counters_.sample_mutex);
+        ++source_counters_.samples;
+        if (busy) source_counters_.utilization_sum += 1.0;
+        if (!busy && saturated) ++source_counters_.backpressured_samples;
+    }
+    auto upstream = static_cast<std::int64_t>(source_counters_.sum(&counter_shard::emitted));
+    bool queued_upstream = false;
+    for (auto& st : stages_) {
+        const auto arrived = static_cast<std::int64_t>(st.counters.sum(&counter_shard::arrived));
+        const auto active = st.counters.sum(&counter_shard::active);
+        // An I/O stage's calls wait in its pool's queue after they have "arrived".
+        std::int64_t queued = upstream - arrived;
+        if (st.pool) queued += static_cast<std::int64_t>(st.pool->waiting());
+        record(st.counters, st.concurrency, queued, static_cast<int>(active), queued_upstream);
+        queued_upstream = queued_upstream || queued > 0;
+        upstream = static_cast<std::int64_t>(st.counters.sum(&counter_shard::emitted));
+    }
+}
+
+stage_stats pipeline_runtime::row(const stage_runtime* st) const {
+    const stage_counters& c = st != nullptr ? st->counters : source_counters_;
+    stage_stats r;
+    if (st != nullptr) {
+        r.name = st->name;
+        r.kind = st->kind;
+        r.concurrency = st->concurrency;
+        r.io = st->io;
+    } else {
+        r.name = "source";
+        r.kind = "source";
+    }
+    r.items_in = st != nullptr ? c.sum(&counter_shard::in) : c.sum(&counter_shard::out);
+    r.items_out = c.sum(&counter_shard::out);
+    r.failed = c.sum(&counter_shard::failed);
+    r.filtered = c.sum(&counter_shard::filtered);
+    r.retries = c.sum(&counter_shard::retries);
+    const auto hist = c.latency();
+    const auto calls = latency_histogram::total(hist);
+    const double ns_per_tick = rate_.ns_per_tick();
+    auto ns = [&](double t) {
+        return std::chrono::nanoseconds(static_cast<std::int64_t>(t * ns_per_tick));
+    };
+    const auto busy = static_cast<double>(c.sum(&counter_shard::busy_ticks));
+    r.busy = ns(busy);
+    r.task_mean = ns(calls > 0 ? busy / static_cast<double>(calls) : 0.0);
+    r.task_p50 = ns(static_cast<double>(latency_histogram::quantile(hist, 0.50)));
+    r.task_p99 = ns(static_cast<double>(latency_histogram::quantile(hist, 0.99)));
+    auto& sc = const_cast<stage_counters&>(c);  // the sample mutex is the only mutable part
+    std::lock_guard lock(sc.sample_mutex);
+    if (c.samples > 0) {
+        const auto n = static_cast<double>(c.samples);
+        r.utilization = c.utilization_sum / n;
+        r.starved = static_cast<double>(c.starved_samples) / n;
+        r.backpressured = static_cast<double>(c.backpressured_samples) / n;
+        r.queue_mean = c.queue_sum / n;
+    }
+    r.queue_max = c.queue_max;
+    return r;
+}
+
+pipeline_stats pipeline_runtime::stats() const {
+    pipeline_stats s;
+    s.stages.push_back(row(nullptr));
+    for (const auto& st : stages_) s.stages.push_back(row(&st));
+    ledger_.snapshot(s);
+    if (aborting_ && epoch_running_) {
+        // Stopped, and the calls still in progress not yet waited for: everything not yet
+        // accounted for is cancelled (the destructor settles the same number).
+        s.cancelled += ledger::unaccounted(s);
+    }
+    s.threads = plan_.threads;
+    s.in_flight = plan_.in_flight;
+    auto elapsed = elapsed_ns_.load();
+    if (epoch_running_) elapsed += clock::now().time_since_epoch().count() - epoch_start_;
+    s.elapsed = std::chrono::nanoseconds(elapsed);
+    s.consumer_wait = std::chrono::nanoseconds(consumer_wait_ns_.load());
+    s.first_output = std::chrono::nanoseconds(first_output_ns_.load(std::memory_order_relaxed));
+    s.first_output_max =
+        std::chrono::nanoseconds(first_output_max_ns_.load(std::memory_order_relaxed));
+    {
+        std::lock_guard lock(sample_mutex_);
+        s.full = samples_ > 0
+                     ? static_cast<double>(saturated_samples_) / static_cast<double>(samples_)
+                     : 0;
+    }
+    return s;
+}
+
+void pipeline_runtime::write_trace(std::ostream& os) const {
+    if (spans_ == nullptr) {
+        throw invalid_argument(
+            "write_trace: this pipeline records no spans (build it with trace_spans > 0)");
+    }
+    write_chrome_trace(os, *spans_, span_names_, rate_.ns_per_tick());
+}
+
+}  // namespace ferry::detail

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// make_plan(): a pipeline_spec and its options -> a validated pipeline_plan.
+
+#include "plan.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "ferry/error.hpp"
+
+namespace ferry::detail {
+namespace {
+
+/// Source items the batch stages need in flight: a batch of n holds n elements before it emits;
+/// each element stands for `scale` source items (the product of the batch sizes before it, undone
+/// by unbatch).
+std::size_t min_in_flight(const std::vector<stage_plan>& stages) {
+    std::size_t need = 1;
+    std::size_t scale = 1;
+    std::vector<std::size_t> scales;
+    for (const auto& st : stages) {
+        if (st.spec.kind == stage_kind::batch) {
+            need = std::max(need, st.spec.batch_size * scale);
+            scales.push_back(scale);
+            scale *= st.spec.batch_size;
+        } else if (st.spec.kind == stage_kind::unbatch && !scales.empty()) {
+            scale = scales.back();
+            scales.pop_back();
+        }
+    }
+    return need;
+}
+
+std::size_t default_in_flight(const std::vector<stage_plan>& stages, int threads,
+                              std::size_t need) {
+    std::size_t sum = 0;
+    for (const auto& st : stages) sum += static_cast<std::size_t>(st.concurrency);
+    // Enough to keep every slot busy while the consumer works through a burst, and two batches.
+    return std::max<std::size_t>({64, 4 * sum + 4 * static_cast<std::size_t>(threads), 2 * need});
+}
+
+stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
+    stage_plan st;
+    st.spec = std::move(spec);
+    st.kind = kind_name(st.spec.kind);
+    st.name =
+        st.spec.options.name.empty() ? st.kind + "#" + std::to_string(index) : st.spec.options.name;
+    st.concurrency = st.spec.options.concurrency;
+    if (st.spec.kind == stage_kind::batch || st.spec.kind == stage_kind::unbatch) {
+        st.concurrency = 1;
+    }
+    if (st.concurrency < 1) {
+        throw invalid_argument("stage '" + st.name + "': concurrency must be at least 1, got " +
+                               std::to_string(st.concurrency));
+    }
+    const bool wants_io = st.spec.options.executor == executor::io;
+    st.io = wants_io && (st.spec.kind == stage_kind::map || st.spec.kind == stage_kind::filter ||
+                         st.spec.kind == stage_kind::flat_map);
+    if (wants_io && !st.io) {
+        throw invalid_argument("stage '" + st.name +
+                               "': executor io applies to map, filter and flat_map stages");
+    }
+    if (st.spec.kind == stage_kind::map_async && st.spec.options.on_error.attempts > 1) {
+        throw invalid_argument("stage '" + st.name +
+                               "': retry does not apply to map_async (its input is handed "
+                               "over); retry inside the asynchronous call instead");
+    }
+    if (st.spec.options.on_error.attempts < 1) {
+        throw invalid_argument("stage '" + st.name + "': retry attempts must be at least 1");
+    }
+    // Once a stage gives up order, every renumbering point after it does too.
+    if (!st.spec.options.ordered) ordered = false;
+    st.ordered = ordered;
+    return st;
+}
+
+}  // namespace
+
+const char* kind_name(stage_kind k) noexcept {
+    switch (k) {
+        case stage_kind::map:
+            return "map";
+        case stage_kind::filter:
+            return "filter";
+        case stage_kind::flat_map:
+            return "flat_map";
+        case stage_kind::batch:
+            return "batch";
+        case stage_kind::unbatch:
+            return "unbatch";
+        case stage_kind::map_async:
+            return "map_async";
+    }
+    return "?";
+}
+
+pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
+    if (!spec.source.open) throw invalid_argument("pipeline has no source");
+    pipeline_plan plan;
+    plan.source = std::move(spec.source);
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (options.threads < 0) {
+        throw invalid_argument("threads must be 0 (default) or positive, got " +
+                               std::to_string(options.threads));
+    }
+    // The default leaves half the machine to the training loop (the "noisy neighbour").
+    plan.threads = options.threads > 0 ? options.threads : std::max(1, hw / 2);
+
+    bool ordered = options.ordered;
+    int index = 1;
+    plan.stages.reserve(spec.stages.size());
+    for (auto& s : spec.stages) plan.stages.push_back(plan_stage(std::move(s), index++, ordered));
+    plan.output_ordered = ordered;
+
+    const std::size_t need = min_in_flight(plan.stages);
+    plan.first_output_items = need;
+    if (options.in_flight == 0) {
+        plan.in_flight = std::max(default_in_flight(plan.stages, plan.threads, need), need);
+    } else {
+        plan.in_flight = options.in_flight;
+        if (plan.in_flight < need) {
+            throw invalid_argument("in_flight = " + std::to_string(plan.in_flight) +
+                                   " is too small: the batch stages need at least " +
+                                   std::to_string(need) + " source items in flight");
+        }
+    }
+    // Returning credits is an atomic add, and wakes a worker when the source is parked for lack
+    // of them; doing it per quarter of the limit rather than per item keeps both rare.
+    plan.credit_batch = std::max<std::uint64_t>(1, plan.in_flight / 4);
+    plan.burst = std::clamp<std::size_t>(plan.in_flight / 4, 1, 16);
+    return plan;
+}
+
+}  // namespace ferry::detail

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The validated plan of a pipeline: stage names, concurrency, ordering and the in-flight limit,
+/// with every option check. Pure C++ (no TBB), so that it can be tested on its own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ferry/detail/spec.hpp"
+#include "ferry/options.hpp"
+
+namespace ferry::detail {
+
+/// One stage as the engine runs it: its spec and what the plan decided about it.
+struct stage_plan {
+    stage_spec spec;
+    std::string name;     ///< the user's name, or "<kind>#<position>"
+    std::string kind;     ///< "map", "filter", ...
+    int concurrency = 1;  ///< calls at once (1 for batch and unbatch)
+    bool io = false;      ///< runs on its own I/O threads (`executor = io`)
+    bool ordered = true;  ///< its renumbering point restores source order
+
+    /// batch, unbatch and flat_map start a new sequence space after them.
+    [[nodiscard]] bool renumbers() const noexcept {
+        return spec.kind == stage_kind::batch || spec.kind == stage_kind::unbatch ||
+               spec.kind == stage_kind::flat_map;
+    }
+};
+
+/// The whole pipeline's plan.
+struct pipeline_plan {
+    source_spec source;
+    std::vector<stage_plan> stages;
+    int threads = 1;                     ///< the arena's threads
+    std::size_t in_flight = 0;           ///< source items inside the graph at most
+    std::size_t first_output_items = 1;  ///< source items the first output needs
+    std::uint64_t credit_batch = 1;      ///< credits the consumer returns at once
+    std::size_t burst = 1;               ///< results the consumer gathers before taking them
+    bool output_ordered = true;          ///< the output restores source order
+};
+
+/// The name of a stage kind, as stats and messages print it.
+[[nodiscard]] const char* kind_name(stage_kind k) noexcept;
+
+/// Checks `spec` against `options` and decides what the options leave open (threads, in_flight).
+/// Throws `ferry::invalid_argument` naming the stage and the option that cannot work.
+[[nodiscard]] pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options);
+
+}  // namespace ferry::detail

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Renumbering: batch, unbatch and the expansion after flat_map. Each runs in a serial node
+/// behind a sequencer (source order, unless unordered) and numbers what it emits anew.
+
+#include "runtime.hpp"
+
+namespace ferry::detail {
+
+void pipeline_runtime::renumber(stage_runtime& st, msg m, const shard_writer& w) {
+    st.seq->push(m, [this, &st, &w](msg x) {
+        switch (x->kind) {
+            case msg_kind::gap:
+                retire_gap(x);
+                break;
+            case msg_kind::error:
+                x->seq = st.next_out++;
+                st.outs.push_back(x);
+                break;
+            case msg_kind::end:
+                if (!st.batch_items.empty()) {
+                    if (st.spec.drop_last) {
+                        for (msg b : st.batch_items) {
+                            count_filtered(b, w);
+                            retire_gap(b);
+                        }
+                        st.batch_items.clear();
+                    } else {
+                        emit_batch(st, w);
+                    }
+                }
+                x->seq = st.next_out;
+                st.next_out = 0;
+                st.outs.push_back(x);
+                break;
+            case msg_kind::value:
+                if (st.spec.kind == stage_kind::batch) {
+                    w.add(&counter_shard::in);
+                    st.batch_items.push_back(x);
+                    if (st.batch_items.size() == st.spec.batch_size) emit_batch(st, w);
+                } else {
+                    expand(st, x, w);
+                }
+                break;
+        }
+    });
+}
+
+void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
+    const auto t0 = ticks();
+    w.active(1);
+    msg first = st.batch_items.front();
+    std::vector<any_value> values;
+    values.reserve(st.batch_items.size());
+    std::uint64_t items = 0;
+    std::uint64_t credits = 0;
+    for (msg b : st.batch_items) {
+        values.push_back(std::move(b->value));
+        items += b->items;
+        credits += b->credits;
+        if (b != first) pool_.release(b);
+    }
+    st.batch_items.clear();
+    // The batch's first box carries the accounting and credits of all its items.
+    first->items = items;
+    first->credits = credits;
+    try {
+        st.spec.pack_fn(values, first->value);
+        w.add(&counter_shard::out);
+    } catch (...) {
+        fail_item(st, first, std::current_exception());
+    }
+    w.record_call(t0);
+    w.active(-1);
+    if (first->kind == msg_kind::gap) {
+        retire_gap(first);
+        return;
+    }
+    first->seq = st.next_out++;
+    st.outs.push_back(first);
+}
+
+void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
+    if (st.spec.kind == stage_kind::unbatch) {
+        w.add(&counter_shard::in);
+        const auto t0 = ticks();
+        try {
+            x->children.clear();
+            st.spec.expand_fn(x->value, x->children, true);
+        } catch (...) {
+            fail_item(st, x, std::current_exception());
+        }
+        w.record_call(t0);
+        if (x->kind == msg_kind::gap) {
+            retire_gap(x);
+            return;
+        }
+        if (x->kind == msg_kind::error) {
+            x->seq = st.next_out++;
+            st.outs.push_back(x);
+            return;
+        }
+    }
+    auto& children = x->children;
+    if (children.empty()) {
+        count_filtered(x, w);
+        retire_gap(x);
+        return;
+    }
+    const std::size_t k = children.size();
+    for (std::size_t i = 0; i + 1 < k; ++i) {
+        box* b = pool_.acquire();
+        b->value = std::move(children[i]);
+        b->kind = msg_kind::value;
+        b->seq = st.next_out++;
+        b->source_index = x->source_index;
+        st.outs.push_back(b);
+    }
+    // The last output carries the input's accounting and credits.
+    x->value = std::move(children[k - 1]);
+    children.clear();
+    x->seq = st.next_out++;
+    st.outs.push_back(x);
+    w.add(&counter_shard::out, k);
+}
+
+}  // namespace ferry::detail

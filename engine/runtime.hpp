@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// pipeline_runtime: the compiled pipeline, and the one place its parts meet.
+///
+/// Shape of the compiled graph (built in graph.cpp):
+///
+///   input_node(source) -> stage nodes ... -> output node -> consumer
+///
+///  * map / filter / flat_map run in `function_node`s (concurrency n) on the pipeline's arena, or
+///    in an `async_node` fed to the stage's own I/O threads (`executor = io`); map_async uses an
+///    `async_node` whose calls complete through callbacks or the monitor's future poller.
+///  * batch, the expansion after flat_map, unbatch and the output are serial renumbering nodes: a
+///    `sequencer` restores source order (unless unordered), then they start a new sequence space.
+///  * Every message is a pooled `box*`. Filtered and skipped items keep flowing as gaps so that
+///    sequencers never wait for a number that will not come; every message the source emits
+///    carries one credit (admission.hpp), so at most `in_flight` source items are ever inside the
+///    graph.
+///  * Epochs re-open the source and re-activate the input node on the same graph. An abandoned
+///    epoch is cancelled, waited for and reset (`graph::reset`), and the pool reclaims its boxes.
+///
+/// Where each job lives:
+///   plan.cpp        options -> validated plan (no TBB)
+///   runtime.cpp     construction, epochs, stop, abort, destruction
+///   graph.cpp       the flow graph: the only file that makes `flow::` nodes
+///   source.cpp      the source's pull: a credit, a box, the user's cursor
+///   stage.cpp       a stage's call: apply, retry, failures (record_failure), filtered gaps
+///   renumber.cpp    batch, unbatch and flat_map expansion behind a sequencer
+///   async_stage.cpp map_async: slots, completions, the sink
+///   consumer.cpp    next(): the hand-off, the adaptive spin, credits back
+///   monitor.cpp     the monitor thread: sampling, reports, polled futures; stats()
+///   admission.hpp, ledger.hpp, trace.*, io_pool.*, worker_budget.*, failure_log.*: one helper
+///   each.
+#pragma once
+
+#include <oneapi/tbb/flow_graph.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "admission.hpp"
+#include "box.hpp"
+#include "counters.hpp"
+#include "failure_log.hpp"
+#include "ferry/detail/spec.hpp"
+#include "handoff.hpp"
+#include "io_pool.hpp"
+#include "ledger.hpp"
+#include "plan.hpp"
+#include "sequencer.hpp"
+#include "trace.hpp"
+#include "tsan.hpp"
+
+namespace ferry::detail {
+
+namespace flow = tbb::flow;
+using clock = std::chrono::steady_clock;
+using gateway_type = flow::async_node<msg, msg>::gateway_type;
+
+/// Boxes the source takes from the pool, and the consumer gives back, per pool lock.
+constexpr std::size_t box_batch = 16;
+
+/// Everything one stage needs at run time: its plan, its counters, and the state of its kind.
+struct stage_runtime : stage_plan {
+    explicit stage_runtime(stage_plan p) : stage_plan(std::move(p)) {}
+
+    stage_counters counters;
+    std::unique_ptr<io_pool> pool;    ///< executor = io
+    gateway_type* gateway = nullptr;  ///< map_async
+
+    // map_async: calls waiting for one of the `concurrency` slots.
+    std::mutex async_mutex;
+    std::deque<msg> async_waiting;
+    int async_running = 0;
+
+    // Renumbering state (touched only by the stage's serial node).
+    std::unique_ptr<sequencer> seq;
+    std::vector<msg> batch_items;
+    std::vector<msg> outs;
+    std::uint64_t next_out = 0;
+};
+
+class pipeline_runtime final : public runtime {
+  public:
+    pipeline_runtime(pipeline_spec spec, pipeline_options opts);
+    ~pipeline_runtime() override;
+    pipeline_runtime(const pipeline_runtime&) = delete;
+    pipeline_runtime& operator=(const pipeline_runtime&) = delete;
+
+    bool next(any_value& out) override;
+    void abandon_epoch() noexcept override;
+    void stop() noexcept override;
+    [[nodiscard]] bool epoch_running() const noexcept override { return epoch_running_; }
+    [[nodiscard]] pipeline_stats stats() const override;
+    [[nodiscard]] std::vector<failure> failures() const override { return ledger_.failures(); }
+    void write_trace(std::ostream& os) const override;
+
+    // For the map_async sink (async_stage.cpp).
+    void fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause);
+    void async_finished(stage_runtime& st);
+    void poll_later(std::function<bool(any_value&)> try_take,
+                    std::function<void(any_value*, std::exception_ptr)> done);
+    [[nodiscard]] bool aborting() const noexcept { return aborting_; }
+
+  private:
+    // graph.cpp
+    void build_graph();
+
+    // source.cpp
+    bool source_pull(msg& out);
+
+    // stage.cpp
+    /// True for an element whose work would be wasted: its epoch is being cancelled, or it comes
+    /// after an item that failed the pipeline.
+    [[nodiscard]] bool should_drop(msg m) const noexcept {
+        return aborting_ || m->source_index > halt_after_.load(std::memory_order_relaxed);
+    }
+    /// Turns an element that will not be processed into a gap, so no later stage ever sees a
+    /// value of the wrong type; its items stay unaccounted and end as cancelled.
+    static void drop_unprocessed(msg m) noexcept {
+        m->value.reset();
+        m->children.clear();
+        m->kind = msg_kind::gap;
+    }
+    /// A map / filter / flat_map stage's work on `m`, on whichever thread runs it: apply the
+    /// function to a value (or drop it when the work would be wasted), then count `m` emitted
+    /// (flat_map counts its children when it expands them).
+    void run_stage(stage_runtime& st, msg m, const shard_writer& w) {
+        if (m->kind == msg_kind::value) {
+            if (should_drop(m)) {
+                drop_unprocessed(m);
+            } else {
+                apply(st, m, w);
+            }
+        }
+        if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::emitted);
+    }
+    void apply(stage_runtime& st, msg m, const shard_writer& w);
+    /// Counts `m`'s items as filtered (by stage `w`): it then leaves the graph as a gap.
+    void count_filtered(msg m, const shard_writer& w) noexcept {
+        w.add(&counter_shard::filtered);
+        ledger_.filtered.fetch_add(m->items, std::memory_order_relaxed);
+        m->items = 0;
+    }
+    /// The one record of a failure: `failures()` gets it, and the log (rate-limited) gets
+    /// `line` unless it is empty.
+    void record_failure(const std::string& stage, std::uint64_t item, std::uint64_t items,
+                        const std::exception_ptr& cause, const std::string& text, log_level level,
+                        const std::string& line);
+
+    // renumber.cpp
+    void renumber(stage_runtime& st, msg m, const shard_writer& w);
+    void emit_batch(stage_runtime& st, const shard_writer& w);
+    void expand(stage_runtime& st, msg m, const shard_writer& w);
+
+    // async_stage.cpp
+    void async_accept(stage_runtime& st, msg m, gateway_type& gw, const shard_writer& w);
+    void async_start(stage_runtime& st, msg m, const shard_writer& w);
+
+    // consumer.cpp
+    void deliver(msg m) { out_->push(m); }
+    /// A gap leaves the graph: its box goes back, its credits too.
+    void retire_gap(msg m) {
+        const auto credits = m->credits;
+        pool_.release(m);
+        return_credits(credits);
+    }
+    void return_credits(std::uint64_t n) {
+        if (admission_.give_back(n)) input_->activate();
+    }
+    /// After credits were returned or the limit raised: re-activates a parked source (once).
+    void wake_source() {
+        if (admission_.unpark()) input_->activate();
+    }
+    /// The consumer took the epoch's first output: the source may fill `in_flight` now.
+    void end_start();
+    void flush_consumer_credits();
+    /// The consumer is done with `m`: its box goes back to the pool with the next credits.
+    void consumer_release(msg m);
+
+    // runtime.cpp
+    void start_epoch();
+    void finish_epoch();
+    void abort_epoch_locked() noexcept;
+    void cancel_for_stop() noexcept;
+
+    // monitor.cpp
+    void monitor_loop();
+    void sample();
+    [[nodiscard]] stage_stats row(const stage_runtime* st) const;
+
+    pipeline_plan plan_;  ///< its stages moved to stages_
+    pipeline_options opts_;
+
+    tick_rate rate_;
+    box_pool pool_;
+    std::list<stage_runtime> stages_;  // stable addresses: nodes capture references
+    stage_counters source_counters_;
+    /// Tracing (`trace_spans` > 0): the spans, and the names of their rows: the source, each
+    /// stage, and the consumer's waits last.
+    std::unique_ptr<span_log> spans_;
+    std::vector<std::string> span_names_;
+    std::unique_ptr<sequencer> output_seq_;
+    failure_log log_;
+    ledger ledger_;
+    admission admission_;
+
+    // What the source, the consumer and the workers write per item sits on separate cache lines
+    // (each group aligned to its own), so that no line moves between cores on every item.
+
+    // Source state: the input node calls its body one at a time, the consumer opens epochs.
+    alignas(64) std::mutex source_mutex_;
+    source_cursor cursor_;
+    bool source_open_ = false;
+    std::uint64_t source_seq_ = 0;
+    std::vector<box*> source_boxes_;  ///< free boxes taken from the pool in bulk
+    std::atomic<bool> source_busy_{false};
+
+    // The consumer's own (consumer thread only, under control_mutex_).
+    alignas(64) std::atomic<std::int64_t> consumer_wait_ns_{0};
+    std::uint64_t consumer_credits_ = 0;
+    std::vector<box*> consumer_boxes_;  ///< boxes to give back in bulk
+    int spin_limit_ = 64;               ///< yields before the consumer sleeps (adapts; see next())
+    bool consumer_named_ = false;       ///< the consumer's thread is named in the trace
+    bool starting_ = false;             ///< fast_start holds the source for the first output
+    bool awaiting_first_ = false;       ///< the epoch's first output is not taken yet
+    /// Time from an epoch's start to the consumer taking its first output: the last epoch's, and
+    /// the longest of any (written by the consumer, read by stats()).
+    std::atomic<std::int64_t> first_output_ns_{0}, first_output_max_ns_{0};
+
+    // The hand-off from the output node (bounded by in_flight through the credits, but for
+    // flat_map children).
+    std::unique_ptr<handoff> out_;
+
+    // Control. The consumer locks control_mutex_ on every item; the flags below it are read by
+    // the workers on every item.
+    alignas(64) std::mutex control_mutex_;
+    alignas(64) std::atomic<bool> stopping_{false};
+    std::atomic<bool> aborting_{false};
+    std::atomic<bool> halted_{false};  ///< a stage failed: the source stops producing
+    std::atomic<std::uint64_t> halt_after_{std::numeric_limits<std::uint64_t>::max()};
+    std::atomic<bool> epoch_running_{false};
+    std::exception_ptr fatal_;  ///< sticky stage_error
+    std::atomic<std::uint64_t> epoch_{0};
+    std::atomic<clock::rep> epoch_start_{0};  ///< steady_clock ticks
+    std::atomic<std::int64_t> elapsed_ns_{0};
+
+    // Pipeline-level samples: was the in-flight limit reached?
+    mutable std::mutex sample_mutex_;
+    std::uint64_t samples_ = 0;
+    std::uint64_t saturated_samples_ = 0;
+
+    // Monitor: sampling, periodic reports, polling of futures.
+    struct poll_entry {
+        std::function<bool(any_value&)> try_take;
+        std::function<void(any_value*, std::exception_ptr)> done;
+    };
+    std::mutex monitor_mutex_;
+    std::condition_variable monitor_cv_;
+    std::vector<poll_entry> polls_;
+    bool monitor_closing_ = false;
+    std::thread monitor_;
+
+    // TBB objects last, so they are destroyed first.
+    bool budget_held_ = false;
+    std::unique_ptr<tbb::task_arena> arena_;
+    std::unique_ptr<flow::graph> graph_;
+    std::unique_ptr<flow::input_node<msg>> input_;
+    std::vector<std::unique_ptr<flow::graph_node>> nodes_;
+};
+
+}  // namespace ferry::detail

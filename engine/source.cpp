@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The source's pull: one credit, one box, one call of the user's cursor, one message out.
+
+#include "runtime.hpp"
+
+namespace ferry::detail {
+
+bool pipeline_runtime::source_pull(msg& out) {
+    std::lock_guard lock(source_mutex_);
+    if (!source_open_ || halted_ || aborting_ || stopping_) return false;
+    if (!admission_.take()) return false;
+    if (source_boxes_.empty()) pool_.acquire_bulk(source_boxes_, box_batch);
+    box* b = source_boxes_.back();
+    source_boxes_.pop_back();
+    b->credits = 1;
+    b->seq = source_seq_;
+    b->source_index = source_seq_;
+    // Relaxed: only the monitor reads it, for a sampled fraction.
+    source_busy_.store(true, std::memory_order_relaxed);
+    const shard_writer w = source_counters_.owned();  // the input node's body, in the arena
+    const auto t0 = ticks();
+    bool got = false;
+    try {
+        got = cursor_(b->value);
+        w.record_call(t0);
+    } catch (...) {
+        // The source's failure ends the epoch: its message carries the stage_error.
+        w.record_call(t0);
+        source_busy_.store(false, std::memory_order_relaxed);
+        const auto cause = std::current_exception();
+        const std::string text = describe(cause);
+        const std::string what =
+            "stage 'source' failed on item " + std::to_string(source_seq_) + ": " + text;
+        b->kind = msg_kind::error;
+        b->error = std::make_exception_ptr(stage_error("source", source_seq_, 1, text, what));
+        record_failure("source", source_seq_, 1, cause, text, log_level::error, what);
+        w.add(&counter_shard::failed);
+        source_open_ = false;
+        ++source_seq_;
+        admission_.issued();
+        w.add(&counter_shard::emitted);
+        out = b;
+        return true;
+    }
+    source_busy_.store(false, std::memory_order_relaxed);
+    if (got) {
+        b->kind = msg_kind::value;
+        b->items = 1;
+        ++source_seq_;
+        bump_owned(ledger_.produced, 1);
+        w.add(&counter_shard::out);
+    } else {
+        b->kind = msg_kind::end;  // seq = number of messages before it
+        source_open_ = false;
+    }
+    admission_.issued();
+    w.add(&counter_shard::emitted);
+    out = b;
+    return true;
+}
+
+}  // namespace ferry::detail

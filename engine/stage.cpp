@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// A stage's call on one element: apply the callable under the stage's error policy (retry with
+/// backoff, then skip or fail), and record what failed.
+
+#include <algorithm>
+#include <thread>
+
+#include "runtime.hpp"
+
+namespace ferry::detail {
+namespace {
+
+/// The ferry::errc of a ferry::error; `stage_failed` for any other exception.
+errc code_of(const std::exception_ptr& e) noexcept {
+    try {
+        std::rethrow_exception(e);
+    } catch (const error& x) {
+        return x.code();
+    } catch (...) {
+        return errc::stage_failed;
+    }
+}
+
+std::string item_label(const box& b) {
+    if (b.items > 1) {
+        return std::to_string(b.items) + " items from item " + std::to_string(b.source_index);
+    }
+    return "item " + std::to_string(b.source_index);
+}
+
+/// Whether the policy's test calls a failure worth another attempt.
+bool worth_retrying(const error_policy& policy, const std::exception_ptr& err) noexcept {
+    if (policy.when == nullptr) return true;
+    try {
+        std::rethrow_exception(err);
+    } catch (const std::exception& e) {
+        try {
+            return policy.when(e);
+        } catch (...) {
+            return false;  // a test that throws retries nothing
+        }
+    } catch (...) {
+        return true;  // not a std::exception: nothing to test
+    }
+}
+
+}  // namespace
+
+void pipeline_runtime::record_failure(const std::string& stage, std::uint64_t item,
+                                      std::uint64_t items, const std::exception_ptr& cause,
+                                      const std::string& text, log_level level,
+                                      const std::string& line) {
+    ledger_.add_failure({stage, item, items, epoch_, text, code_of(cause)});
+    if (!line.empty()) log_.log(stage, level, line);
+}
+
+void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
+    w.add(&counter_shard::in);
+    w.active(1);
+    const error_policy& policy = st.spec.options.on_error;
+    std::exception_ptr err;
+    bool keep = true;
+    auto backoff = std::chrono::duration<double, std::milli>(policy.backoff);
+    for (int attempt = 1;; ++attempt) {
+        const bool last = attempt >= policy.attempts;
+        const auto t0 = ticks();
+        try {
+            switch (st.spec.kind) {
+                case stage_kind::map:
+                    st.spec.map_fn(m->value, last);
+                    break;
+                case stage_kind::filter:
+                    keep = st.spec.filter_fn(m->value);
+                    break;
+                case stage_kind::flat_map:
+                    m->children.clear();
+                    st.spec.expand_fn(m->value, m->children, last);
+                    break;
+                default:
+                    break;
+            }
+            w.record_call(t0);
+            err = nullptr;
+            break;
+        } catch (...) {
+            w.record_call(t0);
+            err = std::current_exception();
+        }
+        // A consumed input (moved into the call) cannot be retried, nor a failure that would
+        // only come again.
+        if (last || !m->value.has_value() || aborting_ || stopping_ ||
+            !worth_retrying(policy, err)) {
+            break;
+        }
+        w.add(&counter_shard::retries);
+        std::this_thread::sleep_for(backoff);
+        backoff *= policy.multiplier;
+    }
+    w.active(-1);
+    if (err) {
+        fail_item(st, m, err);
+        return;
+    }
+    if (!keep) {
+        count_filtered(m, w);
+        m->value.reset();
+        m->kind = msg_kind::gap;
+        return;
+    }
+    if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::out);
+}
+
+void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause) {
+    auto& c = st.counters;
+    c.shared().add(&counter_shard::failed);  // rare, and called from any thread
+    const auto& options = st.spec.options;
+    const std::string text = describe(cause);
+    bool fail = options.on_error.action == error_action::fail;
+    std::string reason = text;
+    if (!fail) {
+        const auto n = c.skipped.fetch_add(1, std::memory_order_relaxed) + 1;
+        if (options.max_failures > 0 && n > options.max_failures) {
+            fail = true;
+            reason = "failure budget of " + std::to_string(options.max_failures) +
+                     " exhausted; last error: " + text;
+        }
+    }
+    const std::uint64_t items = std::max<std::uint64_t>(1, m->items);
+    const std::string what = "stage '" + st.name + "' " + (fail ? "failed on " : "skipped ") +
+                             item_label(*m) + ": " + reason;
+    record_failure(st.name, m->source_index, items, cause, text,
+                   fail ? log_level::error : log_level::warning, what);
+    ledger_.failed.fetch_add(m->items, std::memory_order_relaxed);
+    m->value.reset();
+    m->children.clear();
+    m->items = 0;
+    if (!fail) {
+        m->kind = msg_kind::gap;
+        return;
+    }
+    try {
+        std::rethrow_exception(cause);
+    } catch (...) {
+        // stage_error captures the exception being handled as its nested cause.
+        m->error =
+            std::make_exception_ptr(stage_error(st.name, m->source_index, items, text, what));
+    }
+    m->kind = msg_kind::error;
+    halted_ = true;  // the epoch is over: stop reading the source
+    // Items after the failing one are dropped unprocessed; the ones before still finish.
+    auto idx = halt_after_.load();
+    while (m->source_index < idx && !halt_after_.compare_exchange_weak(idx, m->source_index)) {
+    }
+}
+
+}  // namespace ferry::detail
