@@ -112,6 +112,13 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
     plan.stages.reserve(spec.stages.size());
     for (auto& s : spec.stages) plan.stages.push_back(plan_stage(std::move(s), index++, ordered));
     plan.output_ordered = ordered;
+    // A stage that wants its input in particular memory gets it from the map right before.
+    for (std::size_t i = 1; i < plan.stages.size(); ++i) {
+        auto& prev = plan.stages[i - 1];
+        if (plan.stages[i].spec.input_allocator && prev.spec.kind == stage_kind::map) {
+            prev.output_allocator = plan.stages[i].spec.input_allocator;
+        }
+    }
 
     const std::size_t need = min_in_flight(plan.stages);
     plan.first_output_items = need;

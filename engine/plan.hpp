@@ -22,6 +22,9 @@ struct stage_plan {
     int concurrency = 1;  ///< calls at once (1 for batch and unbatch)
     bool io = false;      ///< runs on its own I/O threads (`executor = io`)
     bool ordered = true;  ///< its renumbering point restores source order
+    /// A map's calls run with this as `default_tensor_allocator()`: the next stage's
+    /// `input_allocator` (to_cuda's pinned pool), if any.
+    allocator output_allocator;
 
     /// batch, unbatch and flat_map start a new sequence space after them.
     [[nodiscard]] bool renumbers() const noexcept {

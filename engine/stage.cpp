@@ -4,6 +4,7 @@
 /// backoff, then skip or fail), and record what failed.
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "runtime.hpp"
@@ -66,6 +67,8 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
         const bool last = attempt >= policy.attempts;
         const auto t0 = ticks();
         try {
+            std::optional<scoped_tensor_allocator> use;
+            if (st.output_allocator) use.emplace(st.output_allocator);
             switch (st.spec.kind) {
                 case stage_kind::map:
                     st.spec.map_fn(m->value, last);

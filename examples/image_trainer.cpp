@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "cache_dir.hpp"
+#include "ferry/cuda.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
 #include "mlp.hpp"

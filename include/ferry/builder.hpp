@@ -18,7 +18,6 @@
 #include <utility>
 #include <vector>
 
-#include "ferry/cuda.hpp"
 #include "ferry/detail/spec.hpp"
 #include "ferry/error.hpp"
 #include "ferry/options.hpp"
@@ -30,6 +29,20 @@ template <class T>
 class builder;
 
 namespace detail {
+
+template <class>
+inline constexpr bool dependent_false = false;
+
+/// Makes `to_cuda()`'s stage (`Enable` is always void): defined in <ferry/cuda.hpp>, so that a
+/// builder carries no CUDA names until a user asks for the transfer.
+template <class T, class Enable>
+struct cuda_stage {
+    static_assert(dependent_false<Enable>,
+                  "ferry::builder<T>::to_cuda(): #include <ferry/cuda.hpp> (and link ferry::cuda) "
+                  "to copy a pipeline's elements to a CUDA device");
+    struct unavailable {};
+    using options = unavailable;
+};
 
 template <class T>
 struct optional_value {};
@@ -321,7 +334,7 @@ class builder {
         return map_async<U>(std::move(f), stage_options{.concurrency = concurrency});
     }
 
-    /// Copies every element to a CUDA device (link `ferry::cuda`; see <ferry/cuda.hpp>): a
+    /// Copies every element to a CUDA device (#include <ferry/cuda.hpp>, link `ferry::cuda`): a
     /// serial, ordered stage named "to_cuda" that applies `ferry::cuda_transfer<T>`, with pinned
     /// staging, asynchronous copies on its own stream and a caching device allocator. The element
     /// type becomes what the transfer returns (`ferry::cuda_tensor` for a `ferry::tensor`):
@@ -330,16 +343,9 @@ class builder {
     /// \endcode
     /// `build()` throws `ferry::error` (`errc::cuda`, "no CUDA device: ...") on a machine without
     /// a usable device, and "ferry was built without CUDA" when it was.
-    [[nodiscard]] auto to_cuda(cuda_options options = {}) const {
-        if constexpr (!cuda::transferable<T>) {
-            static_assert(cuda::transferable<T>,
-                          "ferry::builder<T>::to_cuda(): no ferry::cuda_transfer<T> for the "
-                          "pipeline's element type T; specialize ferry::cuda_transfer<T> for it "
-                          "(see <ferry/cuda.hpp>)");
-            return *this;
-        } else {
-            return cuda_stage(std::move(options));
-        }
+    template <class Enable = void>
+    [[nodiscard]] auto to_cuda(typename detail::cuda_stage<T, Enable>::options options = {}) const {
+        return detail::cuda_stage<T, Enable>::append(*this, std::move(options));
     }
 
     /// Compiles the description into a running pipeline (its graph and threads start now; items
@@ -348,9 +354,8 @@ class builder {
     /// check throws (`to_cuda()` without a device: `ferry::error` with `errc::cuda`).
     [[nodiscard]] pipeline<T> build(pipeline_options options = {}) const {
         detail::pipeline_spec spec = spec_;
-        for (std::size_t i = 0; i < spec.stages.size(); ++i) {
-            auto& s = spec.stages[i];
-            if (s.on_build) s.on_build(s, i > 0 ? &spec.stages[i - 1] : nullptr);
+        for (auto& s : spec.stages) {
+            if (s.on_build) s.on_build(s);
         }
         return pipeline<T>(detail::compile(std::move(spec), std::move(options)));
     }
@@ -362,37 +367,8 @@ class builder {
     template <class U>
     friend class builder;
 
-    /// to_cuda's stage, for a transferable `T`.
-    auto cuda_stage(cuda_options options) const {
-        using R = cuda::transfer_result_t<T>;
-        detail::stage_spec s;
-        s.kind = detail::stage_kind::map;
-        s.options = stage_options{.concurrency = 1, .name = "to_cuda", .ordered = true};
-        s.map_fn = [](detail::any_value&, bool) {
-            throw error(errc::internal, "to_cuda: the stage ran without being built");
-        };
-        s.on_build = [options = std::move(options)](detail::stage_spec& self,
-                                                    detail::stage_spec* previous) {
-            // One transfer context (stream, events, pools) per built pipeline.
-            std::shared_ptr<cuda::transfer_context> ctx = cuda::make_transfer_context(options);
-            self.map_fn = [ctx](detail::any_value& v, bool) {
-                R out = cuda_transfer<T>{}(v.take_as<T>(), *ctx);
-                v.emplace<R>(std::move(out));
-            };
-            // The map before (the collate) builds its tensors in the transfer's pinned pool, so
-            // they are copied to the device directly: one host copy, not two.
-            if (ctx->options().pinned_batches && previous != nullptr &&
-                previous->kind == detail::stage_kind::map && previous->map_fn) {
-                previous->map_fn = [inner = std::move(previous->map_fn),
-                                    pinned = ctx->pinned().as_allocator()](detail::any_value& v,
-                                                                           bool last_attempt) {
-                    const scoped_tensor_allocator use(pinned);
-                    inner(v, last_attempt);
-                };
-            }
-        };
-        return then<R>(std::move(s));
-    }
+    template <class, class>
+    friend struct detail::cuda_stage;
 
     template <class U>
     builder<U> then(detail::stage_spec s) const {

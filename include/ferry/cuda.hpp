@@ -5,7 +5,12 @@
 ///
 /// Includes no CUDA header: streams and events appear as `void*` (a `cudaStream_t` or
 /// `cudaEvent_t` converts to and from it), so code that never calls `to_cuda()` needs neither the
-/// CUDA Toolkit nor `ferry::cuda`.
+/// CUDA Toolkit nor `ferry::cuda`; <ferry/ferry.hpp> does not include this header.
+///
+/// Names: what a pipeline's user names — the options and result of `to_cuda()`, its error, the
+/// customization point — is `ferry::cuda_*` (`cuda_options`, `cuda_tensor`, `cuda_error`,
+/// `cuda_transfer<T>`, `cuda_normalize`); the machinery under it (pools, backends, the transfer
+/// context) lives in `ferry::cuda::` without the prefix.
 #pragma once
 
 #include <concepts>
@@ -19,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/builder.hpp"
+#include "ferry/detail/spec.hpp"
 #include "ferry/error.hpp"
 #include "ferry/tensor.hpp"
 
@@ -137,8 +144,6 @@ class cuda_tensor {
     std::shared_ptr<detail::cuda_lease> lease_{};
 };
 
-namespace cuda {
-
 /// A CUDA runtime call failed: `errc::cuda`, with the runtime's own error code (a `cudaError_t`)
 /// and a message naming the call, the device and the runtime's description.
 class cuda_error : public error {
@@ -151,6 +156,8 @@ class cuda_error : public error {
   private:
     int native_code_;
 };
+
+namespace cuda {
 
 /// Number of CUDA devices usable by this process: 0 when there is no driver, no device, or ferry
 /// was built without CUDA. Never throws.
@@ -412,5 +419,47 @@ requires(cuda::transferable<Ts> || ...) struct cuda_transfer<std::tuple<Ts...>> 
             t);
     }
 };
+
+namespace detail {
+
+/// `builder<T>::to_cuda(options)`: a serial, ordered map named "to_cuda". Its build step makes one
+/// transfer context (stream, events, pools) per built pipeline, and asks for its input in the
+/// context's pinned pool (`input_allocator`), so that the collate before it builds the batch
+/// where the copy reads it: one host copy, not two.
+template <class T>
+struct cuda_stage<T, void> {
+    using options = cuda_options;
+
+    template <class Builder>
+    static auto append(const Builder& b, cuda_options options) {
+        if constexpr (!cuda::transferable<T>) {
+            static_assert(cuda::transferable<T>,
+                          "ferry::builder<T>::to_cuda(): no ferry::cuda_transfer<T> for the "
+                          "pipeline's element type T; specialize ferry::cuda_transfer<T> for it "
+                          "(see <ferry/cuda.hpp>)");
+            return b;
+        } else {
+            using R = cuda::transfer_result_t<T>;
+            stage_spec s;
+            s.kind = stage_kind::map;
+            s.options = stage_options{.concurrency = 1, .name = "to_cuda", .ordered = true};
+            s.map_fn = [](any_value&, bool) {
+                throw error(errc::internal, "to_cuda: the stage ran without being built");
+            };
+            s.on_build = [options = std::move(options)](stage_spec& self) {
+                std::shared_ptr<cuda::transfer_context> ctx = cuda::make_transfer_context(options);
+                self.map_fn = [ctx](any_value& v, bool) {
+                    R out = cuda_transfer<T>{}(v.take_as<T>(), *ctx);
+                    v.emplace<R>(std::move(out));
+                };
+                if (ctx->options().pinned_batches)
+                    self.input_allocator = ctx->pinned().as_allocator();
+            };
+            return b.template then<R>(std::move(s));
+        }
+    }
+};
+
+}  // namespace detail
 
 }  // namespace ferry

@@ -14,6 +14,7 @@
 #include "ferry/detail/any_value.hpp"
 #include "ferry/options.hpp"
 #include "ferry/stats.hpp"
+#include "ferry/tensor.hpp"
 
 namespace ferry::detail {
 
@@ -55,13 +56,16 @@ struct stage_spec {
     std::function<void(std::vector<any_value>& items, any_value& out)> pack_fn;
     /// map_async: starts one call; the result arrives through the sink.
     std::function<void(any_value&& in, std::shared_ptr<async_sink> sink)> start_fn;
+    /// Any kind, optional: the memory this stage wants its input built in. The engine applies it
+    /// around the calls of the map right before (as `default_tensor_allocator()` on the calling
+    /// thread); `to_cuda()` asks for its pinned pool here.
+    allocator input_allocator;
     /// Any kind, optional: run by `builder::build()` on that pipeline's own copy of the stage,
     /// before the engine compiles it. Checks what only the running machine can tell (throws a
     /// `ferry::error`, and `build()` with it) and sets up per-pipeline state, e.g. `to_cuda()`
-    /// makes its streams and pools here and installs the `map_fn` that uses them, and may adjust
-    /// the stage before it (`previous`, null for the first stage): `to_cuda()` makes that stage
-    /// build its tensors in pinned memory. The engine never calls it.
-    std::function<void(stage_spec& self, stage_spec* previous)> on_build;
+    /// makes its streams and pools here and installs the `map_fn` that uses them. The engine
+    /// never calls it.
+    std::function<void(stage_spec& self)> on_build;
 };
 
 struct pipeline_spec {
