@@ -26,7 +26,7 @@ static_assert(sizeof(int) == sizeof(std::int32_t), "labels travel as int32");
 
 void check(cudaError_t e, const char* call) {
     if (e != cudaSuccess) {
-        throw ferry::cuda::cuda_error(static_cast<int>(e), std::string("gpu_mlp: ") + call +
+        throw ferry::cuda_error(static_cast<int>(e), std::string("gpu_mlp: ") + call +
                                                                " failed: " + cudaGetErrorName(e) +
                                                                ": " + cudaGetErrorString(e));
     }
@@ -34,7 +34,7 @@ void check(cudaError_t e, const char* call) {
 
 void check(cublasStatus_t s, const char* call) {
     if (s != CUBLAS_STATUS_SUCCESS) {
-        throw ferry::cuda::cuda_error(0, std::string("gpu_mlp: ") + call +
+        throw ferry::cuda_error(0, std::string("gpu_mlp: ") + call +
                                              " failed: " + cublasGetStatusName(s) + ": " +
                                              cublasGetStatusString(s));
     }

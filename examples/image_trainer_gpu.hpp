@@ -28,7 +28,7 @@ namespace ferry_examples {
 ///   }
 ///   double loss = gpu.take_loss_sum();               // waits; sum of the batches' mean losses
 /// \endcode
-/// Errors (CUDA runtime or cuBLAS) throw `ferry::cuda::cuda_error` naming the call.
+/// Errors (CUDA runtime or cuBLAS) throw `ferry::cuda_error` naming the call.
 class gpu_mlp {
   public:
     /// Copies `init`'s weights and momentum to `device` and makes the stream and cuBLAS handle.

@@ -41,7 +41,7 @@ class fake_backend final : public ferry::cuda::backend {
     bool auto_complete = true;
     /// Allocations fail (return nullptr) once this many bytes of a kind are live.
     std::size_t memory_limit = SIZE_MAX;
-    /// The next copy throws a `ferry::cuda::cuda_error`.
+    /// The next copy throws a `ferry::cuda_error`.
     bool fail_next_copy = false;
 
     void complete_all() {
@@ -148,7 +148,7 @@ class fake_backend final : public ferry::cuda::backend {
         std::lock_guard lock(mutex_);
         if (fail_next_copy) {
             fail_next_copy = false;
-            throw ferry::cuda::cuda_error(999, "fake cudaMemcpyAsync failed");
+            throw ferry::cuda_error(999, "fake cudaMemcpyAsync failed");
         }
         std::memcpy(dst, src, bytes);
         copies_.push_back({dst, src, bytes, stream});

@@ -151,7 +151,7 @@ BOOST_AUTO_TEST_CASE(out_of_memory_frees_the_cache_then_throws) {
     try {
         (void)pool.acquire(std::size_t{1} << 20);
         BOOST_FAIL("expected cuda_error");
-    } catch (const ferry::cuda::cuda_error& e) {
+    } catch (const ferry::cuda_error& e) {
         BOOST_TEST((e.code() == ferry::errc::cuda));
         const std::string what = e.what();
         BOOST_TEST(what.find("out of device memory") != std::string::npos, what);

@@ -260,7 +260,7 @@ BOOST_AUTO_TEST_CASE(a_failed_copy_throws_and_the_context_goes_on) {
     try {
         (void)ctx.copy(iota_u8({64}));
         BOOST_FAIL("expected cuda_error");
-    } catch (const ferry::cuda::cuda_error& e) {
+    } catch (const ferry::cuda_error& e) {
         BOOST_TEST(e.native_code() == 999);
         BOOST_TEST((e.code() == ferry::errc::cuda));
     }
