@@ -14,7 +14,7 @@
 #include <numeric>
 #include <random>
 
-#include "support.hpp"
+#include "../image/support.hpp"
 
 // Named, not anonymous: shared by several cases.
 namespace tensor_test {
