@@ -14,7 +14,7 @@
 #include <numeric>
 #include <random>
 
-#include "../image/support.hpp"
+#include "../support.hpp"
 
 // Named, not anonymous: shared by several cases.
 namespace tensor_test {

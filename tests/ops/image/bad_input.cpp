@@ -14,7 +14,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <random>
 
-#include "support.hpp"
+#include "samples.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ops_test;

@@ -1,29 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// Helpers shared by the ops tests: photo-like test content, encoders for every format and
-/// variant ferry decodes (OpenCV, libpng, TurboJPEG, hand-assembled BMP and EXIF), OpenCV as the
-/// independent reference decoder, pixel comparisons, and temporary files.
+/// Helpers for the image tests: photo-like test content, encoders for every format and variant
+/// ferry decodes (OpenCV, libpng, TurboJPEG, hand-assembled BMP and EXIF), OpenCV as the
+/// independent reference decoder, and pixel comparisons.
 #pragma once
 
-#include <boost/test/unit_test.hpp>
-
 #include <array>
-#include <cstddef>
 #include <cstdint>
-#include <ferry/bytes.hpp>
-#include <ferry/error.hpp>
 #include <ferry/image.hpp>
-#include <ferry/tensor.hpp>
-#include <filesystem>
 #include <opencv2/core.hpp>
 #include <ostream>
-#include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
-// How Boost.Test prints ferry's values in failed assertions (found by argument-dependent lookup;
-// Boost's own customization point, so nothing named operator<< is added to ferry).
+#include "../support.hpp"
+
+// How Boost.Test prints ferry's image values in failed assertions (see ../support.hpp).
 namespace ferry {
 inline std::ostream& boost_test_print_type(std::ostream& os, const image_size& s) {
     return os << s.width << "x" << s.height;
@@ -34,22 +26,9 @@ inline std::ostream& boost_test_print_type(std::ostream& os, const crop_box& b) 
 inline std::ostream& boost_test_print_type(std::ostream& os, pixel_format f) {
     return os << to_string(f);
 }
-inline std::ostream& boost_test_print_type(std::ostream& os, dtype t) {
-    return os << to_string(t);
-}
-inline std::ostream& boost_test_print_type(std::ostream& os, errc c) {
-    return os << to_string(c);
-}
 }  // namespace ferry
 
 namespace ops_test {
-
-/// An encoded file, as the encoders produce it.
-using file_bytes = std::vector<std::uint8_t>;
-
-inline std::span<const std::byte> as_span(const file_bytes& f) {
-    return std::as_bytes(std::span<const std::uint8_t>(f));
-}
 
 /// Photo-like content (smooth gradients, a low-frequency wave, mild Gaussian noise), the same for
 /// the same seed. `channels` 1, 3 (BGR, OpenCV's order) or 4 (BGRA with a smooth alpha ramp).
@@ -107,106 +86,5 @@ double max_abs_diff(const cv::Mat& a, const cv::Mat& b);
 /// `mean_tol` (and, when `max_tol >= 0`, no sample further than `max_tol`). `what` names the case.
 void check_pixels(const ferry::image& got, const cv::Mat& want, double mean_tol, double max_tol,
                   const std::string& what);
-
-/// One generated test file.
-struct sample {
-    std::string name;    ///< e.g. "jpeg_progressive"
-    std::string format;  ///< what probe_image must report: "jpeg", "png", "webp", "bmp"
-    file_bytes file;
-    int width = 0;
-    int height = 0;
-    int channels = 0;    ///< stored channels probe_image must report; 0 where the header's
-                         ///< documentation leaves it open (palette images)
-    int bit_depth = 8;   ///< what probe_image must report; 0 where the header leaves it open
-    bool alpha = false;  ///< the file carries an alpha channel
-    bool lossy = false;
-    /// Independent expectation from the source pixels: RGB, or RGBA where `alpha`.
-    cv::Mat source;
-    double source_mean_tol = 0;  ///< mean abs diff allowed against `source`
-    double source_max_tol = 0;   ///< max abs diff allowed against `source`; < 0: not checked
-};
-
-/// Every format and variant the decoder claims, 97 x 61 (odd, to catch stride bugs); built once,
-/// on first use.
-const std::vector<sample>& samples();
-const sample& sample_named(std::string_view name);
-
-/// The samples' names (what data-driven cases run over; `samples()` checks it matches).
-inline const std::vector<std::string> all_samples{"jpeg_baseline",
-                                                  "jpeg_progressive",
-                                                  "jpeg_restart_markers",
-                                                  "jpeg_444",
-                                                  "jpeg_422",
-                                                  "jpeg_gray",
-                                                  "jpeg_cmyk",
-                                                  "png_rgb",
-                                                  "png_gray",
-                                                  "png_rgba",
-                                                  "png_16bit",
-                                                  "png_gray_alpha",
-                                                  "png_palette",
-                                                  "png_palette4_transparent",
-                                                  "png_gray1",
-                                                  "png_interlaced",
-                                                  "webp_lossless",
-                                                  "webp_lossless_alpha",
-                                                  "webp_lossy",
-                                                  "bmp_24bit",
-                                                  "bmp_gray8",
-                                                  "bmp_palette1",
-                                                  "bmp_palette4",
-                                                  "bmp_palette8"};
-/// The samples that carry an alpha channel.
-inline const std::vector<std::string> alpha_samples{
-    "png_rgba", "png_gray_alpha", "png_palette4_transparent", "webp_lossless_alpha"};
-/// The samples without alpha.
-inline const std::vector<std::string> opaque_samples{
-    "jpeg_baseline", "jpeg_progressive", "jpeg_gray",   "jpeg_cmyk",   "png_rgb",
-    "png_gray",      "png_16bit",        "png_palette", "png_gray1",   "webp_lossless",
-    "webp_lossy",    "bmp_24bit",        "bmp_gray8",   "bmp_palette4"};
-
-/// A 400 x 300 photo-like picture (BGR) and its baseline JPEG (quality 90): large enough for
-/// every DCT scale (1/2, 1/4, 1/8 give 200x150, 100x75, 50x38).
-const cv::Mat& large_photo();
-const file_bytes& large_jpeg();
-
-/// True when `message`, lower-cased, contains one of `keywords`.
-bool mentions(std::string_view message, const std::vector<std::string_view>& keywords);
-
-/// The message of the `ferry::decode_error` `f` throws; records a failure (and returns "") when it
-/// returns normally or throws anything else.
-template <class F>
-std::string decode_error_message(F&& f, const std::string& what) {
-    try {
-        f();
-    } catch (const ferry::decode_error& e) {
-        return e.what();
-    } catch (const std::exception& e) {
-        BOOST_ERROR(what << ": threw " << typeid(e).name() << " (" << e.what()
-                         << ") instead of ferry::decode_error");
-        return {};
-    } catch (...) {
-        BOOST_ERROR(what << ": threw a non-std exception instead of ferry::decode_error");
-        return {};
-    }
-    BOOST_ERROR(what << ": did not throw ferry::decode_error");
-    return {};
-}
-
-/// A fresh directory under the system's temp directory, removed with everything in it.
-class temp_dir {
-  public:
-    temp_dir();
-    ~temp_dir();
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-    [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-    /// Writes `contents` to `name` inside the directory and returns its path.
-    std::filesystem::path write(const std::string& name,
-                                std::span<const std::uint8_t> contents) const;
-
-  private:
-    std::filesystem::path path_;
-};
 
 }  // namespace ops_test
