@@ -23,19 +23,14 @@
 
 #include <ferry/ferry.hpp>
 
+#include "checks.hpp"
+
 namespace {
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-bool all_ok = true;
-
-void check(bool cond, const std::string& what) {
-    if (!cond) {
-        std::cout << "CHECK FAILED: " << what << '\n';
-        all_ok = false;
-    }
-}
+using ferry_examples::check;
 
 /// A toy asynchronous key-value client: requests are answered by one background thread after a
 /// per-key latency of 2..12 ms. Keys 13 and 42 do not exist; the request for key 50 is lost.
@@ -219,6 +214,5 @@ void callbacks() {
 int main() {
     futures();
     callbacks();
-    std::cout << '\n' << (all_ok ? "all checks passed" : "CHECK FAILED: see above") << '\n';
-    return all_ok ? 0 : 1;
+    return ferry_examples::checks_verdict();
 }

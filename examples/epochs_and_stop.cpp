@@ -19,19 +19,14 @@
 
 #include <ferry/ferry.hpp>
 
+#include "checks.hpp"
+
 namespace {
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-bool all_ok = true;
-
-void check(bool cond, const std::string& what) {
-    if (!cond) {
-        std::cout << "CHECK FAILED: " << what << '\n';
-        all_ok = false;
-    }
-}
+using ferry_examples::check;
 
 double ms_since(steady::time_point t0) {
     return std::chrono::duration<double, std::milli>(steady::now() - t0).count();
@@ -165,6 +160,5 @@ int main() {
     reshuffled_epochs();
     early_break();
     stop_from_another_thread();
-    std::cout << '\n' << (all_ok ? "all checks passed" : "CHECK FAILED: see above") << '\n';
-    return all_ok ? 0 : 1;
+    return ferry_examples::checks_verdict();
 }

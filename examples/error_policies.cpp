@@ -19,16 +19,11 @@
 
 #include <ferry/ferry.hpp>
 
+#include "checks.hpp"
+
 namespace {
 
-bool all_ok = true;
-
-void check(bool cond, const std::string& what) {
-    if (!cond) {
-        std::cout << "CHECK FAILED: " << what << '\n';
-        all_ok = false;
-    }
-}
+using ferry_examples::check;
 
 std::vector<int> ten_items() {
     std::vector<int> v(10);
@@ -251,6 +246,5 @@ int main() {
     skip_policy();
     retry_policy();
     failure_budget();
-    std::cout << '\n' << (all_ok ? "all checks passed" : "CHECK FAILED: see above") << '\n';
-    return all_ok ? 0 : 1;
+    return ferry_examples::checks_verdict();
 }

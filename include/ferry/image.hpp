@@ -299,7 +299,7 @@ void set_opencv_threads(int n);
 /// bit-identical when a reduced DCT scale is used (the reduced IDCT averages where the full-size
 /// resize samples, and the box is rounded outward to whole reduced pixels): a mean absolute
 /// difference of 0.18 levels out of 255 on average, 0.58 at worst, over 200 crops of 500x375
-/// photo-like JPEGs to 224x224 and 112x112 (tests/ops/image_roi_tests.cpp). At full scale they
+/// photo-like JPEGs to 224x224 and 112x112 (tests/ops/image/roi.cpp). At full scale they
 /// are the same. Throws `ferry::decode_error` as `decode_image` does, and
 /// `ferry::invalid_argument` for a non-positive target or bad scale or ratio ranges.
 /// \code

@@ -5,8 +5,11 @@
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
+#include <cstdint>
 #include <future>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "support.hpp"
 
@@ -14,7 +17,26 @@ namespace bdata = boost::unit_test::data;
 using namespace ferry_test;
 
 // Named, not anonymous: data test cases are templates with external linkage.
-namespace async_test {}  // namespace async_test
+namespace async_test {
+
+/// Reads `p` until it fails, which it must, with a stage_error that names `stage`, `item` and
+/// `cause` and nests the bad_record thrown; returns the items delivered before it.
+std::vector<int> drain_until_stage_error(ferry::pipeline<int>& p, const std::string& stage,
+                                         std::uint64_t item, const std::string& cause) {
+    std::vector<int> got;
+    try {
+        while (auto x = p.next()) got.push_back(*x);
+        BOOST_FAIL("expected a stage_error");
+    } catch (const ferry::stage_error& e) {
+        BOOST_TEST(e.stage() == stage);
+        BOOST_TEST(e.item() == item);
+        BOOST_TEST(e.cause() == cause);
+        BOOST_TEST(nests<bad_record>(e));
+    }
+    return got;
+}
+
+}  // namespace async_test
 
 using namespace async_test;
 
@@ -68,16 +90,7 @@ BOOST_AUTO_TEST_CASE(future_exception_fails_the_item) {
                 },
                 {.concurrency = 4, .name = "rpc"})
             .build({.threads = 2, .logger = quiet});
-    std::vector<int> got;
-    try {
-        while (auto x = p.next()) got.push_back(*x);
-        BOOST_FAIL("expected a stage_error");
-    } catch (const ferry::stage_error& e) {
-        BOOST_TEST(e.stage() == "rpc");
-        BOOST_TEST(e.item() == 12u);
-        BOOST_TEST(e.cause() == "timeout");
-        BOOST_TEST(nests<bad_record>(e));
-    }
+    const std::vector<int> got = drain_until_stage_error(p, "rpc", 12, "timeout");
     BOOST_TEST(got == iota(12), boost::test_tools::per_element());
 }
 
@@ -155,16 +168,7 @@ BOOST_AUTO_TEST_CASE(throwing_async_call_fails_the_item) {
                      },
                      {.concurrency = 2, .name = "submit"})
                  .build({.threads = 2, .logger = quiet});
-    std::vector<int> got;
-    try {
-        while (auto x = p.next()) got.push_back(*x);
-        BOOST_FAIL("expected a stage_error");
-    } catch (const ferry::stage_error& e) {
-        BOOST_TEST(e.stage() == "submit");
-        BOOST_TEST(e.item() == 9u);
-        BOOST_TEST(e.cause() == "cannot submit");
-        BOOST_TEST(nests<bad_record>(e));
-    }
+    const std::vector<int> got = drain_until_stage_error(p, "submit", 9, "cannot submit");
     BOOST_TEST(got == iota(9), boost::test_tools::per_element());
 }
 

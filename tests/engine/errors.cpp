@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <ranges>
+#include <stdexcept>
 #include <string>
 
 #include "support.hpp"
@@ -54,16 +55,40 @@ class attempt_counter {
     std::map<int, int> calls_;
 };
 
-/// A pipeline over 0..n-1 with one stage of kind `kind` (see `stage_kinds`) whose call fails on
-/// item `bad` with bad_record("bad <item>"), under `action`; its default name is `*name`.
+/// What the one stage of a one_failing_stage pipeline is.
+enum class stage_call { map, filter, flat_map, map_async_completion, map_async_future };
+
+/// A kind of stage for one_failing_stage: its call, where it runs, and its default name.
+struct stage_kind {
+    stage_call call;
+    bool on_io;  ///< on the I/O executor, else in the compute arena
+    const char* name;
+};
+
+/// map, filter, flat_map (compute, then io), map_async with a completion, map_async with a future.
+const std::vector<stage_kind> stage_kind_table{
+    {stage_call::map, false, "map#1"},
+    {stage_call::filter, false, "filter#1"},
+    {stage_call::flat_map, false, "flat_map#1"},
+    {stage_call::map, true, "map#1"},
+    {stage_call::filter, true, "filter#1"},
+    {stage_call::flat_map, true, "flat_map#1"},
+    {stage_call::map_async_completion, false, "map_async#1"},
+    {stage_call::map_async_future, false, "map_async#1"},
+};
+
+/// A pipeline over 0..n-1 with one stage of kind `kind` (an index into `stage_kind_table`) whose
+/// call fails on item `bad` with bad_record("bad <item>"), under `action`; its default name is
+/// `*name`.
 ferry::pipeline<int> one_failing_stage(int kind, int n, int bad, ferry::error_action action,
                                        async_service& service, std::string* name) {
     const auto check = [bad](int x) {
         if (x == bad) throw bad_record("bad " + std::to_string(x));
     };
-    const ferry::stage_options compute{.concurrency = 4, .on_error = action};
-    ferry::stage_options io = compute;
-    io.executor = ferry::io;
+    const stage_kind& k = stage_kind_table.at(static_cast<std::size_t>(kind));
+    ferry::stage_options stage{.concurrency = 4, .on_error = action};
+    if (k.on_io) stage.executor = ferry::io;
+    *name = k.name;
     const auto src = ferry::from(iota(n));
     const ferry::pipeline_options options{.threads = 2, .logger = quiet};
     const auto map = [check](int x) {
@@ -78,27 +103,14 @@ ferry::pipeline<int> one_failing_stage(int kind, int n, int bad, ferry::error_ac
         check(x);
         return std::vector<int>{x};
     };
-    switch (kind) {
-        case 0:
-            *name = "map#1";
-            return src.map(map, compute).build(options);
-        case 1:
-            *name = "filter#1";
-            return src.filter(filter, compute).build(options);
-        case 2:
-            *name = "flat_map#1";
-            return src.flat_map(flat_map, compute).build(options);
-        case 3:
-            *name = "map#1";
-            return src.map(map, io).build(options);
-        case 4:
-            *name = "filter#1";
-            return src.filter(filter, io).build(options);
-        case 5:
-            *name = "flat_map#1";
-            return src.flat_map(flat_map, io).build(options);
-        case 6:
-            *name = "map_async#1";
+    switch (k.call) {
+        case stage_call::map:
+            return src.map(map, stage).build(options);
+        case stage_call::filter:
+            return src.filter(filter, stage).build(options);
+        case stage_call::flat_map:
+            return src.flat_map(flat_map, stage).build(options);
+        case stage_call::map_async_completion:
             return src
                 .map_async<int>(
                     [&service, bad](int x, ferry::completion<int> done) {
@@ -111,10 +123,9 @@ ferry::pipeline<int> one_failing_stage(int kind, int n, int bad, ferry::error_ac
                             }
                         });
                     },
-                    compute)
+                    stage)
                 .build(options);
-        default:
-            *name = "map_async#1";
+        case stage_call::map_async_future:
             return src
                 .map_async(
                     [&service, bad](int x) {
@@ -130,14 +141,14 @@ ferry::pipeline<int> one_failing_stage(int kind, int n, int bad, ferry::error_ac
                         });
                         return result;
                     },
-                    compute)
+                    stage)
                 .build(options);
     }
+    throw std::logic_error("one_failing_stage: no such stage call");
 }
 
-/// Stage kinds for one_failing_stage: map, filter, flat_map (compute, then io), map_async with a
-/// completion, map_async with a future.
-const std::vector<int> stage_kinds{0, 1, 2, 3, 4, 5, 6, 7};
+/// Stage kinds for one_failing_stage: every index into `stage_kind_table`.
+const std::vector<int> stage_kinds = iota(static_cast<int>(stage_kind_table.size()));
 
 }  // namespace errors_test
 

@@ -14,7 +14,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "support.hpp"
+#include "samples.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ops_test;

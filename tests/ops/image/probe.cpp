@@ -6,7 +6,7 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include "support.hpp"
+#include "samples.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ops_test;

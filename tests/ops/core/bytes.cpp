@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "support.hpp"
+#include "../support.hpp"
 
 using namespace ops_test;
 using ferry::ops::read_file;

@@ -14,7 +14,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <random>
 
-#include "support.hpp"
+#include "samples.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ops_test;
@@ -256,8 +256,6 @@ BOOST_DATA_TEST_CASE(max_pixels_is_enforced_for_small_images, bdata::make(all_sa
                       ferry::decode_error);
 }
 
-// max_pixels limits the file's size, not the output's: a reduced decode of an over-limit JPEG
-// is still refused.
 // A BMP height of INT32_MIN (no positive counterpart in 32 bits; found by the fuzzer through
 // decode_random_resized_crop, which trusted the probe's size) is a bad size, not a negative one.
 BOOST_AUTO_TEST_CASE(bmp_height_int32_min_is_a_bad_size) {
@@ -277,6 +275,8 @@ BOOST_AUTO_TEST_CASE(bmp_height_int32_min_is_a_bad_size) {
     }
 }
 
+// max_pixels limits the file's size, not the output's: a reduced decode of an over-limit JPEG
+// is still refused.
 BOOST_AUTO_TEST_CASE(max_pixels_counts_the_stored_size_not_the_reduced_one) {
     BOOST_CHECK_THROW(
         (void)decode_image(as_span(large_jpeg()), {.reduce_to = {50, 38}, .max_pixels = 100'000}),

@@ -25,7 +25,7 @@
 #include <opencv2/imgproc.hpp>
 #include <random>
 
-#include "support.hpp"
+#include "samples.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ops_test;

@@ -10,7 +10,7 @@
 #include <ferry/ferry.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include "support.hpp"
+#include "samples.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ops_test;

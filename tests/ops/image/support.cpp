@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The image tests' helpers: content, encoders, reference decoding, comparisons (see support.hpp).
+#include "support.hpp"
+
+#include <png.h>
+#include <turbojpeg.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numbers>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <random>
+#include <stdexcept>
+
+namespace ops_test {
+
+namespace {
+
+std::uint8_t clamp_u8(double v) {
+    return static_cast<std::uint8_t>(std::clamp(std::lround(v), 0L, 255L));
+}
+
+/// One colour sample of the photo-like content at (x, y), in [0, 255] before noise.
+double smooth_value(int x, int y, int width, int height, int channel, double phase) {
+    const double fx = static_cast<double>(x) / width;
+    const double fy = static_cast<double>(y) / height;
+    // Channels ramp along different axes (0: down, 1: right, 2: diagonal), so that any of the
+    // eight EXIF orientations changes the picture.
+    const double ramp = channel == 0 ? fy : channel == 1 ? fx : 0.6 * fx + 0.4 * (1.0 - fy);
+    return 40.0 + 150.0 * ramp + 30.0 * std::sin(5.0 * fx + 3.0 * fy + phase);
+}
+
+void put_be16(file_bytes& out, std::size_t at, std::uint32_t v) {
+    out[at] = static_cast<std::uint8_t>(v >> 8);
+    out[at + 1] = static_cast<std::uint8_t>(v);
+}
+
+void put_le32(file_bytes& out, std::size_t at, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) out[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+std::uint32_t crc32(const std::uint8_t* p, std::size_t n) {
+    std::uint32_t c = 0xFFFFFFFFU;
+    for (std::size_t i = 0; i < n; ++i) {
+        c ^= p[i];
+        for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320U & (0U - (c & 1U)));
+    }
+    return c ^ 0xFFFFFFFFU;
+}
+
+}  // namespace
+
+cv::Mat photo(int width, int height, int channels, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> phase(0.0, 2.0 * std::numbers::pi);
+    std::normal_distribution<double> noise(0.0, 2.0);
+    const double phases[3] = {phase(rng), phase(rng), phase(rng)};
+    cv::Mat m(height, width, CV_8UC(channels));
+    for (int y = 0; y < height; ++y) {
+        auto* row = m.ptr<std::uint8_t>(y);
+        for (int x = 0; x < width; ++x) {
+            for (int c = 0; c < channels; ++c) {
+                double v;
+                if (channels == 1) {
+                    v = 0.5 * (smooth_value(x, y, width, height, 1, phases[0]) +
+                               smooth_value(x, y, width, height, 0, phases[1]));
+                } else if (c < 3) {
+                    v = smooth_value(x, y, width, height, c, phases[c]);
+                } else {
+                    // Alpha: a smooth ramp that reaches both 0 and 255.
+                    v = 255.0 * (1.2 * x / (width - 1) - 0.1);
+                }
+                if (c < 3) v += noise(rng);
+                row[x * channels + c] = clamp_u8(v);
+            }
+        }
+    }
+    return m;
+}
+
+cv::Mat photo16(int width, int height, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> phase(0.0, 2.0 * std::numbers::pi);
+    std::normal_distribution<double> noise(0.0, 300.0);
+    const double phases[3] = {phase(rng), phase(rng), phase(rng)};
+    cv::Mat m(height, width, CV_16UC3);
+    for (int y = 0; y < height; ++y) {
+        auto* row = m.ptr<std::uint16_t>(y);
+        for (int x = 0; x < width; ++x) {
+            for (int c = 0; c < 3; ++c) {
+                const double v =
+                    257.0 * smooth_value(x, y, width, height, c, phases[c]) + noise(rng);
+                row[x * 3 + c] = static_cast<std::uint16_t>(std::clamp(std::lround(v), 0L, 65535L));
+            }
+        }
+    }
+    return m;
+}
+
+file_bytes encode(const std::string& ext, const cv::Mat& m, const std::vector<int>& params) {
+    std::vector<uchar> buf;
+    if (!cv::imencode(ext, m, buf, params)) throw std::runtime_error("cv::imencode failed: " + ext);
+    return {buf.begin(), buf.end()};
+}
+
+file_bytes turbo_jpeg(const cv::Mat& m, int subsampling, int quality) {
+    tjhandle h = tjInitCompress();
+    if (h == nullptr) throw std::runtime_error("tjInitCompress failed");
+    unsigned char* buf = nullptr;
+    unsigned long size = 0;
+    const int pf = m.channels() == 4 ? TJPF_CMYK : TJPF_BGR;
+    const int rc = tjCompress2(h, m.data, m.cols, static_cast<int>(m.step), m.rows, pf, &buf, &size,
+                               subsampling, quality, TJFLAG_ACCURATEDCT);
+    if (rc != 0) {
+        const std::string why = tjGetErrorStr2(h);
+        tjDestroy(h);
+        throw std::runtime_error("tjCompress2 failed: " + why);
+    }
+    file_bytes out(buf, buf + size);
+    tjFree(buf);
+    tjDestroy(h);
+    return out;
+}
+
+file_bytes write_png(int width, int height, int color_type, int bit_depth,
+                     const std::vector<std::uint8_t>& rows, int channels,
+                     const std::vector<std::array<std::uint8_t, 3>>& palette,
+                     const std::vector<std::uint8_t>& trns, bool interlaced) {
+    const std::size_t row_bytes =
+        (static_cast<std::size_t>(width) * static_cast<std::size_t>(channels * bit_depth) + 7) / 8;
+    if (rows.size() != row_bytes * static_cast<std::size_t>(height))
+        throw std::logic_error("write_png: rows have the wrong size");
+    std::vector<png_color> plte;
+    for (const auto& p : palette) plte.push_back({p[0], p[1], p[2]});
+    std::vector<png_bytep> row_ptrs;
+    for (int y = 0; y < height; ++y)
+        row_ptrs.push_back(
+            const_cast<png_bytep>(rows.data() + static_cast<std::size_t>(y) * row_bytes));
+
+    file_bytes out;
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+    png_infop info = png_create_info_struct(png);
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        throw std::runtime_error("libpng failed to write the test PNG");
+    }
+    png_set_write_fn(
+        png, &out,
+        [](png_structp p, png_bytep data, png_size_t n) {
+            auto* o = static_cast<file_bytes*>(png_get_io_ptr(p));
+            o->insert(o->end(), data, data + n);
+        },
+        nullptr);
+    png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height),
+                 bit_depth, color_type, interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    if (!plte.empty()) png_set_PLTE(png, info, plte.data(), static_cast<int>(plte.size()));
+    if (!trns.empty()) {
+        png_set_tRNS(png, info, const_cast<png_bytep>(trns.data()), static_cast<int>(trns.size()),
+                     nullptr);
+    }
+    png_write_info(png, info);
+    png_write_image(png, row_ptrs.data());
+    png_write_end(png, nullptr);
+    png_destroy_write_struct(&png, &info);
+    return out;
+}
+
+file_bytes write_palette_bmp(int width, int height, int bits,
+                             const std::vector<std::uint8_t>& indices,
+                             const std::vector<std::array<std::uint8_t, 3>>& palette_rgb) {
+    const std::size_t colours = std::size_t{1} << bits;
+    const std::size_t row_bytes = ((static_cast<std::size_t>(width) * bits + 31) / 32) * 4;
+    const std::size_t header = 14 + 40 + colours * 4;
+    file_bytes out(header + row_bytes * static_cast<std::size_t>(height), 0);
+    out[0] = 'B';
+    out[1] = 'M';
+    put_le32(out, 2, static_cast<std::uint32_t>(out.size()));
+    put_le32(out, 10, static_cast<std::uint32_t>(header));
+    put_le32(out, 14, 40);
+    put_le32(out, 18, static_cast<std::uint32_t>(width));
+    put_le32(out, 22, static_cast<std::uint32_t>(height));  // positive: bottom-up
+    out[26] = 1;                                            // planes
+    out[28] = static_cast<std::uint8_t>(bits);
+    put_le32(out, 34, static_cast<std::uint32_t>(row_bytes * static_cast<std::size_t>(height)));
+    put_le32(out, 46, static_cast<std::uint32_t>(colours));
+    for (std::size_t i = 0; i < palette_rgb.size() && i < colours; ++i) {
+        out[54 + 4 * i + 0] = palette_rgb[i][2];  // stored B, G, R, 0
+        out[54 + 4 * i + 1] = palette_rgb[i][1];
+        out[54 + 4 * i + 2] = palette_rgb[i][0];
+    }
+    for (int y = 0; y < height; ++y) {
+        std::uint8_t* row =
+            out.data() + header + row_bytes * static_cast<std::size_t>(height - 1 - y);
+        for (int x = 0; x < width; ++x) {
+            const std::uint8_t v = indices[static_cast<std::size_t>(y) * width + x];
+            const int bit = x * bits;
+            row[bit / 8] |= static_cast<std::uint8_t>(v << (8 - bits - bit % 8));
+        }
+    }
+    return out;
+}
+
+file_bytes with_exif_orientation(const file_bytes& jpeg, int orientation, bool big_endian) {
+    std::vector<std::uint8_t> tiff;
+    const auto put16 = [&](std::uint32_t v) {
+        if (big_endian) {
+            tiff.push_back(static_cast<std::uint8_t>(v >> 8));
+            tiff.push_back(static_cast<std::uint8_t>(v));
+        } else {
+            tiff.push_back(static_cast<std::uint8_t>(v));
+            tiff.push_back(static_cast<std::uint8_t>(v >> 8));
+        }
+    };
+    const auto put32 = [&](std::uint32_t v) {
+        if (big_endian) {
+            put16(v >> 16);
+            put16(v & 0xFFFFU);
+        } else {
+            put16(v & 0xFFFFU);
+            put16(v >> 16);
+        }
+    };
+    tiff.push_back(big_endian ? 'M' : 'I');
+    tiff.push_back(big_endian ? 'M' : 'I');
+    put16(42);
+    put32(8);  // IFD0 right after the header
+    put16(1);  // one entry
+    put16(0x0112);
+    put16(3);  // SHORT
+    put32(1);
+    put16(static_cast<std::uint32_t>(orientation));  // the value, left-justified in 4 bytes
+    put16(0);
+    put32(0);  // no next IFD
+
+    const char exif_id[6] = {'E', 'x', 'i', 'f', '\0', '\0'};
+    const std::size_t len = 2 + sizeof exif_id + tiff.size();
+    file_bytes out(jpeg.begin(), jpeg.begin() + 2);  // SOI
+    out.push_back(0xFF);
+    out.push_back(0xE1);
+    out.push_back(static_cast<std::uint8_t>(len >> 8));
+    out.push_back(static_cast<std::uint8_t>(len));
+    out.insert(out.end(), exif_id, exif_id + sizeof exif_id);
+    out.insert(out.end(), tiff.begin(), tiff.end());
+    out.insert(out.end(), jpeg.begin() + 2, jpeg.end());
+    return out;
+}
+
+cv::Mat oriented(const cv::Mat& stored, int orientation) {
+    cv::Mat out;
+    switch (orientation) {
+        case 2:
+            cv::flip(stored, out, 1);
+            break;
+        case 3:
+            cv::rotate(stored, out, cv::ROTATE_180);
+            break;
+        case 4:
+            cv::flip(stored, out, 0);
+            break;
+        case 5:
+            cv::transpose(stored, out);
+            break;
+        case 6:
+            cv::rotate(stored, out, cv::ROTATE_90_CLOCKWISE);
+            break;
+        case 7: {
+            cv::Mat t;
+            cv::transpose(stored, t);
+            cv::rotate(t, out, cv::ROTATE_180);
+            break;
+        }
+        case 8:
+            cv::rotate(stored, out, cv::ROTATE_90_COUNTERCLOCKWISE);
+            break;
+        default:
+            out = stored.clone();
+    }
+    return out;
+}
+
+file_bytes jpeg_declaring(file_bytes jpeg, int width, int height) {
+    std::size_t i = 2;
+    while (i + 9 < jpeg.size() && jpeg[i] == 0xFF) {
+        const std::uint8_t marker = jpeg[i + 1];
+        const std::size_t len = (std::size_t{jpeg[i + 2]} << 8) | jpeg[i + 3];
+        if (marker >= 0xC0 && marker <= 0xC2) {
+            put_be16(jpeg, i + 5, static_cast<std::uint32_t>(height));
+            put_be16(jpeg, i + 7, static_cast<std::uint32_t>(width));
+            return jpeg;
+        }
+        i += 2 + len;
+    }
+    throw std::logic_error("jpeg_declaring: no SOF marker");
+}
+
+file_bytes png_declaring(file_bytes png, std::uint32_t width, std::uint32_t height) {
+    // Signature (8), then the IHDR chunk: length (4), "IHDR" (4), width, height, ..., CRC.
+    for (int i = 0; i < 4; ++i) {
+        png[16 + i] = static_cast<std::uint8_t>(width >> (24 - 8 * i));
+        png[20 + i] = static_cast<std::uint8_t>(height >> (24 - 8 * i));
+    }
+    const std::uint32_t crc = crc32(png.data() + 12, 4 + 13);
+    for (int i = 0; i < 4; ++i) png[29 + i] = static_cast<std::uint8_t>(crc >> (24 - 8 * i));
+    return png;
+}
+
+file_bytes webp_lossless_declaring(file_bytes webp, int width, int height) {
+    // RIFF (12), "VP8L" + size (8), signature 0x2f, then 14 bits width-1, 14 bits height-1.
+    if (std::memcmp(webp.data() + 12, "VP8L", 4) != 0 || webp[20] != 0x2F)
+        throw std::logic_error("webp_lossless_declaring: not a simple lossless WebP");
+    std::uint32_t bits = 0;
+    for (int i = 0; i < 4; ++i) bits |= std::uint32_t{webp[21 + i]} << (8 * i);
+    bits = (bits & 0xF0000000U) | static_cast<std::uint32_t>(width - 1) |
+           (static_cast<std::uint32_t>(height - 1) << 14);
+    put_le32(webp, 21, bits);
+    return webp;
+}
+
+file_bytes bmp_declaring(file_bytes bmp, std::int32_t width, std::int32_t height) {
+    put_le32(bmp, 18, static_cast<std::uint32_t>(width));
+    put_le32(bmp, 22, static_cast<std::uint32_t>(height));
+    return bmp;
+}
+
+cv::Mat reference_decode(const file_bytes& f, int flags) {
+    const cv::Mat raw(1, static_cast<int>(f.size()), CV_8U, const_cast<std::uint8_t*>(f.data()));
+    const cv::Mat m = cv::imdecode(raw, flags);
+    if (m.empty()) throw std::runtime_error("OpenCV could not decode a test file");
+    return swap_red_blue(m);
+}
+
+cv::Mat swap_red_blue(const cv::Mat& m) {
+    cv::Mat out;
+    if (m.channels() == 3) {
+        cv::cvtColor(m, out, cv::COLOR_BGR2RGB);
+    } else if (m.channels() == 4) {
+        cv::cvtColor(m, out, cv::COLOR_BGRA2RGBA);
+    } else {
+        out = m.clone();
+    }
+    return out;
+}
+
+cv::Mat to_mat(const ferry::image& img) {
+    if (img.empty()) return {};
+    const cv::Mat view(img.height(), img.width(), CV_8UC(img.channels()),
+                       const_cast<std::uint8_t*>(img.data().data()), img.row_bytes());
+    return view.clone();
+}
+
+ferry::image to_image(const cv::Mat& m, ferry::pixel_format format) {
+    ferry::image img(m.cols, m.rows, format);
+    if (m.type() != CV_8UC(img.channels())) throw std::logic_error("to_image: channel mismatch");
+    for (int y = 0; y < m.rows; ++y) {
+        std::memcpy(img.data().data() + static_cast<std::size_t>(y) * img.row_bytes(), m.ptr(y),
+                    img.row_bytes());
+    }
+    return img;
+}
+
+double mean_abs_diff(const cv::Mat& a, const cv::Mat& b) {
+    if (a.size() != b.size() || a.type() != b.type() || a.empty())
+        return std::numeric_limits<double>::infinity();
+    return cv::norm(a, b, cv::NORM_L1) / static_cast<double>(a.total() * a.channels());
+}
+
+double max_abs_diff(const cv::Mat& a, const cv::Mat& b) {
+    if (a.size() != b.size() || a.type() != b.type() || a.empty())
+        return std::numeric_limits<double>::infinity();
+    return cv::norm(a, b, cv::NORM_INF);
+}
+
+void check_pixels(const ferry::image& got, const cv::Mat& want, double mean_tol, double max_tol,
+                  const std::string& what) {
+    BOOST_TEST_CONTEXT(what) {
+        BOOST_TEST(got.width() == want.cols);
+        BOOST_TEST(got.height() == want.rows);
+        BOOST_TEST(got.channels() == want.channels());
+        if (got.size() != ferry::image_size{want.cols, want.rows} ||
+            got.channels() != want.channels())
+            return;
+        BOOST_TEST(got.data().size() == want.total() * want.elemSize());
+        const cv::Mat g = to_mat(got);
+        const double mean = mean_abs_diff(g, want);
+        BOOST_TEST(mean <= mean_tol, "mean abs diff " << mean << " > " << mean_tol);
+        if (max_tol >= 0) {
+            const double worst = max_abs_diff(g, want);
+            BOOST_TEST(worst <= max_tol, "max abs diff " << worst << " > " << max_tol);
+        }
+    }
+}
+
+}  // namespace ops_test
