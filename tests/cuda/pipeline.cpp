@@ -234,7 +234,6 @@ BOOST_AUTO_TEST_CASE(a_failing_copy_is_a_stage_error_naming_to_cuda) {
     }
 }
 
-
 // The map right before to_cuda() (the collate, as a rule) builds its tensors in the transfer's
 // pinned pool, so the copy to the device reads them directly (one host copy, not two); stages
 // further up, and the consumer's thread, keep the heap. `.pinned_batches = false` turns it off.
