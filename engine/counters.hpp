@@ -149,8 +149,8 @@ struct alignas(64) counter_shard {
 
 /// Updates one shard of a stage's counters. Get one per body call (`stage_counters::owned` or
 /// `shared`) and use it for every update of that call: finding the calling thread's arena slot is
-/// a call into libtbb and a thread-specific lookup, which per update was a quarter of the engine's
-/// instructions per item.
+/// a call into libtbb and a thread-specific lookup, which done per update costs a quarter of the
+/// engine's instructions per item.
 ///
 /// An arena thread owns the shard of its slot: no other thread writes it while this thread holds
 /// the slot, and TBB's slot hand-over orders one holder's writes before the next holder's, so an
