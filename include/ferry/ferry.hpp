@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// The umbrella header: the builder, pipelines, options, stats, errors, tensors and bytes. Pulls
-/// in no TBB, FFmpeg, OpenCV or CUDA header. The media ops have their own headers
-/// (`ferry/image.hpp`, `ferry/video.hpp`, `ferry/cuda.hpp`) and libraries.
+/// The umbrella header: the builder, pipelines, options, stats, errors, tensors (and their
+/// collate) and bytes. Pulls in no TBB, FFmpeg, OpenCV or CUDA header. The media ops have their
+/// own headers (`ferry/image.hpp`, `ferry/video.hpp`, `ferry/cuda.hpp`) and libraries.
 #pragma once
 
 #include "ferry/builder.hpp"
 #include "ferry/bytes.hpp"
+#include "ferry/collate.hpp"
 #include "ferry/error.hpp"
 #include "ferry/options.hpp"
 #include "ferry/pipeline.hpp"

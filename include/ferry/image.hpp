@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// `ferry::image` (uint8, HWC) and the image ops: decode, resize, crop, flip, normalize,
-/// collate. Plain functions to pass to `map`; no OpenCV or libjpeg header is included here.
+/// collate (declared in `ferry/collate.hpp`). Plain functions to pass to `map`; no OpenCV or
+/// libjpeg header is included here.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "ferry/bytes.hpp"
+#include "ferry/collate.hpp"
 #include "ferry/tensor.hpp"
 
 namespace ferry {
@@ -212,12 +214,6 @@ struct decode_random_resized_crop_options {
     bool strict = true;
 };
 
-/// Options for `collate`.
-struct collate_options {
-    /// Where the batch is allocated: the CUDA transfer hands in pinned memory here.
-    allocator alloc{};
-};
-
 namespace ops {
 namespace detail {
 struct decode_image_fn {
@@ -229,10 +225,6 @@ struct horizontal_flip_fn {
 struct to_tensor_fn {
     tensor operator()(image&& img) const;
     tensor operator()(const image& img) const;
-};
-struct collate_fn {
-    tensor operator()(std::vector<image> images, const collate_options& options = {}) const;
-    tensor operator()(std::vector<tensor> tensors, const collate_options& options = {}) const;
 };
 }  // namespace detail
 
@@ -322,12 +314,6 @@ inline constexpr detail::horizontal_flip_fn horizontal_flip{};
 /// The image as a `u8` H x W x C tensor: no copy from an rvalue (the pixels move), one copy
 /// from an lvalue.
 inline constexpr detail::to_tensor_fn to_tensor{};
-
-/// Stacks equally sized images into one contiguous `u8` N x H x W x C tensor (or equally shaped
-/// tensors into an N x ... tensor), allocated with `options.alloc`. Different sizes, formats,
-/// dtypes or shapes throw `ferry::invalid_argument` naming the first mismatching element; an
-/// empty batch too.
-inline constexpr detail::collate_fn collate{};
 
 }  // namespace ops
 }  // namespace ferry

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// Image transforms (resize, crops, flip, orientation, normalize) on OpenCV where it does the
-/// work well, and the conversions to tensors (to_tensor, collate).
+/// work well, and the conversions of images to tensors (to_tensor, collate of images).
 #include "transform.hpp"
 
 #include <opencv2/core.hpp>
@@ -400,37 +400,6 @@ tensor collate_fn::operator()(std::vector<image> images, const collate_options& 
     auto* dst = static_cast<std::uint8_t*>(out.data());
     for (std::size_t i = 0; i < images.size(); ++i) {
         std::memcpy(dst + i * each, images[i].data().data(), each);
-    }
-    return out;
-}
-
-tensor collate_fn::operator()(std::vector<tensor> tensors, const collate_options& options) const {
-    if (tensors.empty()) throw invalid_argument("collate: the batch is empty");
-    const tensor& first = tensors.front();
-    for (std::size_t i = 1; i < tensors.size(); ++i) {
-        const tensor& t = tensors[i];
-        if (t.dtype() != first.dtype() || t.shape() != first.shape()) {
-            throw invalid_argument("collate: tensor " + std::to_string(i) + " is " + t.describe() +
-                                   " but tensor 0 is " + first.describe());
-        }
-    }
-    std::vector<std::int64_t> shape{static_cast<std::int64_t>(tensors.size())};
-    shape.insert(shape.end(), first.shape().begin(), first.shape().end());
-    tensor out(first.dtype(), std::move(shape), options.alloc);
-    const std::size_t each = first.nbytes();
-    auto* dst = static_cast<std::byte*>(out.data());
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-        const tensor& t = tensors[i];
-        if (t.device().kind == device_kind::cuda) {
-            throw invalid_argument("collate: tensor " + std::to_string(i) +
-                                   " is on a CUDA device; collate works on host memory");
-        }
-        if (t.is_contiguous()) {
-            std::memcpy(dst + i * each, t.data(), each);
-        } else {
-            const tensor c = t.clone();
-            std::memcpy(dst + i * each, c.data(), each);
-        }
     }
     return out;
 }
