@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <span>
 #include <string_view>
-#include <utility>
 
+#include "ferry/detail/owned_buffer.hpp"
 #include "ferry/tensor.hpp"
 
 namespace ferry {
@@ -19,7 +19,7 @@ class bytes {
   public:
     bytes() = default;
     /// `size` uninitialised bytes.
-    explicit bytes(std::size_t size) : buf_(allocate_host(size)) { buf_.size = size; }
+    explicit bytes(std::size_t size) : buf_(size) {}
     /// A copy of `data`.
     explicit bytes(std::span<const std::byte> data);
     /// A copy of a string's characters (handy in tests and for small in-memory payloads).
@@ -27,37 +27,23 @@ class bytes {
         return bytes(std::as_bytes(std::span<const char>(s.data(), s.size())));
     }
 
-    bytes(const bytes& other) : bytes(other.span()) {}
-    bytes& operator=(const bytes& other) {
-        if (this != &other) *this = bytes(other);
-        return *this;
-    }
-    bytes(bytes&& other) noexcept : buf_(std::exchange(other.buf_, {})) {}
-    bytes& operator=(bytes&& other) noexcept {
-        buf_ = std::exchange(other.buf_, {});
-        return *this;
-    }
-    ~bytes() = default;
-
-    [[nodiscard]] std::byte* data() noexcept { return buf_.data; }
-    [[nodiscard]] const std::byte* data() const noexcept { return buf_.data; }
-    [[nodiscard]] std::size_t size() const noexcept { return buf_.size; }
-    [[nodiscard]] bool empty() const noexcept { return buf_.size == 0; }
+    [[nodiscard]] std::byte* data() noexcept { return buf_.data(); }
+    [[nodiscard]] const std::byte* data() const noexcept { return buf_.data(); }
+    [[nodiscard]] std::size_t size() const noexcept { return buf_.size(); }
+    [[nodiscard]] bool empty() const noexcept { return buf_.size() == 0; }
     [[nodiscard]] std::span<const std::byte> span() const noexcept {
-        return {buf_.data, buf_.size};
+        return {buf_.data(), buf_.size()};
     }
-    [[nodiscard]] std::span<std::byte> span() noexcept { return {buf_.data, buf_.size}; }
+    [[nodiscard]] std::span<std::byte> span() noexcept { return {buf_.data(), buf_.size()}; }
     operator std::span<const std::byte>() const noexcept { return span(); }  // NOLINT: by design
-    [[nodiscard]] const std::byte* begin() const noexcept { return buf_.data; }
-    [[nodiscard]] const std::byte* end() const noexcept { return buf_.data + buf_.size; }
+    [[nodiscard]] const std::byte* begin() const noexcept { return buf_.data(); }
+    [[nodiscard]] const std::byte* end() const noexcept { return buf_.data() + buf_.size(); }
 
     /// Keeps the first `n` bytes (`n <= size()`); the memory is not reallocated.
-    void truncate(std::size_t n) noexcept {
-        if (n < buf_.size) buf_.size = n;
-    }
+    void truncate(std::size_t n) noexcept { buf_.truncate(n); }
 
   private:
-    buffer buf_{};
+    detail::owned_buffer<> buf_{};
 };
 
 namespace ops {

@@ -16,6 +16,7 @@
 
 #include "ferry/bytes.hpp"
 #include "ferry/collate.hpp"
+#include "ferry/detail/owned_buffer.hpp"
 #include "ferry/tensor.hpp"
 
 namespace ferry {
@@ -49,18 +50,12 @@ class image {
     /// size.
     image(int width, int height, pixel_format format = pixel_format::rgb);
 
-    image(const image& other);
-    image& operator=(const image& other);
-    image(image&& other) noexcept;
-    image& operator=(image&& other) noexcept;
-    ~image() = default;
-
     [[nodiscard]] int width() const noexcept { return width_; }
     [[nodiscard]] int height() const noexcept { return height_; }
     [[nodiscard]] int channels() const noexcept { return channels_of(format_); }
     [[nodiscard]] pixel_format format() const noexcept { return format_; }
     [[nodiscard]] image_size size() const noexcept { return {width_, height_}; }
-    [[nodiscard]] bool empty() const noexcept { return buf_.data == nullptr; }
+    [[nodiscard]] bool empty() const noexcept { return buf_.data() == nullptr; }
     /// Bytes per row: `width() * channels()`.
     [[nodiscard]] std::size_t row_bytes() const noexcept {
         return static_cast<std::size_t>(width_) * static_cast<std::size_t>(channels());
@@ -68,10 +63,10 @@ class image {
 
     /// The pixels: `height() * row_bytes()` contiguous bytes.
     [[nodiscard]] std::span<const std::uint8_t> data() const noexcept {
-        return {reinterpret_cast<const std::uint8_t*>(buf_.data), buf_.size};
+        return {reinterpret_cast<const std::uint8_t*>(buf_.data()), buf_.size()};
     }
     [[nodiscard]] std::span<std::uint8_t> data() noexcept {
-        return {reinterpret_cast<std::uint8_t*>(buf_.data), buf_.size};
+        return {reinterpret_cast<std::uint8_t*>(buf_.data()), buf_.size()};
     }
     /// Row `y`.
     [[nodiscard]] std::span<const std::uint8_t> row(int y) const noexcept {
@@ -88,10 +83,10 @@ class image {
     [[nodiscard]] buffer release() noexcept;
 
   private:
-    buffer buf_{};
-    int width_ = 0;
-    int height_ = 0;
-    pixel_format format_ = pixel_format::rgb;
+    detail::owned_buffer<> buf_{};
+    detail::moved_to_zero<int> width_{};
+    detail::moved_to_zero<int> height_{};
+    pixel_format format_ = pixel_format::rgb;  ///< a move leaves it in the source
 };
 
 /// Resampling filters.

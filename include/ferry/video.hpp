@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ferry/bytes.hpp"
+#include "ferry/detail/owned_buffer.hpp"
 #include "ferry/tensor.hpp"
 
 namespace ferry {
@@ -183,18 +184,12 @@ class video_clip {
     /// A clip with uninitialised pixels. Throws `ferry::invalid_argument` on a non-positive size.
     video_clip(int frames, int width, int height, frame_format format = frame_format::rgb);
 
-    video_clip(const video_clip& other);
-    video_clip& operator=(const video_clip& other);
-    video_clip(video_clip&& other) noexcept;
-    video_clip& operator=(video_clip&& other) noexcept;
-    ~video_clip() = default;
-
     [[nodiscard]] int frames() const noexcept { return frames_; }
     [[nodiscard]] int height() const noexcept { return height_; }
     [[nodiscard]] int width() const noexcept { return width_; }
     [[nodiscard]] int channels() const noexcept { return channels_of(format_); }
     [[nodiscard]] frame_format format() const noexcept { return format_; }
-    [[nodiscard]] bool empty() const noexcept { return buf_.data == nullptr; }
+    [[nodiscard]] bool empty() const noexcept { return buf_.data() == nullptr; }
     /// Bytes of one frame: `height() * width() * channels()`.
     [[nodiscard]] std::size_t frame_bytes() const noexcept {
         return static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_) *
@@ -202,10 +197,10 @@ class video_clip {
     }
     /// All pixels: `frames() * frame_bytes()` contiguous bytes.
     [[nodiscard]] std::span<const std::uint8_t> data() const noexcept {
-        return {reinterpret_cast<const std::uint8_t*>(buf_.data), buf_.size};
+        return {reinterpret_cast<const std::uint8_t*>(buf_.data()), buf_.size()};
     }
     [[nodiscard]] std::span<std::uint8_t> data() noexcept {
-        return {reinterpret_cast<std::uint8_t*>(buf_.data), buf_.size};
+        return {reinterpret_cast<std::uint8_t*>(buf_.data()), buf_.size()};
     }
     /// Frame `t`'s pixels (H x W x C).
     [[nodiscard]] std::span<const std::uint8_t> frame(int t) const noexcept {
@@ -242,14 +237,18 @@ class video_clip {
                         double frame_rate);
 
   private:
-    buffer buf_{};
-    int frames_ = 0;
-    int width_ = 0;
-    int height_ = 0;
-    frame_format format_ = frame_format::rgb;
+    /// swscale's SIMD paths may store a few bytes past the last pixel of a packed output row; the
+    /// block carries that much slack so the last frame's last row cannot overrun.
+    static constexpr std::size_t scale_slack = 64;
+
+    detail::owned_buffer<scale_slack> buf_{};
+    detail::moved_to_zero<int> frames_{};
+    detail::moved_to_zero<int> width_{};
+    detail::moved_to_zero<int> height_{};
+    frame_format format_ = frame_format::rgb;  ///< a move leaves it in the source
     std::vector<std::int64_t> indices_;
     std::vector<double> timestamps_;
-    double frame_rate_ = 0.0;
+    double frame_rate_ = 0.0;  ///< a move leaves it in the source
 };
 
 /// Decoded audio: float32 samples, `channels() x samples()`, channel-major (all of channel 0,
@@ -261,12 +260,6 @@ class audio {
     /// or negative samples.
     audio(int channels, std::int64_t samples, int sample_rate);
 
-    audio(const audio& other);
-    audio& operator=(const audio& other);
-    audio(audio&& other) noexcept;
-    audio& operator=(audio&& other) noexcept;
-    ~audio() = default;
-
     [[nodiscard]] int channels() const noexcept { return channels_; }
     /// Samples per channel.
     [[nodiscard]] std::int64_t samples() const noexcept { return samples_; }
@@ -275,13 +268,13 @@ class audio {
     [[nodiscard]] double duration() const noexcept {
         return sample_rate_ > 0 ? static_cast<double>(samples_) / sample_rate_ : 0.0;
     }
-    [[nodiscard]] bool empty() const noexcept { return buf_.data == nullptr; }
+    [[nodiscard]] bool empty() const noexcept { return buf_.data() == nullptr; }
     /// All samples, channel-major: `channels() * samples()` floats.
     [[nodiscard]] std::span<const float> data() const noexcept {
-        return {reinterpret_cast<const float*>(buf_.data), buf_.size / sizeof(float)};
+        return {reinterpret_cast<const float*>(buf_.data()), buf_.size() / sizeof(float)};
     }
     [[nodiscard]] std::span<float> data() noexcept {
-        return {reinterpret_cast<float*>(buf_.data), buf_.size / sizeof(float)};
+        return {reinterpret_cast<float*>(buf_.data()), buf_.size() / sizeof(float)};
     }
     /// Channel `c`'s samples.
     [[nodiscard]] std::span<const float> channel(int c) const noexcept {
@@ -301,10 +294,10 @@ class audio {
     [[nodiscard]] buffer release() noexcept;
 
   private:
-    buffer buf_{};
-    int channels_ = 0;
-    std::int64_t samples_ = 0;
-    int sample_rate_ = 0;
+    detail::owned_buffer<> buf_{};
+    detail::moved_to_zero<int> channels_{};
+    detail::moved_to_zero<std::int64_t> samples_{};
+    detail::moved_to_zero<int> sample_rate_{};
 };
 
 /// How `decode_audio` decodes.

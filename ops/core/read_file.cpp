@@ -8,15 +8,20 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "ferry/bytes.hpp"
 #include "ferry/error.hpp"
 
 namespace ferry {
 
-bytes::bytes(std::span<const std::byte> data) : buf_(allocate_host(data.size())) {
-    if (!data.empty()) std::memcpy(buf_.data, data.data(), data.size());
+bytes::bytes(std::span<const std::byte> data) : buf_(data.size()) {
+    if (!data.empty()) std::memcpy(buf_.data(), data.data(), data.size());
 }
+
+// Moves stay noexcept (std::vector<bytes> moves, rather than copies, when it grows).
+static_assert(std::is_nothrow_move_constructible_v<bytes> &&
+              std::is_nothrow_move_assignable_v<bytes>);
 
 namespace ops::detail {
 namespace {

@@ -4,6 +4,7 @@
 /// reduced-scale decode and the final resize; and the `ferry::image` value type.
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 #include "codecs.hpp"
 #include "transform.hpp"
@@ -48,40 +49,17 @@ image::image(int width, int height, pixel_format format)
         throw invalid_argument("image: size " + std::to_string(width) + "x" +
                                std::to_string(height) + " overflows");
     }
-    buf_ = allocate_host(bytes);
+    buf_ = detail::owned_buffer<>(bytes);
 }
 
-image::image(const image& other)
-    : width_(other.width_), height_(other.height_), format_(other.format_) {
-    if (!other.empty()) {
-        buf_ = allocate_host(other.buf_.size);
-        std::memcpy(buf_.data, other.buf_.data, other.buf_.size);
-    }
-}
-
-image& image::operator=(const image& other) {
-    if (this != &other) *this = image(other);
-    return *this;
-}
-
-image::image(image&& other) noexcept
-    : buf_(std::exchange(other.buf_, {})),
-      width_(std::exchange(other.width_, 0)),
-      height_(std::exchange(other.height_, 0)),
-      format_(other.format_) {}
-
-image& image::operator=(image&& other) noexcept {
-    buf_ = std::exchange(other.buf_, {});
-    width_ = std::exchange(other.width_, 0);
-    height_ = std::exchange(other.height_, 0);
-    format_ = other.format_;
-    return *this;
-}
+// Moves stay noexcept (std::vector<image> moves, rather than copies, when it grows).
+static_assert(std::is_nothrow_move_constructible_v<image> &&
+              std::is_nothrow_move_assignable_v<image>);
 
 buffer image::release() noexcept {
     width_ = 0;
     height_ = 0;
-    return std::exchange(buf_, {});
+    return buf_.release();
 }
 
 namespace ops {

@@ -5,8 +5,8 @@
 /// `ferry::audio` value type.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "ffmpeg.hpp"
 
@@ -26,40 +26,17 @@ audio::audio(int channels, std::int64_t samples, int sample_rate)
                                static_cast<std::size_t>(samples), &bytes)) {
         throw invalid_argument("audio: size overflows");
     }
-    buf_ = allocate_host(bytes);
+    buf_ = detail::owned_buffer<>(bytes);
 }
 
-audio::audio(const audio& other)
-    : channels_(other.channels_), samples_(other.samples_), sample_rate_(other.sample_rate_) {
-    if (!other.empty()) {
-        buf_ = allocate_host(other.buf_.size);
-        std::memcpy(buf_.data, other.buf_.data, other.buf_.size);
-    }
-}
-
-audio& audio::operator=(const audio& other) {
-    if (this != &other) *this = audio(other);
-    return *this;
-}
-
-audio::audio(audio&& other) noexcept
-    : buf_(std::exchange(other.buf_, {})),
-      channels_(std::exchange(other.channels_, 0)),
-      samples_(std::exchange(other.samples_, 0)),
-      sample_rate_(std::exchange(other.sample_rate_, 0)) {}
-
-audio& audio::operator=(audio&& other) noexcept {
-    buf_ = std::exchange(other.buf_, {});
-    channels_ = std::exchange(other.channels_, 0);
-    samples_ = std::exchange(other.samples_, 0);
-    sample_rate_ = std::exchange(other.sample_rate_, 0);
-    return *this;
-}
+// Moves stay noexcept (std::vector<audio> moves, rather than copies, when it grows).
+static_assert(std::is_nothrow_move_constructible_v<audio> &&
+              std::is_nothrow_move_assignable_v<audio>);
 
 buffer audio::release() noexcept {
     channels_ = 0;
     samples_ = 0;
-    return std::exchange(buf_, {});
+    return buf_.release();
 }
 
 tensor audio::to_tensor() && {

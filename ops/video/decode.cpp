@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "ffmpeg.hpp"
 
@@ -29,20 +30,6 @@ const char* to_string(frame_format f) noexcept {
 
 // --- video_clip ----------------------------------------------------------------------------------
 
-namespace {
-
-// swscale's SIMD paths may store a few bytes past the last pixel of a packed output row; the
-// allocation carries that much slack so the last frame's last row cannot overrun.
-constexpr std::size_t scale_slack = 64;
-
-buffer allocate_with_slack(std::size_t bytes) {
-    buffer b = allocate_host(bytes + scale_slack);
-    b.size = bytes;
-    return b;
-}
-
-}  // namespace
-
 video_clip::video_clip(int frames, int width, int height, frame_format format)
     : frames_(frames), width_(width), height_(height), format_(format) {
     if (frames <= 0 || width <= 0 || height <= 0) {
@@ -54,55 +41,18 @@ video_clip::video_clip(int frames, int width, int height, frame_format format)
     if (__builtin_mul_overflow(frame_bytes(), static_cast<std::size_t>(frames), &bytes)) {
         throw invalid_argument("video_clip: size overflows");
     }
-    buf_ = allocate_with_slack(bytes);
+    buf_ = detail::owned_buffer<scale_slack>(bytes);
 }
 
-video_clip::video_clip(const video_clip& other)
-    : frames_(other.frames_),
-      width_(other.width_),
-      height_(other.height_),
-      format_(other.format_),
-      indices_(other.indices_),
-      timestamps_(other.timestamps_),
-      frame_rate_(other.frame_rate_) {
-    if (!other.empty()) {
-        buf_ = allocate_with_slack(other.buf_.size);
-        std::memcpy(buf_.data, other.buf_.data, other.buf_.size);
-    }
-}
-
-video_clip& video_clip::operator=(const video_clip& other) {
-    if (this != &other) *this = video_clip(other);
-    return *this;
-}
-
-video_clip::video_clip(video_clip&& other) noexcept
-    : buf_(std::exchange(other.buf_, {})),
-      frames_(std::exchange(other.frames_, 0)),
-      width_(std::exchange(other.width_, 0)),
-      height_(std::exchange(other.height_, 0)),
-      format_(other.format_),
-      indices_(std::move(other.indices_)),
-      timestamps_(std::move(other.timestamps_)),
-      frame_rate_(other.frame_rate_) {}
-
-video_clip& video_clip::operator=(video_clip&& other) noexcept {
-    buf_ = std::exchange(other.buf_, {});
-    frames_ = std::exchange(other.frames_, 0);
-    width_ = std::exchange(other.width_, 0);
-    height_ = std::exchange(other.height_, 0);
-    format_ = other.format_;
-    indices_ = std::move(other.indices_);
-    timestamps_ = std::move(other.timestamps_);
-    frame_rate_ = other.frame_rate_;
-    return *this;
-}
+// Moves stay noexcept (std::vector<video_clip> moves, rather than copies, when it grows).
+static_assert(std::is_nothrow_move_constructible_v<video_clip> &&
+              std::is_nothrow_move_assignable_v<video_clip>);
 
 buffer video_clip::release() noexcept {
     frames_ = width_ = height_ = 0;
     indices_.clear();
     timestamps_.clear();
-    return std::exchange(buf_, {});
+    return buf_.release();
 }
 
 void video_clip::set_frame_info(std::vector<std::int64_t> indices, std::vector<double> timestamps,

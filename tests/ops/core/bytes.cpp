@@ -160,5 +160,23 @@ BOOST_AUTO_TEST_CASE(bytes_copy_move_and_truncate) {
     BOOST_TEST(moved.size() == 5U);
 }
 
+// A moved-from bytes is empty, and so is a copy of an empty one; copy-assignment copies the
+// (truncated) bytes into memory of its own.
+BOOST_AUTO_TEST_CASE(bytes_moved_from_and_copies_of_empty_are_empty) {
+    ferry::bytes a = ferry::bytes::from_string("abcdef");
+    ferry::bytes b = std::move(a);
+    BOOST_TEST(a.empty());  // NOLINT(bugprone-use-after-move): what a move leaves is the point
+    BOOST_TEST(a.size() == 0U);
+    const ferry::bytes copy_of_empty = a;
+    BOOST_TEST(copy_of_empty.empty());
+
+    b.truncate(3);
+    ferry::bytes assigned = ferry::bytes::from_string("longer than three");
+    assigned = b;
+    BOOST_TEST(assigned.size() == 3U);
+    BOOST_TEST(assigned.data() != b.data());
+    BOOST_TEST(std::string(reinterpret_cast<const char*>(assigned.data()), 3) == "abc");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()

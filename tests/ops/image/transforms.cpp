@@ -426,6 +426,31 @@ BOOST_AUTO_TEST_CASE(normalize_allocates_with_the_given_allocator) {
     BOOST_TEST(static_cast<const void*>(alloc.st->last) == t.data());
 }
 
+// An image owns its pixels: a copy has its own (same size, format and bytes), a move hands them
+// over and leaves an empty 0 x 0 image, and a copy of an empty image is empty.
+BOOST_AUTO_TEST_CASE(image_copies_are_deep_and_moves_leave_it_empty) {
+    ferry::image img = test_image(ferry::pixel_format::rgba);
+    const ferry::image copy = img;
+    BOOST_TEST(copy.data().data() != img.data().data());
+    BOOST_TEST((copy.size() == img.size() && copy.format() == img.format()));
+    BOOST_TEST_REQUIRE(copy.data().size() == img.data().size());
+    BOOST_TEST(std::memcmp(copy.data().data(), img.data().data(), img.data().size()) == 0);
+
+    const std::uint8_t* pixels = img.data().data();
+    ferry::image moved;
+    moved = std::move(img);
+    BOOST_TEST(moved.data().data() == pixels);
+    BOOST_TEST((moved.size() == ferry::image_size{97, 61}));
+    // NOLINTNEXTLINE(bugprone-use-after-move): what a move leaves is the point
+    BOOST_TEST((img.empty() && img.width() == 0 && img.height() == 0 && img.data().empty()));
+
+    const ferry::image copy_of_empty = img;
+    BOOST_TEST(copy_of_empty.empty());
+    ferry::image assigned(4, 4);
+    assigned = copy;
+    BOOST_TEST((assigned.size() == copy.size() && assigned.data().data() != copy.data().data()));
+}
+
 // to_tensor gives a u8 H x W x C tensor of the same bytes.
 BOOST_AUTO_TEST_CASE(to_tensor_is_hwc_u8_with_the_same_bytes) {
     for (const auto format :

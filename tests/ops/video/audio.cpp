@@ -100,6 +100,26 @@ BOOST_AUTO_TEST_CASE(decodes_the_audio_of_a_video_file_from_memory) {
     BOOST_TEST(tone_frequency(a.channel(0), 16000) == 440.0, boost::test_tools::tolerance(0.005));
 }
 
+// audio owns its samples: a copy has its own, a move hands them over and leaves empty audio
+// (0 channels, 0 samples, rate 0).
+BOOST_AUTO_TEST_CASE(audio_copies_are_deep_and_moves_leave_it_empty) {
+    ferry::audio a(2, 100, 16000);
+    for (std::size_t i = 0; i < a.data().size(); ++i) a.data()[i] = static_cast<float>(i);
+    const ferry::audio copy = a;
+    BOOST_TEST(copy.data().data() != a.data().data());
+    BOOST_TEST((copy.channels() == 2 && copy.samples() == 100 && copy.sample_rate() == 16000));
+    BOOST_TEST(std::memcmp(copy.data().data(), a.data().data(), a.data().size_bytes()) == 0);
+
+    const float* samples = a.data().data();
+    const ferry::audio moved = std::move(a);
+    BOOST_TEST(moved.data().data() == samples);
+    // NOLINTNEXTLINE(bugprone-use-after-move): what a move leaves is the point
+    BOOST_TEST((a.empty() && a.channels() == 0 && a.samples() == 0 && a.sample_rate() == 0));
+    BOOST_TEST(a.duration() == 0.0);
+    const ferry::audio copy_of_empty = a;
+    BOOST_TEST(copy_of_empty.empty());
+}
+
 // to_tensor gives f32 [channels, samples]; no copy from an rvalue.
 BOOST_AUTO_TEST_CASE(to_tensor_is_channels_by_samples) {
     auto a =

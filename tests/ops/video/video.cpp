@@ -215,6 +215,34 @@ BOOST_AUTO_TEST_CASE(finds_the_video_stream_beside_audio) {
         [&] { (void)ferry::ops::demux_video(path, {.stream = audio_stream}); }, "not a video");
 }
 
+// A clip owns its pixels: a copy has its own and the same frame indices, timestamps and rate; a
+// move hands them over and leaves an empty clip with no frames.
+BOOST_AUTO_TEST_CASE(clip_copies_are_deep_and_moves_leave_it_empty) {
+    ferry::video_clip clip(3, 8, 6, ferry::frame_format::gray);
+    for (std::size_t i = 0; i < clip.data().size(); ++i) {
+        clip.data()[i] = static_cast<std::uint8_t>(i);
+    }
+    clip.set_frame_info({0, 4, 8}, {0.0, 0.16, 0.32}, 25.0);
+    const ferry::video_clip copy = clip;
+    BOOST_TEST(copy.data().data() != clip.data().data());
+    BOOST_TEST((copy.frames() == 3 && copy.width() == 8 && copy.height() == 6 &&
+                copy.format() == ferry::frame_format::gray && copy.frame_rate() == 25.0));
+    BOOST_TEST(copy.indices() == clip.indices(), boost::test_tools::per_element());
+    BOOST_TEST(copy.timestamps() == clip.timestamps(), boost::test_tools::per_element());
+    BOOST_TEST(std::memcmp(copy.data().data(), clip.data().data(), clip.data().size()) == 0);
+
+    const std::uint8_t* pixels = clip.data().data();
+    ferry::video_clip moved;
+    moved = std::move(clip);
+    BOOST_TEST(moved.data().data() == pixels);
+    BOOST_TEST(moved.indices() == copy.indices(), boost::test_tools::per_element());
+    // NOLINTNEXTLINE(bugprone-use-after-move): what a move leaves is the point
+    BOOST_TEST((clip.empty() && clip.frames() == 0 && clip.width() == 0 && clip.height() == 0));
+    BOOST_TEST(clip.indices().empty());
+    const ferry::video_clip copy_of_empty = clip;
+    BOOST_TEST(copy_of_empty.empty());
+}
+
 // to_tensor moves the pixels from an rvalue (same storage) and copies from an lvalue.
 BOOST_AUTO_TEST_CASE(to_tensor_moves_pixels_from_an_rvalue) {
     auto clip = ferry::ops::load_video(video_file(codecs[0]),
