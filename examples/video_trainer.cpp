@@ -279,10 +279,10 @@ int main(int argc, char** argv) {
                             ? static_cast<int>(rng() % static_cast<std::uint64_t>(latest + 1))
                             : latest / 2;
                     const ferry::video_clip clip = ferry::ops::load_video(
-                        data, {.select = ferry::frame_selection::clip(frames, stride),
-                               .format = ferry::frame_format::gray,
-                               .resize = {32, 32},
-                               .start = first / 25.0});
+                        data, {.demux = {.start = first / 25.0},
+                               .decode = {.select = ferry::frame_selection::clip(frames, stride),
+                                          .format = ferry::frame_format::gray,
+                                          .resize = {32, 32}}});
                     return motion_features(clip, items[index].label);
                 },
                 {.concurrency = decoders, .name = "decode+features", .on_error = ferry::skip})

@@ -220,9 +220,9 @@ trial run_media(const settings& s, int read, int decode) {
 #ifdef FERRY_PROBE_VIDEO
     if (s.kind == media::video) {
         decode_fn = [&s](const ferry::bytes& b) {
-            const ferry::video_clip clip =
-                ferry::ops::load_video(b, {.select = ferry::frame_selection::uniform(s.frames),
-                                           .resize = {s.resize.width, s.resize.height}});
+            const ferry::video_clip clip = ferry::ops::load_video(
+                b, {.decode = {.select = ferry::frame_selection::uniform(s.frames),
+                               .resize = {s.resize.width, s.resize.height}}});
             return static_cast<std::uint64_t>(clip.frames());
         };
     } else {

@@ -95,13 +95,14 @@ std::vector<fs::path> make_clips(const config& c) {
 /// Frames/s of the ferry pipeline over all clips.
 double ferry_rate(const std::vector<fs::path>& paths, int threads, std::int64_t& frames) {
     const auto t0 = clock_type::now();
-    auto pipe = ferry::from(paths)
-                    .map(
-                        [](const fs::path& p) {
-                            return ferry::ops::load_video(p, {.resize = {side, side}}).frames();
-                        },
-                        {.concurrency = threads, .name = "load_video"})
-                    .build({.threads = threads});
+    auto pipe =
+        ferry::from(paths)
+            .map(
+                [](const fs::path& p) {
+                    return ferry::ops::load_video(p, {.decode = {.resize = {side, side}}}).frames();
+                },
+                {.concurrency = threads, .name = "load_video"})
+            .build({.threads = threads});
     frames = 0;
     for (int n : pipe) frames += n;
     return static_cast<double>(frames) / seconds_since(t0);
@@ -209,17 +210,17 @@ int main(int argc, char** argv) {
         for (int r = 0; r < c.reps; ++r) {
             v.push_back(calls_per_second(paths, 1, 1, [&](const fs::path& p) {
                 ferry::video_options opt = o;
-                if (random_start) opt.start = start(rng);
+                if (random_start) opt.demux.start = start(rng);
                 (void)ferry::ops::load_video(p, opt);
             }));
         }
         return 1.0 / median(v);
     };
-    const double all = per_clip({.resize = {side, side}}, false);
-    const double sampled =
-        per_clip({.select = ferry::frame_selection::clip(8, 4), .resize = {side, side}}, true);
-    const double uniform =
-        per_clip({.select = ferry::frame_selection::uniform(8), .resize = {side, side}}, false);
+    const double all = per_clip({.decode = {.resize = {side, side}}}, false);
+    const double sampled = per_clip(
+        {.decode = {.select = ferry::frame_selection::clip(8, 4), .resize = {side, side}}}, true);
+    const double uniform = per_clip(
+        {.decode = {.select = ferry::frame_selection::uniform(8), .resize = {side, side}}}, false);
     std::printf("\nper clip, 1 thread, resize to %dx%d (median of %d):\n\n", side, side, c.reps);
     std::printf("| selection | ms per clip | speed-up over all frames |\n|---|---:|---:|\n");
     std::printf("| all %d frames | %.1f | 1.0 |\n", c.seconds * fps, all * 1e3);

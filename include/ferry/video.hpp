@@ -66,8 +66,8 @@ class frame_selection {
     /// `np.linspace(0, T - 1, count).round()`); frames repeat when `count > T`.
     [[nodiscard]] static frame_selection uniform(int count);
     /// `count` frames `stride` apart from the window's first frame. With `load_video` and
-    /// `.start = t` this is "N frames at stride S starting at t": only the packets from the
-    /// keyframe before `t` to the last frame needed are read and decoded.
+    /// `.demux = {.start = t}` this is "N frames at stride S starting at t": only the packets from
+    /// the keyframe before `t` to the last frame needed are read and decoded.
     [[nodiscard]] static frame_selection clip(int count, int stride = 1);
 
     [[nodiscard]] kind mode() const noexcept { return kind_; }
@@ -96,7 +96,7 @@ struct demux_options {
     /// Window end in seconds (exclusive); none: to the end of the stream.
     std::optional<double> end{};
     /// Stop reading once this many frames at or after `start` are certain (0: no limit).
-    /// `load_video` sets it from the frame selection.
+    /// `load_video` derives it from the frame selection when left at 0.
     std::int64_t max_frames = 0;
     /// A read that delivers no data for this long fails with `ferry::io_error` (a stalled pipe
     /// or FIFO; FFmpeg's own loops are interrupted through an `AVIOInterruptCB`).
@@ -124,19 +124,24 @@ struct video_decode_options {
     std::uint64_t max_bytes = 4ULL << 30;
 };
 
-/// `load_video`'s options: the demux and the decode options in one.
+/// `load_video`'s options: the options of the two steps it runs, each exactly as `demux_video`
+/// and `decode_video` take them, so that a field means the same in all three calls.
+/// \code
+///   ferry::ops::load_video(path, {.demux = {.start = 3.5},
+///                                 .decode = {.select = ferry::frame_selection::clip(8, 4),
+///                                            .resize = {112, 112}}});
+/// \endcode
+/// Nested rather than one flat list of fields: every field is documented once, where it acts, a
+/// field either step gains is there for `load_video` too, and the braces say which step a field
+/// is for (a flat `{.select = s, .start = t}` does not compile: it is
+/// `{.demux = {.start = t}, .decode = {.select = s}}`). `demux.max_frames` left at 0
+/// (the default) is derived from `decode.select`, so the demuxer stops reading as soon as the
+/// selection's last frame is certain; set, it is used as given. The two `max_pixels` are the
+/// two steps' own limits (the stream's declared size, the decoded frames); both are 64 million
+/// pixels by default.
 struct video_options {
-    frame_selection select = frame_selection::all();
-    frame_format format = frame_format::rgb;
-    frame_size resize{};
-    scale_filter filter = scale_filter::bilinear;
-    int threads = 1;
-    int stream = -1;
-    double start = 0.0;
-    std::optional<double> end{};
-    std::chrono::milliseconds timeout{10'000};
-    std::uint64_t max_pixels = 64'000'000;
-    std::uint64_t max_bytes = 4ULL << 30;
+    demux_options demux{};
+    video_decode_options decode{};
 };
 
 namespace detail {
@@ -365,8 +370,9 @@ inline constexpr detail::decode_video_fn decode_video{};
 /// `demux_video` then `decode_video` in one call; the demuxer stops as soon as the selection's
 /// last frame is read.
 /// \code
-///   auto clip = ferry::ops::load_video(bytes, {.select = ferry::frame_selection::clip(8, 4),
-///                                              .resize = {112, 112}, .start = 3.5});
+///   auto clip = ferry::ops::load_video(
+///       bytes, {.demux = {.start = 3.5},
+///               .decode = {.select = ferry::frame_selection::clip(8, 4), .resize = {112, 112}}});
 /// \endcode
 inline constexpr detail::load_video_fn load_video{};
 

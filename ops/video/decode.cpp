@@ -403,35 +403,23 @@ video_clip decode_video_fn::operator()(const packets& pkts,
 
 namespace {
 
+/// The demux options with `max_frames` derived from the selection unless it is set.
 demux_options demux_part(const video_options& o) {
-    return {.stream = o.stream,
-            .start = o.start,
-            .end = o.end,
-            .max_frames = o.select.frames_needed(),
-            .timeout = o.timeout,
-            .max_pixels = o.max_pixels};
-}
-
-video_decode_options decode_part(const video_options& o) {
-    return {.select = o.select,
-            .format = o.format,
-            .resize = o.resize,
-            .filter = o.filter,
-            .threads = o.threads,
-            .max_pixels = o.max_pixels,
-            .max_bytes = o.max_bytes};
+    demux_options d = o.demux;
+    if (d.max_frames == 0) d.max_frames = o.decode.select.frames_needed();
+    return d;
 }
 
 }  // namespace
 
 video_clip load_video_fn::operator()(const std::filesystem::path& path,
                                      const video_options& options) const {
-    return decode_video(demux_video(path, demux_part(options)), decode_part(options));
+    return decode_video(demux_video(path, demux_part(options)), options.decode);
 }
 
 video_clip load_video_fn::operator()(std::span<const std::byte> data,
                                      const video_options& options) const {
-    return decode_video(demux_video(data, demux_part(options)), decode_part(options));
+    return decode_video(demux_video(data, demux_part(options)), options.decode);
 }
 
 }  // namespace detail

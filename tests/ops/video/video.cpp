@@ -86,8 +86,8 @@ BOOST_DATA_TEST_CASE(selects_specific_frames_in_the_requested_order, bdata::xran
                      i) {
     BOOST_TEST_CONTEXT(codec_names[i]) {
         const std::vector<std::int64_t> want{40, 3, 3, 26, 0, 49};
-        const auto clip = ferry::ops::load_video(video_file(codecs[i]),
-                                                 {.select = ferry::frame_selection::indices(want)});
+        const auto clip = ferry::ops::load_video(
+            video_file(codecs[i]), {.decode = {.select = ferry::frame_selection::indices(want)}});
         BOOST_TEST(frame_indices(clip) == (std::vector<int>{40, 3, 3, 26, 0, 49}),
                    boost::test_tools::per_element());
         BOOST_TEST(clip.indices() == want, boost::test_tools::per_element());
@@ -96,8 +96,8 @@ BOOST_DATA_TEST_CASE(selects_specific_frames_in_the_requested_order, bdata::xran
 
 // uniform(n) spreads n frames from the first to the last, like linspace.
 BOOST_AUTO_TEST_CASE(selects_n_frames_uniformly_from_first_to_last) {
-    const auto clip = ferry::ops::load_video(video_file(long_h264()),
-                                             {.select = ferry::frame_selection::uniform(8)});
+    const auto clip = ferry::ops::load_video(
+        video_file(long_h264()), {.decode = {.select = ferry::frame_selection::uniform(8)}});
     // round(i * 249 / 7)
     BOOST_TEST(frame_indices(clip) == (std::vector<int>{0, 36, 71, 107, 142, 178, 213, 249}),
                boost::test_tools::per_element());
@@ -106,8 +106,8 @@ BOOST_AUTO_TEST_CASE(selects_n_frames_uniformly_from_first_to_last) {
 // A clip of N frames at stride S from a timestamp starts at the frame shown at that time.
 BOOST_AUTO_TEST_CASE(clip_at_a_timestamp_starts_at_that_frame_with_the_stride) {
     const auto path = video_file(long_h264());
-    const auto clip =
-        ferry::ops::load_video(path, {.select = ferry::frame_selection::clip(8, 4), .start = 4.0});
+    const auto clip = ferry::ops::load_video(
+        path, {.demux = {.start = 4.0}, .decode = {.select = ferry::frame_selection::clip(8, 4)}});
     BOOST_TEST(frame_indices(clip) == iota(100, 8, 4), boost::test_tools::per_element());
     BOOST_TEST(clip.indices() == (std::vector<std::int64_t>{0, 4, 8, 12, 16, 20, 24, 28}),
                boost::test_tools::per_element());
@@ -127,6 +127,16 @@ BOOST_AUTO_TEST_CASE(clip_sampling_reads_only_the_packets_it_needs) {
     BOOST_TEST(some.size() >= 29U);
     BOOST_TEST(some.size() <= 60U);
     BOOST_TEST(some.bytes() < all.bytes() / 3);
+}
+
+// load_video derives the demuxer's max_frames from the selection only when it is left at 0: set,
+// it is used as given (here: the first frames of a 250-frame file, not all of them).
+BOOST_AUTO_TEST_CASE(load_video_uses_an_explicit_max_frames) {
+    const auto clip =
+        ferry::ops::load_video(video_file(long_h264()), {.demux = {.max_frames = 10}});
+    BOOST_TEST(clip.frames() >= 10);
+    BOOST_TEST(clip.frames() <= 40);  // B-frame reordering slack, as above
+    BOOST_TEST(frame_index(clip, 0) == 0);
 }
 
 // A time window [start, end) holds exactly the frames shown in it; indices count from its start.
@@ -159,7 +169,7 @@ BOOST_AUTO_TEST_CASE(packets_describe_their_stream) {
 BOOST_AUTO_TEST_CASE(resizes_and_converts_pixel_formats_while_decoding) {
     const auto path = video_file(codecs[0]);
     const auto sel = ferry::frame_selection::indices({7});
-    const auto rgb = ferry::ops::load_video(path, {.select = sel, .resize = {48, 40}});
+    const auto rgb = ferry::ops::load_video(path, {.decode = {.select = sel, .resize = {48, 40}}});
     BOOST_TEST(rgb.width() == 48);
     BOOST_TEST(rgb.height() == 40);
     BOOST_TEST(rgb.data().size() == 48U * 40 * 3);
@@ -168,12 +178,13 @@ BOOST_AUTO_TEST_CASE(resizes_and_converts_pixel_formats_while_decoding) {
     BOOST_TEST(rgb.at(0, 24, 36, 0) > 170);
     BOOST_TEST(rgb.at(0, 24, 36, 2) < 60);
     const auto bgr = ferry::ops::load_video(
-        path, {.select = sel, .format = ferry::frame_format::bgr, .resize = {48, 40}});
+        path, {.decode = {.select = sel, .format = ferry::frame_format::bgr, .resize = {48, 40}}});
     BOOST_TEST(bgr.at(0, 24, 36, 2) > 170);
     BOOST_TEST(bgr.at(0, 24, 36, 0) < 60);
-    const auto gray = ferry::ops::load_video(
-        path,
-        {.select = sel, .format = ferry::frame_format::gray, .filter = ferry::scale_filter::area});
+    const auto gray =
+        ferry::ops::load_video(path, {.decode = {.select = sel,
+                                                 .format = ferry::frame_format::gray,
+                                                 .filter = ferry::scale_filter::area}});
     BOOST_TEST(gray.channels() == 1);
     BOOST_TEST(gray.width() == 96);
     BOOST_TEST(gray.data().size() == 96U * 64);
@@ -184,8 +195,10 @@ BOOST_AUTO_TEST_CASE(resizes_and_converts_pixel_formats_while_decoding) {
 BOOST_AUTO_TEST_CASE(memory_and_path_sources_decode_alike) {
     const auto path = video_file(codecs[2]);
     const auto bytes = read_all(path);
-    const auto a = ferry::ops::load_video(path, {.select = ferry::frame_selection::uniform(5)});
-    const auto b = ferry::ops::load_video(bytes, {.select = ferry::frame_selection::uniform(5)});
+    const auto a =
+        ferry::ops::load_video(path, {.decode = {.select = ferry::frame_selection::uniform(5)}});
+    const auto b =
+        ferry::ops::load_video(bytes, {.decode = {.select = ferry::frame_selection::uniform(5)}});
     BOOST_TEST(a.frames() == 5);
     BOOST_TEST(std::equal(a.data().begin(), a.data().end(), b.data().begin(), b.data().end()));
     BOOST_TEST(ferry::ops::demux_video(bytes).source() == "<memory>");
@@ -195,8 +208,8 @@ BOOST_AUTO_TEST_CASE(memory_and_path_sources_decode_alike) {
 BOOST_AUTO_TEST_CASE(decoder_threads_give_the_same_frames) {
     const auto path = video_file(long_h264());
     const auto sel = ferry::frame_selection::indices({3, 60, 61, 200, 10});
-    const auto one = ferry::ops::load_video(path, {.select = sel, .threads = 1});
-    const auto three = ferry::ops::load_video(path, {.select = sel, .threads = 3});
+    const auto one = ferry::ops::load_video(path, {.decode = {.select = sel, .threads = 1}});
+    const auto three = ferry::ops::load_video(path, {.decode = {.select = sel, .threads = 3}});
     BOOST_TEST(frame_indices(three) == (std::vector<int>{3, 60, 61, 200, 10}),
                boost::test_tools::per_element());
     BOOST_TEST(
@@ -246,7 +259,7 @@ BOOST_AUTO_TEST_CASE(clip_copies_are_deep_and_moves_leave_it_empty) {
 // to_tensor moves the pixels from an rvalue (same storage) and copies from an lvalue.
 BOOST_AUTO_TEST_CASE(to_tensor_moves_pixels_from_an_rvalue) {
     auto clip = ferry::ops::load_video(video_file(codecs[0]),
-                                       {.select = ferry::frame_selection::clip(4, 2)});
+                                       {.decode = {.select = ferry::frame_selection::clip(4, 2)}});
     const ferry::tensor copy = clip.to_tensor();
     BOOST_TEST(copy.data() != static_cast<const void*>(clip.data().data()));
     const void* pixels = clip.data().data();
@@ -280,15 +293,15 @@ BOOST_AUTO_TEST_CASE(selection_past_the_end_is_an_invalid_argument) {
 BOOST_AUTO_TEST_CASE(loads_clips_in_a_pipeline_and_skips_bad_files) {
     std::vector<std::filesystem::path> paths{video_file(codecs[0]), video_file(codecs[1]),
                                              scratch("missing.mp4"), video_file(codecs[2])};
-    auto pipe =
-        ferry::from(paths)
-            .map(
-                [](const std::filesystem::path& p) {
-                    return ferry::ops::load_video(
-                        p, {.select = ferry::frame_selection::clip(4, 3), .resize = {32, 32}});
-                },
-                {.concurrency = 2, .name = "video", .on_error = ferry::skip})
-            .build({.threads = 2, .logger = [](ferry::log_level, std::string_view) {}});
+    auto pipe = ferry::from(paths)
+                    .map(
+                        [](const std::filesystem::path& p) {
+                            return ferry::ops::load_video(
+                                p, {.decode = {.select = ferry::frame_selection::clip(4, 3),
+                                               .resize = {32, 32}}});
+                        },
+                        {.concurrency = 2, .name = "video", .on_error = ferry::skip})
+                    .build({.threads = 2, .logger = [](ferry::log_level, std::string_view) {}});
     std::vector<int> firsts;
     for (const ferry::video_clip& clip : pipe) {
         BOOST_TEST(clip.frames() == 4);
@@ -346,7 +359,9 @@ BOOST_AUTO_TEST_CASE(absurd_declared_resolution_is_refused) {
                                       "(max_pixels)");
     // And a small limit refuses an ordinary clip.
     check_throws<ferry::decode_error>(
-        [] { (void)ferry::ops::load_video(video_file(codecs[0]), {.max_pixels = 1000}); },
+        [] {
+            (void)ferry::ops::load_video(video_file(codecs[0]), {.demux = {.max_pixels = 1000}});
+        },
         "over the limit");
 }
 
@@ -362,7 +377,10 @@ BOOST_AUTO_TEST_CASE(stalled_read_times_out_with_an_io_error) {
     BOOST_TEST_REQUIRE(::write(fd, bytes.data(), 3000) == 3000);
     const auto t0 = std::chrono::steady_clock::now();
     check_throws<ferry::io_error>(
-        [&] { (void)ferry::ops::load_video(fifo, {.timeout = std::chrono::milliseconds(300)}); },
+        [&] {
+            (void)ferry::ops::load_video(fifo,
+                                         {.demux = {.timeout = std::chrono::milliseconds(300)}});
+        },
         "stalled");
     const auto took = std::chrono::steady_clock::now() - t0;
     BOOST_TEST(took < std::chrono::seconds(5));
