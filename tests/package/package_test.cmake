@@ -4,11 +4,13 @@
 # CMake project that only knows `find_package(ferry)` — against that prefix. It tests whatever
 # this build is: static (the default) or shared (-DBUILD_SHARED_LIBS=ON), any build type.
 #
-# Six ctest entries chained by fixtures, so `ctest -R package.run` alone still runs them all:
+# Seven ctest entries chained by fixtures, so `ctest -R package.run` alone still runs them all:
 #   package.clean -> package.install -> package.configure -> package.build -> package.run
 #                                    -> package.links
+#                                    -> package.headers
 # package.links configures tests/package/links/, which fails when an installed library other
-# than ferry::ferry depends on the engine or on oneTBB.
+# than ferry::ferry depends on the engine or on oneTBB; package.headers compiles each installed
+# public header alone and fails on any TBB, FFmpeg, OpenCV, codec, curl, CUDA or DLPack include.
 
 set(_ferry_pkg_root "${PROJECT_BINARY_DIR}/package-test")
 set(_ferry_pkg_prefix "${_ferry_pkg_root}/prefix")
@@ -76,6 +78,10 @@ add_test(NAME package.links
           "-DFERRY_EXPECT_COMPONENTS=${_ferry_pkg_components}"
           -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
           -DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON)
+add_test(NAME package.headers
+  COMMAND ${CMAKE_COMMAND} "-DCXX=${CMAKE_CXX_COMPILER}"
+          "-DINCLUDE_DIR=${_ferry_pkg_prefix}/${CMAKE_INSTALL_INCLUDEDIR}"
+          -P "${CMAKE_CURRENT_LIST_DIR}/check_headers.cmake")
 add_test(NAME package.build
   COMMAND ${CMAKE_COMMAND} --build "${_ferry_pkg_build}" --config $<CONFIG>)
 add_test(NAME package.run
@@ -88,11 +94,11 @@ set_tests_properties(package.install PROPERTIES
   FIXTURES_REQUIRED ferry_pkg_clean FIXTURES_SETUP ferry_pkg_installed)
 set_tests_properties(package.configure PROPERTIES
   FIXTURES_REQUIRED ferry_pkg_installed FIXTURES_SETUP ferry_pkg_configured)
-set_tests_properties(package.links PROPERTIES
+set_tests_properties(package.links package.headers PROPERTIES
   FIXTURES_REQUIRED ferry_pkg_installed)
 set_tests_properties(package.build PROPERTIES
   FIXTURES_REQUIRED ferry_pkg_configured FIXTURES_SETUP ferry_pkg_built)
 set_tests_properties(package.run PROPERTIES
   FIXTURES_REQUIRED ferry_pkg_built)
-set_tests_properties(package.clean package.install package.configure package.links package.build
-  package.run PROPERTIES LABELS "package" TIMEOUT 300)
+set_tests_properties(package.clean package.install package.configure package.links
+  package.headers package.build package.run PROPERTIES LABELS "package" TIMEOUT 300)
