@@ -134,7 +134,7 @@ test_mode() {
     cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
         -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
     step "build build-shared/ (library only)"
-    cmake --build build-shared --parallel "$jobs" --target ferry ferry_image ferry_video ferry_cuda ferry_http
+    cmake --build build-shared --parallel "$jobs" --target ferry ferry_core ferry_image ferry_video ferry_cuda ferry_http
     step "ctest build-shared/ -L package"
     ctest --test-dir build-shared -L package --output-on-failure --no-tests=error
     done_parts+=("shared: package")
