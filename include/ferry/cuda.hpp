@@ -61,7 +61,11 @@ struct cuda_options {
     /// Device memory the caching allocator keeps cached while idle, at most. Blocks in use do not
     /// count; once batches are released they are reused without `cudaMalloc`.
     std::size_t device_cache_bytes = std::size_t{4} << 30;
-    /// Set: `u8` images become normalized `f32` on the device (see `cuda_normalize`).
+    /// Set: `u8` images become normalized `f32` on the device (see `cuda_normalize`). Every
+    /// `std` must be finite and non-zero and every `mean` finite (`build()` throws
+    /// `ferry::invalid_argument` otherwise, as the host's `ops::normalize` does). Tensors that
+    /// are already on the device are not copied and so not normalized: they pass through as
+    /// they are.
     std::optional<cuda_normalize> normalize{};
     /// True: tensors made in the stage right before `to_cuda()` with the default allocator (the
     /// batch `ops::collate` makes) are allocated in this transfer's pinned pool, so they are
@@ -98,7 +102,8 @@ class cuda_tensor {
     [[nodiscard]] const std::vector<std::int64_t>& shape() const noexcept {
         return tensor_.shape();
     }
-    /// Strides in elements; always contiguous (row-major).
+    /// Strides in elements: contiguous (row-major) for every tensor `to_cuda()` copied; a tensor
+    /// that was already on the device passes through with its own strides.
     [[nodiscard]] const std::vector<std::int64_t>& strides() const noexcept {
         return tensor_.strides();
     }
@@ -118,7 +123,12 @@ class cuda_tensor {
 
     /// Makes `consumer_stream` (a `cudaStream_t`; nullptr is the legacy default stream) wait for
     /// the copy, without blocking the host (`cudaStreamWaitEvent`), and remembers the stream so
-    /// that the memory is reused only after the work queued on it before the tensor is released.
+    /// that the memory is reused only after the work queued on it before the tensor is released:
+    /// an event is recorded on it then, from whichever thread releases the last copy. So the
+    /// stream must outlive the tensor (a block whose event cannot be recorded is never reused:
+    /// `pool_stats::blocks_abandoned`), and `cudaStreamPerThread` is refused with
+    /// `ferry::invalid_argument`: it names another stream on the releasing thread. Pass the
+    /// stream's own handle (or nullptr, or `cudaStreamLegacy`).
     void wait(void* consumer_stream) const;
     /// Blocks the calling thread until the copy has finished (`cudaEventSynchronize`). Assumes
     /// the data is then used on the legacy default stream (remembered as with `wait(nullptr)`).
@@ -233,6 +243,13 @@ struct pool_stats {
     std::size_t bytes_in_use = 0;      ///< held by live buffers now
     std::size_t bytes_cached = 0;      ///< idle blocks kept for reuse now (some may wait on events)
     std::size_t blocks_waiting = 0;    ///< idle blocks whose last use has not finished yet
+    /// Blocks never reused nor freed because no event could be recorded on a stream that used
+    /// them (a consumer stream destroyed before the tensor, a failing runtime): a leak is better
+    /// than a race.
+    std::uint64_t blocks_abandoned = 0;
+    /// Allocations that failed until the pool waited for its idle blocks' last uses and freed
+    /// them (out of memory while blocks were cached).
+    std::uint64_t retries_after_waiting = 0;
 };
 
 /// A caching allocator of pinned host or device memory. Steady state allocates nothing: a
@@ -245,8 +262,9 @@ class memory_pool {
     memory_pool(std::shared_ptr<backend> b, memory_kind kind, pool_options options = {});
 
     /// A buffer of at least `bytes` (its `device` says what memory it is). The memory returns
-    /// to the pool when the buffer's `owner` (every copy) is gone. Throws `ferry::error`
-    /// (`errc::cuda`) when the backend is out of memory even after the idle cache was freed.
+    /// to the pool when the buffer's `owner` (every copy) is gone. Out of memory, the pool frees
+    /// its idle blocks (waiting for the last use of those still in use on the GPU) and tries
+    /// again; throws `ferry::cuda_error` (`errc::cuda`) when that fails too.
     [[nodiscard]] buffer acquire(std::size_t bytes) const;
     /// `acquire` as a `ferry::allocator`, the hook of `ops::collate` and `tensor`:
     /// \code

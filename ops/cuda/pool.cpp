@@ -68,6 +68,18 @@ struct memory_pool::state : std::enable_shared_from_this<state> {
         return b.events.empty();
     }
 
+    /// Blocks the host until every idle block's last use has finished (out of memory only).
+    void wait_for_idle() noexcept {
+        for (auto& b : idle) {
+            for (void* e : b.events) {
+                try {
+                    be->synchronize_event(e);
+                } catch (...) {  // settled() below still sees it pending: the block stays
+                }
+            }
+        }
+    }
+
     /// Frees settled idle blocks, oldest first, until at most `keep` bytes stay cached.
     void shrink_to(std::size_t keep) {
         for (std::size_t i = 0; i < idle.size() && stats.bytes_cached > keep;) {
@@ -112,11 +124,22 @@ struct memory_pool::state : std::enable_shared_from_this<state> {
         // cudaHostAlloc and cudaMalloc are slow (they map pages); not under the lock.
         p = be->allocate(kind, size);
         if (p == nullptr) {
+            // Out of memory: free every idle block, waiting for the last uses of those the GPU
+            // still works with (a cache full of blocks that are only waiting must not fail an
+            // allocation), then try once more.
+            bool freed = false;
             {
                 std::lock_guard lock(mutex);
+                const std::size_t before = idle.size();
+                wait_for_idle();
                 shrink_to(0);
+                freed = idle.size() < before;
             }
             p = be->allocate(kind, size);
+            if (p != nullptr && freed) {
+                std::lock_guard lock(mutex);
+                ++stats.retries_after_waiting;
+            }
         }
         std::lock_guard lock(mutex);
         if (p == nullptr) {
@@ -168,12 +191,15 @@ struct memory_pool::state : std::enable_shared_from_this<state> {
                 if (!be->record(e, s)) {
                     // The CUDA runtime has unloaded (process exit): nothing can be reused or
                     // freed any more; the driver reclaims the memory.
+                    ++stats.blocks_abandoned;
                     return;
                 }
             }
         } catch (...) {
-            // Without an event there is no telling when the GPU is done with the block: never
-            // reuse it (a leak is better than a race), and keep going.
+            // Without an event there is no telling when the GPU is done with the block (a
+            // consumer stream destroyed first, a failing runtime): never reuse it (a leak is
+            // better than a race), count it, and keep going.
+            ++stats.blocks_abandoned;
             return;
         }
         stats.bytes_cached += b.size;

@@ -2,6 +2,8 @@
 /// \file
 /// The host side of `to_cuda()`: staging, copies, events and `cuda_tensor`. Plain C++ over
 /// `cuda::backend` (the CUDA runtime or a test's fake).
+#include <cmath>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -51,9 +53,15 @@ struct transfer_context::state {
                     std::to_string(n.mean.size()) + " and " + std::to_string(n.std.size()));
             }
             for (std::size_t c = 0; c < n.mean.size(); ++c) {
-                if (n.std[c] == 0.0F) {
+                // As the host's ops::normalize: a zero, NaN or infinite std gives no image.
+                if (n.std[c] == 0.0F || !std::isfinite(n.std[c])) {
                     throw invalid_argument("to_cuda: normalize std[" + std::to_string(c) +
-                                           "] is 0");
+                                           "] must be finite and non-zero, got " +
+                                           std::to_string(n.std[c]));
+                }
+                if (!std::isfinite(n.mean[c])) {
+                    throw invalid_argument("to_cuda: normalize mean[" + std::to_string(c) +
+                                           "] must be finite, got " + std::to_string(n.mean[c]));
                 }
                 scale.push_back(1.0F / (255.0F * n.std[c]));
                 shift.push_back(-n.mean[c] / n.std[c]);
@@ -161,61 +169,73 @@ cuda_tensor transfer_context::copy(const tensor& t) const {
     buffer raw = s.device_memory->acquire(bytes);
     s.device_memory->record_use(raw, s.stream);
     s.be->copy_to_device(raw.data, src.data(), bytes, s.stream);
+    // Everything after the copy is queued: the kernel, the events, the bookkeeping.
+    auto finish = [&]() -> cuda_tensor {
+        ferry::dtype out_type = src.dtype();
+        std::vector<std::int64_t> out_shape = src.shape();
+        buffer out = raw;
+        if (norm) {
+            const bool four = src.dim() == 4;
+            const std::int64_t n = four ? src.size(0) : 1;
+            const std::int64_t h = src.size(four ? 1 : 0);
+            const std::int64_t w = src.size(four ? 2 : 1);
+            const std::int64_t c = src.size(four ? 3 : 2);
+            const bool chw = s.options.normalize->chw;
+            out = s.device_memory->acquire(static_cast<std::size_t>(src.numel()) * sizeof(float));
+            s.device_memory->record_use(out, s.stream);
+            s.be->normalize(reinterpret_cast<float*>(out.data),
+                            reinterpret_cast<const std::uint8_t*>(raw.data), n, h, w, c,
+                            s.scale.data(), s.shift.data(), chw, s.stream);
+            out_type = dtype::f32;
+            out_shape =
+                chw ? std::vector<std::int64_t>{c, h, w} : std::vector<std::int64_t>{h, w, c};
+            if (four) out_shape.insert(out_shape.begin(), n);
+            // `raw` is released when this function returns: its reuse waits for the kernel.
+        }
 
-    ferry::dtype out_type = src.dtype();
-    std::vector<std::int64_t> out_shape = src.shape();
-    buffer out = raw;
-    if (norm) {
-        const bool four = src.dim() == 4;
-        const std::int64_t n = four ? src.size(0) : 1;
-        const std::int64_t h = src.size(four ? 1 : 0);
-        const std::int64_t w = src.size(four ? 2 : 1);
-        const std::int64_t c = src.size(four ? 3 : 2);
-        const bool chw = s.options.normalize->chw;
-        out = s.device_memory->acquire(static_cast<std::size_t>(src.numel()) * sizeof(float));
-        s.device_memory->record_use(out, s.stream);
-        s.be->normalize(reinterpret_cast<float*>(out.data),
-                        reinterpret_cast<const std::uint8_t*>(raw.data), n, h, w, c, s.scale.data(),
-                        s.shift.data(), chw, s.stream);
-        out_type = dtype::f32;
-        out_shape = chw ? std::vector<std::int64_t>{c, h, w} : std::vector<std::int64_t>{h, w, c};
-        if (four) out_shape.insert(out_shape.begin(), n);
-        // `raw` is released when this function returns: its reuse waits for the kernel.
-    }
+        void* ready = s.take_event();
+        void* source_done = nullptr;
+        try {
+            s.be->record(ready, s.stream);
+            source_done = s.take_event();
+            s.be->record(source_done, s.stream);
+        } catch (...) {
+            s.give_event(ready);
+            if (source_done != nullptr) s.give_event(source_done);
+            throw;
+        }
+        {
+            std::lock_guard lock(s.mutex);
+            s.in_flight.push_back({source_done, src.storage()});
+            ++s.stats.tensors;
+            s.stats.bytes += bytes;
+            if (direct) {
+                ++s.stats.direct_copies;
+            } else {
+                ++s.stats.staged_copies;
+                s.stats.staged_bytes += bytes;
+            }
+            if (norm) ++s.stats.normalized;
+            s.stats.in_flight = s.in_flight.size();
+        }
 
-    void* ready = s.take_event();
-    void* source_done = nullptr;
+        auto lease = std::make_shared<detail::cuda_lease>(out, ready, state_);
+        buffer view;
+        view.data = out.data;
+        view.size = out.size;
+        view.device = out.device;
+        view.owner = lease;
+        return cuda_tensor(tensor(std::move(view), out_type, std::move(out_shape)),
+                           std::move(lease));
+    };
     try {
-        s.be->record(ready, s.stream);
-        source_done = s.take_event();
-        s.be->record(source_done, s.stream);
+        return finish();
     } catch (...) {
-        s.give_event(ready);
-        if (source_done != nullptr) s.give_event(source_done);
+        // The copy is queued and reads `src` (a pinned staging block, or the caller's pinned
+        // tensor): nothing guards it yet, so let the stream finish before `src` can be reused.
+        s.be->synchronize_stream(s.stream);
         throw;
     }
-    {
-        std::lock_guard lock(s.mutex);
-        s.in_flight.push_back({source_done, src.storage()});
-        ++s.stats.tensors;
-        s.stats.bytes += bytes;
-        if (direct) {
-            ++s.stats.direct_copies;
-        } else {
-            ++s.stats.staged_copies;
-            s.stats.staged_bytes += bytes;
-        }
-        if (norm) ++s.stats.normalized;
-        s.stats.in_flight = s.in_flight.size();
-    }
-
-    auto lease = std::make_shared<detail::cuda_lease>(out, ready, state_);
-    buffer view;
-    view.data = out.data;
-    view.size = out.size;
-    view.device = out.device;
-    view.owner = lease;
-    return cuda_tensor(tensor(std::move(view), out_type, std::move(out_shape)), std::move(lease));
 }
 
 int transfer_context::device() const noexcept {
@@ -251,6 +271,15 @@ void* cuda_tensor::event() const noexcept {
 }
 
 void cuda_tensor::wait(void* consumer_stream) const {
+    // cudaStreamPerThread's handle (cuda_runtime_api.h): it means the calling thread's own
+    // stream, and the event that guards reuse is recorded on the thread that releases the tensor.
+    static void* const per_thread_stream = reinterpret_cast<void*>(std::uintptr_t{0x2});
+    if (consumer_stream == per_thread_stream) {
+        throw invalid_argument(
+            "cuda_tensor::wait: cudaStreamPerThread names another stream on each thread, and "
+            "ferry guards the memory's reuse from the thread that releases the tensor; pass a "
+            "stream of your own (cudaStreamCreate), nullptr or cudaStreamLegacy");
+    }
     if (!lease_) return;
     lease_->ctx->device_memory->record_use(lease_->block, consumer_stream);
     lease_->ctx->be->wait(consumer_stream, lease_->event);

@@ -25,10 +25,12 @@ class fake_backend final : public ferry::cuda::backend {
         const void* src;
         std::size_t bytes;
         void* stream;
+        bool done = false;  ///< the "GPU" has finished reading `src`
     };
     struct event {
         bool pending = false;
         void* stream = nullptr;
+        std::size_t copies_before = 0;  ///< copies queued when it was recorded
     };
 
     explicit fake_backend(int device = 0) : device_(device) {}
@@ -43,10 +45,15 @@ class fake_backend final : public ferry::cuda::backend {
     std::size_t memory_limit = SIZE_MAX;
     /// The next copy throws a `ferry::cuda_error`.
     bool fail_next_copy = false;
+    /// The next normalize launch throws a `ferry::cuda_error` (after its copy was queued).
+    bool fail_next_normalize = false;
+    /// Recording an event on this stream throws (a consumer stream destroyed before the tensor).
+    void* fail_record_on = nullptr;
 
     void complete_all() {
         std::lock_guard lock(mutex_);
         for (auto& e : events_) e->pending = false;
+        for (auto& c : copies_) c.done = true;
     }
 
     // --- what the tests read ---
@@ -73,6 +80,16 @@ class fake_backend final : public ferry::cuda::backend {
     std::vector<copy_record> copies() const {
         std::lock_guard lock(mutex_);
         return copies_;
+    }
+    /// Copies that read a source an earlier copy was still reading: host memory rewritten
+    /// under a transfer in flight (the race a pool must never allow).
+    int overwrites_in_flight() const {
+        std::lock_guard lock(mutex_);
+        return overwrites_;
+    }
+    int stream_synchronizations() const {
+        std::lock_guard lock(mutex_);
+        return stream_syncs_;
     }
     /// (stream, event) pairs passed to `wait`.
     std::vector<std::pair<void*, void*>> waits() const {
@@ -125,15 +142,22 @@ class fake_backend final : public ferry::cuda::backend {
     void destroy_event(void*) noexcept override {}  // freed with the fake
     bool record(void* e, void* stream) override {
         std::lock_guard lock(mutex_);
+        if (fail_record_on != nullptr && stream == fail_record_on) {
+            throw ferry::cuda_error(400, "fake cudaEventRecord failed: invalid resource handle");
+        }
         auto* ev = static_cast<event*>(e);
         ev->pending = !auto_complete;
         ev->stream = stream;
+        ev->copies_before = copies_.size();
         recorded_.push_back(stream);
+        if (auto_complete) finish_copies(*ev);
         return true;
     }
     bool completed(void* e) override {
         std::lock_guard lock(mutex_);
-        return !static_cast<event*>(e)->pending;
+        auto* ev = static_cast<event*>(e);
+        if (!ev->pending) finish_copies(*ev);
+        return !ev->pending;
     }
     void wait(void* stream, void* e) override {
         std::lock_guard lock(mutex_);
@@ -141,14 +165,28 @@ class fake_backend final : public ferry::cuda::backend {
     }
     void synchronize_event(void* e) override {
         std::lock_guard lock(mutex_);
-        static_cast<event*>(e)->pending = false;
+        auto* ev = static_cast<event*>(e);
+        ev->pending = false;
+        finish_copies(*ev);
     }
-    void synchronize_stream(void*) noexcept override {}
+    void synchronize_stream(void* stream) noexcept override {
+        std::lock_guard lock(mutex_);
+        ++stream_syncs_;
+        for (auto& e : events_) {
+            if (e->stream == stream) e->pending = false;
+        }
+        for (auto& c : copies_) {
+            if (c.stream == stream) c.done = true;
+        }
+    }
     void copy_to_device(void* dst, const void* src, std::size_t bytes, void* stream) override {
         std::lock_guard lock(mutex_);
         if (fail_next_copy) {
             fail_next_copy = false;
             throw ferry::cuda_error(999, "fake cudaMemcpyAsync failed");
+        }
+        for (const auto& c : copies_) {
+            if (!c.done && c.src == src) ++overwrites_;
         }
         std::memcpy(dst, src, bytes);
         copies_.push_back({dst, src, bytes, stream});
@@ -156,6 +194,13 @@ class fake_backend final : public ferry::cuda::backend {
     void normalize(float* dst, const std::uint8_t* src, std::int64_t n, std::int64_t h,
                    std::int64_t w, std::int64_t c, const float* scale, const float* shift, bool chw,
                    void*) override {
+        {
+            std::lock_guard lock(mutex_);
+            if (fail_next_normalize) {
+                fail_next_normalize = false;
+                throw ferry::cuda_error(998, "fake normalize kernel launch failed");
+            }
+        }
         const std::int64_t hw = h * w;
         for (std::int64_t i = 0; i < n; ++i) {
             for (std::int64_t p = 0; p < hw; ++p) {
@@ -170,6 +215,12 @@ class fake_backend final : public ferry::cuda::backend {
 
   private:
     static std::size_t index(ferry::cuda::memory_kind k) { return static_cast<std::size_t>(k); }
+    /// A completed event: the copies queued on its stream before it have finished too.
+    void finish_copies(const event& ev) {
+        for (std::size_t i = 0; i < ev.copies_before && i < copies_.size(); ++i) {
+            if (copies_[i].stream == ev.stream) copies_[i].done = true;
+        }
+    }
     struct allocation {
         ferry::cuda::memory_kind kind;
         std::size_t bytes;
@@ -186,6 +237,8 @@ class fake_backend final : public ferry::cuda::backend {
     std::vector<copy_record> copies_;
     std::vector<std::pair<void*, void*>> waits_;
     std::vector<void*> recorded_;
+    int overwrites_ = 0;
+    int stream_syncs_ = 0;
 };
 
 }  // namespace ferry_test

@@ -3,6 +3,7 @@
 /// cuda::memory_pool's bookkeeping on the fake backend (label `cuda`, every machine): reuse,
 /// bounded allocation, events gating reuse, the cache limit, out of memory, threads.
 #include <boost/test/unit_test.hpp>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -215,6 +216,46 @@ BOOST_AUTO_TEST_CASE(concurrent_acquire_and_release_stay_consistent) {
     BOOST_TEST(s.bytes_in_use == 0U);
     BOOST_TEST(s.acquires == 2000U);
     BOOST_TEST(be->allocations(memory_kind::device) <= 12);  // at most 3 sizes x 4 threads
+}
+
+// Out of memory while the cache holds blocks the GPU is still using: the pool waits for their
+// last use, frees them and retries, instead of failing an allocation that fits.
+BOOST_AUTO_TEST_CASE(out_of_memory_waits_for_busy_cached_blocks_then_retries) {
+    auto be = std::make_shared<fake_backend>();
+    be->memory_limit = std::size_t{3} << 20;
+    be->auto_complete = false;  // the block's last use stays pending until waited for
+    void* const stream = reinterpret_cast<void*>(std::uintptr_t{0x77});
+    memory_pool pool(be, memory_kind::device);
+    {
+        ferry::buffer busy = pool.acquire(std::size_t{2} << 20);
+        pool.record_use(busy, stream);
+    }
+    BOOST_TEST(pool.stats().blocks_waiting == 1U);
+    ferry::buffer a = pool.acquire(std::size_t{3} << 20);  // fits only once `busy` is freed
+    BOOST_TEST(a.size == (std::size_t{3} << 20));
+    BOOST_TEST(be->frees(memory_kind::device) == 1);
+    BOOST_TEST(pool.stats().retries_after_waiting == 1U);
+    BOOST_TEST(pool.stats().bytes_cached == 0U);
+}
+
+// A block whose release cannot record its event (its consumer stream was destroyed first) is
+// never handed out again, and the pool says so.
+BOOST_AUTO_TEST_CASE(a_block_without_an_event_is_abandoned_not_reused) {
+    auto be = std::make_shared<fake_backend>();
+    void* const gone = reinterpret_cast<void*>(std::uintptr_t{0x99});
+    be->fail_record_on = gone;
+    memory_pool pool(be, memory_kind::device);
+    void* first = nullptr;
+    {
+        ferry::buffer b = pool.acquire(4096);
+        first = b.data;
+        pool.record_use(b, gone);
+    }
+    BOOST_TEST(pool.stats().blocks_abandoned == 1U);
+    BOOST_TEST(pool.stats().bytes_cached == 0U);
+    ferry::buffer next = pool.acquire(4096);
+    BOOST_TEST(static_cast<void*>(next.data) != first);
+    BOOST_TEST(be->allocations(memory_kind::device) == 2);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

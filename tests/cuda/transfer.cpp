@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -289,6 +291,87 @@ BOOST_AUTO_TEST_CASE(dlpack_export_is_kdlcuda_and_waits_for_the_copy) {
     BOOST_TEST(ctx.device_memory().stats().bytes_in_use == 0U);
     BOOST_TEST(ctx.copy(iota_u8({2, 3})).data() == block);
     BOOST_TEST(ctx.copy(iota_u8({2, 3})).describe() == "cuda_tensor(u8, [2, 3], cuda:2)");
+}
+
+// A failure after the copy is queued (here the normalize launch) must not hand the staging
+// block the copy reads back to the pool unguarded: the next copy would rewrite it mid-transfer.
+BOOST_AUTO_TEST_CASE(a_failure_after_the_copy_is_queued_never_frees_its_source_early) {
+    auto be = std::make_shared<fake_backend>();
+    be->auto_complete = false;  // the "GPU" finishes nothing by itself
+    ferry::cuda::transfer_context ctx({.normalize = ferry::cuda_normalize{}, .backend = be});
+    const ferry::tensor image = iota_u8({2, 4, 4, 3});
+    be->fail_next_normalize = true;
+    try {
+        (void)ctx.copy(image);
+        BOOST_FAIL("expected cuda_error");
+    } catch (const ferry::cuda_error& e) {
+        BOOST_TEST(e.native_code() == 998);
+    }
+    const ferry::cuda_tensor d = ctx.copy(image);
+    BOOST_TEST(be->copies().size() == 2U);
+    BOOST_TEST(be->overwrites_in_flight() == 0);
+    BOOST_TEST((d.dtype() == ferry::dtype::f32));
+}
+
+// The device path refuses the normalize constants the host's ops::normalize refuses (a zero,
+// NaN or infinite std) and a mean that is not finite, naming the channel.
+BOOST_AUTO_TEST_CASE(normalize_refuses_constants_the_host_refuses) {
+    auto be = std::make_shared<fake_backend>();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    auto message = [&](std::vector<float> mean, std::vector<float> sd) -> std::string {
+        try {
+            ferry::cuda::transfer_context ctx(
+                {.normalize = ferry::cuda_normalize{.mean = std::move(mean), .std = std::move(sd)},
+                 .backend = be});
+        } catch (const ferry::invalid_argument& e) {
+            return e.what();
+        }
+        return "(accepted)";
+    };
+    BOOST_TEST(message({0.5F, 0.5F}, {0.2F, nan})
+                   .starts_with("to_cuda: normalize std[1] must be finite and non-zero"));
+    BOOST_TEST(message({0.5F}, {inf})
+                   .starts_with("to_cuda: normalize std[0] must be finite and non-zero"));
+    BOOST_TEST(message({0.5F}, {0.0F})
+                   .starts_with("to_cuda: normalize std[0] must be finite and non-zero"));
+    BOOST_TEST(message({nan}, {0.5F}).starts_with("to_cuda: normalize mean[0] must be finite"));
+    BOOST_TEST(message({0.5F}, {0.25F}) == "(accepted)");
+}
+
+// cudaStreamPerThread names another stream on the thread that releases the tensor, where the
+// event guarding reuse is recorded: wait() refuses it with a message saying what to pass.
+BOOST_AUTO_TEST_CASE(wait_refuses_the_per_thread_default_stream) {
+    auto be = std::make_shared<fake_backend>();
+    ferry::cuda::transfer_context ctx({.backend = be});
+    const ferry::cuda_tensor d = ctx.copy(iota_u8({64}));
+    try {
+        d.wait(reinterpret_cast<void*>(std::uintptr_t{0x2}));  // cudaStreamPerThread
+        BOOST_FAIL("expected invalid_argument");
+    } catch (const ferry::invalid_argument& e) {
+        BOOST_TEST(std::string(e.what()).find("cudaStreamPerThread") != std::string::npos);
+    }
+    BOOST_TEST(be->waits().empty());
+    d.wait(nullptr);  // the legacy default stream is one stream for every thread
+    BOOST_TEST(be->waits().size() == 1U);
+}
+
+// The rule for tensors already on the device: no copy, so no normalize and no new layout: they
+// pass through as they are, strides included.
+BOOST_AUTO_TEST_CASE(device_tensors_pass_through_unnormalized_with_their_strides) {
+    auto be = std::make_shared<fake_backend>();
+    ferry::cuda::transfer_context ctx({.normalize = ferry::cuda_normalize{}, .backend = be});
+    ferry::buffer dev = ferry::allocate_host(4 * 4 * 3);
+    dev.device = {ferry::device_kind::cuda, 0};
+    // A 4x2x3 view of every other column of a 4x4x3 u8 image on the device.
+    const ferry::tensor view(dev, ferry::dtype::u8, {4, 2, 3}, {12, 6, 1});
+    const ferry::cuda_tensor d = ctx.copy(view);
+    BOOST_TEST((d.dtype() == ferry::dtype::u8));
+    BOOST_TEST(d.shape() == view.shape());
+    BOOST_TEST(d.strides() == view.strides());
+    BOOST_TEST(d.data() == static_cast<void*>(dev.data));
+    BOOST_TEST(ctx.stats().normalized == 0U);
+    BOOST_TEST(be->copies().empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
