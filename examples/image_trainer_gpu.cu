@@ -27,16 +27,15 @@ static_assert(sizeof(int) == sizeof(std::int32_t), "labels travel as int32");
 void check(cudaError_t e, const char* call) {
     if (e != cudaSuccess) {
         throw ferry::cuda_error(static_cast<int>(e), std::string("gpu_mlp: ") + call +
-                                                               " failed: " + cudaGetErrorName(e) +
-                                                               ": " + cudaGetErrorString(e));
+                                                         " failed: " + cudaGetErrorName(e) + ": " +
+                                                         cudaGetErrorString(e));
     }
 }
 
 void check(cublasStatus_t s, const char* call) {
     if (s != CUBLAS_STATUS_SUCCESS) {
-        throw ferry::cuda_error(0, std::string("gpu_mlp: ") + call +
-                                             " failed: " + cublasGetStatusName(s) + ": " +
-                                             cublasGetStatusString(s));
+        throw ferry::cuda_error(0, std::string("gpu_mlp: ") + call + " failed: " +
+                                       cublasGetStatusName(s) + ": " + cublasGetStatusString(s));
     }
 }
 
@@ -312,14 +311,21 @@ gpu_mlp::gpu_mlp(const mlp& init, int device) : state_(std::make_unique<state>()
     for (const auto* v : {&init.w1, &init.b1, &init.w2, &init.b2}) {
         host.insert(host.end(), v->begin(), v->end());
     }
-    check(cudaMemcpy(s.params.get(), host.data(), total * sizeof(float), cudaMemcpyHostToDevice),
-          "cudaMemcpy (weights)");
+    // Uploads go on the model's own stream and are waited for: cudaMemcpy from pageable memory
+    // may return before its DMA lands, ordered only on the legacy default stream, which the
+    // non-blocking stream the kernels read on does not wait for.
+    check(cudaMemcpyAsync(s.params.get(), host.data(), total * sizeof(float),
+                          cudaMemcpyHostToDevice, s.stream),
+          "cudaMemcpyAsync (weights)");
+    check(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize (weights)");
     host.clear();
     for (const auto* v : {&init.v_w1, &init.v_b1, &init.v_w2, &init.v_b2}) {
         host.insert(host.end(), v->begin(), v->end());
     }
-    check(cudaMemcpy(s.velocity.get(), host.data(), total * sizeof(float), cudaMemcpyHostToDevice),
-          "cudaMemcpy (momentum)");
+    check(cudaMemcpyAsync(s.velocity.get(), host.data(), total * sizeof(float),
+                          cudaMemcpyHostToDevice, s.stream),
+          "cudaMemcpyAsync (momentum)");
+    check(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize (momentum)");
     check(cudaMemsetAsync(s.loss_sum.get(), 0, sizeof(double), s.stream), "cudaMemsetAsync");
     check(cudaMemsetAsync(s.correct.get(), 0, 2 * sizeof(unsigned long long), s.stream),
           "cudaMemsetAsync");
@@ -432,10 +438,14 @@ void gpu_mlp::set_test_set(std::span<const float> x, std::span<const std::int32_
     s.test_y = device_array<std::int32_t>(labels.size());
     s.test_n = labels.size();
     if (s.test_n == 0) return;
-    check(cudaMemcpy(s.test_x.get(), x.data(), x.size_bytes(), cudaMemcpyHostToDevice),
-          "cudaMemcpy (test images)");
-    check(cudaMemcpy(s.test_y.get(), labels.data(), labels.size_bytes(), cudaMemcpyHostToDevice),
-          "cudaMemcpy (test labels)");
+    // On the model's stream, then waited for (as the weights in the constructor).
+    check(
+        cudaMemcpyAsync(s.test_x.get(), x.data(), x.size_bytes(), cudaMemcpyHostToDevice, s.stream),
+        "cudaMemcpyAsync (test images)");
+    check(cudaMemcpyAsync(s.test_y.get(), labels.data(), labels.size_bytes(),
+                          cudaMemcpyHostToDevice, s.stream),
+          "cudaMemcpyAsync (test labels)");
+    check(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize (test set)");
 }
 
 std::size_t gpu_mlp::test_correct() {

@@ -41,9 +41,12 @@ template <class T>
 class device_copy {
   public:
     explicit device_copy(const std::vector<T>& host) {
+        // Waited for: a cudaMemcpy from pageable memory may return before its DMA lands, and the
+        // model reads the batch on a non-blocking stream that does not wait for it.
         if (cudaMalloc(&p_, host.size() * sizeof(T)) != cudaSuccess ||
             cudaMemcpy(p_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice) !=
-                cudaSuccess) {
+                cudaSuccess ||
+            cudaDeviceSynchronize() != cudaSuccess) {
             throw std::runtime_error("gpu_model_check: cannot copy a batch to the device");
         }
     }
