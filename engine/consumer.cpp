@@ -106,12 +106,19 @@ bool pipeline_runtime::next(any_value& out) {
                     flush_consumer_credits();
                 }
                 return true;
-            case msg_kind::end:
+            case msg_kind::end: {
                 consumer_credits_ += m->credits;
                 consumer_release(m);
                 flush_consumer_credits();
+                // Most items failed: the epoch ends with an error, not as a short success.
+                const std::exception_ptr failed = epoch_failure();
                 finish_epoch();
+                if (failed) {
+                    fatal_ = failed;
+                    std::rethrow_exception(fatal_);
+                }
                 return false;
+            }
             case msg_kind::error:
                 fatal_ = m->error;
                 abort_epoch_locked();

@@ -4,27 +4,45 @@
 
 #include "io_pool.hpp"
 
+#include "ferry/error.hpp"
 #include "trace.hpp"
 
 namespace ferry::detail {
 
 io_pool::io_pool(int n, span_log* spans, const std::string& name) {
     threads_.reserve(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) {
-        threads_.emplace_back([this, spans, label = name + " #" + std::to_string(i + 1)] {
-            if (spans != nullptr) spans->name_thread(label);
-            run();
-        });
+    try {
+        for (int i = 0; i < n; ++i) {
+            threads_.emplace_back([this, spans, label = name + " #" + std::to_string(i + 1)] {
+                if (spans != nullptr) spans->name_thread(label);
+                run();
+            });
+        }
+    } catch (const std::exception& e) {
+        // The threads already started must be joined (a joinable std::thread destroyed
+        // terminates the process), and the caller gets an error it can act on.
+        const std::size_t started = threads_.size();
+        close_and_join();
+        throw error(errc::invalid_argument, "stage '" + name.substr(name.find(' ') + 1) +
+                                                "': could not start " + std::to_string(n) +
+                                                " I/O threads (started " + std::to_string(started) +
+                                                "): " + e.what());
     }
 }
 
-io_pool::~io_pool() {
+void io_pool::close_and_join() noexcept {
     {
         std::lock_guard lock(mutex_);
         closing_ = true;
     }
     cv_.notify_all();
-    for (auto& t : threads_) t.join();
+    for (auto& t : threads_) {
+        if (t.joinable()) t.join();
+    }
+}
+
+io_pool::~io_pool() {
+    close_and_join();
 }
 
 void io_pool::submit(job j) {

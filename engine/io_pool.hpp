@@ -37,6 +37,7 @@ class io_pool {
 
   private:
     void run();
+    void close_and_join() noexcept;
 
     std::mutex mutex_;
     std::condition_variable cv_;

@@ -110,7 +110,12 @@ void pipeline_runtime::sample() {
         // An I/O stage's calls wait in its pool's queue after they have "arrived".
         std::int64_t queued = upstream - arrived;
         if (st.pool) queued += static_cast<std::int64_t>(st.pool->waiting());
-        record(st.counters, st.concurrency, queued, static_cast<int>(active), queued_upstream);
+        // A compute stage runs on the arena's threads: with more slots than threads it can use
+        // only `threads` of them at once, and is judged against those.
+        const int slots = st.io || st.spec.kind == stage_kind::map_async
+                              ? st.concurrency
+                              : std::min(st.concurrency, plan_.threads);
+        record(st.counters, slots, queued, static_cast<int>(active), queued_upstream);
         queued_upstream = queued_upstream || queued > 0;
         upstream = static_cast<std::int64_t>(st.counters.sum(&counter_shard::emitted));
     }

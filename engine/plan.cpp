@@ -54,6 +54,13 @@ stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
         throw invalid_argument("stage '" + st.name + "': concurrency must be at least 1, got " +
                                std::to_string(st.concurrency));
     }
+    if (st.concurrency > max_concurrency) {
+        throw invalid_argument("stage '" + st.name + "': concurrency " +
+                               std::to_string(st.concurrency) + " is more than " +
+                               std::to_string(max_concurrency) +
+                               " (an I/O stage has a thread per slot; use map_async for many "
+                               "requests outstanding)");
+    }
     const bool wants_io = st.spec.options.executor == executor::io;
     st.io = wants_io && (st.spec.kind == stage_kind::map || st.spec.kind == stage_kind::filter ||
                          st.spec.kind == stage_kind::flat_map);
@@ -68,6 +75,15 @@ stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
     }
     if (st.spec.options.on_error.attempts < 1) {
         throw invalid_argument("stage '" + st.name + "': retry attempts must be at least 1");
+    }
+    const double rate = st.spec.options.max_failure_rate;
+    if (!(rate >= 0.0 && rate <= 1.0)) {
+        throw invalid_argument("stage '" + st.name + "': max_failure_rate must be in [0, 1], got " +
+                               std::to_string(rate));
+    }
+    if (rate > 0 && st.spec.options.failure_window == 0) {
+        throw invalid_argument("stage '" + st.name +
+                               "': failure_window must be at least 1 with a max_failure_rate");
     }
     // Once a stage gives up order, every renumbering point after it does too.
     if (!st.spec.options.ordered) ordered = false;
@@ -103,6 +119,19 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
     if (options.threads < 0) {
         throw invalid_argument("threads must be 0 (default) or positive, got " +
                                std::to_string(options.threads));
+    }
+    if (options.threads > max_threads) {
+        throw invalid_argument("threads = " + std::to_string(options.threads) + " is more than " +
+                               std::to_string(max_threads) + " (this machine has " +
+                               std::to_string(hw) + " hardware threads)");
+    }
+    if (!(options.max_epoch_failure_rate >= 0.0 && options.max_epoch_failure_rate <= 1.0)) {
+        throw invalid_argument("max_epoch_failure_rate must be in [0, 1] (1 = off), got " +
+                               std::to_string(options.max_epoch_failure_rate));
+    }
+    if (options.in_flight > max_in_flight) {
+        throw invalid_argument("in_flight = " + std::to_string(options.in_flight) +
+                               " is more than " + std::to_string(max_in_flight));
     }
     // The default leaves half the machine to the training loop (the "noisy neighbour").
     plan.threads = options.threads > 0 ? options.threads : std::max(1, hw / 2);

@@ -14,6 +14,13 @@
 
 namespace ferry::detail {
 
+/// Sane bounds, beyond which `make_plan` refuses the options (`ferry::invalid_argument`) rather
+/// than failing to create threads later (from a thread, where nothing can catch it).
+inline constexpr int max_threads = 1024;      ///< `pipeline_options::threads`
+inline constexpr int max_concurrency = 4096;  ///< `stage_options::concurrency`
+inline constexpr std::size_t max_in_flight = std::size_t{1}
+                                             << 24;  ///< `pipeline_options::in_flight`
+
 /// One stage as the engine runs it: its spec and what the plan decided about it.
 struct stage_plan {
     stage_spec spec;

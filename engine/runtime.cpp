@@ -5,6 +5,8 @@
 
 #include "runtime.hpp"
 
+#include <map>
+
 #include "worker_budget.hpp"
 
 namespace ferry::detail {
@@ -16,6 +18,10 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     for (auto& p : plan_.stages) {
         auto& st = stages_.emplace_back(std::move(p));
         if (st.renumbers()) st.seq = std::make_unique<sequencer>(st.ordered);
+        if (st.spec.options.max_failure_rate > 0) {
+            st.window = std::make_unique<stage_runtime::failure_window>();
+            st.window->failed.assign(st.spec.options.failure_window, 0);
+        }
     }
     plan_.stages.clear();  // the stage_runtimes own the callables now
     output_seq_ = std::make_unique<sequencer>(plan_.output_ordered);
@@ -120,6 +126,8 @@ void pipeline_runtime::start_epoch() {
     awaiting_first_ = true;
     admission_.set_limit(starting_ ? plan_.first_output_items : plan_.in_flight);
     ledger_.epochs.fetch_add(1, std::memory_order_relaxed);
+    epoch_produced_base_ = ledger_.produced.load();
+    epoch_failed_base_ = ledger_.failed.load();
     epoch_start_ = clock::now().time_since_epoch().count();
     epoch_running_ = true;
     monitor_cv_.notify_one();
@@ -209,6 +217,42 @@ void pipeline_runtime::stop() noexcept {
         if (epoch_running_) graph_->cancel();
         control_mutex_.unlock();
     }
+}
+
+std::exception_ptr pipeline_runtime::epoch_failure() const {
+    const double limit = opts_.max_epoch_failure_rate;
+    if (!(limit < 1.0)) return nullptr;
+    const auto produced = ledger_.produced.load() - epoch_produced_base_;
+    const auto failed = ledger_.failed.load() - epoch_failed_base_;
+    if (produced == 0 || static_cast<double>(failed) <= limit * static_cast<double>(produced)) {
+        return nullptr;
+    }
+    // Name the stage most of them failed in, and its last message.
+    std::string where;
+    std::string last;
+    {
+        std::map<std::string, std::uint64_t> by_stage;
+        for (const auto& f : ledger_.failures()) {
+            if (f.epoch != epoch_.load()) continue;
+            by_stage[f.stage] += f.items;
+            last = "stage '" + f.stage + "' on item " + std::to_string(f.item) + ": " + f.message;
+        }
+        std::uint64_t most = 0;
+        for (const auto& [stage, n] : by_stage) {
+            if (n > most) {
+                most = n;
+                where = "; most in stage '" + stage + "' (" + std::to_string(n) + ")";
+            }
+        }
+    }
+    const auto percent = [](double f) { return std::to_string(static_cast<int>(f * 100 + 0.5)); };
+    return std::make_exception_ptr(
+        error(errc::stage_failed,
+              "epoch " + std::to_string(epoch_.load()) + ": " + std::to_string(failed) + " of " +
+                  std::to_string(produced) + " items failed (" +
+                  percent(static_cast<double>(failed) / static_cast<double>(produced)) +
+                  "%), more than max_epoch_failure_rate = " + percent(limit) + "%" + where +
+                  (last.empty() ? "" : "; the last: " + last) + " (see pipeline::failures())"));
 }
 
 std::unique_ptr<runtime> compile(pipeline_spec spec, pipeline_options options) {

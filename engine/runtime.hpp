@@ -85,6 +85,16 @@ struct stage_runtime : stage_plan {
     std::deque<msg> async_waiting;
     int async_running = 0;
 
+    /// The outcomes of the stage's last `failure_window` items, when it has a `max_failure_rate`.
+    struct failure_window {
+        std::mutex mutex;
+        std::vector<std::uint8_t> failed;  ///< a ring: 1 for a failed item
+        std::size_t next = 0;
+        std::size_t seen = 0;      ///< items in the ring (up to its size)
+        std::size_t failures = 0;  ///< failed items in the ring
+    };
+    std::unique_ptr<failure_window> window;  ///< null without a rate budget
+
     // Renumbering state (touched only by the stage's serial node).
     std::unique_ptr<sequencer> seq;
     std::vector<msg> batch_items;
@@ -113,6 +123,13 @@ class pipeline_runtime final : public runtime {
     void poll_later(std::function<bool(any_value&)> try_take,
                     std::function<void(any_value*, std::exception_ptr)> done);
     [[nodiscard]] bool aborting() const noexcept { return aborting_; }
+    /// Counts one outcome of `st` in its failure window (a stage with `max_failure_rate` only).
+    /// Returns the failed items in the window when it is full and over the rate, else 0.
+    std::size_t note_outcome(stage_runtime& st, bool failed) noexcept;
+    /// The same, only for a success, and only where a window exists (a pointer test per item).
+    void note_success(stage_runtime& st) noexcept {
+        if (st.window) (void)note_outcome(st, false);
+    }
 
   private:
     // graph.cpp
@@ -195,6 +212,9 @@ class pipeline_runtime final : public runtime {
     void finish_epoch();
     void abort_epoch_locked() noexcept;
     void cancel_for_stop() noexcept;
+    /// At an epoch's end: the error to throw when more than `max_epoch_failure_rate` of its items
+    /// failed, else null.
+    [[nodiscard]] std::exception_ptr epoch_failure() const;
 
     // monitor.cpp
     void monitor_loop();
@@ -256,6 +276,9 @@ class pipeline_runtime final : public runtime {
     std::atomic<std::uint64_t> epoch_{0};
     std::atomic<clock::rep> epoch_start_{0};  ///< steady_clock ticks
     std::atomic<std::int64_t> elapsed_ns_{0};
+    /// The ledger's produced and failed counts when the epoch started (consumer thread only).
+    std::uint64_t epoch_produced_base_ = 0;
+    std::uint64_t epoch_failed_base_ = 0;
 
     // Pipeline-level samples: was the in-flight limit reached?
     mutable std::mutex sample_mutex_;

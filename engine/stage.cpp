@@ -48,6 +48,25 @@ bool worth_retrying(const error_policy& policy, const std::exception_ptr& err) n
 
 }  // namespace
 
+std::size_t pipeline_runtime::note_outcome(stage_runtime& st, bool failed) noexcept {
+    auto& w = *st.window;
+    const std::size_t size = w.failed.size();
+    if (size == 0) return 0;
+    std::lock_guard lock(w.mutex);
+    if (w.seen == size) {
+        w.failures -= w.failed[w.next];
+    } else {
+        ++w.seen;
+    }
+    w.failed[w.next] = failed ? 1 : 0;
+    w.failures += failed ? 1 : 0;
+    w.next = (w.next + 1) % size;
+    const bool over =
+        w.seen == size && static_cast<double>(w.failures) >
+                              st.spec.options.max_failure_rate * static_cast<double>(size);
+    return over ? w.failures : 0;
+}
+
 void pipeline_runtime::record_failure(const std::string& stage, std::uint64_t item,
                                       std::uint64_t items, const std::exception_ptr& cause,
                                       const std::string& text, log_level level,
@@ -109,9 +128,11 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
         count_filtered(m, w);
         m->value.reset();
         m->kind = msg_kind::gap;
+        note_success(st);
         return;
     }
     if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::out);
+    note_success(st);
 }
 
 void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause) {
@@ -127,6 +148,16 @@ void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_
             fail = true;
             reason = "failure budget of " + std::to_string(options.max_failures) +
                      " exhausted; last error: " + text;
+        }
+    }
+    if (st.window) {
+        const std::size_t over = note_outcome(st, true);
+        if (!fail && over > 0) {
+            fail = true;
+            reason = "failure rate budget of " +
+                     std::to_string(static_cast<int>(options.max_failure_rate * 100 + 0.5)) +
+                     "% exhausted (" + std::to_string(over) + " of the last " +
+                     std::to_string(options.failure_window) + " items failed); last error: " + text;
         }
     }
     const std::uint64_t items = std::max<std::uint64_t>(1, m->items);

@@ -54,8 +54,9 @@ std::string pipeline_stats::bottleneck() const {
 
 std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
     char line[512];
-    std::snprintf(line, sizeof line, "%-16s %-9s %4s %9s %9s %6s %6s %9s %9s %9s %5s %7s %7s %6s\n",
-                  "stage", "kind", "conc", "in", "out", "failed", "filtrd", "mean", "p50", "p99",
+    std::snprintf(line, sizeof line,
+                  "%-16s %-9s %4s %9s %9s %6s %6s %6s %9s %9s %9s %5s %7s %7s %6s\n", "stage",
+                  "kind", "conc", "in", "out", "failed", "retry", "filtrd", "mean", "p50", "p99",
                   "util", "starved", "backpr", "queue");
     os << line;
     for (const auto& r : s.stages) {
@@ -64,13 +65,13 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
         std::string name = r.name.size() > 16 ? r.name.substr(0, 15) + "~" : r.name;
         std::snprintf(
             line, sizeof line,
-            "%-16s %-9s %4s %9llu %9llu %6llu %6llu %9s %9s %9s %5s %7s %7s %6.1f\n", name.c_str(),
-            r.kind.c_str(), conc, static_cast<unsigned long long>(r.items_in),
+            "%-16s %-9s %4s %9llu %9llu %6llu %6llu %6llu %9s %9s %9s %5s %7s %7s %6.1f\n",
+            name.c_str(), r.kind.c_str(), conc, static_cast<unsigned long long>(r.items_in),
             static_cast<unsigned long long>(r.items_out), static_cast<unsigned long long>(r.failed),
-            static_cast<unsigned long long>(r.filtered), duration_text(r.task_mean).c_str(),
-            duration_text(r.task_p50).c_str(), duration_text(r.task_p99).c_str(),
-            percent(r.utilization).c_str(), percent(r.starved).c_str(),
-            percent(r.backpressured).c_str(), r.queue_mean);
+            static_cast<unsigned long long>(r.retries), static_cast<unsigned long long>(r.filtered),
+            duration_text(r.task_mean).c_str(), duration_text(r.task_p50).c_str(),
+            duration_text(r.task_p99).c_str(), percent(r.utilization).c_str(),
+            percent(r.starved).c_str(), percent(r.backpressured).c_str(), r.queue_mean);
         os << line;
     }
     const double secs = static_cast<double>(s.elapsed.count()) / 1e9;

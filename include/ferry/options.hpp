@@ -98,6 +98,16 @@ struct stage_options {
     bool ordered = true;
     /// `ferry::compute` (default) or `ferry::io` for blocking calls.
     ferry::executor executor = ferry::executor::compute;
+    /// With `skip` (or retry-then-skip): a budget as a rate. Once the stage has seen
+    /// `failure_window` items, a failure that leaves more than this fraction of its last
+    /// `failure_window` items failed fails the pipeline (a `stage_error` saying so). Judged
+    /// only over a full window, so a few early failures do not end a run. 0 = no rate budget.
+    /// \code
+    ///   .map(fetch, {.concurrency = 16, .on_error = ferry::skip, .max_failure_rate = 0.2})
+    /// \endcode
+    double max_failure_rate = 0;
+    /// The items `max_failure_rate` is judged over.
+    std::size_t failure_window = 100;
 };
 
 /// Options of `batch(n, {...})`.
@@ -143,6 +153,11 @@ struct pipeline_options {
     /// consumer, up to this many spans (about 24 bytes each; later ones are counted as dropped),
     /// for `pipeline::write_trace`. 0: off, nothing recorded. Costs a lock per call.
     std::size_t trace_spans = 0;
+    /// An epoch in which more than this fraction of the source items failed (skipped by their
+    /// stages' error policies) does not end normally: the iterator throws `ferry::error`
+    /// (`errc::stage_failed`) saying how many failed and where, and the pipeline stays failed.
+    /// A dead server must not look like a short, successful epoch. 1 = off.
+    double max_epoch_failure_rate = 0.5;
 };
 
 }  // namespace ferry
