@@ -102,3 +102,6 @@ set_tests_properties(package.run PROPERTIES
   FIXTURES_REQUIRED ferry_pkg_built)
 set_tests_properties(package.clean package.install package.configure package.links
   package.headers package.build package.run PROPERTIES LABELS "package" TIMEOUT 300)
+
+include(${CMAKE_CURRENT_LIST_DIR}/pkgconfig.cmake)  # pkg-config: .pc files, plain command lines
+include(${CMAKE_CURRENT_LIST_DIR}/deb.cmake)        # cpack -G DEB: Depends and contents
