@@ -31,8 +31,8 @@ int main() {
     const std::vector<std::int64_t> want = {4, 16, 36, 64, 100, 144, 196, 256, 324, 400};
     const ferry::pipeline_stats stats = pipe.stats();
     if (got != want || batches != 3 || stats.produced != 20 || stats.delivered != 10) {
-        std::fprintf(stderr, "ferry test package: FAILED (%zu values in %zu batches)\n",
-                     got.size(), batches);
+        std::fprintf(stderr, "ferry test package: FAILED (%zu values in %zu batches)\n", got.size(),
+                     batches);
         return 1;
     }
     std::printf("ferry test package: ferry %s OK (%zu values in %zu batches)\n", ferry::version,
