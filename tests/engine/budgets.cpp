@@ -172,19 +172,22 @@ BOOST_AUTO_TEST_CASE(options_beyond_sane_bounds_are_refused_at_build) {
 // A CPU-bound stage with more slots than threads is judged against the threads it can use: on
 // 2 threads with concurrency 4 it is busy all the time, and the stats name it the bottleneck.
 BOOST_AUTO_TEST_CASE(an_oversubscribed_stage_is_judged_by_the_threads_it_can_use) {
-    auto p = ferry::from(iota(600))
+    // Every item admitted at once, so that the stage always has work queued and the verdict
+    // does not hang on how soon a busy machine schedules the source and the consumer.
+    auto p = ferry::from(iota(120))
                  .map(
                      [](int x) {
-                         spin(1000);
+                         spin(5000);
                          return x;
                      },
                      {.concurrency = 4, .name = "spin"})
-                 .build({.threads = 2});
-    BOOST_TEST(drain(p).size() == 600U);
+                 .build({.threads = 2, .in_flight = 120, .fast_start = false});
+    BOOST_TEST(drain(p).size() == 120U);
     const auto s = p.stats();
     std::ostringstream table;
     table << s;
-    BOOST_TEST(row_named_util(s, "spin") > 0.7, table.str());
+    // Judged against its 4 slots it could never pass 50% (2 threads run at most 2 calls).
+    BOOST_TEST(row_named_util(s, "spin") > 0.5, table.str());
     BOOST_TEST(s.bottleneck() == "spin", table.str());
 }
 
