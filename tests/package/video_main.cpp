@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <ferry/error.hpp>
 #include <ferry/video.hpp>
 
 namespace {
