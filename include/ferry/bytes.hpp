@@ -9,13 +9,14 @@
 #include <string_view>
 
 #include "ferry/detail/owned_buffer.hpp"
+#include "ferry/export.hpp"
 #include "ferry/tensor.hpp"
 
 namespace ferry {
 
 /// An owning, contiguous block of bytes: what `read_file` returns and `decode_image` reads.
 /// Converts to `std::span<const std::byte>`. Copies copy the bytes; moves are free.
-class bytes {
+class FERRY_API bytes {
   public:
     bytes() = default;
     /// `size` uninitialised bytes.
@@ -48,7 +49,7 @@ class bytes {
 
 namespace ops {
 namespace detail {
-struct read_file_fn {
+struct FERRY_API read_file_fn {
     bytes operator()(const std::filesystem::path& path) const;
 };
 }  // namespace detail

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "ferry/export.hpp"
 #include "ferry/tensor.hpp"
 
 namespace ferry {
@@ -23,7 +24,7 @@ namespace detail {
 /// One function object for both kinds of batch, so that `map(ferry::ops::collate)` works on
 /// either. The tensor overload lives in `ferry::core` (every ferry library links it); the image
 /// overload in `ferry::image`, with `ferry::image` itself (`#include <ferry/image.hpp>`).
-struct collate_fn {
+struct FERRY_API collate_fn {
     tensor operator()(std::vector<image> images, const collate_options& options = {}) const;
     tensor operator()(std::vector<tensor> tensors, const collate_options& options = {}) const;
 };

@@ -27,6 +27,7 @@
 #include "ferry/builder.hpp"
 #include "ferry/detail/spec.hpp"
 #include "ferry/error.hpp"
+#include "ferry/export.hpp"
 #include "ferry/tensor.hpp"
 
 namespace ferry {
@@ -91,7 +92,7 @@ struct cuda_lease;
 /// memory returns to the transfer's caching allocator, to be reused once the work queued on
 /// every stream passed to `wait()` has finished. Safe to destroy after the CUDA runtime has
 /// unloaded (at process exit): the memory is then left to the driver.
-class cuda_tensor {
+class FERRY_API cuda_tensor {
   public:
     cuda_tensor() = default;
     /// Wraps device memory; `lease` carries the event and the pool (see `cuda::transfer_context`).
@@ -156,7 +157,7 @@ class cuda_tensor {
 
 /// A CUDA runtime call failed: `errc::cuda`, with the runtime's own error code (a `cudaError_t`)
 /// and a message naming the call, the device and the runtime's description.
-class cuda_error : public error {
+class FERRY_API cuda_error : public error {
   public:
     cuda_error(int native_code, const std::string& what)
         : error(errc::cuda, what), native_code_(native_code) {}
@@ -171,10 +172,10 @@ namespace cuda {
 
 /// Number of CUDA devices usable by this process: 0 when there is no driver, no device, or ferry
 /// was built without CUDA. Never throws.
-[[nodiscard]] int device_count() noexcept;
+[[nodiscard]] FERRY_API int device_count() noexcept;
 
 /// True when ferry was built with CUDA (`FERRY_CUDA`); `device_count()` may still be 0.
-[[nodiscard]] bool built_with_cuda() noexcept;
+[[nodiscard]] FERRY_API bool built_with_cuda() noexcept;
 
 /// Which memory a pool hands out.
 enum class memory_kind : std::uint8_t {
@@ -186,7 +187,7 @@ enum class memory_kind : std::uint8_t {
 /// their bookkeeping (reuse, events gating reuse, staging) is testable without a GPU. Streams and
 /// events are opaque handles (`cudaStream_t`, `cudaEvent_t` for the real runtime). Every call may
 /// come from any thread.
-class backend {
+class FERRY_API backend {
   public:
     virtual ~backend() = default;
     /// The device ordinal the memory, streams and events belong to.
@@ -223,7 +224,7 @@ class backend {
 /// The CUDA runtime on `device`. Throws `ferry::error` (`errc::cuda`) whose message starts with
 /// "no CUDA device: " when there is no usable device or `device` is out of range, and "ferry was
 /// built without CUDA" when it was.
-[[nodiscard]] std::shared_ptr<backend> runtime_backend(int device = 0);
+[[nodiscard]] FERRY_API std::shared_ptr<backend> runtime_backend(int device = 0);
 
 /// Options of a `memory_pool`.
 struct pool_options {
@@ -257,7 +258,7 @@ struct pool_stats {
 /// but only once the GPU work recorded against it (`record_use`) has finished.
 ///
 /// A handle: copies share the pool. Buffers keep the pool alive.
-class memory_pool {
+class FERRY_API memory_pool {
   public:
     memory_pool(std::shared_ptr<backend> b, memory_kind kind, pool_options options = {});
 
@@ -290,7 +291,7 @@ class memory_pool {
 
 /// A pool of pinned host memory on the CUDA runtime: collate batches into it and `to_cuda()`
 /// copies them to the device directly, without a staging copy. Throws as `runtime_backend`.
-class pinned_pool : public memory_pool {
+class FERRY_API pinned_pool : public memory_pool {
   public:
     explicit pinned_pool(pool_options options = {})
         : memory_pool(runtime_backend(options.device), memory_kind::pinned_host, options) {}
@@ -310,7 +311,7 @@ struct transfer_stats {
 /// The state one `to_cuda()` stage shares across its calls: the backend, a copy stream, the
 /// pinned staging pool and the caching device allocator. Made by `build()`; what a
 /// `cuda_transfer<T>` specialization copies its tensors with.
-class transfer_context {
+class FERRY_API transfer_context {
   public:
     /// Throws `ferry::error` (`errc::cuda`, "no CUDA device: ...") when the device is missing.
     explicit transfer_context(cuda_options options);

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "ferry/export.hpp"
+
 namespace ferry {
 
 /// The small, fixed set of error codes every `ferry::error` carries.
@@ -22,10 +24,10 @@ enum class errc : std::uint8_t {
 };
 
 /// The name of an error code, e.g. `"stage_failed"`.
-[[nodiscard]] const char* to_string(errc code) noexcept;
+[[nodiscard]] FERRY_API const char* to_string(errc code) noexcept;
 
 /// Root of every exception ferry throws: a `std::runtime_error` with an `errc` code.
-class error : public std::runtime_error {
+class FERRY_API error : public std::runtime_error {
   public:
     /// `transient()` follows the code: true for `io` and `cuda`, false for the others.
     error(errc code, const std::string& what)
@@ -45,7 +47,7 @@ class error : public std::runtime_error {
 };
 
 /// Storage could not be read: missing file, permission, short read, stalled read.
-class io_error : public error {
+class FERRY_API io_error : public error {
   public:
     /// `transient`: whether reading again might succeed (default true; false for a missing
     /// file, a permission, a directory, ...).
@@ -54,13 +56,13 @@ class io_error : public error {
 };
 
 /// Media bytes could not be decoded: corrupt, truncated, unsupported, over a size limit.
-class decode_error : public error {
+class FERRY_API decode_error : public error {
   public:
     explicit decode_error(const std::string& what) : error(errc::decode, what) {}
 };
 
 /// Options or input that cannot work, e.g. `batch(0)` or an `in_flight` too small for a batch.
-class invalid_argument : public error {
+class FERRY_API invalid_argument : public error {
   public:
     explicit invalid_argument(const std::string& what) : error(errc::invalid_argument, what) {}
 };
@@ -75,7 +77,7 @@ class invalid_argument : public error {
 ///       std::cerr << e.stage() << " " << e.item() << ": " << e.cause() << '\n';
 ///   }
 /// \endcode
-class stage_error : public error, public std::nested_exception {
+class FERRY_API stage_error : public error, public std::nested_exception {
   public:
     /// Must be constructed inside a catch block: it captures the current exception as the cause.
     stage_error(std::string stage, std::uint64_t item, std::uint64_t items, std::string cause,
@@ -105,14 +107,14 @@ class stage_error : public error, public std::nested_exception {
 /// The default test of `ferry::retry`: whether a failed call is worth another attempt.
 /// `e.transient()` for a `ferry::error` (a `stage_error`: its nested cause's); true for any other
 /// exception, whose type says nothing about it.
-[[nodiscard]] bool is_transient(const std::exception& e) noexcept;
+[[nodiscard]] FERRY_API bool is_transient(const std::exception& e) noexcept;
 
 /// Whether an `errno` value from a read describes a failure that can pass (EIO, EINTR, EAGAIN,
 /// ETIMEDOUT, ESTALE, ENOMEM, EMFILE, ...) rather than one that will not (ENOENT, EACCES, EPERM,
 /// EISDIR, ENOTDIR, ELOOP, ENAMETOOLONG, EINVAL, ...). For `io_error`s of your own reads.
-[[nodiscard]] bool transient_errno(int err) noexcept;
+[[nodiscard]] FERRY_API bool transient_errno(int err) noexcept;
 
 /// The message of any exception pointer (`what()` for std::exception, a fixed text otherwise).
-[[nodiscard]] std::string describe(const std::exception_ptr& e);
+[[nodiscard]] FERRY_API std::string describe(const std::exception_ptr& e);
 
 }  // namespace ferry

@@ -14,6 +14,7 @@
 
 #include "ferry/bytes.hpp"
 #include "ferry/error.hpp"
+#include "ferry/export.hpp"
 
 namespace ferry {
 
@@ -58,7 +59,7 @@ struct http_options {
 /// body over `max_bytes`, a redirect not followed, a malformed or unsupported URL, a TLS
 /// certificate that does not verify, a `file://` that cannot be read — so `ferry::retry` does not
 /// ask a server three times for a file it does not have.
-class http_error : public io_error {
+class FERRY_API http_error : public io_error {
   public:
     http_error(std::string url, int status, const std::string& what)
         : http_error(std::move(url), status, what, transient_status(status)) {}
@@ -84,7 +85,7 @@ class http_error : public io_error {
 
 namespace ops {
 namespace detail {
-struct read_url_fn {
+struct FERRY_API read_url_fn {
     bytes operator()(std::string_view url, const http_options& options = {}) const;
 };
 }  // namespace detail

@@ -17,6 +17,7 @@
 #include "ferry/bytes.hpp"
 #include "ferry/collate.hpp"
 #include "ferry/detail/owned_buffer.hpp"
+#include "ferry/export.hpp"
 #include "ferry/tensor.hpp"
 
 namespace ferry {
@@ -30,9 +31,9 @@ enum class pixel_format : std::uint8_t {
 };
 
 /// Channels of `f` (3, 3, 1, 4).
-[[nodiscard]] int channels_of(pixel_format f) noexcept;
+[[nodiscard]] FERRY_API int channels_of(pixel_format f) noexcept;
 /// The name of `f`, e.g. `"rgb"`.
-[[nodiscard]] const char* to_string(pixel_format f) noexcept;
+[[nodiscard]] FERRY_API const char* to_string(pixel_format f) noexcept;
 
 /// A width and a height in pixels.
 struct image_size {
@@ -43,7 +44,7 @@ struct image_size {
 
 /// An 8-bit image: `height() x width() x channels()` bytes, row-major, channels interleaved
 /// (HWC), rows packed (no padding). Owns its pixels; copies copy them, moves are free.
-class image {
+class FERRY_API image {
   public:
     image() = default;
     /// An image with uninitialised pixels. Throws `ferry::invalid_argument` on a non-positive
@@ -211,13 +212,13 @@ struct decode_random_resized_crop_options {
 
 namespace ops {
 namespace detail {
-struct decode_image_fn {
+struct FERRY_API decode_image_fn {
     image operator()(std::span<const std::byte> data, const decode_options& options = {}) const;
 };
-struct horizontal_flip_fn {
+struct FERRY_API horizontal_flip_fn {
     image operator()(const image& img) const;
 };
-struct to_tensor_fn {
+struct FERRY_API to_tensor_fn {
     tensor operator()(image&& img) const;
     tensor operator()(const image& img) const;
 };
@@ -225,7 +226,7 @@ struct to_tensor_fn {
 
 /// Reads the format, size, channels and EXIF orientation from an image's header. Throws
 /// `ferry::decode_error` when the bytes are not a supported image or the header is damaged.
-[[nodiscard]] image_info probe_image(std::span<const std::byte> data);
+[[nodiscard]] FERRY_API image_info probe_image(std::span<const std::byte> data);
 
 /// Decodes JPEG (baseline, progressive, grayscale, CMYK), PNG (1–16-bit, palette, gray, alpha),
 /// WebP (lossy and lossless) and BMP (1/4/8-bit palette, 16/24/32-bit; alpha only from a V4+
@@ -240,8 +241,8 @@ inline constexpr detail::decode_image_fn decode_image{};
 
 /// Resizes to `width x height` (bilinear by default; `interpolation::area` to antialias a
 /// strong downscale). Throws `ferry::invalid_argument` on a non-positive size.
-[[nodiscard]] image resize(const image& img, int width, int height,
-                           interpolation interp = interpolation::bilinear);
+[[nodiscard]] FERRY_API image resize(const image& img, int width, int height,
+                                     interpolation interp = interpolation::bilinear);
 
 /// How many threads OpenCV may use inside one image op (`cv::setNumThreads(n)`, process-wide;
 /// 0 or 1: on the calling thread only). By default the first image op that calls OpenCV sets 1:
@@ -249,31 +250,31 @@ inline constexpr detail::decode_image_fn decode_image{};
 /// loops on top of that (TBB, sized to the machine) cost CPU and wake-ups without adding
 /// throughput (the perf/compare job: 8% less CPU, 8% more images/s on 2 cores). Call this
 /// before the first image op to choose otherwise (`cv::getNumThreads()` tells what is set).
-void set_opencv_threads(int n);
+FERRY_API void set_opencv_threads(int n);
 
 /// The `width x height` rectangle at `box`. Throws `ferry::invalid_argument` when the box does
 /// not lie inside the image.
-[[nodiscard]] image crop(const image& img, const crop_box& box);
+[[nodiscard]] FERRY_API image crop(const image& img, const crop_box& box);
 
 /// The central `width x height` region, as torchvision's CenterCrop: the offset is
 /// `(size - crop) / 2` rounded half to even; where the image is smaller than the crop it is
 /// padded with zeros, `(crop - size) / 2` (rounded down) before it.
-[[nodiscard]] image center_crop(const image& img, int width, int height);
+[[nodiscard]] FERRY_API image center_crop(const image& img, int width, int height);
 
 /// The rectangle torchvision's RandomResizedCrop would pick for an image of `size`, drawn from
 /// `rng`: up to 10 tries for an area in `scale` and a ratio in `ratio` that fits, else a
 /// central crop at the nearest allowed ratio. Same generator state, same box.
-[[nodiscard]] crop_box random_resized_crop_box(image_size size, std::mt19937_64& rng,
-                                               const random_resized_crop_options& options = {});
+[[nodiscard]] FERRY_API crop_box random_resized_crop_box(
+    image_size size, std::mt19937_64& rng, const random_resized_crop_options& options = {});
 
 /// A random crop (see `random_resized_crop_box`) resized to `width x height`.
 /// \code
 ///   std::mt19937_64 rng(seed ^ item_index);        // same seed, same crop
 ///   auto out = ferry::ops::random_resized_crop(img, 224, 224, rng);
 /// \endcode
-[[nodiscard]] image random_resized_crop(const image& img, int width, int height,
-                                        std::mt19937_64& rng,
-                                        const random_resized_crop_options& options = {});
+[[nodiscard]] FERRY_API image random_resized_crop(const image& img, int width, int height,
+                                                  std::mt19937_64& rng,
+                                                  const random_resized_crop_options& options = {});
 
 /// `random_resized_crop(decode_image(data), width, height, rng, ...)` in one step that decodes
 /// only what the crop needs: the box is drawn from the header's size (after EXIF orientation)
@@ -293,7 +294,7 @@ void set_opencv_threads(int n);
 ///   std::mt19937_64 rng(seed ^ item_index);
 ///   auto out = ferry::ops::decode_random_resized_crop(bytes, 224, 224, rng);
 /// \endcode
-[[nodiscard]] image decode_random_resized_crop(
+[[nodiscard]] FERRY_API image decode_random_resized_crop(
     std::span<const std::byte> data, int width, int height, std::mt19937_64& rng,
     const decode_random_resized_crop_options& options = {});
 
@@ -304,7 +305,7 @@ inline constexpr detail::horizontal_flip_fn horizontal_flip{};
 /// `.chw = false`). Throws `ferry::invalid_argument` when `mean` or `std` do not have one
 /// entry per channel, or a `std` entry is 0. With mean 0 and std 1 this is torchvision's
 /// ToTensor.
-[[nodiscard]] tensor normalize(const image& img, const normalize_options& options = {});
+[[nodiscard]] FERRY_API tensor normalize(const image& img, const normalize_options& options = {});
 
 /// The image as a `u8` H x W x C tensor: no copy from an rvalue (the pixels move), one copy
 /// from an lvalue.

@@ -11,11 +11,13 @@
 #include <string>
 #include <string_view>
 
+#include "ferry/export.hpp"
+
 namespace ferry {
 
 struct pipeline_stats;
 
-bool is_transient(const std::exception& e) noexcept;  // ferry/error.hpp
+FERRY_API bool is_transient(const std::exception& e) noexcept;  // ferry/error.hpp
 
 /// Which failures `ferry::retry` tries again: a plain function (a lambda without captures
 /// converts to one).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ferry/error.hpp"
+#include "ferry/export.hpp"
 
 namespace ferry {
 
@@ -44,7 +45,7 @@ struct stage_stats {
 /// Whole-pipeline counters. Invariant: `produced == delivered + filtered + failed + cancelled`,
 /// counted in source items (a batch of 32 delivered counts 32). `cancelled` is non-zero only for
 /// epochs that were stopped early.
-struct pipeline_stats {
+struct FERRY_API pipeline_stats {
     std::vector<stage_stats> stages;
     std::uint64_t produced = 0;
     std::uint64_t delivered = 0;
@@ -73,7 +74,7 @@ struct pipeline_stats {
 };
 
 /// Prints the per-stage table and a bottleneck line.
-std::ostream& operator<<(std::ostream& os, const pipeline_stats& s);
+FERRY_API std::ostream& operator<<(std::ostream& os, const pipeline_stats& s);
 
 /// One failed item: which stage, which source item, why.
 struct failure {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "ferry/export.hpp"
+
 struct DLManagedTensor;  // <dlpack/dlpack.h>; only the implementation includes it
 
 namespace ferry {
@@ -20,9 +22,9 @@ namespace ferry {
 enum class dtype : std::uint8_t { u8, i8, u16, i16, i32, i64, f16, f32, f64 };
 
 /// Bytes per element of `t` (e.g. 4 for `dtype::f32`).
-[[nodiscard]] std::size_t size_of(dtype t) noexcept;
+[[nodiscard]] FERRY_API std::size_t size_of(dtype t) noexcept;
 /// The name of `t`, e.g. `"u8"`, `"f32"`.
-[[nodiscard]] const char* to_string(dtype t) noexcept;
+[[nodiscard]] FERRY_API const char* to_string(dtype t) noexcept;
 
 /// Where memory lives.
 enum class device_kind : std::uint8_t {
@@ -69,27 +71,27 @@ using allocator = std::function<buffer(std::size_t bytes)>;
 /// unless set); over it, the least recently freed blocks give their pages back to the kernel
 /// first. Builds with AddressSanitizer take blocks from the heap and do not recycle unless a
 /// limit is set (so that a use after free is still caught).
-[[nodiscard]] buffer allocate_host(std::size_t bytes);
+[[nodiscard]] FERRY_API buffer allocate_host(std::size_t bytes);
 
 /// Sets how many bytes of freed host blocks `allocate_host` may keep for reuse (0 = none), and
 /// frees what is cached beyond it. Returns the previous limit. Thread-safe.
-std::size_t set_host_cache_limit(std::size_t bytes) noexcept;
+FERRY_API std::size_t set_host_cache_limit(std::size_t bytes) noexcept;
 
 /// The bytes of freed host blocks `allocate_host` may keep for reuse.
-[[nodiscard]] std::size_t host_cache_limit() noexcept;
+[[nodiscard]] FERRY_API std::size_t host_cache_limit() noexcept;
 
 /// The bytes of freed host blocks held for reuse now.
-[[nodiscard]] std::size_t host_cache_bytes() noexcept;
+[[nodiscard]] FERRY_API std::size_t host_cache_bytes() noexcept;
 
 /// The allocator that a tensor made with an empty `allocator` uses on the calling thread: empty
 /// (the heap, `allocate_host`) except while a stage that feeds `to_cuda()` runs, where ferry sets
 /// it to that transfer's pinned pool, so that the batch is built where the copy to the GPU reads
 /// it (one host copy, not two). See `cuda_options::pinned_batches`.
-[[nodiscard]] const allocator& default_tensor_allocator() noexcept;
+[[nodiscard]] FERRY_API const allocator& default_tensor_allocator() noexcept;
 
 /// Sets `default_tensor_allocator()` on this thread until destroyed, then puts the previous one
 /// back. For engines and tests; ferry sets it itself around the stage before `to_cuda()`.
-class scoped_tensor_allocator {
+class FERRY_API scoped_tensor_allocator {
   public:
     explicit scoped_tensor_allocator(const allocator& alloc) noexcept;
     ~scoped_tensor_allocator();
@@ -104,7 +106,7 @@ class scoped_tensor_allocator {
 ///
 /// Copying a tensor shares its storage (as in PyTorch); `clone()` copies the elements.
 /// A default-constructed tensor is empty (no dimensions, no storage).
-class tensor {
+class FERRY_API tensor {
   public:
     tensor() = default;
 

@@ -4,10 +4,10 @@
 #pragma once
 
 #define FERRY_VERSION_MAJOR 0
-#define FERRY_VERSION_MINOR 1
+#define FERRY_VERSION_MINOR 2
 #define FERRY_VERSION_PATCH 0
 
 namespace ferry {
 /// "MAJOR.MINOR.PATCH"
-inline constexpr const char* version = "0.1.0";
+inline constexpr const char* version = "0.2.0";
 }  // namespace ferry

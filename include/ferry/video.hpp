@@ -18,6 +18,7 @@
 
 #include "ferry/bytes.hpp"
 #include "ferry/detail/owned_buffer.hpp"
+#include "ferry/export.hpp"
 #include "ferry/tensor.hpp"
 
 namespace ferry {
@@ -31,9 +32,9 @@ enum class frame_format : std::uint8_t {
 };
 
 /// Channels of `f` (3, 3, 1).
-[[nodiscard]] int channels_of(frame_format f) noexcept;
+[[nodiscard]] FERRY_API int channels_of(frame_format f) noexcept;
 /// The name of `f`, e.g. `"rgb"`.
-[[nodiscard]] const char* to_string(frame_format f) noexcept;
+[[nodiscard]] FERRY_API const char* to_string(frame_format f) noexcept;
 
 /// A width and a height in pixels for video frames; `{0, 0}` means "as stored".
 struct frame_size {
@@ -54,7 +55,7 @@ enum class scale_filter : std::uint8_t { nearest, bilinear, bicubic, area, lancz
 ///   frame_selection::uniform(8)             // 8 frames spread over the clip, first and last
 ///   frame_selection::clip(8, 4)             // frames 0, 4, 8, ..., 28 of the window
 /// \endcode
-class frame_selection {
+class FERRY_API frame_selection {
   public:
     enum class kind : std::uint8_t { all, indices, uniform, clip };
 
@@ -150,7 +151,7 @@ struct packets_state;
 
 /// The compressed packets of one video stream (a window of it) and what decoding them needs.
 /// Copies share the (immutable) packets; moves are free. Made by `demux_video`.
-class packets {
+class FERRY_API packets {
   public:
     packets() = default;
     explicit packets(std::shared_ptr<const detail::packets_state> state) noexcept
@@ -183,7 +184,7 @@ class packets {
 
 /// Decoded video frames: uint8, `frames() x height() x width() x channels()`, contiguous and
 /// packed (THWC). Owns its pixels: copies copy them, moves are free.
-class video_clip {
+class FERRY_API video_clip {
   public:
     video_clip() = default;
     /// A clip with uninitialised pixels. Throws `ferry::invalid_argument` on a non-positive size.
@@ -258,7 +259,7 @@ class video_clip {
 
 /// Decoded audio: float32 samples, `channels() x samples()`, channel-major (all of channel 0,
 /// then all of channel 1, ...). Owns its samples: copies copy them, moves are free.
-class audio {
+class FERRY_API audio {
   public:
     audio() = default;
     /// Uninitialised samples. Throws `ferry::invalid_argument` on non-positive channels or rate,
@@ -327,23 +328,23 @@ struct audio_options {
 /// error line of each thread and puts it into error messages); `true` also prints FFmpeg's
 /// warnings and errors to stderr. FFmpeg's log callback is process-wide: this affects any
 /// other FFmpeg user in the process.
-void set_ffmpeg_logging(bool enabled);
+FERRY_API void set_ffmpeg_logging(bool enabled);
 
 namespace ops {
 namespace detail {
-struct demux_video_fn {
+struct FERRY_API demux_video_fn {
     packets operator()(const std::filesystem::path& path, const demux_options& options = {}) const;
     packets operator()(std::span<const std::byte> data, const demux_options& options = {}) const;
 };
-struct decode_video_fn {
+struct FERRY_API decode_video_fn {
     video_clip operator()(const packets& pkts, const video_decode_options& options = {}) const;
 };
-struct load_video_fn {
+struct FERRY_API load_video_fn {
     video_clip operator()(const std::filesystem::path& path,
                           const video_options& options = {}) const;
     video_clip operator()(std::span<const std::byte> data, const video_options& options = {}) const;
 };
-struct decode_audio_fn {
+struct FERRY_API decode_audio_fn {
     audio operator()(const std::filesystem::path& path, const audio_options& options = {}) const;
     audio operator()(std::span<const std::byte> data, const audio_options& options = {}) const;
 };

@@ -1,17 +1,31 @@
 # SPDX-License-Identifier: Apache-2.0
-# The find_package test (included from tests/CMakeLists.txt): installs this build tree into a
-# prefix under the build directory, then configures, builds and runs tests/package/ — a separate
-# CMake project that only knows `find_package(ferry)` — against that prefix. It tests whatever
-# this build is: static (the default) or shared (-DBUILD_SHARED_LIBS=ON), any build type.
+# The package tests (included from tests/CMakeLists.txt), label "package": they install this
+# build tree into a prefix under the build directory and build and run projects that use ferry
+# the ways a user's project would. They test whatever this build is: static (the default) or
+# shared (-DBUILD_SHARED_LIBS=ON), any build type.
 #
-# Seven ctest entries chained by fixtures, so `ctest -R package.run` alone still runs them all:
+# Chained by fixtures, so `ctest -R package.run` alone still runs what it needs:
 #   package.clean -> package.install -> package.configure -> package.build -> package.run
 #                                    -> package.links
 #                                    -> package.headers
-# package.links configures tests/package/links/, which fails when an installed library other
-# than ferry::ferry depends on the engine or on oneTBB; package.headers compiles each installed
-# public header alone and fails on any TBB, FFmpeg, OpenCV, codec, curl, CUDA or DLPack include.
-
+#                                    -> package.find.<set>      (one per component set)
+#                                    -> package.find.unknown_component
+#                 package.build_tree                            (this build folder, no install)
+#                 package.subdirectory -> package.find.not_built
+#                 package.fetchcontent
+# package.configure/build/run: tests/package/, a project that only knows find_package(ferry),
+# with every component this build made. package.links configures tests/package/links/, which
+# fails when an installed library other than ferry::ferry depends on the engine or on oneTBB;
+# package.headers compiles each installed public header alone and fails on any TBB, FFmpeg,
+# OpenCV, codec, curl, CUDA or DLPack include.
+# package.find.<set>: tests/package/components/ asks for one set of components (none, i.e. core
+# and the engine; image; video; http), with CMake's finding of TBB and CUDA disabled where the
+# set does not need them, and builds and runs a program for each. package.find.unknown_component
+# asks for one that does not exist and must fail naming it; package.find.not_built asks the
+# minimal ferry package.subdirectory built for a component it was built without.
+# package.build_tree: the same project against this build folder's own export.
+# package.subdirectory, package.fetchcontent: tests/package/subproject/ builds ferry's core and
+# engine inside its own build, by add_subdirectory and by FetchContent from this source tree.
 set(_ferry_pkg_root "${PROJECT_BINARY_DIR}/package-test")
 set(_ferry_pkg_prefix "${_ferry_pkg_root}/prefix")
 set(_ferry_pkg_build "${_ferry_pkg_root}/consumer")
@@ -38,9 +52,7 @@ if(CMAKE_MAKE_PROGRAM)
   list(APPEND _ferry_pkg_generator_args "-DCMAKE_MAKE_PROGRAM=${CMAKE_MAKE_PROGRAM}")
 endif()
 
-add_test(NAME package.clean
-  COMMAND ${CMAKE_COMMAND} -E rm -rf "${_ferry_pkg_prefix}" "${_ferry_pkg_build}"
-          "${_ferry_pkg_links}")
+add_test(NAME package.clean COMMAND ${CMAKE_COMMAND} -E rm -rf "${_ferry_pkg_root}")
 add_test(NAME package.install
   COMMAND ${CMAKE_COMMAND} --install "${PROJECT_BINARY_DIR}" --config $<CONFIG>
           --prefix "${_ferry_pkg_prefix}")
@@ -102,6 +114,109 @@ set_tests_properties(package.run PROPERTIES
   FIXTURES_REQUIRED ferry_pkg_built)
 set_tests_properties(package.clean package.install package.configure package.links
   package.headers package.build package.run PROPERTIES LABELS "package" TIMEOUT 300)
+
+# --- one project per way of using ferry ------------------------------------------------------
+# What every consumer is configured with: this build's compiler and flags, no package registry
+# (and no warning that a set without TBB left CMAKE_DISABLE_FIND_PACKAGE_TBB unused: it should).
+set(_ferry_pkg_options --no-warn-unused-cli
+  "-DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}"
+  "-DCMAKE_CXX_FLAGS=${_ferry_pkg_cxx_flags}"
+  "-DCMAKE_EXE_LINKER_FLAGS=${_ferry_pkg_link_flags}"
+  -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
+  -DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON)
+# A subproject rebuilds ferry: through this build's compiler launcher (ccache), if it has one.
+set(_ferry_pkg_sub_options ${_ferry_pkg_options} "-DBUILD_SHARED_LIBS=${BUILD_SHARED_LIBS}")
+if(CMAKE_CXX_COMPILER_LAUNCHER)
+  list(APPEND _ferry_pkg_sub_options "-DCMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER}")
+endif()
+
+# _ferry_pkg_project(<test> <source> <build> <options>...): one ctest that configures, builds
+# and runs (the project's own ctest) a consumer project.
+function(_ferry_pkg_project name source build)
+  add_test(NAME ${name}
+    COMMAND ${CMAKE_CTEST_COMMAND} --build-and-test "${source}" "${build}"
+            --build-generator "${CMAKE_GENERATOR}"
+            --build-makeprogram "${CMAKE_MAKE_PROGRAM}"
+            --build-options ${ARGN}
+            --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure --no-tests=error)
+  set_tests_properties(${name} PROPERTIES LABELS "package" TIMEOUT 300)
+endfunction()
+
+set(_ferry_pkg_components_src "${CMAKE_CURRENT_LIST_DIR}/components")
+set(_ferry_pkg_find_options ${_ferry_pkg_options} "-DCMAKE_BUILD_TYPE=$<CONFIG>"
+  "-DCMAKE_PREFIX_PATH=${_ferry_pkg_prefix}" "-DFERRY_EXPECTED_PREFIX=${_ferry_pkg_prefix}")
+# No COMPONENTS: core and the engine, and CUDA never looked for (it would be found here, and a
+# static CUDA build's config once always looked for it). image, video, http alone: neither TBB
+# nor CUDA looked for.
+set(_ferry_pkg_sets core_engine)
+foreach(_c IN ITEMS IMAGE VIDEO HTTP_ENABLED)
+  if(FERRY_${_c})
+    string(REGEX REPLACE "_ENABLED$" "" _c "${_c}")
+    string(TOLOWER "${_c}" _c)
+    list(APPEND _ferry_pkg_sets ${_c})
+  endif()
+endforeach()
+foreach(_set IN LISTS _ferry_pkg_sets)
+  if(_set STREQUAL "core_engine")
+    set(_asked "" )
+    set(_disabled -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON)
+  else()
+    set(_asked ${_set})
+    set(_disabled -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCMAKE_DISABLE_FIND_PACKAGE_TBB=ON)
+  endif()
+  _ferry_pkg_project(package.find.${_set} "${_ferry_pkg_components_src}"
+    "${_ferry_pkg_root}/find-${_set}" ${_ferry_pkg_find_options} ${_disabled}
+    "-DFERRY_COMPONENTS=${_asked}")
+  set_tests_properties(package.find.${_set} PROPERTIES FIXTURES_REQUIRED ferry_pkg_installed)
+endforeach()
+
+# A component no ferry has: find_package fails and says which. CMake wraps the message it
+# prints at spaces, so the expected words may be a line apart.
+set(_ferry_pkg_sp "[ \n]+")
+add_test(NAME package.find.unknown_component
+  COMMAND ${CMAKE_COMMAND} -S "${_ferry_pkg_components_src}"
+          -B "${_ferry_pkg_root}/find-unknown" ${_ferry_pkg_generator_args}
+          ${_ferry_pkg_find_options} -DFERRY_COMPONENTS=ferry,mpi)
+set_tests_properties(package.find.unknown_component PROPERTIES
+  LABELS "package" TIMEOUT 120 FIXTURES_REQUIRED ferry_pkg_installed
+  FAIL_REGULAR_EXPRESSION "Configuring done" PASS_REGULAR_EXPRESSION "ferry${_ferry_pkg_sp}has${_ferry_pkg_sp}no${_ferry_pkg_sp}component${_ferry_pkg_sp}'mpi'")
+
+# This build folder's own export: find_package(ferry) with -Dferry_DIR=<build>, nothing installed.
+set(_ferry_pkg_tree_components ferry)
+if(FERRY_IMAGE)
+  list(APPEND _ferry_pkg_tree_components image)
+endif()
+string(REPLACE ";" "," _ferry_pkg_tree_components "${_ferry_pkg_tree_components}")
+_ferry_pkg_project(package.build_tree "${_ferry_pkg_components_src}"
+  "${_ferry_pkg_root}/build-tree" ${_ferry_pkg_options} "-DCMAKE_BUILD_TYPE=$<CONFIG>"
+  "-Dferry_DIR=${PROJECT_BINARY_DIR}" "-DFERRY_EXPECTED_PREFIX=${PROJECT_BINARY_DIR}"
+  "-DFERRY_COMPONENTS=${_ferry_pkg_tree_components}")
+set_tests_properties(package.build_tree PROPERTIES FIXTURES_REQUIRED ferry_pkg_clean)
+
+# ferry inside another project's build. add_subdirectory with no build type (nothing is
+# optimised: the quicker build, and ferry must not set one for its parent); FetchContent with
+# this build's. Both build ferry's core and engine only (tests/package/subproject/).
+_ferry_pkg_project(package.subdirectory "${CMAKE_CURRENT_LIST_DIR}/subproject"
+  "${_ferry_pkg_root}/subdirectory" ${_ferry_pkg_sub_options}
+  "-DFERRY_SOURCE_DIR=${PROJECT_SOURCE_DIR}" -DFERRY_HOW=add_subdirectory)
+_ferry_pkg_project(package.fetchcontent "${CMAKE_CURRENT_LIST_DIR}/subproject"
+  "${_ferry_pkg_root}/fetchcontent" ${_ferry_pkg_sub_options} "-DCMAKE_BUILD_TYPE=$<CONFIG>"
+  "-DFERRY_SOURCE_DIR=${PROJECT_SOURCE_DIR}" -DFERRY_HOW=fetchcontent
+  -DFETCHCONTENT_FULLY_DISCONNECTED=ON)
+set_tests_properties(package.subdirectory package.fetchcontent PROPERTIES
+  FIXTURES_REQUIRED ferry_pkg_clean TIMEOUT 900)
+set_tests_properties(package.subdirectory PROPERTIES FIXTURES_SETUP ferry_pkg_minimal)
+
+# That minimal ferry's build-tree export, asked for a component it was built without: find_package
+# fails and says which, and how to build it.
+add_test(NAME package.find.not_built
+  COMMAND ${CMAKE_COMMAND} -S "${_ferry_pkg_components_src}"
+          -B "${_ferry_pkg_root}/find-not-built" ${_ferry_pkg_generator_args}
+          ${_ferry_pkg_options} "-Dferry_DIR=${_ferry_pkg_root}/subdirectory/ferry"
+          -DFERRY_COMPONENTS=ferry,image)
+set_tests_properties(package.find.not_built PROPERTIES
+  LABELS "package" TIMEOUT 120 FIXTURES_REQUIRED ferry_pkg_minimal
+  FAIL_REGULAR_EXPRESSION "Configuring done" PASS_REGULAR_EXPRESSION "built${_ferry_pkg_sp}without${_ferry_pkg_sp}component${_ferry_pkg_sp}'image'${_ferry_pkg_sp}\\(configure${_ferry_pkg_sp}ferry${_ferry_pkg_sp}with${_ferry_pkg_sp}FERRY_IMAGE=ON\\)")
 
 include(${CMAKE_CURRENT_LIST_DIR}/pkgconfig.cmake)  # pkg-config: .pc files, plain command lines
 include(${CMAKE_CURRENT_LIST_DIR}/deb.cmake)        # cpack -G DEB: Depends and contents

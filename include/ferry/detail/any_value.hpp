@@ -9,12 +9,14 @@
 #include <type_traits>
 #include <utility>
 
+#include "ferry/export.hpp"
+
 namespace ferry::detail {
 
 /// Like `std::any`, but move-only (so batches of move-only items work) and without RTTI.
 /// Values up to `inline_size` bytes that move without throwing live inside the object; larger
 /// ones live on the heap. Not thread-safe; one item is touched by one stage at a time.
-class any_value {
+class FERRY_API any_value {
   public:
     static constexpr std::size_t inline_size = 64;
 

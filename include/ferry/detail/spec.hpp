@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ferry/detail/any_value.hpp"
+#include "ferry/export.hpp"
 #include "ferry/options.hpp"
 #include "ferry/stats.hpp"
 #include "ferry/tensor.hpp"
@@ -22,7 +23,7 @@ enum class stage_kind : std::uint8_t { map, filter, flat_map, batch, unbatch, ma
 
 /// Where an asynchronous call delivers its result; implemented by the engine. Exactly one of
 /// `complete`, `fail`, or `poll` (whose `try_take` eventually returns true or throws) is used.
-class async_sink {
+class FERRY_API async_sink {
   public:
     virtual ~async_sink() = default;
     virtual void complete(any_value&& value) noexcept = 0;
@@ -74,7 +75,7 @@ struct pipeline_spec {
 };
 
 /// The compiled, running pipeline (engine side). `pipeline<T>` is a typed handle over it.
-class runtime {
+class FERRY_API runtime {
   public:
     virtual ~runtime() = default;
     /// Next output of the current epoch (starting one if none runs); false at its end.
@@ -92,6 +93,7 @@ class runtime {
 };
 
 /// Compiles `spec` into a TBB flow graph; throws `ferry::invalid_argument` on bad options.
-[[nodiscard]] std::unique_ptr<runtime> compile(pipeline_spec spec, pipeline_options options);
+[[nodiscard]] FERRY_API std::unique_ptr<runtime> compile(pipeline_spec spec,
+                                                         pipeline_options options);
 
 }  // namespace ferry::detail
