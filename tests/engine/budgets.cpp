@@ -35,14 +35,6 @@ std::string thrown(F&& f) {
     return "(none)";
 }
 
-double row_named_util(const ferry::pipeline_stats& s, const std::string& name) {
-    for (const auto& r : s.stages) {
-        if (r.name == name) return r.utilization;
-    }
-    BOOST_FAIL("no stage named " << name);
-    return 0;
-}
-
 /// Spins for about `us` microseconds of CPU time.
 void spin(int us) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
@@ -187,7 +179,7 @@ BOOST_AUTO_TEST_CASE(an_oversubscribed_stage_is_judged_by_the_threads_it_can_use
     std::ostringstream table;
     table << s;
     // Judged against its 4 slots it could never pass 50% (2 threads run at most 2 calls).
-    BOOST_TEST(row_named_util(s, "spin") > 0.5, table.str());
+    BOOST_TEST(row_named(s, "spin").utilization > 0.5, table.str());
     BOOST_TEST(s.bottleneck() == "spin", table.str());
 }
 

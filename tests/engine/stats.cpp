@@ -369,13 +369,6 @@ BOOST_AUTO_TEST_CASE(throwing_logger_is_ignored) {
 // The bottleneck line names the side that sets the pace, in the three shapes a loader takes.
 // Each has a 1000x imbalance (a 3 ms sleep against microseconds), so the verdict does not depend
 // on the machine's speed.
-const ferry::stage_stats& row_named(const ferry::pipeline_stats& s, const std::string& name) {
-    for (const auto& r : s.stages) {
-        if (r.name == name) return r;
-    }
-    BOOST_FAIL("no stage named " << name);
-    return s.stages.front();
-}
 
 // A slow I/O stage: items wait in its queue, the pipeline is full, and the consumer waits. Full
 // alone would have said "consumer" (it did, before the consumer's waiting was counted); the

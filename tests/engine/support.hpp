@@ -20,6 +20,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -117,6 +118,16 @@ inline void check_accounting(const ferry::pipeline_stats& s) {
 inline void check_complete_accounting(const ferry::pipeline_stats& s) {
     check_accounting(s);
     BOOST_TEST(s.cancelled == 0u);
+}
+
+/// The stats row of the stage named `name` (fails the test when there is none).
+inline const ferry::stage_stats& row_named(const ferry::pipeline_stats& s,
+                                           const std::string& name) {
+    for (const auto& r : s.stages) {
+        if (r.name == name) return r;
+    }
+    BOOST_FAIL("no stage named " << name);
+    return s.stages.front();
 }
 
 inline std::chrono::milliseconds since(steady::time_point t0) {
