@@ -4,6 +4,7 @@
 /// through a sink (directly, or by the monitor polling a future), results passed on through the
 /// async_node's gateway.
 
+#include "ferry/this_call.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
@@ -101,6 +102,7 @@ void pipeline_runtime::async_start(stage_runtime& st, msg m, const shard_writer&
         return;
     }
     try {
+        const call_scope scope(&stopping_, &aborting_);
         st.spec.start_fn(std::move(m->value), sink);
     } catch (...) {
         sink->fail(std::current_exception());

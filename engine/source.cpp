@@ -2,6 +2,7 @@
 /// \file
 /// The source's pull: one credit, one box, one call of the user's cursor, one message out.
 
+#include "ferry/this_call.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
@@ -22,6 +23,7 @@ bool pipeline_runtime::source_pull(msg& out) {
     const auto t0 = ticks();
     bool got = false;
     try {
+        const call_scope scope(&stopping_, &aborting_);
         got = cursor_(b->value);
         w.record_call(t0);
     } catch (...) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "ferry/this_call.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
@@ -28,6 +29,20 @@ std::string item_label(const box& b) {
         return std::to_string(b.items) + " items from item " + std::to_string(b.source_index);
     }
     return "item " + std::to_string(b.source_index);
+}
+
+/// Sleeps `d`, in slices of at most 10 ms, and returns early once the call should give up: a
+/// long backoff must not hold stop() or destruction.
+void sleep_unless_stopped(std::chrono::duration<double, std::milli> d) {
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
+    for (;;) {
+        if (this_call::stop_requested()) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= until) return;
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+            until - now, std::chrono::milliseconds(10)));
+    }
 }
 
 /// Whether the policy's test calls a failure worth another attempt.
@@ -82,6 +97,8 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
     std::exception_ptr err;
     bool keep = true;
     auto backoff = std::chrono::duration<double, std::milli>(policy.backoff);
+    // The call can learn that it should give up (this_call::stop_requested()).
+    const call_scope scope(&stopping_, &aborting_);
     for (int attempt = 1;; ++attempt) {
         const bool last = attempt >= policy.attempts;
         const auto t0 = ticks();
@@ -116,7 +133,8 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
             break;
         }
         w.add(&counter_shard::retries);
-        std::this_thread::sleep_for(backoff);
+        sleep_unless_stopped(backoff);
+        if (this_call::stop_requested()) break;  // stopped during the backoff: no more attempts
         backoff *= policy.multiplier;
     }
     w.active(-1);

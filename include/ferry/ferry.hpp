@@ -13,4 +13,5 @@
 #include "ferry/pipeline.hpp"
 #include "ferry/stats.hpp"
 #include "ferry/tensor.hpp"
+#include "ferry/this_call.hpp"
 #include "ferry/version.hpp"

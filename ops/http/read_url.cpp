@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ferry/http.hpp"
+#include "ferry/this_call.hpp"
 #include "ferry/version.hpp"
 
 namespace ferry::ops::detail {
@@ -237,6 +238,12 @@ void set(CURL* c, CURLoption option, T value) {
     }
 }
 
+/// Asks curl to give up once the stage call should (stop(), destruction, an abandoned epoch):
+/// curl calls it several times a second even while no byte arrives (a frozen server).
+int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    return this_call::stop_requested() ? 1 : 0;
+}
+
 }  // namespace
 
 bytes read_url_fn::operator()(std::string_view url, const http_options& options) const {
@@ -291,9 +298,14 @@ bytes read_url_fn::operator()(std::string_view url, const http_options& options)
     set(c, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
     const std::string agent = std::string("ferry/") + ferry::version;
     set(c, CURLOPT_USERAGENT, agent.c_str());
+    set(c, CURLOPT_XFERINFOFUNCTION, &on_progress);
+    set(c, CURLOPT_NOPROGRESS, 0L);
 
     const CURLcode rc = curl_easy_perform(c);
     if (t.exception) std::rethrow_exception(t.exception);
+    if (rc == CURLE_ABORTED_BY_CALLBACK) {
+        throw error(errc::cancelled, where + "cancelled: the pipeline is stopping");
+    }
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     const auto st = static_cast<int>(status);

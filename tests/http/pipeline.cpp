@@ -3,6 +3,7 @@
 /// read_url in pipelines, as a loader uses it: many concurrent fetches on I/O threads delivered
 /// in order over few connections, a flaky server made whole by the stage's retry policy, and
 /// failed URLs accounted for under skip.
+#include <atomic>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -12,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../support/http_server.hpp"
@@ -258,6 +260,46 @@ BOOST_AUTO_TEST_CASE(skip_accounts_for_every_failed_url) {
     BOOST_TEST(s.delivered == 39u);
     BOOST_TEST(s.failed == 11u);
     check_accounting(s);
+}
+
+// A frozen server (it sends half a body, then nothing): stop() reaches the read in progress
+// through curl's progress callback, and the loop and destruction end long before the read's own
+// 30 s timeout.
+BOOST_AUTO_TEST_CASE(stop_cancels_a_read_from_a_frozen_server) {
+    http_server server([](const http_request&) {
+        return http_response{.body = std::string(100000, 'z'),
+                             .send_only = 1000,
+                             .after = http_response::then::stall};
+    });
+    std::atomic<bool> started{false};
+    std::string failure;
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+        auto p =
+            ferry::from(std::vector<std::string>{server.url("/frozen")})
+                .map(
+                    [&](const std::string& url) {
+                        started = true;
+                        return ferry::ops::read_url(url, {.timeout = 30s, .low_speed_time = 0s});
+                    },
+                    {.name = "read", .on_error = ferry::skip, .executor = ferry::io})
+                .build({.threads = 1, .logger = quiet, .max_epoch_failure_rate = 1.0});
+        std::thread stopper([&] {
+            while (!started) std::this_thread::sleep_for(1ms);
+            std::this_thread::sleep_for(100ms);  // the read is waiting for bytes now
+            p.stop();
+        });
+        for (const auto& b : p) (void)b;
+        stopper.join();
+        const auto failures = p.failures();
+        if (!failures.empty()) failure = failures.front().message;
+    }
+    const auto took = std::chrono::steady_clock::now() - t0;
+    BOOST_TEST(took < 10s);  // the read's own timeout is 30 s
+    if (!failure.empty()) {
+        BOOST_TEST(failure.find("cancelled: the pipeline is stopping") != std::string::npos,
+                   failure);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

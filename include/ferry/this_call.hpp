@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// `ferry::this_call`: what a stage's call can ask about itself, from inside the call.
+#pragma once
+
+#include <atomic>
+
+#include "ferry/export.hpp"
+
+namespace ferry::this_call {
+
+/// True once the stage call running on this thread should give up: its pipeline is being
+/// stopped (`stop()`) or destroyed, or its epoch abandoned (the loop was left early). False
+/// outside a stage call. ferry's own blocking ops honour it (`ops::read_url` ends with
+/// `errc::cancelled`, a retry's backoff sleep is cut short); a long call of your own can poll it:
+/// \code
+///   .map([](job j) {
+///       while (!j.done()) {
+///           if (ferry::this_call::stop_requested()) throw ferry::error(ferry::errc::cancelled,
+///           "..."); j.step();
+///       }
+///       return j.result();
+///   }, {.executor = ferry::io})
+/// \endcode
+[[nodiscard]] FERRY_API bool stop_requested() noexcept;
+
+}  // namespace ferry::this_call
+
+namespace ferry::detail {
+
+/// Set by the engine around each stage call: the flags whose being set means "give up" (the
+/// pipeline stopping, the epoch being abandoned). Restores the outer scope's flags at its end.
+class FERRY_API call_scope {
+  public:
+    call_scope(const std::atomic<bool>* stopping, const std::atomic<bool>* aborting) noexcept;
+    ~call_scope();
+    call_scope(const call_scope&) = delete;
+    call_scope& operator=(const call_scope&) = delete;
+
+  private:
+    const std::atomic<bool>* previous_stopping_;
+    const std::atomic<bool>* previous_aborting_;
+};
+
+}  // namespace ferry::detail
