@@ -16,6 +16,7 @@
 #include <exception>
 #include <ferry/ferry.hpp>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -119,6 +120,37 @@ inline void check_complete_accounting(const ferry::pipeline_stats& s) {
     check_accounting(s);
     BOOST_TEST(s.cancelled == 0u);
 }
+
+/// Concurrencies the error-policy sweeps run at (errors.cpp, retry.cpp).
+inline const std::vector<int> error_concurrencies{1, 4, 16};
+
+/// The exception a catch block receives from `f`, or an empty optional.
+template <class E, class F>
+std::optional<E> caught(F&& f) {
+    try {
+        f();
+    } catch (const E& e) {
+        return e;
+    }
+    return std::nullopt;
+}
+
+/// Counts calls per item, from any thread.
+class attempt_counter {
+  public:
+    int operator()(int item) {
+        std::lock_guard lock(mutex_);
+        return ++calls_[item];
+    }
+    int of(int item) {
+        std::lock_guard lock(mutex_);
+        return calls_[item];
+    }
+
+  private:
+    std::mutex mutex_;
+    std::map<int, int> calls_;
+};
 
 /// The stats row of the stage named `name` (fails the test when there is none).
 inline const ferry::stage_stats& row_named(const ferry::pipeline_stats& s,

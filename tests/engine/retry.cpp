@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The retry policy: what is tried again (only what can pass), how often, with which input, and
+/// on which stage kinds. Suite engine/errors, as the other error policies (errors.cpp).
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cerrno>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "support.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ferry_test;
+
+BOOST_AUTO_TEST_SUITE(engine)
+BOOST_AUTO_TEST_SUITE(errors)
+
+// A retried item that fails twice and then succeeds is delivered, and the retries are counted.
+BOOST_DATA_TEST_CASE(retry_delivers_an_item_that_fails_twice_then_succeeds,
+                     bdata::make(error_concurrencies), conc) {
+    attempt_counter attempts;
+    auto p = ferry::from(iota(50))
+                 .map(
+                     [&](int x) {
+                         if (x == 5 && attempts(x) <= 2) throw bad_record("flaky");
+                         return x;
+                     },
+                     {.concurrency = conc,
+                      .on_error =
+                          ferry::retry{
+                              .attempts = 3, .backoff = 1ms, .then = ferry::error_action::skip}})
+                 .build({.threads = 2, .logger = quiet});
+    BOOST_TEST(drain(p) == iota(50), boost::test_tools::per_element());
+    BOOST_TEST(attempts.of(5) == 3);
+    BOOST_TEST(p.failures().empty());
+    const auto s = p.stats();
+    BOOST_TEST(s.stages.at(1).retries == 2u);
+    BOOST_TEST(s.failed == 0u);
+    check_complete_accounting(s);
+}
+
+// An item that fails every attempt is tried exactly `attempts` times, then skipped.
+BOOST_AUTO_TEST_CASE(retry_then_skip_skips_after_all_attempts) {
+    attempt_counter attempts;
+    auto p = ferry::from(iota(20))
+                 .map(
+                     [&](int x) {
+                         if (x == 7) {
+                             attempts(x);
+                             throw bad_record("always");
+                         }
+                         return x;
+                     },
+                     {.on_error =
+                          ferry::retry{
+                              .attempts = 3, .backoff = 1ms, .then = ferry::error_action::skip}})
+                 .build({.threads = 2, .logger = quiet});
+    auto got = drain(p);
+    BOOST_TEST((std::find(got.begin(), got.end(), 7) == got.end()));
+    BOOST_TEST(got.size() == 19u);
+    BOOST_TEST(attempts.of(7) == 3);
+    const auto f = p.failures();
+    BOOST_REQUIRE(f.size() == 1u);
+    BOOST_TEST(f[0].item == 7u);
+    BOOST_TEST(p.stats().stages.at(1).retries == 2u);
+    check_complete_accounting(p.stats());
+}
+
+// retry tries again only what can pass: a ferry::error that is not transient (a corrupt image,
+// a missing file, a bad argument) is failed at once, a transient io_error and an exception of any
+// other type get every attempt; `.when` changes the test, and `nullptr` retries everything.
+BOOST_AUTO_TEST_CASE(retry_skips_the_attempts_a_permanent_failure_would_waste) {
+    struct case_ {
+        const char* what;
+        std::function<void()> fail;
+        ferry::retry_test when;
+        int calls;
+    };
+    const ferry::retry_test always = [](const std::exception&) { return true; };
+    const ferry::retry_test never = [](const std::exception&) { return false; };
+    const std::vector<case_> cases{
+        {"decode_error", [] { throw ferry::decode_error("not a JPEG file"); }, &ferry::is_transient,
+         1},
+        {"invalid_argument", [] { throw ferry::invalid_argument("bad size"); },
+         &ferry::is_transient, 1},
+        {"permanent io_error", [] { throw ferry::io_error("no such file", false); },
+         &ferry::is_transient, 1},
+        {"transient io_error", [] { throw ferry::io_error("EIO"); }, &ferry::is_transient, 3},
+        {"runtime_error", [] { throw std::runtime_error("anything"); }, &ferry::is_transient, 3},
+        {"non-std exception", [] { throw 42; }, &ferry::is_transient, 3},
+        {"decode_error, when always", [] { throw ferry::decode_error("x"); }, always, 3},
+        {"decode_error, when nullptr", [] { throw ferry::decode_error("x"); }, nullptr, 3},
+        {"io_error, when never", [] { throw ferry::io_error("EIO"); }, never, 1},
+    };
+    for (const auto& c : cases) {
+        attempt_counter attempts;
+        auto p = ferry::from(iota(20))
+                     .map(
+                         [&](int x) {
+                             if (x == 7) {
+                                 attempts(x);
+                                 c.fail();
+                             }
+                             return x;
+                         },
+                         {.on_error = ferry::retry{.attempts = 3,
+                                                   .backoff = 1ms,
+                                                   .then = ferry::error_action::skip,
+                                                   .when = c.when}})
+                     .build({.threads = 2, .logger = quiet});
+        BOOST_TEST(drain(p).size() == 19u, c.what);
+        BOOST_TEST(attempts.of(7) == c.calls, c.what);
+        const auto s = p.stats();
+        BOOST_TEST(s.stages.at(1).retries == static_cast<std::uint64_t>(c.calls - 1), c.what);
+        BOOST_TEST(s.failed == 1u, c.what);
+        check_complete_accounting(s);
+    }
+}
+
+// The transient test itself: ferry's errors by code and by what made them, a stage_error by its
+// cause, anything else retried.
+BOOST_AUTO_TEST_CASE(is_transient_reads_the_cause) {
+    BOOST_TEST(ferry::is_transient(ferry::io_error("EIO")));
+    BOOST_TEST(!ferry::is_transient(ferry::io_error("ENOENT", false)));
+    BOOST_TEST(!ferry::is_transient(ferry::decode_error("corrupt")));
+    BOOST_TEST(!ferry::is_transient(ferry::invalid_argument("bad")));
+    BOOST_TEST(ferry::is_transient(ferry::error(ferry::errc::cuda, "busy")));
+    BOOST_TEST(!ferry::is_transient(ferry::error(ferry::errc::internal, "bug")));
+    BOOST_TEST(ferry::is_transient(std::runtime_error("?")));
+    BOOST_TEST(!ferry::transient_errno(ENOENT));
+    BOOST_TEST(!ferry::transient_errno(EACCES));
+    BOOST_TEST(ferry::transient_errno(EIO));
+    BOOST_TEST(ferry::transient_errno(EAGAIN));
+    auto nested = [](auto cause) {
+        try {
+            throw cause;
+        } catch (...) {
+            return ferry::stage_error("inner", 0, 1, cause.what(), "stage 'inner' failed");
+        }
+    };
+    BOOST_TEST(ferry::is_transient(nested(ferry::io_error("EIO"))));
+    BOOST_TEST(!ferry::is_transient(nested(ferry::decode_error("corrupt"))));
+}
+
+// retry with the default `then = fail` ends the pipeline once every attempt failed.
+BOOST_AUTO_TEST_CASE(retry_then_fail_throws_after_all_attempts) {
+    attempt_counter attempts;
+    auto p = ferry::from(iota(20))
+                 .map(
+                     [&](int x) {
+                         if (x == 7) {
+                             attempts(x);
+                             throw bad_record("always");
+                         }
+                         return x;
+                     },
+                     {.name = "fetch", .on_error = ferry::retry{.attempts = 2, .backoff = 1ms}})
+                 .build({.threads = 2, .logger = quiet});
+    const auto e = caught<ferry::stage_error>([&] { (void)drain(p); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(e->stage() == "fetch");
+    BOOST_TEST(e->item() == 7u);
+    BOOST_TEST(attempts.of(7) == 2);
+}
+
+// Retry also applies to flat_map: a flat_map call that fails once and then succeeds delivers
+// its outputs.
+BOOST_AUTO_TEST_CASE(retry_applies_to_flat_map) {
+    attempt_counter attempts;
+    auto p = ferry::from(iota(20))
+                 .flat_map(
+                     [&](int x) {
+                         if (x == 7 && attempts(x) == 1) throw bad_record("flaky");
+                         return std::vector<int>{x};
+                     },
+                     {.on_error =
+                          ferry::retry{
+                              .attempts = 3, .backoff = 1ms, .then = ferry::error_action::skip}})
+                 .build({.threads = 2, .logger = quiet});
+    BOOST_TEST(drain(p) == iota(20), boost::test_tools::per_element());
+    BOOST_TEST(attempts.of(7) == 2);
+    BOOST_TEST(p.failures().empty());
+}
+
+// Retrying a move-only element never calls the stage again with a moved-from value: the retry
+// gets the original, or the item fails with the original error.
+BOOST_AUTO_TEST_CASE(retry_never_calls_again_with_a_moved_from_element) {
+    attempt_counter attempts;
+    std::atomic<int> null_inputs{0};
+    auto p = ferry::from([i = 0]() mutable -> std::optional<std::unique_ptr<int>> {
+                 if (i == 10) return std::nullopt;
+                 return std::make_unique<int>(i++);
+             })
+                 .map(
+                     [&](std::unique_ptr<int> v) {
+                         if (!v) {
+                             null_inputs.fetch_add(1);
+                             throw bad_record("null input");
+                         }
+                         if (*v == 4 && attempts(*v) == 1) throw bad_record("flaky");
+                         return *v;
+                     },
+                     {.on_error =
+                          ferry::retry{
+                              .attempts = 2, .backoff = 1ms, .then = ferry::error_action::skip}})
+                 .build({.threads = 1, .logger = quiet});
+    const auto got = drain(p);
+    BOOST_TEST(null_inputs.load() == 0);
+    const bool delivered = std::find(got.begin(), got.end(), 4) != got.end();
+    const auto f = p.failures();
+    const bool failed_with_original_error = f.size() == 1 && f[0].message == "flaky";
+    BOOST_TEST((delivered || failed_with_original_error));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()
