@@ -221,9 +221,11 @@ class FERRY_API backend {
                            bool chw, void* stream) = 0;
 };
 
-/// The CUDA runtime on `device`. Throws `ferry::error` (`errc::cuda`) whose message starts with
-/// "no CUDA device: " when there is no usable device or `device` is out of range, and "ferry was
-/// built without CUDA" when it was.
+/// The CUDA runtime on `device`. Every call it makes runs with `device` current and gives the
+/// calling thread its own device back (a fresh thread, with no context yet, is left on `device`
+/// rather than given a context on GPU 0). Throws `ferry::error` (`errc::cuda`) whose message starts
+/// with "no CUDA device: " when there is no usable device or `device` is out of range, and "ferry
+/// was built without CUDA" when it was.
 [[nodiscard]] FERRY_API std::shared_ptr<backend> runtime_backend(int device = 0);
 
 /// Options of a `memory_pool`.
