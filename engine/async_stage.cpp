@@ -40,8 +40,23 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
         }
     }
 
+    /// The stage has a timeout: a call not completed by then fails with `timeout_error` (the
+    /// watchdog completes it; a later result is ignored).
+    void arm() {
+        std::weak_ptr<sink_impl> self = shared_from_this();
+        deadline_ =
+            st_.deadlines->add(std::chrono::steady_clock::now() + st_.spec.options.timeout, [self] {
+                auto s = self.lock();
+                if (s == nullptr) return;
+                s->st_.counters.shared().add(&counter_shard::timeouts);
+                s->fail(std::make_exception_ptr(
+                    timeout_error(s->st_.name, s->m_->source_index, s->st_.spec.options.timeout)));
+            });
+    }
+
   private:
     void finish(std::exception_ptr e) noexcept {
+        if (deadline_) st_.deadlines->remove(deadline_);
         // Any thread may complete a call (the user's, the monitor's poller): shared counters.
         const shard_writer w = st_.counters.shared();
         w.record_call(start_);
@@ -66,6 +81,7 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
     msg m_;
     std::uint64_t start_;
     std::atomic<bool> done_{false};
+    deadline_list::token deadline_;
 };
 
 }  // namespace
@@ -102,6 +118,7 @@ void pipeline_runtime::async_start(stage_runtime& st, msg m, const shard_writer&
         return;
     }
     try {
+        if (st.deadlines) sink->arm();
         const call_scope scope(&stopping_, &aborting_);
         st.spec.start_fn(std::move(m->value), sink);
     } catch (...) {

@@ -41,6 +41,9 @@ bool pipeline_runtime::next(any_value& out) {
         if (!out_->pop(m)) {
             const auto wait_start = clock::now();
             const auto wait_ticks = ticks();
+            // Relaxed: stats() reads it for the wait in progress (a stall shows while it lasts).
+            consumer_waiting_since_.store(wait_start.time_since_epoch().count(),
+                                          std::memory_order_relaxed);
             if (out_->available() < plan_.burst) {
                 // Spin briefly before sleeping, until a burst has gathered: results usually
                 // arrive within microseconds, a futex sleep/wake pair per item costs more than
@@ -64,6 +67,7 @@ bool pipeline_runtime::next(any_value& out) {
                 out_->wait([this] { return stopping_.load(); });
             }
             const auto waited = clock::now() - wait_start;
+            consumer_waiting_since_.store(0, std::memory_order_relaxed);
             if (waited < std::chrono::microseconds(50)) {
                 spin_limit_ = std::min(64, 2 * spin_limit_ + 1);
             } else {

@@ -67,6 +67,12 @@ class latency_histogram {
         return midpoint(buckets - 1);
     }
 
+    /// Adds one sample of `ticks` to `snap` (a call still in progress, counted with its time so
+    /// far).
+    static void add_sample(std::array<std::uint64_t, buckets>& snap, std::uint64_t t) noexcept {
+        ++snap[index(t)];
+    }
+
     /// Number of samples in `snap`.
     [[nodiscard]] static std::uint64_t total(
         const std::array<std::uint64_t, buckets>& snap) noexcept {
@@ -143,8 +149,13 @@ struct alignas(64) counter_shard {
     std::atomic<std::uint64_t> filtered{0};  ///< values dropped on purpose
     std::atomic<std::uint64_t> retries{0};
     std::atomic<std::uint64_t> busy_ticks{0};
-    std::atomic<std::int64_t> active{0};  ///< calls running (may be negative in one shard)
-    latency_histogram latency;            ///< in ticks
+    std::atomic<std::int64_t> active{0};     ///< calls running (may be negative in one shard)
+    std::atomic<std::uint64_t> timeouts{0};  ///< calls that ran past the stage's timeout
+    /// The call this shard's one writer is running, for the watchdog: its source item, and its
+    /// start in ticks (0: none). Only owned shards track calls (a shared one has many writers).
+    std::atomic<std::uint64_t> call_item{0};
+    std::atomic<std::uint64_t> call_start{0};
+    latency_histogram latency;  ///< in ticks
 };
 
 /// Updates one shard of a stage's counters. Get one per body call (`stage_counters::owned` or
@@ -169,6 +180,16 @@ class shard_writer {
     }
     /// Counts a call as running (+1) or finished (-1).
     void active(std::int64_t d) const noexcept { bump(shard_->active, d); }
+    /// Marks a call on `item` that started at `start_ticks` as running on this thread (owned
+    /// shards only: the watchdog reads it), until `end_call`.
+    void begin_call(std::uint64_t start_ticks, std::uint64_t item) const noexcept {
+        if (!owned_) return;
+        shard_->call_item.store(item, std::memory_order_relaxed);
+        shard_->call_start.store(start_ticks == 0 ? 1 : start_ticks, std::memory_order_release);
+    }
+    void end_call() const noexcept {
+        if (owned_) shard_->call_start.store(0, std::memory_order_relaxed);
+    }
     /// Records one call that started at `start_ticks`: busy time and the latency histogram.
     void record_call(std::uint64_t start_ticks) const noexcept {
         const std::uint64_t now = ticks();
@@ -203,21 +224,30 @@ class shard_writer {
 class stage_counters {
   public:
     explicit stage_counters(int slots = 0) { resize(slots); }
-    /// One shard for threads outside the arena plus one per arena slot (`slots` of them).
-    void resize(int slots) {
+    /// One shard for threads outside the arena, one per arena slot (`slots` of them), and one per
+    /// I/O thread of the stage (`io_threads`).
+    void resize(int slots, int io_threads = 0) {
         shards_.clear();
-        for (int i = 0; i < 1 + std::max(0, slots); ++i) {
+        arena_slots_ = std::max(0, slots);
+        for (int i = 0; i < 1 + arena_slots_ + std::max(0, io_threads); ++i) {
             shards_.push_back(std::make_unique<counter_shard>());
         }
     }
 
     /// The writer for a body of the pipeline's own graph, which TBB runs on a thread of the
-    /// pipeline's arena: that thread's slot's shard, owned. Only for code known to run in the
-    /// pipeline's arena (a thread inside another arena has a slot index there too).
-    [[nodiscard]] shard_writer owned() noexcept {
+    /// pipeline's arena: that thread's slot's shard, owned; on one of the stage's own I/O threads
+    /// (`io_thread`, its index in the stage's pool, or -1), that thread's shard. Only for code
+    /// known to run in the pipeline's arena or on the stage's own I/O threads (a thread inside
+    /// another arena has a slot index there too).
+    [[nodiscard]] shard_writer owned(int io_thread = -1) noexcept {
         const int slot = tbb::this_task_arena::current_thread_index();
-        if (slot < 0 || static_cast<std::size_t>(slot) + 1 >= shards_.size()) return shared();
-        return {*shards_[1 + static_cast<std::size_t>(slot)], true, spans_, stage_};
+        if (slot >= 0) {
+            if (slot >= arena_slots_) return shared();
+            return {*shards_[1 + static_cast<std::size_t>(slot)], true, spans_, stage_};
+        }
+        const auto i = static_cast<std::size_t>(1 + arena_slots_ + io_thread);
+        if (io_thread < 0 || i >= shards_.size()) return shared();
+        return {*shards_[i], true, spans_, stage_};
     }
     /// The writer for code that may run on any thread: shard 0, atomic updates.
     [[nodiscard]] shard_writer shared() noexcept { return {*shards_[0], false, spans_, stage_}; }
@@ -257,6 +287,7 @@ class stage_counters {
 
   private:
     std::vector<std::unique_ptr<counter_shard>> shards_;
+    int arena_slots_ = 0;
     span_log* spans_ = nullptr;
     std::uint32_t stage_ = 0;
 };

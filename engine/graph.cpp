@@ -66,7 +66,19 @@ void pipeline_runtime::build_graph() {
             case stage_kind::map:
             case stage_kind::filter:
             case stage_kind::flat_map: {
-                if (st.io) {
+                if (st.deadlines) {
+                    // A timeout: the calls run apart from their boxes (timed_stage.cpp).
+                    using node_t = flow::async_node<msg, msg>;
+                    auto node = std::make_unique<node_t>(
+                        g, flow::unlimited, tsan_body([this, &st](msg m, gateway_type& gw) {
+                            tsan_receive(this, m);
+                            timed_accept(st, m, gw, st.counters.owned());
+                        }));
+                    flow::make_edge(*tail, *node);
+                    tail = &flow::output_port<0>(*node);
+                    nodes_.push_back(std::move(node));
+                    in_order = false;
+                } else if (st.io) {
                     using node_t = flow::async_node<msg, msg>;
                     auto node = std::make_unique<node_t>(
                         g, flow::unlimited, tsan_body([this, &st](msg m, gateway_type& gw) {
@@ -82,8 +94,8 @@ void pipeline_runtime::build_graph() {
                             }
                             gw.reserve_wait();
                             st.pool->submit([this, &st, m, &gw] {
-                                // An I/O thread, outside the arena: shared counters.
-                                run_stage(st, m, st.counters.shared());
+                                // One of the stage's I/O threads: the shard it owns.
+                                run_stage(st, m, st.counters.owned(io_pool::current_index()));
                                 tsan_send(gw, m);
                                 gw.release_wait();
                             });

@@ -40,6 +40,9 @@ void pipeline_runtime::monitor_loop() {
             lock.lock();
             for (auto& p : waiting) polls_.push_back(std::move(p));
         }
+        lock.unlock();
+        expire_timeouts();  // the watchdog: calls past their stage's timeout
+        lock.lock();
         if (epoch_running_) {
             lock.unlock();
             sample();
@@ -63,6 +66,7 @@ void pipeline_runtime::monitor_loop() {
                                       : std::chrono::microseconds(10000);
         const auto wait = !polls_.empty()  ? std::chrono::microseconds(100)
                           : epoch_running_ ? sample_every
+                          : timed_         ? std::chrono::microseconds(10000)
                                            : std::chrono::microseconds(50000);
         monitor_cv_.wait_for(lock, wait);
     }
@@ -138,17 +142,37 @@ stage_stats pipeline_runtime::row(const stage_runtime* st) const {
     r.failed = c.sum(&counter_shard::failed);
     r.filtered = c.sum(&counter_shard::filtered);
     r.retries = c.sum(&counter_shard::retries);
-    const auto hist = c.latency();
-    const auto calls = latency_histogram::total(hist);
     const double ns_per_tick = rate_.ns_per_tick();
     auto ns = [&](double t) {
         return std::chrono::nanoseconds(static_cast<std::int64_t>(t * ns_per_tick));
     };
-    const auto busy = static_cast<double>(c.sum(&counter_shard::busy_ticks));
+    r.timeouts = c.sum(&counter_shard::timeouts);
+    // Calls in progress count with their time so far: a call stuck for seconds shows in p99 and
+    // busy time while it runs, not only once it returns.
+    auto hist = c.latency();
+    double running_ticks = 0;
+    std::uint64_t oldest_start = 0;
+    const std::uint64_t now = ticks();
+    for (const auto& shard : c.shards()) {
+        const std::uint64_t start = shard->call_start.load(std::memory_order_acquire);
+        if (start == 0) continue;
+        const std::uint64_t item = shard->call_item.load(std::memory_order_relaxed);
+        const std::uint64_t so_far = now > start ? now - start : 0;
+        ++r.running;
+        running_ticks += static_cast<double>(so_far);
+        latency_histogram::add_sample(hist, so_far);
+        if (oldest_start == 0 || start < oldest_start) {
+            oldest_start = start;
+            r.oldest_item = item;
+        }
+    }
+    const auto calls = latency_histogram::total(hist);
+    const auto busy = static_cast<double>(c.sum(&counter_shard::busy_ticks)) + running_ticks;
     r.busy = ns(busy);
     r.task_mean = ns(calls > 0 ? busy / static_cast<double>(calls) : 0.0);
     r.task_p50 = ns(static_cast<double>(latency_histogram::quantile(hist, 0.50)));
     r.task_p99 = ns(static_cast<double>(latency_histogram::quantile(hist, 0.99)));
+    if (oldest_start != 0) r.oldest_running = ns(static_cast<double>(now - oldest_start));
     auto& sc = const_cast<stage_counters&>(c);  // the sample mutex is the only mutable part
     std::lock_guard lock(sc.sample_mutex);
     if (c.samples > 0) {
@@ -178,6 +202,10 @@ pipeline_stats pipeline_runtime::stats() const {
     if (epoch_running_) elapsed += clock::now().time_since_epoch().count() - epoch_start_;
     s.elapsed = std::chrono::nanoseconds(elapsed);
     s.consumer_wait = std::chrono::nanoseconds(consumer_wait_ns_.load());
+    if (const auto since = consumer_waiting_since_.load(std::memory_order_relaxed); since != 0) {
+        const auto now = clock::now().time_since_epoch().count();
+        s.consumer_waiting = std::chrono::nanoseconds(now > since ? now - since : 0);
+    }
     s.first_output = std::chrono::nanoseconds(first_output_ns_.load(std::memory_order_relaxed));
     s.first_output_max =
         std::chrono::nanoseconds(first_output_max_ns_.load(std::memory_order_relaxed));

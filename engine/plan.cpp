@@ -85,6 +85,17 @@ stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
         throw invalid_argument("stage '" + st.name +
                                "': failure_window must be at least 1 with a max_failure_rate");
     }
+    const auto timeout = st.spec.options.timeout;
+    if (timeout.count() < 0) {
+        throw invalid_argument("stage '" + st.name +
+                               "': timeout must be 0 (none) or positive, got " +
+                               std::to_string(timeout.count()) + " ms");
+    }
+    if (timeout.count() > 0 &&
+        (st.spec.kind == stage_kind::batch || st.spec.kind == stage_kind::unbatch)) {
+        throw invalid_argument("stage '" + st.name +
+                               "': timeout applies to map, filter, flat_map and map_async stages");
+    }
     // Once a stage gives up order, every renumbering point after it does too.
     if (!st.spec.options.ordered) ordered = false;
     st.ordered = ordered;

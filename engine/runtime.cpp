@@ -18,6 +18,10 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     for (auto& p : plan_.stages) {
         auto& st = stages_.emplace_back(std::move(p));
         if (st.renumbers()) st.seq = std::make_unique<sequencer>(st.ordered);
+        if (st.spec.options.timeout.count() > 0) {
+            st.deadlines = std::make_unique<deadline_list>();
+            timed_ = true;
+        }
         if (st.spec.options.max_failure_rate > 0) {
             st.window = std::make_unique<stage_runtime::failure_window>();
             st.window->failed.assign(st.spec.options.failure_window, 0);
@@ -37,7 +41,7 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     // owns one.
     const int slots = std::max(plan_.threads, 2) + 1;
     source_counters_.resize(slots);
-    for (auto& st : stages_) st.counters.resize(slots);
+    for (auto& st : stages_) st.counters.resize(slots, st.io ? 2 * st.concurrency : 0);
     if (opts_.trace_spans > 0) {
         spans_ = std::make_unique<span_log>(opts_.trace_spans);
         span_names_.emplace_back("source");
@@ -85,6 +89,8 @@ pipeline_runtime::~pipeline_runtime() {
             graph_->wait_for_all();
         }
     }
+    // Calls of timed stages that ran past their deadline may still run: they use this object.
+    wait_timed_jobs();
     {
         std::lock_guard lock(monitor_mutex_);
         monitor_closing_ = true;
@@ -164,6 +170,9 @@ void pipeline_runtime::abort_epoch_locked() noexcept {
     if (!epoch_running_) return;
     aborting_ = true;
     graph_->cancel();
+    // Calls that ran past their timeout, or may, hold up no wait for the graph: their items are
+    // let go here (their boxes are reclaimed below) while the calls run on.
+    release_timed_items();
     graph_->wait_for_all();
     // Now nothing runs: clear every buffer (TBB's and ours) and return the stranded boxes.
     for (auto& st : stages_) tsan_acquire(&st);
@@ -180,6 +189,8 @@ void pipeline_runtime::abort_epoch_locked() noexcept {
             std::lock_guard async_lock(st.async_mutex);
             st.async_waiting.clear();
             st.async_running = 0;
+            st.timed_waiting.clear();
+            st.timed_items.clear();
         }
         for (const auto& shard : st.counters.shards())
             shard->active.store(0, std::memory_order_relaxed);

@@ -26,6 +26,7 @@
 ///   stage.cpp       a stage's call: apply, retry, failures (record_failure), filtered gaps
 ///   renumber.cpp    batch, unbatch and flat_map expansion behind a sequencer
 ///   async_stage.cpp map_async: slots, completions, the sink
+///   timed_stage.cpp stages with a timeout: calls apart from their boxes, the watchdog's expiry
 ///   consumer.cpp    next(): the hand-off, the adaptive spin, credits back
 ///   monitor.cpp     the monitor thread: sampling, reports, polled futures; stats()
 ///   admission.hpp, ledger.hpp, trace.*, io_pool.*, worker_budget.*, failure_log.*: one helper
@@ -53,6 +54,7 @@
 #include "admission.hpp"
 #include "box.hpp"
 #include "counters.hpp"
+#include "deadlines.hpp"
 #include "failure_log.hpp"
 #include "ferry/detail/spec.hpp"
 #include "handoff.hpp"
@@ -72,6 +74,8 @@ using gateway_type = flow::async_node<msg, msg>::gateway_type;
 /// Boxes the source takes from the pool, and the consumer gives back, per pool lock.
 constexpr std::size_t box_batch = 16;
 
+struct timed_item;  // timed_stage.cpp
+
 /// Everything one stage needs at run time: its plan, its counters, and the state of its kind.
 struct stage_runtime : stage_plan {
     explicit stage_runtime(stage_plan p) : stage_plan(std::move(p)) {}
@@ -84,6 +88,13 @@ struct stage_runtime : stage_plan {
     std::mutex async_mutex;
     std::deque<msg> async_waiting;
     int async_running = 0;
+
+    // A stage with a timeout (timed_stage.cpp): the deadlines of its calls in progress, its
+    // items not yet passed on (for an abort), and, on compute stages, the items waiting for one
+    // of the `concurrency` slots (counted in async_running, under async_mutex).
+    std::unique_ptr<deadline_list> deadlines;  ///< null without a timeout
+    std::list<std::shared_ptr<timed_item>> timed_items;
+    std::deque<std::shared_ptr<timed_item>> timed_waiting;
 
     /// The outcomes of the stage's last `failure_window` items, when it has a `max_failure_rate`.
     struct failure_window {
@@ -186,6 +197,25 @@ class pipeline_runtime final : public runtime {
     void async_accept(stage_runtime& st, msg m, gateway_type& gw, const shard_writer& w);
     void async_start(stage_runtime& st, msg m, const shard_writer& w);
 
+    // timed_stage.cpp
+    void timed_accept(stage_runtime& st, msg m, gateway_type& gw, const shard_writer& w);
+    /// Runs attempt `attempt` (and the retries after it) of `it` on an I/O thread or the arena.
+    void timed_launch(std::shared_ptr<timed_item> it, int attempt, double backoff_ms);
+    void timed_run(const std::shared_ptr<timed_item>& it, int attempt, double backoff_ms);
+    /// The watchdog's side: attempt `attempt` of `it` ran past the stage's timeout.
+    void timed_expired(const std::shared_ptr<timed_item>& it, int attempt, double backoff_ms);
+    /// Passes `it`'s box on with its outcome (once: false when an abort or a timeout took it).
+    bool timed_settle(timed_item& it);
+    /// A compute stage's slot is free: start the next waiting item.
+    void timed_slot_free(stage_runtime& st);
+    /// The monitor: expires the calls past their deadlines (every stage with a timeout).
+    void expire_timeouts();
+    /// An abort: lets go of every timed item still in the graph, so that waiting for the graph
+    /// does not wait for calls that may never return; their boxes are reclaimed with the rest.
+    void release_timed_items() noexcept;
+    /// Destruction: waits for the calls of timed stages still running (they use this object).
+    void wait_timed_jobs() noexcept;
+
     // consumer.cpp
     void deliver(msg m) { out_->push(m); }
     /// A gap leaves the graph: its box goes back, its credits too.
@@ -284,6 +314,14 @@ class pipeline_runtime final : public runtime {
     mutable std::mutex sample_mutex_;
     std::uint64_t samples_ = 0;
     std::uint64_t saturated_samples_ = 0;
+
+    // Calls of timed stages that have not returned (an expired call runs on, apart from its box).
+    std::mutex timed_jobs_mutex_;
+    std::condition_variable timed_jobs_cv_;
+    std::size_t timed_jobs_ = 0;
+    bool timed_ = false;  ///< some stage has a timeout: the monitor keeps watching between epochs
+    /// When the consumer began waiting in next() (steady_clock ticks; 0: not waiting).
+    std::atomic<clock::rep> consumer_waiting_since_{0};
 
     // Monitor: sampling, periodic reports, polling of futures.
     struct poll_entry {

@@ -21,14 +21,17 @@ bool pipeline_runtime::source_pull(msg& out) {
     source_busy_.store(true, std::memory_order_relaxed);
     const shard_writer w = source_counters_.owned();  // the input node's body, in the arena
     const auto t0 = ticks();
+    w.begin_call(t0, source_seq_);
     bool got = false;
     try {
         const call_scope scope(&stopping_, &aborting_);
         got = cursor_(b->value);
         w.record_call(t0);
+        w.end_call();
     } catch (...) {
         // The source's failure ends the epoch: its message carries the stage_error.
         w.record_call(t0);
+        w.end_call();
         source_busy_.store(false, std::memory_order_relaxed);
         const auto cause = std::current_exception();
         const std::string text = describe(cause);

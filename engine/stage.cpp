@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <optional>
-#include <thread>
 
+#include "attempts.hpp"
 #include "ferry/this_call.hpp"
 #include "runtime.hpp"
 
@@ -29,36 +29,6 @@ std::string item_label(const box& b) {
         return std::to_string(b.items) + " items from item " + std::to_string(b.source_index);
     }
     return "item " + std::to_string(b.source_index);
-}
-
-/// Sleeps `d`, in slices of at most 10 ms, and returns early once the call should give up: a
-/// long backoff must not hold stop() or destruction.
-void sleep_unless_stopped(std::chrono::duration<double, std::milli> d) {
-    const auto until = std::chrono::steady_clock::now() +
-                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
-    for (;;) {
-        if (this_call::stop_requested()) return;
-        const auto now = std::chrono::steady_clock::now();
-        if (now >= until) return;
-        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-            until - now, std::chrono::milliseconds(10)));
-    }
-}
-
-/// Whether the policy's test calls a failure worth another attempt.
-bool worth_retrying(const error_policy& policy, const std::exception_ptr& err) noexcept {
-    if (policy.when == nullptr) return true;
-    try {
-        std::rethrow_exception(err);
-    } catch (const std::exception& e) {
-        try {
-            return policy.when(e);
-        } catch (...) {
-            return false;  // a test that throws retries nothing
-        }
-    } catch (...) {
-        return true;  // not a std::exception: nothing to test
-    }
 }
 
 }  // namespace
@@ -102,12 +72,13 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
     for (int attempt = 1;; ++attempt) {
         const bool last = attempt >= policy.attempts;
         const auto t0 = ticks();
+        w.begin_call(t0, m->source_index);
         try {
             std::optional<scoped_tensor_allocator> use;
             if (st.output_allocator) use.emplace(st.output_allocator);
             switch (st.spec.kind) {
                 case stage_kind::map:
-                    st.spec.map_fn(m->value, last);
+                    st.spec.map_fn(m->value, m->value, last);
                     break;
                 case stage_kind::filter:
                     keep = st.spec.filter_fn(m->value);
@@ -120,10 +91,12 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
                     break;
             }
             w.record_call(t0);
+            w.end_call();
             err = nullptr;
             break;
         } catch (...) {
             w.record_call(t0);
+            w.end_call();
             err = std::current_exception();
         }
         // A consumed input (moved into the call) cannot be retried, nor a failure that would

@@ -33,14 +33,50 @@ std::string percent(double f) {
     return buf;
 }
 
+/// The stage whose call has run longest among those in progress, or null.
+const stage_stats* longest_running(const std::vector<stage_stats>& stages) {
+    const stage_stats* best = nullptr;
+    for (const auto& s : stages) {
+        if (s.running > 0 && (best == nullptr || s.oldest_running > best->oldest_running)) {
+            best = &s;
+        }
+    }
+    return best;
+}
+
+/// "4.1 s", "250 ms": durations in the stall line.
+std::string seconds_text(std::chrono::nanoseconds d) {
+    char buf[32];
+    const double s = static_cast<double>(d.count()) / 1e9;
+    if (s < 1) {
+        std::snprintf(buf, sizeof buf, "%.0f ms", s * 1e3);
+    } else {
+        std::snprintf(buf, sizeof buf, "%.1f s", s);
+    }
+    return buf;
+}
+
 }  // namespace
 
+std::string pipeline_stats::stall() const {
+    if (consumer_waiting < std::chrono::milliseconds(100)) return {};
+    const stage_stats* s = longest_running(stages);
+    if (s == nullptr) return {};
+    return "output waits for item " + std::to_string(s->oldest_item) + " in stage '" + s->name +
+           "' (running " + seconds_text(s->oldest_running) + "; the consumer has waited " +
+           seconds_text(consumer_waiting) + ")";
+}
+
 std::string pipeline_stats::bottleneck() const {
+    // A stall: the consumer waits, and a call has been running: that stage holds everything up,
+    // however idle its other slots look.
+    if (!stall().empty()) return longest_running(stages)->name;
     // Full most of the time and the consumer rarely waiting: the training loop sets the pace. Full
     // while the consumer waits means items are piling up in front of a slow stage instead.
-    const double waited = elapsed.count() > 0 ? static_cast<double>(consumer_wait.count()) /
-                                                    static_cast<double>(elapsed.count())
-                                              : 0.0;
+    const double waited = elapsed.count() > 0
+                              ? static_cast<double>((consumer_wait + consumer_waiting).count()) /
+                                    static_cast<double>(elapsed.count())
+                              : 0.0;
     if (full > 0.5 && waited < 0.5) return "consumer";
     double best_util = 0;
     for (const auto& s : stages) best_util = std::max(best_util, s.utilization);
@@ -91,8 +127,24 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
         os << " (longest " << duration_text(s.first_output_max) << ")";
     }
     os << '\n';
+    for (const auto& r : s.stages) {
+        if (r.running == 0 && r.timeouts == 0) continue;
+        os << "stage '" << r.name << "': ";
+        if (r.running > 0) {
+            os << r.running << " call" << (r.running == 1 ? "" : "s")
+               << " in progress, the oldest running " << seconds_text(r.oldest_running)
+               << " on item " << r.oldest_item;
+        }
+        if (r.timeouts > 0) {
+            os << (r.running > 0 ? "; " : "") << r.timeouts << " call"
+               << (r.timeouts == 1 ? "" : "s") << " timed out";
+        }
+        os << '\n';
+    }
     const std::string b = s.bottleneck();
-    if (b == "consumer") {
+    if (const std::string stalled = s.stall(); !stalled.empty()) {
+        os << "bottleneck: " << b << " (stalled: " << stalled << ")\n";
+    } else if (b == "consumer") {
         os << "bottleneck: consumer (the pipeline was full " << percent(s.full)
            << " of the time: loading outpaces the training loop)\n";
     } else if (b == "none") {

@@ -185,10 +185,11 @@ class builder {
         detail::stage_spec s;
         s.kind = detail::stage_kind::map;
         s.options = std::move(options);
-        s.map_fn = [fn](detail::any_value& v, bool last_attempt) {
-            U out = detail::call_on<T>(*fn, v, last_attempt);
-            v.emplace<U>(std::move(out));
+        s.map_fn = [fn](detail::any_value& in, detail::any_value& out, bool last_attempt) {
+            U result = detail::call_on<T>(*fn, in, last_attempt);
+            out.emplace<U>(std::move(result));
         };
+        s.retry_reads_input = std::invocable<F&, T&> || std::copy_constructible<T>;
         return then<U>(std::move(s));
     }
     /// `map(f, n)`: shorthand for `map(f, {.concurrency = n})`.
@@ -242,6 +243,7 @@ class builder {
                 detail::emplace_from<U>(out.emplace_back(), it);
             }
         };
+        s.retry_reads_input = std::invocable<G&, T&> || std::copy_constructible<T>;
         return then<U>(std::move(s));
     }
 

@@ -464,14 +464,14 @@ struct cuda_stage<T, void> {
             stage_spec s;
             s.kind = stage_kind::map;
             s.options = stage_options{.concurrency = 1, .name = "to_cuda", .ordered = true};
-            s.map_fn = [](any_value&, bool) {
+            s.map_fn = [](any_value&, any_value&, bool) {
                 throw error(errc::internal, "to_cuda: the stage ran without being built");
             };
             s.on_build = [options = std::move(options)](stage_spec& self) {
                 std::shared_ptr<cuda::transfer_context> ctx = cuda::make_transfer_context(options);
-                self.map_fn = [ctx](any_value& v, bool) {
-                    R out = cuda_transfer<T>{}(v.take_as<T>(), *ctx);
-                    v.emplace<R>(std::move(out));
+                self.map_fn = [ctx](any_value& in, any_value& out, bool) {
+                    R result = cuda_transfer<T>{}(in.take_as<T>(), *ctx);
+                    out.emplace<R>(std::move(result));
                 };
                 if (ctx->options().pinned_batches)
                     self.input_allocator = ctx->pinned().as_allocator();

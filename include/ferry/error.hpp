@@ -3,6 +3,7 @@
 /// ferry's exception hierarchy: one root (`ferry::error`), a small fixed set of codes.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <stdexcept>
@@ -21,6 +22,7 @@ enum class errc : std::uint8_t {
     cancelled = 5,         ///< work was stopped before it finished
     cuda = 6,              ///< the CUDA runtime reported an error or no device exists
     internal = 7,          ///< a bug in ferry; please report it
+    timeout = 8,           ///< a call ran past its stage's `timeout`
 };
 
 /// The name of an error code, e.g. `"stage_failed"`.
@@ -65,6 +67,32 @@ class FERRY_API decode_error : public error {
 class FERRY_API invalid_argument : public error {
   public:
     explicit invalid_argument(const std::string& what) : error(errc::invalid_argument, what) {}
+};
+
+/// A stage's call ran longer than its `stage_options::timeout`. Transient: a retry may succeed.
+/// Reads like `stage 'fetch' timed out on item 523 after 2000 ms (its timeout)`; under the `fail`
+/// policy it arrives as the nested cause of a `ferry::stage_error`.
+class FERRY_API timeout_error : public error {
+  public:
+    timeout_error(std::string stage, std::uint64_t item, std::chrono::milliseconds limit)
+        : error(errc::timeout,
+                "stage '" + stage + "' timed out on item " + std::to_string(item) + " after " +
+                    std::to_string(limit.count()) + " ms (its timeout)",
+                true),
+          stage_(std::move(stage)),
+          item_(item),
+          limit_(limit) {}
+    /// The stage whose call ran too long.
+    [[nodiscard]] const std::string& stage() const noexcept { return stage_; }
+    /// Source index (within its epoch) of the item the call was working on.
+    [[nodiscard]] std::uint64_t item() const noexcept { return item_; }
+    /// The stage's `timeout`.
+    [[nodiscard]] std::chrono::milliseconds limit() const noexcept { return limit_; }
+
+  private:
+    std::string stage_;
+    std::uint64_t item_;
+    std::chrono::milliseconds limit_;
 };
 
 /// A pipeline stage failed under the `fail` policy (or exhausted its failure budget).

@@ -110,6 +110,23 @@ struct stage_options {
     double max_failure_rate = 0;
     /// The items `max_failure_rate` is judged over.
     std::size_t failure_window = 100;
+    /// > 0: a call (one attempt) of this stage that runs longer fails its item with
+    /// `ferry::timeout_error` (transient), and `on_error` decides: retry, skip or fail. The item
+    /// moves on at once: ordered output never waits for a call that timed out. The call itself
+    /// is told to give up (`ferry::this_call::stop_requested()` turns true; ferry's own blocking
+    /// ops such as `read_url` and video demuxing end within ~100 ms) and its result, if it ever
+    /// returns one, is dropped. A call that ignores the request keeps its thread until it
+    /// returns, and destroying the pipeline waits for it. The stage's calls then run apart from
+    /// their items, which costs a small allocation and a lock per call: set it on stages that
+    /// can block (I/O, decoders of untrusted media), not on cheap ones. For `map`, `filter`,
+    /// `flat_map` and `map_async` stages; 0 = no limit.
+    /// \code
+    ///   .map(fetch, {.concurrency = 16, .on_error = ferry::retry{.attempts = 3},
+    ///                .executor = ferry::io, .timeout = std::chrono::seconds(5)})
+    /// \endcode
+    /// With retries, an attempt after a timed-out one runs while the timed-out one may still
+    /// read the input: such attempts get a copy (or a const reference), never a moved input.
+    std::chrono::milliseconds timeout{0};
 };
 
 /// Options of `batch(n, {...})`.

@@ -40,6 +40,15 @@ struct stage_stats {
     double backpressured = 0;
     double queue_mean = 0;  ///< mean number of elements waiting for this stage
     std::uint64_t queue_max = 0;
+
+    std::uint64_t timeouts = 0;  ///< calls that ran past the stage's `timeout`
+    /// Calls in progress when the stats were taken (the watchdog), and how long the oldest of
+    /// them has run, on which source item (within its epoch). `task_p99`, `task_mean` and `busy`
+    /// count calls in progress with their time so far. Calls of `map_async` stages are not
+    /// tracked here (they run outside ferry's threads).
+    std::uint64_t running = 0;
+    std::chrono::nanoseconds oldest_running{0};
+    std::uint64_t oldest_item = 0;
 };
 
 /// Whole-pipeline counters. Invariant: `produced == delivered + filtered + failed + cancelled`,
@@ -66,11 +75,19 @@ struct FERRY_API pipeline_stats {
     /// Fraction of sampled time the pipeline was full (in-flight limit reached): near 1 means
     /// the consumer, not loading, sets the pace.
     double full = 0;
+    /// How long the consumer has been waiting in `next()` right now (0: it is not waiting).
+    std::chrono::nanoseconds consumer_waiting{0};
 
-    /// The stage most likely limiting throughput (highest utilization), or "consumer" when the
-    /// training loop itself is the slow side (the pipeline was full more than half of the time
-    /// and the consumer waited less than half of it), or "none" (no stage busy half the time).
+    /// The stage most likely limiting throughput. During a stall (see `stall()`), the stage of
+    /// the call that holds it up. Otherwise the stage with the highest utilization, or
+    /// "consumer" when the training loop itself is the slow side (the pipeline was full more than
+    /// half of the time and the consumer, counting a wait in progress, waited less than half of
+    /// it), or "none" (no stage busy half the time).
     [[nodiscard]] std::string bottleneck() const;
+    /// Non-empty while the consumer has waited at least 100 ms for its next output and a call is
+    /// in progress: names the call that has run longest, which ordered output waits for, e.g.
+    /// "output waits for item 523 in stage 'read' (running 4.1 s; the consumer has waited 4.0 s)".
+    [[nodiscard]] std::string stall() const;
 };
 
 /// Prints the per-stage table and a bottleneck line.

@@ -10,7 +10,8 @@
 namespace ferry::this_call {
 
 /// True once the stage call running on this thread should give up: its pipeline is being
-/// stopped (`stop()`) or destroyed, or its epoch abandoned (the loop was left early). False
+/// stopped (`stop()`) or destroyed, its epoch abandoned (the loop was left early), or the call ran
+/// past its stage's `timeout` (its item has failed already; whatever it returns is dropped). False
 /// outside a stage call. ferry's own blocking ops honour it (`ops::read_url` ends with
 /// `errc::cancelled`, a retry's backoff sleep is cut short); a long call of your own can poll it:
 /// \code
@@ -29,10 +30,12 @@ namespace ferry::this_call {
 namespace ferry::detail {
 
 /// Set by the engine around each stage call: the flags whose being set means "give up" (the
-/// pipeline stopping, the epoch being abandoned). Restores the outer scope's flags at its end.
+/// pipeline stopping, the epoch being abandoned, and for a call with a timeout its own flag).
+/// Restores the outer scope's flags at its end.
 class FERRY_API call_scope {
   public:
-    call_scope(const std::atomic<bool>* stopping, const std::atomic<bool>* aborting) noexcept;
+    call_scope(const std::atomic<bool>* stopping, const std::atomic<bool>* aborting,
+               const std::atomic<bool>* own = nullptr) noexcept;
     ~call_scope();
     call_scope(const call_scope&) = delete;
     call_scope& operator=(const call_scope&) = delete;
@@ -40,6 +43,7 @@ class FERRY_API call_scope {
   private:
     const std::atomic<bool>* previous_stopping_;
     const std::atomic<bool>* previous_aborting_;
+    const std::atomic<bool>* previous_own_;
 };
 
 }  // namespace ferry::detail

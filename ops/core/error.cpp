@@ -24,6 +24,8 @@ const char* to_string(errc code) noexcept {
             return "cuda";
         case errc::internal:
             return "internal";
+        case errc::timeout:
+            return "timeout";
     }
     return "unknown";
 }

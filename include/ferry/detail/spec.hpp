@@ -46,9 +46,15 @@ struct stage_spec {
     std::size_t batch_size = 0;  // batch only
     bool drop_last = false;      // batch only
 
-    /// map: replaces the value in place. `last_attempt` false asks the call to leave the input
-    /// intact (copy rather than move) so that a retry can use it again.
-    std::function<void(any_value& value, bool last_attempt)> map_fn;
+    /// map: puts the result of the call on `in` into `out`, which may be `in` itself (the
+    /// engine's usual call: the result replaces the input). `last_attempt` false asks the call to
+    /// leave `in` intact (copy or read it rather than move from it) so that a retry can use it
+    /// again; a stage with a timeout may then run two attempts on the same `in` at once.
+    std::function<void(any_value& in, any_value& out, bool last_attempt)> map_fn;
+    /// map / flat_map: whether a call that is not the last attempt leaves its input untouched
+    /// (the callable reads it through a reference, or gets a copy). Only then may a retry start
+    /// while an attempt that timed out still runs on the same input.
+    bool retry_reads_input = false;
     /// filter: true keeps the item.
     std::function<bool(any_value& value)> filter_fn;
     /// flat_map / unbatch: appends the outputs of one input.

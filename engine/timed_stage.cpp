@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Stages with a `timeout`: each item's calls run apart from its box, so that when a call runs
+/// past its deadline the watchdog (the monitor thread) can fail the item, or start a retry, and
+/// pass the box on while the call runs on. Ordered output then never waits for a stuck call.
+///
+/// Who owns what: an item's input moves out of its box into a `timed_item` that the item's
+/// attempts share; each attempt writes its own output. The box belongs to whichever side settles
+/// the item first (`timed_settle`): the attempt that returns in time, the watchdog that expires
+/// the last attempt, or an abort. The others touch neither the box nor the graph afterwards; a
+/// call that returns after it lost just drops its result. Every attempt is counted in
+/// `timed_jobs_` until it returns, and destruction waits for them (they use this object).
+
+#include <optional>
+
+#include "attempts.hpp"
+#include "runtime.hpp"
+
+namespace ferry::detail {
+
+struct timed_attempt;
+
+/// One item of a timed stage, from its arrival until every attempt on it has returned.
+struct timed_item {
+    stage_runtime* st = nullptr;
+    msg m = nullptr;  ///< ours until settled
+    gateway_type* gw = nullptr;
+    std::uint64_t item = 0;
+    any_value input;
+    std::atomic<bool> settled{false};
+    std::atomic<int> running{0};  ///< attempts inside the user's call
+    // Under the stage's async_mutex:
+    std::list<std::shared_ptr<timed_item>>::iterator where;  ///< in st->timed_items
+    bool listed = false;
+    /// Its attempts so far (their flags are raised when the item is settled).
+    std::vector<std::shared_ptr<timed_attempt>> attempts;
+};
+
+/// One attempt (one call) on a timed item.
+struct timed_attempt {
+    /// this_call::stop_requested() for the call: raised when its deadline passes or its item is
+    /// settled without it.
+    std::atomic<bool> give_up{false};
+    // On an I/O stage, whether a spare thread took this call's place (it then leaves the pool
+    // once the call returns); decided under `mutex` by whichever comes first: the call returning
+    // or the watchdog.
+    std::mutex mutex;
+    bool returned = false;
+    bool replaced = false;
+};
+
+void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway_type& gw,
+                                    const shard_writer& w) {
+    w.add(&counter_shard::arrived);
+    if (m->kind == msg_kind::value && should_drop(m)) drop_unprocessed(m);
+    if (m->kind != msg_kind::value) {
+        if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::emitted);
+        tsan_send(gw, m);
+        return;
+    }
+    gw.reserve_wait();  // released when the item has been passed on, or let go by an abort
+    auto it = std::make_shared<timed_item>();
+    it->st = &st;
+    it->m = m;
+    it->gw = &gw;
+    it->item = m->source_index;
+    it->input = std::move(m->value);
+    w.add(&counter_shard::in);
+    bool start = true;
+    {
+        std::lock_guard lock(st.async_mutex);
+        it->where = st.timed_items.insert(st.timed_items.end(), it);
+        it->listed = true;
+        if (!st.io) {
+            if (st.async_running >= st.concurrency) {
+                st.timed_waiting.push_back(it);
+                start = false;
+            } else {
+                ++st.async_running;
+            }
+        }
+    }
+    tsan_release(it.get());
+    if (start) timed_launch(std::move(it), 1, 0.0);
+}
+
+void pipeline_runtime::timed_launch(std::shared_ptr<timed_item> it, int attempt,
+                                    double backoff_ms) {
+    stage_runtime& st = *it->st;
+    {
+        std::lock_guard lock(timed_jobs_mutex_);
+        ++timed_jobs_;
+    }
+    auto job = [this, it = std::move(it), attempt, backoff_ms] {
+        tsan_acquire(it.get());
+        timed_run(it, attempt, backoff_ms);
+        std::lock_guard lock(timed_jobs_mutex_);
+        if (--timed_jobs_ == 0) timed_jobs_cv_.notify_all();
+    };
+    if (st.io) {
+        st.pool->submit(std::move(job));
+    } else {
+        arena_->enqueue(tsan_body(std::move(job)));
+    }
+}
+
+void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int attempt,
+                                 double backoff_ms) {
+    stage_runtime& st = *it->st;
+    const shard_writer w =
+        st.io ? st.counters.owned(io_pool::current_index()) : st.counters.owned();
+    const error_policy& policy = st.spec.options.on_error;
+    const auto timeout = st.spec.options.timeout;
+    for (;;) {
+        auto at = std::make_shared<timed_attempt>();
+        {
+            std::lock_guard lock(st.async_mutex);
+            it->attempts.push_back(at);
+        }
+        if (backoff_ms > 0) {
+            const call_scope scope(&stopping_, &aborting_, &at->give_up);
+            sleep_unless_stopped(std::chrono::duration<double, std::milli>(backoff_ms));
+        }
+        if (it->settled || aborting_ || stopping_) return;  // an abort lets go of the item
+        const bool last = attempt >= policy.attempts;
+        // A timed-out attempt may still be reading the input: then no attempt may move from it.
+        const bool consume = last && it->running.load() == 0;
+        it->running.fetch_add(1);
+        const auto token =
+            st.deadlines->add(clock::now() + timeout, [this, it, attempt, backoff_ms, at] {
+                at->give_up.store(true, std::memory_order_relaxed);
+                if (it->st->pool) {
+                    // The call holds its I/O thread: start one in its place, unless it returned.
+                    std::lock_guard lock(at->mutex);
+                    if (!at->returned) at->replaced = it->st->pool->add_spare();
+                }
+                timed_expired(it, attempt, backoff_ms);
+            });
+        any_value out;
+        std::vector<any_value> children;
+        bool keep = true;
+        std::exception_ptr err;
+        w.active(1);
+        const auto t0 = ticks();
+        w.begin_call(t0, it->item);
+        try {
+            const call_scope scope(&stopping_, &aborting_, &at->give_up);
+            std::optional<scoped_tensor_allocator> use;
+            if (st.output_allocator) use.emplace(st.output_allocator);
+            switch (st.spec.kind) {
+                case stage_kind::map:
+                    st.spec.map_fn(it->input, out, consume);
+                    break;
+                case stage_kind::filter:
+                    keep = st.spec.filter_fn(it->input);
+                    break;
+                case stage_kind::flat_map:
+                    st.spec.expand_fn(it->input, children, consume);
+                    break;
+                default:
+                    break;
+            }
+        } catch (...) {
+            err = std::current_exception();
+        }
+        w.record_call(t0);
+        w.end_call();
+        w.active(-1);
+        it->running.fetch_sub(1);
+        if (!st.deadlines->remove(token)) {
+            // Timed out: the watchdog decided the item's fate. If a spare thread took this one's
+            // place, this one leaves the pool.
+            std::lock_guard lock(at->mutex);
+            at->returned = true;
+            if (at->replaced) io_pool::leave_after_this_job();
+            return;
+        }
+        if (err && !last && it->input.has_value() && !aborting_ && !stopping_ &&
+            worth_retrying(policy, err)) {
+            w.add(&counter_shard::retries);
+            backoff_ms = attempt == 1 ? static_cast<double>(policy.backoff.count())
+                                      : backoff_ms * policy.multiplier;
+            ++attempt;
+            continue;
+        }
+        if (!timed_settle(*it)) return;
+        msg m = it->m;
+        if (err) {
+            fail_item(st, m, err);
+        } else if (st.spec.kind == stage_kind::filter && !keep) {
+            count_filtered(m, w);
+            m->kind = msg_kind::gap;
+            note_success(st);
+        } else {
+            switch (st.spec.kind) {
+                case stage_kind::map:
+                    m->value = std::move(out);
+                    break;
+                case stage_kind::filter:
+                    m->value =
+                        std::move(it->input);  // no other attempt reads it: see timed_expired
+                    break;
+                default:
+                    m->children = std::move(children);
+                    break;
+            }
+            if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::out);
+            note_success(st);
+        }
+        if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::emitted);
+        gateway_type& gw = *it->gw;
+        tsan_send(gw, m);
+        if (!st.io) timed_slot_free(st);
+        gw.release_wait();
+        return;
+    }
+}
+
+void pipeline_runtime::timed_expired(const std::shared_ptr<timed_item>& it, int attempt,
+                                     double backoff_ms) {
+    stage_runtime& st = *it->st;
+    const shard_writer w = st.counters.shared();  // the monitor thread
+    w.add(&counter_shard::timeouts);
+    if (it->settled) return;
+    const stage_options& o = st.spec.options;
+    const auto err = std::make_exception_ptr(timeout_error(st.name, it->item, o.timeout));
+    // A retry runs beside the expired call, on the same input: only where the call leaves its
+    // input alone (and never for a filter, whose kept input moves back into the box).
+    if (attempt < o.on_error.attempts && st.spec.kind != stage_kind::filter &&
+        st.spec.retry_reads_input && !aborting_ && !stopping_ && worth_retrying(o.on_error, err)) {
+        w.add(&counter_shard::retries);
+        const double next = attempt == 1 ? static_cast<double>(o.on_error.backoff.count())
+                                         : backoff_ms * o.on_error.multiplier;
+        timed_launch(it, attempt + 1, next);  // takes over the expired call's slot
+        return;
+    }
+    if (!timed_settle(*it)) return;
+    msg m = it->m;
+    fail_item(st, m, err);
+    if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::emitted);
+    gateway_type& gw = *it->gw;
+    tsan_send(gw, m);
+    if (!st.io) timed_slot_free(st);
+    gw.release_wait();
+}
+
+bool pipeline_runtime::timed_settle(timed_item& it) {
+    if (it.settled.exchange(true)) return false;
+    stage_runtime& st = *it.st;
+    std::lock_guard lock(st.async_mutex);
+    if (it.listed) {
+        st.timed_items.erase(it.where);
+        it.listed = false;
+    }
+    // Attempts still running (expired ones) learn that their item has moved on.
+    for (auto& a : it.attempts) a->give_up.store(true, std::memory_order_relaxed);
+    return true;
+}
+
+void pipeline_runtime::timed_slot_free(stage_runtime& st) {
+    std::shared_ptr<timed_item> next;
+    {
+        std::lock_guard lock(st.async_mutex);
+        if (st.timed_waiting.empty()) {
+            --st.async_running;
+            return;
+        }
+        next = std::move(st.timed_waiting.front());
+        st.timed_waiting.pop_front();
+    }
+    timed_launch(std::move(next), 1, 0.0);
+}
+
+void pipeline_runtime::expire_timeouts() {
+    const auto now = clock::now();
+    for (auto& st : stages_) {
+        if (st.deadlines) st.deadlines->expire(now);
+    }
+}
+
+void pipeline_runtime::release_timed_items() noexcept {
+    for (auto& st : stages_) {
+        if (!st.deadlines) continue;
+        std::vector<std::shared_ptr<timed_item>> items;
+        {
+            std::lock_guard lock(st.async_mutex);
+            items.assign(st.timed_items.begin(), st.timed_items.end());
+        }
+        for (auto& it : items) {
+            if (timed_settle(*it)) it->gw->release_wait();
+        }
+    }
+}
+
+void pipeline_runtime::wait_timed_jobs() noexcept {
+    std::unique_lock lock(timed_jobs_mutex_);
+    timed_jobs_cv_.wait(lock, [this] { return timed_jobs_ == 0; });
+}
+
+}  // namespace ferry::detail
