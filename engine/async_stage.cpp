@@ -62,7 +62,7 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
         w.record_call(start_);
         w.active(-1);
         if (rt_.aborting()) {
-            // The epoch is being cancelled: its accounting is settled by abort_epoch.
+            rt_.drop_unprocessed(m_);  // the epoch is being cancelled: the item is cancelled
         } else if (e) {
             rt_.fail_item(st_, m_, e);
         } else {

@@ -94,6 +94,7 @@ class box_pool {
     /// (see `box`): such a box has no children (renumbering moved them out) and an error only if
     /// it is of kind `error`.
     static void empty_out_delivered(box* b) noexcept {
+        b->items = 0;  // delivered: accounted for
         b->value.reset();
         if (b->kind == msg_kind::error) b->error = nullptr;
     }
@@ -108,12 +109,16 @@ class box_pool {
         cache.clear();
     }
 
-    /// Frees every box, destroying whatever values were stranded. Graph must be idle.
-    void reclaim_all() noexcept {
+    /// Frees every box, destroying whatever values were stranded. Graph must be idle. Returns
+    /// the source items the stranded boxes stood for (a box whose items were accounted for —
+    /// delivered, filtered, failed, cancelled — or merged into a batch holds 0).
+    std::uint64_t reclaim_all() noexcept {
+        std::uint64_t stranded = 0;
         tbb::spin_mutex::scoped_lock lock(mutex_);
         free_.clear();
         for (box& b : all_) {
             tsan_acquire(&b);  // last touched by a worker before the graph went idle
+            stranded += b.items;
             b.value.reset();
             b.children.clear();
             b.error = nullptr;
@@ -122,6 +127,7 @@ class box_pool {
             b.kind = msg_kind::value;
             free_.push_back(&b);
         }
+        return stranded;
     }
 
     [[nodiscard]] std::size_t size() const noexcept { return all_.size(); }

@@ -14,8 +14,10 @@
 namespace ferry::detail {
 
 /// Counts in source items. Every item the source produced ends as exactly one of delivered,
-/// filtered, failed or cancelled; `unaccounted()` is what is still on its way. Each group of
-/// counters sits on its own cache line, by who writes it per item.
+/// filtered, failed or cancelled, each counted where it happens (cancelled: where an aborting
+/// stage drops it, or when an abort reclaims the box that stood for it); `unaccounted()` is what
+/// is still on its way. Each group of counters sits on its own cache line, by who writes it per
+/// item.
 struct ledger {
     /// Source only.
     alignas(64) std::atomic<std::uint64_t> produced{0};

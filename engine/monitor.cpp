@@ -192,8 +192,9 @@ pipeline_stats pipeline_runtime::stats() const {
     for (const auto& st : stages_) s.stages.push_back(row(&st));
     ledger_.snapshot(s);
     if (aborting_ && epoch_running_) {
-        // Stopped, and the calls still in progress not yet waited for: everything not yet
-        // accounted for is cancelled (the destructor settles the same number).
+        // Stopped, and the calls in progress not yet waited for: each item still in flight can
+        // only end cancelled (a call's result after a stop is dropped, never delivered or
+        // failed), which the destructor counts box by box; count them so now.
         s.cancelled += ledger::unaccounted(s);
     }
     s.threads = plan_.threads;

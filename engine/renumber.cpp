@@ -58,7 +58,10 @@ void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
         values.push_back(std::move(b->value));
         items += b->items;
         credits += b->credits;
-        if (b != first) pool_.release(b);
+        if (b != first) {
+            b->items = 0;  // the batch's box carries them
+            pool_.release(b);
+        }
     }
     st.batch_items.clear();
     // The batch's first box carries the accounting and credits of all its items.

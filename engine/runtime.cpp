@@ -155,7 +155,8 @@ void pipeline_runtime::finish_epoch() {
 
 void pipeline_runtime::cancel_for_stop() noexcept {
     // Return to the caller at once: cancel what has not started and let the calls in progress
-    // finish in the background; the destructor waits for them and settles the accounting.
+    // finish in the background (they are told to give up); the destructor waits for them and
+    // reclaims what is left. Every item still in flight now ends cancelled.
     if (!epoch_running_) return;
     aborting_ = true;
     graph_->cancel();
@@ -206,10 +207,9 @@ void pipeline_runtime::abort_epoch_locked() noexcept {
         source_boxes_.clear();
         admission_.reset();
     }
-    pool_.reclaim_all();
-    pipeline_stats counts;
-    ledger_.snapshot(counts);
-    ledger_.cancelled.fetch_add(ledger::unaccounted(counts));
+    // What was still in the graph (in TBB's buffers, the sequencers, the hand-off, a call that
+    // was let go) is cancelled: counted box by box.
+    ledger_.cancelled.fetch_add(pool_.reclaim_all());
     halted_ = false;
     halt_after_ = std::numeric_limits<std::uint64_t>::max();
     aborting_ = false;

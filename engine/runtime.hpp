@@ -128,7 +128,16 @@ class pipeline_runtime final : public runtime {
     [[nodiscard]] std::vector<failure> failures() const override { return ledger_.failures(); }
     void write_trace(std::ostream& os) const override;
 
-    // For the map_async sink (async_stage.cpp).
+    // For the map_async sink (async_stage.cpp) too.
+    /// Turns an element that will not be processed into a gap, so no later stage ever sees a
+    /// value of the wrong type; its items are cancelled here, where they are dropped.
+    void drop_unprocessed(msg m) noexcept {
+        ledger_.cancelled.fetch_add(m->items, std::memory_order_relaxed);
+        m->items = 0;
+        m->value.reset();
+        m->children.clear();
+        m->kind = msg_kind::gap;
+    }
     void fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause);
     void async_finished(stage_runtime& st);
     void poll_later(std::function<bool(any_value&)> try_take,
@@ -154,13 +163,6 @@ class pipeline_runtime final : public runtime {
     /// after an item that failed the pipeline.
     [[nodiscard]] bool should_drop(msg m) const noexcept {
         return aborting_ || m->source_index > halt_after_.load(std::memory_order_relaxed);
-    }
-    /// Turns an element that will not be processed into a gap, so no later stage ever sees a
-    /// value of the wrong type; its items stay unaccounted and end as cancelled.
-    static void drop_unprocessed(msg m) noexcept {
-        m->value.reset();
-        m->children.clear();
-        m->kind = msg_kind::gap;
     }
     /// A map / filter / flat_map stage's work on `m`, on whichever thread runs it: apply the
     /// function to a value (or drop it when the work would be wasted), then count `m` emitted

@@ -185,7 +185,9 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
         }
         if (!timed_settle(*it)) return;
         msg m = it->m;
-        if (err) {
+        if (aborting_) {
+            drop_unprocessed(m);  // the epoch is being cancelled (stop()): the item is cancelled
+        } else if (err) {
             fail_item(st, m, err);
         } else if (st.spec.kind == stage_kind::filter && !keep) {
             count_filtered(m, w);

@@ -51,9 +51,12 @@ struct stage_stats {
     std::uint64_t oldest_item = 0;
 };
 
-/// Whole-pipeline counters. Invariant: `produced == delivered + filtered + failed + cancelled`,
-/// counted in source items (a batch of 32 delivered counts 32). `cancelled` is non-zero only for
-/// epochs that were stopped early.
+/// Whole-pipeline counters, in source items (a batch of 32 delivered counts 32). Once no epoch
+/// runs (after an epoch's end, a `break`, `stop()` or a failure ended it):
+/// `produced == delivered + filtered + failed + cancelled`; while one runs, the difference is
+/// what is on its way. `cancelled` counts items of epochs ended early, each where it was dropped
+/// (a stage skipping work that would be wasted, or the end of the epoch reclaiming what was
+/// still inside the graph): at most `in_flight` per such epoch.
 struct FERRY_API pipeline_stats {
     std::vector<stage_stats> stages;
     std::uint64_t produced = 0;
