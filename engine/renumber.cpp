@@ -117,6 +117,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
         b->kind = msg_kind::value;
         b->seq = st.next_out++;
         b->source_index = x->source_index;
+        b->input = x->input;
         st.outs.push_back(b);
     }
     // The last output carries the input's accounting and credits.

@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "input_label.hpp"
 #include "worker_budget.hpp"
 
 namespace ferry::detail {
@@ -15,6 +16,10 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     : plan_(make_plan(std::move(spec), opts)),
       opts_(std::move(opts)),
       log_(opts_.logger, opts_.log_burst, opts_.log_window) {
+    // Opened first, so that a path that cannot work fails build() before any thread starts.
+    if (!opts_.quarantine.empty()) {
+        quarantine_ = std::make_unique<quarantine_writer>(opts_.quarantine);
+    }
     for (auto& p : plan_.stages) {
         auto& st = stages_.emplace_back(std::move(p));
         if (st.renumbers()) st.seq = std::make_unique<sequencer>(st.ordered);
@@ -246,7 +251,8 @@ std::exception_ptr pipeline_runtime::epoch_failure() const {
         for (const auto& f : ledger_.failures()) {
             if (f.epoch != epoch_.load()) continue;
             by_stage[f.stage] += f.items;
-            last = "stage '" + f.stage + "' on item " + std::to_string(f.item) + ": " + f.message;
+            last = "stage '" + f.stage + "' on item " + std::to_string(f.item) +
+                   quoted_input(f.input) + ": " + f.message;
         }
         std::uint64_t most = 0;
         for (const auto& [stage, n] : by_stage) {

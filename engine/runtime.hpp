@@ -29,8 +29,8 @@
 ///   timed_stage.cpp stages with a timeout: calls apart from their boxes, the watchdog's expiry
 ///   consumer.cpp    next(): the hand-off, the adaptive spin, credits back
 ///   monitor.cpp     the monitor thread: sampling, reports, polled futures; stats()
-///   admission.hpp, ledger.hpp, trace.*, io_pool.*, worker_budget.*, failure_log.*: one helper
-///   each.
+///   admission.hpp, ledger.hpp, trace.*, io_pool.*, worker_budget.*, failure_log.*,
+///   quarantine_writer.*, input_label.hpp: one helper each.
 #pragma once
 
 #include <oneapi/tbb/flow_graph.h>
@@ -61,6 +61,7 @@
 #include "io_pool.hpp"
 #include "ledger.hpp"
 #include "plan.hpp"
+#include "quarantine_writer.hpp"
 #include "sequencer.hpp"
 #include "trace.hpp"
 #include "tsan.hpp"
@@ -184,11 +185,11 @@ class pipeline_runtime final : public runtime {
         ledger_.filtered.fetch_add(m->items, std::memory_order_relaxed);
         m->items = 0;
     }
-    /// The one record of a failure: `failures()` gets it, and the log (rate-limited) gets
-    /// `line` unless it is empty.
+    /// The one record of a failure: `failures()` gets it, the quarantine file too (if any), and
+    /// the log (rate-limited) gets `line` unless it is empty.
     void record_failure(const std::string& stage, std::uint64_t item, std::uint64_t items,
                         const std::exception_ptr& cause, const std::string& text, log_level level,
-                        const std::string& line);
+                        const std::string& line, const std::string& input = {});
 
     // renumber.cpp
     void renumber(stage_runtime& st, msg m, const shard_writer& w);
@@ -267,6 +268,7 @@ class pipeline_runtime final : public runtime {
     std::unique_ptr<sequencer> output_seq_;
     failure_log log_;
     ledger ledger_;
+    std::unique_ptr<quarantine_writer> quarantine_;  ///< `pipeline_options::quarantine` set
     admission admission_;
 
     // What the source, the consumer and the workers write per item sits on separate cache lines
@@ -279,6 +281,7 @@ class pipeline_runtime final : public runtime {
     std::uint64_t source_seq_ = 0;
     std::vector<box*> source_boxes_;  ///< free boxes taken from the pool in bulk
     std::atomic<bool> source_busy_{false};
+    std::string last_input_;  ///< the last item's description, for a source failure's message
 
     // The consumer's own (consumer thread only, under control_mutex_).
     alignas(64) std::atomic<std::int64_t> consumer_wait_ns_{0};

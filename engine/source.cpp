@@ -3,6 +3,7 @@
 /// The source's pull: one credit, one box, one call of the user's cursor, one message out.
 
 #include "ferry/this_call.hpp"
+#include "input_label.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
@@ -20,23 +21,37 @@ bool pipeline_runtime::source_pull(msg& out) {
     // Relaxed: only the monitor reads it, for a sampled fraction.
     source_busy_.store(true, std::memory_order_relaxed);
     const shard_writer w = source_counters_.owned();  // the input node's body, in the arena
+    const auto& name_item = plan_.source.describe;
     const auto t0 = ticks();
     w.begin_call(t0, source_seq_);
     bool got = false;
+    bool excluded = false;
     try {
         const call_scope scope(&stopping_, &aborting_);
         got = cursor_(b->value);
+        // Named now, while the element is what the source made: a stage that fails it later
+        // sees only what the stages before it turned it into.
+        if (got && name_item) {
+            name_item(b->value, b->input);
+            excluded = plan_.source.excluded && plan_.source.excluded(b->input);
+        }
         w.record_call(t0);
         w.end_call();
     } catch (...) {
-        // The source's failure ends the epoch: its message carries the stage_error.
+        // The source's failure ends the epoch: its message carries the stage_error. There is no
+        // item to name; the one before it says where in the source it happened.
         w.record_call(t0);
         w.end_call();
         source_busy_.store(false, std::memory_order_relaxed);
         const auto cause = std::current_exception();
         const std::string text = describe(cause);
+        const std::string after = source_seq_ > 0 && !last_input_.empty()
+                                      ? " (after " + quote_input(last_input_) + ")"
+                                      : "";
         const std::string what =
-            "stage 'source' failed on item " + std::to_string(source_seq_) + ": " + text;
+            "stage 'source' failed on item " + std::to_string(source_seq_) + after + ": " + text;
+        b->value.reset();
+        b->input.clear();
         b->kind = msg_kind::error;
         b->error = std::make_exception_ptr(stage_error("source", source_seq_, 1, text, what));
         record_failure("source", source_seq_, 1, cause, text, log_level::error, what);
@@ -54,7 +69,15 @@ bool pipeline_runtime::source_pull(msg& out) {
         b->items = 1;
         ++source_seq_;
         bump_owned(ledger_.produced, 1);
-        w.add(&counter_shard::out);
+        if (name_item) last_input_ = b->input;
+        if (excluded) {
+            // On an exclusion list: produced and filtered here, it flows on as a gap.
+            b->value.reset();
+            b->kind = msg_kind::gap;
+            count_filtered(b, w);
+        } else {
+            w.add(&counter_shard::out);
+        }
     } else {
         b->kind = msg_kind::end;  // seq = number of messages before it
         source_open_ = false;

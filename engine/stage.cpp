@@ -8,6 +8,7 @@
 
 #include "attempts.hpp"
 #include "ferry/this_call.hpp"
+#include "input_label.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
@@ -25,10 +26,7 @@ errc code_of(const std::exception_ptr& e) noexcept {
 }
 
 std::string item_label(const box& b) {
-    if (b.items > 1) {
-        return std::to_string(b.items) + " items from item " + std::to_string(b.source_index);
-    }
-    return "item " + std::to_string(b.source_index);
+    return detail::item_label(b.source_index, b.items, b.input);
 }
 
 }  // namespace
@@ -55,8 +53,10 @@ std::size_t pipeline_runtime::note_outcome(stage_runtime& st, bool failed) noexc
 void pipeline_runtime::record_failure(const std::string& stage, std::uint64_t item,
                                       std::uint64_t items, const std::exception_ptr& cause,
                                       const std::string& text, log_level level,
-                                      const std::string& line) {
-    ledger_.add_failure({stage, item, items, epoch_, text, code_of(cause)});
+                                      const std::string& line, const std::string& input) {
+    failure f{stage, item, items, epoch_, text, code_of(cause), input};
+    if (quarantine_) quarantine_->append(f, log_);
+    ledger_.add_failure(std::move(f));
     if (!line.empty()) log_.log(stage, level, line);
 }
 
@@ -161,7 +161,7 @@ void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_
     const std::string what = "stage '" + st.name + "' " + (fail ? "failed on " : "skipped ") +
                              item_label(*m) + ": " + reason;
     record_failure(st.name, m->source_index, items, cause, text,
-                   fail ? log_level::error : log_level::warning, what);
+                   fail ? log_level::error : log_level::warning, what, m->input);
     ledger_.failed.fetch_add(m->items, std::memory_order_relaxed);
     m->value.reset();
     m->children.clear();
@@ -174,8 +174,8 @@ void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_
         std::rethrow_exception(cause);
     } catch (...) {
         // stage_error captures the exception being handled as its nested cause.
-        m->error =
-            std::make_exception_ptr(stage_error(st.name, m->source_index, items, text, what));
+        m->error = std::make_exception_ptr(
+            stage_error(st.name, m->source_index, items, text, what, m->input));
     }
     m->kind = msg_kind::error;
     halted_ = true;  // the epoch is over: stop reading the source

@@ -9,13 +9,18 @@
 ///
 ///     read_file / read_url (I/O threads) -> decode_image (+ resize) -> batch -> collate
 ///
-/// and runs it for a few seconds (or a number of images) under several concurrency settings,
-/// the way SPDL's profile_pipeline does: the decode concurrency from 1 up to twice the thread
-/// count, and a couple of read concurrencies. It prints images/s and MB/s for each setting, the
-/// best one, its per-stage stats table with the bottleneck named, and what the sweep suggests.
+/// and runs it under several concurrency settings, the way SPDL's profile_pipeline does: the
+/// decode concurrency from 1 up to the thread count, and a couple of read concurrencies. Every
+/// setting runs the same items: a seeded sample of the inputs (`--sample`, `--seed`), cycled
+/// in the same order, `--items` of them, or else as many whole passes as the first setting
+/// finishes in `--seconds` — so a ratio between settings compares equal work. It prints images/s
+/// and MB/s for each setting, the best one, its per-stage stats table with the bottleneck named,
+/// what the sweep suggests, and the inputs that failed.
 ///
-///   ferry-probe DIR|LIST [--seconds 3] [--items N] [--threads N] [--resize 224x224]
-///                        [--decode 1,2,4] [--read 2,8] [--batch 32] [--json]
+///   ferry-probe DIR|LIST [--seconds 3] [--items N] [--sample 256] [--seed 1] [--threads N]
+///                        [--resize 224x224] [--decode 1,2,4] [--read 2,8] [--batch 32] [--json]
+///
+/// Files: probe_inputs.cpp (the inputs, the sample, the CPUs), probe_json.cpp (--json).
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -44,139 +49,20 @@
 #include "ferry/http.hpp"
 #endif
 
-namespace fs = std::filesystem;
+#include "probe.hpp"
+
 using steady = std::chrono::steady_clock;
+using namespace probe;
 
 namespace {
 
-enum class media { image, video, audio, other };
-
-media kind_of(const fs::path& p) {
-    std::string ext = p.extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".webp" || ext == ".bmp") {
-        return media::image;
-    }
-    if (ext == ".mp4" || ext == ".mkv" || ext == ".webm" || ext == ".avi" || ext == ".mov") {
-        return media::video;
-    }
-    if (ext == ".wav" || ext == ".flac" || ext == ".mp3" || ext == ".ogg" || ext == ".opus" ||
-        ext == ".m4a" || ext == ".aac") {
-        return media::audio;
-    }
-    return media::other;
-}
-
-/// Whether a list entry is a URL (http://, https://, file://; any case) rather than a path.
-bool is_url(std::string_view s) {
-    const auto starts_with = [s](std::string_view scheme) {
-        return s.size() > scheme.size() &&
-               std::equal(scheme.begin(), scheme.end(), s.begin(), [](char a, char b) {
-                   return a == std::tolower(static_cast<unsigned char>(b));
-               });
-    };
-    return starts_with("http://") || starts_with("https://") || starts_with("file://");
-}
-
-/// The media kind of a list entry: a URL's by the extension of its path (query and fragment
-/// dropped).
-media kind_of_entry(const std::string& entry) {
-    if (!is_url(entry)) return kind_of(entry);
-    return kind_of(fs::path(entry.substr(0, entry.find_first_of("?#"))));
-}
-
-const char* name_of(media m) {
-    switch (m) {
-        case media::image:
-            return "images";
-        case media::video:
-            return "videos";
-        case media::audio:
-            return "audio files";
-        case media::other:
-            break;
-    }
-    return "files";
-}
-
-/// The files of the kind most of them are (images, videos or audio); or a list file's entries
-/// (paths and URLs), of the kind its first entry is.
-std::vector<std::string> find_inputs(const fs::path& where, media& kind) {
-    std::vector<std::string> out;
-    if (fs::is_directory(where)) {
-        std::vector<fs::path> found[3];
-        for (const auto& e : fs::recursive_directory_iterator(
-                 where, fs::directory_options::skip_permission_denied)) {
-            const media k = e.is_regular_file() ? kind_of(e.path()) : media::other;
-            if (k != media::other) found[static_cast<int>(k)].push_back(e.path());
-        }
-        int most = 0;
-        for (int k = 1; k < 3; ++k) {
-            if (found[k].size() > found[most].size()) most = k;
-        }
-        kind = static_cast<media>(most);
-        std::sort(found[most].begin(), found[most].end());
-        for (const fs::path& p : found[most]) out.push_back(p.string());
-    } else if (fs::is_regular_file(where)) {
-        std::ifstream in(where);
-        std::string line;
-        while (std::getline(in, line)) {
-            // Lists written on Windows or by hand: no trailing '\r' or blanks.
-            while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) {
-                line.pop_back();
-            }
-            if (!line.empty() && line[0] != '#') out.push_back(line);
-        }
-        kind = out.empty() ? media::image : kind_of_entry(out.front());
-        if (kind == media::other) kind = media::image;
-    }
-    return out;
-}
-
-std::vector<int> parse_list(const std::string& s) {
-    std::vector<int> out;
-    std::stringstream in(s);
-    std::string part;
-    while (std::getline(in, part, ',')) {
-        const int v = std::atoi(part.c_str());
-        if (v > 0) out.push_back(v);
-    }
-    return out;
-}
-
-/// What one setting measured.
-struct trial {
-    int read = 0;
-    int decode = 0;
-    double seconds = 0;
-    std::uint64_t images = 0;  // files decoded (images, videos or audio files)
-    std::uint64_t units = 0;   // frames (video) or samples (audio)
-    std::uint64_t bytes = 0;
-    std::uint64_t failed = 0;
-    std::string stats;
-    std::string bottleneck;
-    [[nodiscard]] double images_per_s() const { return seconds > 0 ? images / seconds : 0; }
-    [[nodiscard]] double mb_per_s() const { return seconds > 0 ? bytes / seconds / 1e6 : 0; }
-    [[nodiscard]] double units_per_s() const { return seconds > 0 ? units / seconds : 0; }
-};
-
-struct settings {
-    std::vector<std::string> files;  // paths and URLs
-    double seconds = 3;
-    std::uint64_t items = 0;
-    int threads = 0;
-    ferry::image_size resize{224, 224};
-    int batch = 32;
-    media kind = media::image;
-    int frames = 8;
-};
-
-/// What the source and the read stage share with the trial: where the cycle is, how many files
-/// were handed out, the bytes read.
+/// What the source and the read stage share with the trial: where the cycle is, how many items
+/// were handed out (and their digest), the bytes read.
 struct source_state {
-    std::size_t next = 0;
+    std::uint64_t limit = 0;  ///< items to hand out; 0: whole passes until `deadline`
+    steady::time_point deadline{};
     std::uint64_t produced = 0;
+    std::uint64_t digest = 0xcbf29ce484222325ull;  // FNV-1a offset basis
     std::atomic<std::uint64_t> bytes{0};
 };
 
@@ -191,14 +77,22 @@ ferry::bytes read_entry(const std::string& entry) {
 #endif
 }
 
-/// The files over and over (a generator), until `--items` is reached (or forever: the trial stops
-/// at its deadline), read on `read` I/O threads.
+/// The sample over and over (a generator), `src.limit` items, or whole passes until the deadline
+/// has passed; read on `read` I/O threads. The paths name failures by themselves.
 auto read_files(const settings& s, int read, source_state& src) {
     return ferry::from([&s, &src]() -> std::optional<std::string> {
-               if (s.items != 0 && src.produced == s.items) return std::nullopt;
+               const std::size_t n = s.sample.size();
+               if (src.limit != 0 && src.produced == src.limit) return std::nullopt;
+               if (src.limit == 0 && src.produced != 0 && src.produced % n == 0 &&
+                   steady::now() >= src.deadline) {
+                   return std::nullopt;
+               }
+               const std::string& f = s.sample[src.produced % n];
                ++src.produced;
-               const std::string& f = s.files[src.next];
-               src.next = (src.next + 1) % s.files.size();
+               for (const char c : f) {
+                   src.digest = (src.digest ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+               }
+               src.digest = (src.digest ^ 0xffu) * 0x100000001b3ull;  // entry separator
                return f;
            })
         .map(
@@ -210,12 +104,33 @@ auto read_files(const settings& s, int read, source_state& src) {
             {.concurrency = read, .name = "read", .on_error = ferry::skip, .executor = ferry::io});
 }
 
+/// The pipeline's options: no log lines (failures are reported at the end), and no epoch
+/// failure-rate limit (a dataset with mostly bad files is measured and reported, not refused).
+ferry::pipeline_options options(const settings& s) {
+    return {.threads = s.threads,
+            .logger = [](ferry::log_level, std::string_view) {},
+            .max_epoch_failure_rate = 1};
+}
+
+/// Runs `p` to the end of its epoch through `take` (per output), then fills in what `t` measured.
+template <class P, class F>
+void measure(P& p, trial& t, source_state& src, F take) {
+    const auto t0 = steady::now();
+    for (const auto& out : p) take(out);
+    t.seconds = std::chrono::duration<double>(steady::now() - t0).count();
+    t.items = src.produced;
+    t.digest = src.digest;
+    t.bytes = src.bytes.load();
+    t.stats = p.stats();
+    t.failures = p.failures();
+    t.failed = t.failures.size();
+}
+
 /// Video or audio: read -> decode (returns the frames or samples it produced) -> batch.
-trial run_media(const settings& s, int read, int decode) {
+trial run_media(const settings& s, int read, int decode, source_state& src) {
     trial t;
     t.read = read;
     t.decode = decode;
-    source_state src;
     std::function<std::uint64_t(const ferry::bytes&)> decode_fn;
 #ifdef FERRY_PROBE_VIDEO
     if (s.kind == media::video) {
@@ -235,78 +150,90 @@ trial run_media(const settings& s, int read, int decode) {
 #else
     throw std::runtime_error("ferry-probe was built without ferry::video (FERRY_VIDEO=OFF)");
 #endif
-    auto p =
-        read_files(s, read, src)
-            .map(decode_fn, {.concurrency = decode, .name = "decode", .on_error = ferry::skip})
-            .batch(static_cast<std::size_t>(s.batch))
-            .build({.threads = s.threads, .logger = [](ferry::log_level, std::string_view) {}});
-    const auto t0 = steady::now();
-    const auto deadline = t0 + std::chrono::duration<double>(s.seconds);
-    for (const std::vector<std::uint64_t>& batch : p) {
+    auto p = read_files(s, read, src)
+                 .map(decode_fn, {.concurrency = decode, .name = "decode", .on_error = ferry::skip})
+                 .batch(static_cast<std::size_t>(s.batch))
+                 .build(options(s));
+    measure(p, t, src, [&t](const std::vector<std::uint64_t>& batch) {
         t.images += batch.size();
         for (const auto u : batch) t.units += u;
-        if (s.items == 0 && steady::now() >= deadline) break;
-    }
-    t.seconds = std::chrono::duration<double>(steady::now() - t0).count();
-    t.bytes = src.bytes.load();
-    t.failed = p.failures().size();
-    std::ostringstream table;
-    table << p.stats();
-    t.stats = table.str();
-    const auto at = t.stats.find("bottleneck:");
-    if (at != std::string::npos) t.bottleneck = t.stats.substr(at, t.stats.find('\n', at) - at);
+    });
     return t;
 }
 
-trial run(const settings& s, int read, int decode) {
-    if (s.kind != media::image) return run_media(s, read, decode);
+/// One setting over `limit` items of the sample (0: whole passes for `s.seconds`).
+trial run(const settings& s, int read, int decode, std::uint64_t limit) {
+    source_state src;
+    src.limit = limit;
+    src.deadline = steady::now() + std::chrono::duration_cast<steady::duration>(
+                                       std::chrono::duration<double>(s.seconds));
+    if (s.kind != media::image) return run_media(s, read, decode, src);
     trial t;
     t.read = read;
     t.decode = decode;
-    source_state src;
-    auto p =
-        read_files(s, read, src)
-            .map(
-                [&](const ferry::bytes& b) {
-                    return ferry::ops::decode_image(b, {.resize = s.resize});
-                },
-                {.concurrency = decode, .name = "decode", .on_error = ferry::skip})
-            .batch(static_cast<std::size_t>(s.batch))
-            .map(ferry::ops::collate, {.name = "collate", .on_error = ferry::skip})
-            .build({.threads = s.threads, .logger = [](ferry::log_level, std::string_view) {}});
-    const auto t0 = steady::now();
-    const auto deadline = t0 + std::chrono::duration<double>(s.seconds);
-    for (const ferry::tensor& batch : p) {
+    auto p = read_files(s, read, src)
+                 .map(
+                     [&](const ferry::bytes& b) {
+                         return ferry::ops::decode_image(b, {.resize = s.resize});
+                     },
+                     {.concurrency = decode, .name = "decode", .on_error = ferry::skip})
+                 .batch(static_cast<std::size_t>(s.batch))
+                 .map(ferry::ops::collate, {.name = "collate", .on_error = ferry::skip})
+                 .build(options(s));
+    measure(p, t, src, [&t](const ferry::tensor& batch) {
         t.images += static_cast<std::uint64_t>(batch.size(0));
-        if (s.items == 0 && steady::now() >= deadline) break;
-    }
-    t.seconds = std::chrono::duration<double>(steady::now() - t0).count();
-    t.bytes = src.bytes.load();
-    const ferry::pipeline_stats st = p.stats();
-    t.failed = p.failures().size();
-    std::ostringstream table;
-    table << st;
-    t.stats = table.str();
-    const auto at = t.stats.find("bottleneck:");
-    if (at != std::string::npos) {
-        t.bottleneck = t.stats.substr(at, t.stats.find('\n', at) - at);
-    }
+    });
     return t;
 }
 
-std::string json_escape(const std::string& s) {
-    std::string out;
-    for (const char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (c == '\n') {
-            out += "\\n";
-        } else if (static_cast<unsigned char>(c) >= 0x20) {
-            out += c;
+/// The text report after the table: the best setting, its stats, the suggestion, the failures.
+void print_text_summary(const settings& s, const std::vector<trial>& trials, const trial& best) {
+    const trial& first = trials.front();
+    std::printf("\nbest: read %d, decode %d: %.1f %s/s, %.1f MB/s (%.2fx the first setting)\n",
+                best.read, best.decode, best.images_per_s(),
+                s.kind == media::image ? "images" : "files", best.mb_per_s(),
+                first.images_per_s() > 0 ? best.images_per_s() / first.images_per_s() : 0.0);
+    std::ostringstream table;
+    table << best.stats;
+    std::printf("\nstats of the best setting:\n%s\n", table.str().c_str());
+    // What the sweep says: does more decode concurrency still pay at the top of the range?
+    const trial* top = nullptr;
+    const trial* below = nullptr;
+    for (const trial& t : trials) {
+        if (t.read != best.read) continue;
+        if (top == nullptr || t.decode > top->decode) {
+            below = top;
+            top = &t;
         }
     }
-    return out;
+    if (top != nullptr && below != nullptr && below->images_per_s() > 0) {
+        const double gain = top->images_per_s() / below->images_per_s();
+        if (gain > 1.15) {
+            std::printf(
+                "suggestion: decode %d gave %.2fx of decode %d; more compute threads "
+                "(--threads) and decode concurrency may still help\n",
+                top->decode, gain, below->decode);
+        } else {
+            const std::string bottleneck = best.stats.bottleneck();
+            std::printf(
+                "suggestion: decode beyond %d does not pay (%.2fx from %d to %d); the "
+                "rate is set by %s\n",
+                below->decode, gain, below->decode, top->decode,
+                bottleneck == "none" ? "the machine's cores" : bottleneck.c_str());
+        }
+    }
+    const auto failed = failed_inputs(trials);
+    if (!failed.empty()) {
+        std::printf("\n%zu input%s failed (in every setting):\n", failed.size(),
+                    failed.size() == 1 ? "" : "s");
+        constexpr std::size_t shown = 10;
+        for (std::size_t i = 0; i < failed.size() && i < shown; ++i) {
+            std::printf("  %s: stage '%s': %s\n", failed[i].input.c_str(), failed[i].stage.c_str(),
+                        failed[i].message.c_str());
+        }
+        if (failed.size() > shown)
+            std::printf("  ... and %zu more (--json lists all)\n", failed.size() - shown);
+    }
 }
 
 }  // namespace
@@ -318,6 +245,8 @@ int main(int argc, char** argv) {
     std::string resize = "224x224";
     std::string decode_list;
     std::string read_list = "2,8";
+    std::size_t sample = 256;
+    std::uint64_t seed = 1;
     bool json = false;
     app.add_option("path", where,
                    "a folder of images, videos or audio files (searched recursively; the kind "
@@ -326,15 +255,22 @@ int main(int argc, char** argv) {
         ->required();
     app.add_option("--frames", s.frames, "frames per video, spread uniformly (videos)")
         ->check(CLI::PositiveNumber);
-    app.add_option("--seconds", s.seconds, "how long each setting runs")
+    app.add_option("--seconds", s.seconds,
+                   "how long the first setting runs (in whole passes over the sample); every "
+                   "other setting runs the same items")
         ->check(CLI::PositiveNumber);
-    app.add_option("--items", s.items, "images per setting instead of a time budget");
-    app.add_option("--threads", s.threads, "ferry's compute threads (default: ferry's default)");
+    app.add_option("--items", s.items, "items per setting instead of a time budget");
+    app.add_option("--sample", sample,
+                   "inputs every setting cycles over: a seeded sample of them (default 256)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--seed", seed, "the sample's seed (the same seed, the same sample)");
+    app.add_option("--threads", s.threads,
+                   "ferry's compute threads (default: the CPUs this process may use)");
     app.add_option("--resize", resize,
                    "decode to WxH ('none' keeps the size; then batches need "
                    "equally sized images)");
     app.add_option("--decode", decode_list,
-                   "decode concurrencies to try (default 1,2,.. up to twice the threads)");
+                   "decode concurrencies to try (default 1,2,.. up to the threads)");
     app.add_option("--read", read_list, "read (I/O) concurrencies to try");
     app.add_option("--batch", s.batch, "batch size")->check(CLI::PositiveNumber);
     app.add_flag("--json", json, "print JSON instead of tables");
@@ -348,6 +284,7 @@ int main(int argc, char** argv) {
                   << where << '\n';
         return 2;
     }
+    s.sample = sample_of(s.files, sample, seed);
     const auto urls = static_cast<std::size_t>(std::count_if(
         s.files.begin(), s.files.end(), [](const std::string& f) { return is_url(f); }));
 #ifndef FERRY_PROBE_HTTP
@@ -376,25 +313,30 @@ int main(int argc, char** argv) {
         std::cerr << "ferry-probe: --resize wants WxH, e.g. 224x224, or 'none'\n";
         return 2;
     }
-    if (s.threads <= 0) {
-        s.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency() / 2));
-    }
+    // Measured on the CPUs this process may really use (its affinity and cgroup quota, not the
+    // host's count): more compute threads than that only time-slice.
+    const int cpus = usable_cpus();
+    if (s.threads <= 0) s.threads = cpus;
     std::vector<int> decodes = parse_list(decode_list);
     if (decodes.empty()) {
-        for (int c = 1; c <= 2 * s.threads; c *= 2) decodes.push_back(c);
+        for (int c = 1; c <= s.threads; c *= 2) decodes.push_back(c);
+        if (decodes.back() != s.threads) decodes.push_back(s.threads);
     }
     std::vector<int> reads = parse_list(read_list);
     if (reads.empty()) reads = {2};
 
     if (!json) {
         std::printf(
-            "ferry-probe: %zu %s under %s%s; %d compute threads (%u hardware threads); "
-            "%s each setting\n\n",
+            "ferry-probe: %zu %s under %s%s; %d compute threads (%d usable CPUs%s); each "
+            "setting runs the same %s of a %zu-input sample (seed %llu)\n\n",
             s.files.size(), name_of(s.kind), where.c_str(),
             urls != 0 ? (" (" + std::to_string(urls) + " of them URLs)").c_str() : "", s.threads,
-            std::thread::hardware_concurrency(),
-            s.items != 0 ? (std::to_string(s.items) + " files").c_str()
-                         : (std::to_string(s.seconds) + " s").c_str());
+            cpus, s.threads > cpus ? ": more threads than CPUs only time-slice" : "",
+            s.items != 0
+                ? (std::to_string(s.items) + " items").c_str()
+                : ("whole passes the first finishes in " + std::to_string(s.seconds) + " s")
+                      .c_str(),
+            s.sample.size(), static_cast<unsigned long long>(seed));
         if (s.kind == media::image) {
             std::printf(
                 "| read | decode | images/s | MB/s | failed |\n|---:|---:|---:|---:|---:|\n");
@@ -406,10 +348,12 @@ int main(int argc, char** argv) {
         }
     }
     std::vector<trial> trials;
+    std::uint64_t limit = s.items;
     for (const int r : reads) {
         for (const int d : decodes) {
-            trials.push_back(run(s, r, d));
+            trials.push_back(run(s, r, d, limit));
             const trial& t = trials.back();
+            if (limit == 0) limit = t.items;  // the first setting's passes set everyone's items
             if (!json) {
                 if (s.kind == media::image) {
                     std::printf("| %d | %d | %.0f | %.1f | %llu |\n", t.read, t.decode,
@@ -427,59 +371,10 @@ int main(int argc, char** argv) {
     const auto best = std::max_element(
         trials.begin(), trials.end(),
         [](const trial& a, const trial& b) { return a.images_per_s() < b.images_per_s(); });
-    const trial& first = trials.front();
     if (json) {
-        std::printf(
-            "{\"kind\": \"%s\", \"files\": %zu, \"urls\": %zu, \"threads\": %d, \"trials\": [",
-            name_of(s.kind), s.files.size(), urls, s.threads);
-        for (std::size_t i = 0; i < trials.size(); ++i) {
-            const trial& t = trials[i];
-            std::printf(
-                "%s{\"read\": %d, \"decode\": %d, \"images_per_s\": %.1f, \"mb_per_s\": %.2f, "
-                "\"images\": %llu, \"units_per_s\": %.1f, \"failed\": %llu}",
-                i ? ", " : "", t.read, t.decode, t.images_per_s(), t.mb_per_s(),
-                static_cast<unsigned long long>(t.images), t.units_per_s(),
-                static_cast<unsigned long long>(t.failed));
-        }
-        std::printf(
-            "], \"best\": {\"read\": %d, \"decode\": %d, \"images_per_s\": %.1f}, "
-            "\"stats\": \"%s\"}\n",
-            best->read, best->decode, best->images_per_s(), json_escape(best->stats).c_str());
-        return 0;
-    }
-    std::printf("\nbest: read %d, decode %d: %.1f %s/s, %.1f MB/s (%.2fx the first setting)\n",
-                best->read, best->decode, best->images_per_s(),
-                s.kind == media::image ? "images" : "files", best->mb_per_s(),
-                first.images_per_s() > 0 ? best->images_per_s() / first.images_per_s() : 0.0);
-    std::printf("\nstats of the best setting:\n%s\n", best->stats.c_str());
-    // What the sweep says: does more decode concurrency still pay at the top of the range?
-    const trial* top = nullptr;
-    const trial* below = nullptr;
-    for (const trial& t : trials) {
-        if (t.read != best->read) continue;
-        if (top == nullptr || t.decode > top->decode) {
-            below = top;
-            top = &t;
-        }
-    }
-    if (top != nullptr && below != nullptr && below->images_per_s() > 0) {
-        const double gain = top->images_per_s() / below->images_per_s();
-        if (gain > 1.15) {
-            std::printf(
-                "suggestion: decode %d gave %.2fx of decode %d; more compute threads "
-                "(--threads) and decode concurrency may still help\n",
-                top->decode, gain, below->decode);
-        } else {
-            std::printf(
-                "suggestion: decode beyond %d does not pay (%.2fx from %d to %d); the "
-                "rate is set by %s\n",
-                below->decode, gain, below->decode, top->decode,
-                best->bottleneck.empty() ? "the machine's cores" : best->bottleneck.c_str() + 12);
-        }
-    }
-    if (best->failed > 0) {
-        std::printf("note: %llu files failed to load; run with --json or look at the stats\n",
-                    static_cast<unsigned long long>(best->failed));
+        print_json(s, urls, trials, *best);
+    } else {
+        print_text_summary(s, trials, *best);
     }
     return 0;
 }

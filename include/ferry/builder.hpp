@@ -27,6 +27,8 @@ namespace ferry {
 
 template <class T>
 class builder;
+template <class T>
+class source_builder;
 
 namespace detail {
 
@@ -368,6 +370,8 @@ class builder {
   private:
     template <class U>
     friend class builder;
+    template <class U>
+    friend class source_builder;
 
     template <class, class>
     friend struct detail::cuda_stage;
@@ -382,55 +386,5 @@ class builder {
 
     detail::pipeline_spec spec_;
 };
-
-/// Starts a pipeline description from a source:
-///  * an input range — an lvalue is read in place (keep it alive), an rvalue is owned; each epoch
-///    reads it again from `begin()`;
-///  * a generator `() -> std::optional<T>`, called until it returns `std::nullopt` (each epoch
-///    calls it again from where it is; an endless generator is fine);
-///  * an epoch factory `(std::uint64_t epoch) -> range`, called at the start of every epoch (the
-///    place to reshuffle).
-/// \code
-///   auto a = ferry::from(std::vector{1, 2, 3});
-///   auto b = ferry::from([i = 0]() mutable -> std::optional<int> { return i++; });
-///   auto c = ferry::from([&](std::uint64_t epoch) { return shuffled(files, epoch); });
-/// \endcode
-template <class S>
-[[nodiscard]] auto from(S&& src) {
-    using D = std::remove_cvref_t<S>;
-    if constexpr (std::ranges::input_range<S>) {
-        using T = std::ranges::range_value_t<S>;
-        std::shared_ptr<std::remove_reference_t<S>> holder;
-        if constexpr (std::is_lvalue_reference_v<S>) {
-            holder = std::shared_ptr<std::remove_reference_t<S>>(std::shared_ptr<void>(), &src);
-        } else {
-            holder = std::make_shared<D>(std::move(src));
-        }
-        return builder<T>(
-            detail::source_spec{[holder](std::uint64_t) { return detail::range_cursor(holder); }});
-    } else if constexpr (detail::generator_source<D>) {
-        using T =
-            typename detail::optional_value<std::remove_cvref_t<std::invoke_result_t<D&>>>::type;
-        auto gen = std::make_shared<D>(std::forward<S>(src));
-        return builder<T>(detail::source_spec{[gen](std::uint64_t) -> detail::source_cursor {
-            return [gen](detail::any_value& out) {
-                auto v = std::invoke(*gen);
-                if (!v) return false;
-                out.emplace<T>(std::move(*v));
-                return true;
-            };
-        }});
-    } else {
-        static_assert(detail::epoch_source<D>,
-                      "ferry::from(src): src must be an input range, a generator returning "
-                      "std::optional<T>, or a callable (std::uint64_t epoch) -> range");
-        using R = std::remove_cvref_t<std::invoke_result_t<D&, std::uint64_t>>;
-        using T = std::ranges::range_value_t<R>;
-        auto factory = std::make_shared<D>(std::forward<S>(src));
-        return builder<T>(detail::source_spec{[factory](std::uint64_t epoch) {
-            return detail::range_cursor(std::make_shared<R>(std::invoke(*factory, epoch)));
-        }});
-    }
-}
 
 }  // namespace ferry

@@ -97,7 +97,8 @@ class FERRY_API timeout_error : public error {
 
 /// A pipeline stage failed under the `fail` policy (or exhausted its failure budget).
 ///
-/// `what()` reads like `stage 'decode' failed on item 17: <cause>`; the cause is nested
+/// `what()` reads like `stage 'decode' failed on item 17 ('data/a.jpg'): <cause>`; the cause is
+/// nested
 /// (`std::rethrow_if_nested(e)` or `nested_ptr()`), so its type survives:
 /// \code
 ///   try { for (auto& x : pipe) use(x); }
@@ -108,13 +109,15 @@ class FERRY_API timeout_error : public error {
 class FERRY_API stage_error : public error, public std::nested_exception {
   public:
     /// Must be constructed inside a catch block: it captures the current exception as the cause.
+    /// `input`: the failed source item's description (`ferry::failure::input`), if any.
     stage_error(std::string stage, std::uint64_t item, std::uint64_t items, std::string cause,
-                std::string what)
+                std::string what, std::string input = {})
         : error(errc::stage_failed, what),
           stage_(std::move(stage)),
           item_(item),
           items_(items),
-          cause_(std::move(cause)) {}
+          cause_(std::move(cause)),
+          input_(std::move(input)) {}
 
     /// Name of the stage that failed (`"decode"`, or `"map#2"` when unnamed).
     [[nodiscard]] const std::string& stage() const noexcept { return stage_; }
@@ -124,12 +127,16 @@ class FERRY_API stage_error : public error, public std::nested_exception {
     [[nodiscard]] std::uint64_t items() const noexcept { return items_; }
     /// The original exception's message.
     [[nodiscard]] const std::string& cause() const noexcept { return cause_; }
+    /// The failed source item's path, URL or `describe` text (`ferry::failure::input`); empty
+    /// when the source's elements are not described.
+    [[nodiscard]] const std::string& input() const noexcept { return input_; }
 
   private:
     std::string stage_;
     std::uint64_t item_;
     std::uint64_t items_;
     std::string cause_;
+    std::string input_;
 };
 
 /// The default test of `ferry::retry`: whether a failed call is worth another attempt.

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -177,6 +178,17 @@ struct pipeline_options {
     /// (`errc::stage_failed`) saying how many failed and where, and the pipeline stays failed.
     /// A dead server must not look like a short, successful epoch. 1 = off.
     double max_epoch_failure_rate = 0.5;
+    /// Non-empty: every failure is appended to this file as one JSON line (its input, stage,
+    /// code, message, epoch and item; see <ferry/quarantine.hpp>), written with one `write` per
+    /// line as it is recorded, so the lines so far survive a crash later in the run. `build()`
+    /// opens (creates) it and throws `ferry::io_error` when it cannot; a later write failure is
+    /// logged once. Load it back with `ferry::load_quarantine` to leave those inputs out next time:
+    /// \code
+    ///   auto pipe = ferry::from(files).exclude(ferry::load_quarantine("bad.jsonl"))
+    ///                   .map(load, {.on_error = ferry::skip})
+    ///                   .build({.quarantine = "bad.jsonl"});
+    /// \endcode
+    std::filesystem::path quarantine{};
 };
 
 }  // namespace ferry

@@ -1,13 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
 # ctest checks for ferry-probe that need more than a regular expression (cmake -P this file):
 #   -DPROBE=<ferry-probe> -DCORPUS=<folder of good images> -DWORK=<scratch folder> -DCHECK=<name>
-# CHECK=json:    --json output parses, has one trial per setting, and its counts add up
+# CHECK=json:    --json output parses (with -DPYTHON=<python3>, by Python's json module too), has
+#                one trial per setting, its counts add up, every setting ran the same items (with
+#                --items, and with a time budget: the first setting's whole passes), and the
+#                stats are data: per-stage fields, not a table in a string
 # CHECK=missing, empty: a missing folder, a folder without media: exit 2 and a clear message
 # CHECK=corrupt: the corpus plus a zero-byte and a garbage file: the bad files are reported as
-#                failed (skipped), the good ones delivered, exit 0
+#                failed (skipped) and listed by path in failed_inputs, the good ones delivered,
+#                exit 0
 # CHECK=urls:    (needs -DSERVER=<http_fixture_server>) a list file of http:// URLs to the corpus
 #                served on 127.0.0.1, file:// URLs, plain paths and one missing URL: every entry
-#                is read, the missing one reported as failed, the counts add up, connections reused
+#                is read, the missing one reported as failed (and listed by URL), the counts add
+#                up, connections reused
 # CHECK=urls_unsupported: (a build without ferry::http) a list with a URL: exit 2 and a message
 cmake_minimum_required(VERSION 3.25)
 
@@ -31,22 +36,71 @@ if(CHECK STREQUAL "json")
   if(NOT kind STREQUAL "images" OR NOT files EQUAL 11 OR NOT n EQUAL 2)
     fail("kind '${kind}', ${files} files, ${n} trials; expected images, 11, 2")
   endif()
+  if(PYTHON)
+    file(WRITE ${WORK}.json "${out}")
+    execute_process(COMMAND ${PYTHON} -c "import json,sys; json.load(sys.stdin)"
+                    INPUT_FILE ${WORK}.json RESULT_VARIABLE py_rc ERROR_VARIABLE py_err)
+    if(NOT py_rc EQUAL 0)
+      fail("Python's json module rejects the output: ${py_err}")
+    endif()
+  endif()
   math(EXPR last "${n} - 1")
+  string(JSON digest0 GET "${out}" trials 0 items_digest)
   foreach(i RANGE ${last})
     string(JSON images GET "${out}" trials ${i} images)
     string(JSON failed GET "${out}" trials ${i} failed)
     string(JSON rate GET "${out}" trials ${i} images_per_s)
+    string(JSON items GET "${out}" trials ${i} items)
+    string(JSON digest GET "${out}" trials ${i} items_digest)
+    string(JSON delivered GET "${out}" trials ${i} stats delivered)
     math(EXPR total "${images} + ${failed}")
-    if(NOT total EQUAL 64 OR NOT failed EQUAL 0 OR rate LESS_EQUAL 0)
-      fail("trial ${i}: ${images} delivered + ${failed} failed != 64 items, or rate ${rate}")
+    if(NOT total EQUAL 64 OR NOT items EQUAL 64 OR NOT failed EQUAL 0 OR rate LESS_EQUAL 0
+       OR NOT delivered EQUAL images)
+      fail("trial ${i}: ${images} delivered + ${failed} failed != ${items} items (64), stats "
+           "say ${delivered} delivered, or rate ${rate}")
+    endif()
+    if(NOT digest STREQUAL digest0)
+      fail("trial ${i} ran other items than trial 0 (digest ${digest}, not ${digest0})")
     endif()
   endforeach()
   string(JSON best GET "${out}" best decode)
-  string(JSON stats GET "${out}" stats)
-  if(NOT stats MATCHES "bottleneck:")
-    fail("the best setting's stats table has no bottleneck line")
+  # The stats as data: the best setting's pipeline counts and one object per stage.
+  string(JSON bottleneck GET "${out}" stats bottleneck)
+  string(JSON stages LENGTH "${out}" stats stages)
+  if(NOT stages EQUAL 5)
+    fail("${stages} stages in stats; expected source, read, decode, batch, collate")
   endif()
-  message(STATUS "json ok: ${n} trials of 64 items, best decode ${best}")
+  string(JSON decode_name GET "${out}" stats stages 2 name)
+  string(JSON decode_in GET "${out}" stats stages 2 items_in)
+  string(JSON decode_p99 GET "${out}" stats stages 2 task_p99_us)
+  string(JSON decode_util GET "${out}" stats stages 2 utilization)
+  if(NOT decode_name STREQUAL "decode" OR NOT decode_in EQUAL 64 OR decode_p99 LESS_EQUAL 0)
+    fail("stage 2: '${decode_name}', ${decode_in} in, p99 ${decode_p99} us; expected decode, 64")
+  endif()
+  string(JSON failed_inputs LENGTH "${out}" failed_inputs)
+  if(NOT failed_inputs EQUAL 0)
+    fail("${failed_inputs} failed inputs listed for a corpus of good files")
+  endif()
+  # A time budget: the first setting runs whole passes over the 11-file sample until it is
+  # spent, and every other setting runs exactly those items.
+  execute_process(COMMAND ${PROBE} ${CORPUS} --seconds 0.2 --decode 1,2 --read 2 --threads 2
+                          --resize 32x32 --batch 8 --json
+                  OUTPUT_VARIABLE timed RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    fail("--seconds: exit status ${rc}")
+  endif()
+  string(JSON items0 GET "${timed}" trials 0 items)
+  string(JSON items1 GET "${timed}" trials 1 items)
+  string(JSON digest0 GET "${timed}" trials 0 items_digest)
+  string(JSON digest1 GET "${timed}" trials 1 items_digest)
+  math(EXPR partial "${items0} % 11")
+  if(NOT items0 EQUAL items1 OR NOT digest0 STREQUAL digest1 OR NOT partial EQUAL 0
+     OR items0 EQUAL 0)
+    fail("--seconds: trials ran ${items0} and ${items1} items (digests ${digest0}, ${digest1}); "
+         "expected the same whole passes over 11 files")
+  endif()
+  message(STATUS "json ok: ${n} trials of the same 64 items, best decode ${best}, bottleneck "
+                 "'${bottleneck}'; --seconds: both ran ${items0} items")
 elseif(CHECK STREQUAL "corrupt")
   file(REMOVE_RECURSE ${WORK})
   file(MAKE_DIRECTORY ${WORK})
@@ -67,7 +121,25 @@ elseif(CHECK STREQUAL "corrupt")
   if(NOT files EQUAL 13 OR NOT images EQUAL 22 OR NOT failed EQUAL 4)
     fail("${files} files, ${images} delivered, ${failed} failed; expected 13, 22, 4")
   endif()
-  message(STATUS "corrupt ok: 22 delivered, 4 failed and reported, exit 0")
+  # The two bad files, each listed once, by path, as decode failures.
+  string(JSON listed LENGTH "${out}" failed_inputs)
+  if(NOT listed EQUAL 2)
+    fail("${listed} failed inputs listed; expected 2")
+  endif()
+  set(names "")
+  foreach(i RANGE 1)
+    string(JSON input GET "${out}" failed_inputs ${i} input)
+    string(JSON code GET "${out}" failed_inputs ${i} code)
+    if(NOT code STREQUAL "decode")
+      fail("failed input ${input}: code '${code}', expected decode")
+    endif()
+    list(APPEND names "${input}")
+  endforeach()
+  list(SORT names)
+  if(NOT names STREQUAL "${WORK}/empty.png;${WORK}/garbage.jpg")
+    fail("failed inputs ${names}; expected ${WORK}/empty.png and ${WORK}/garbage.jpg")
+  endif()
+  message(STATUS "corrupt ok: 22 delivered, 4 failed and reported, the 2 bad files listed")
 elseif(CHECK STREQUAL "urls")
   file(REMOVE_RECURSE ${WORK})
   file(MAKE_DIRECTORY ${WORK}/www)
@@ -115,6 +187,13 @@ elseif(CHECK STREQUAL "urls")
       fail("trial ${i}: ${images} delivered, ${failed} failed; expected 30 and 2")
     endif()
   endforeach()
+  string(JSON listed LENGTH "${out}" failed_inputs)
+  string(JSON input GET "${out}" failed_inputs 0 input)
+  string(JSON stage GET "${out}" failed_inputs 0 stage)
+  if(NOT listed EQUAL 1 OR NOT input MATCHES "^http://127\\.0\\.0\\.1:[0-9]+/missing\\.png$"
+     OR NOT stage STREQUAL "read")
+    fail("failed inputs: ${listed}, the first '${input}' in '${stage}'; expected the missing URL")
+  endif()
   # 2 trials x 2 cycles x 12 HTTP entries; per-thread handles keep their connections alive.
   if(NOT err MATCHES "served ([0-9]+) requests over ([0-9]+) connections")
     fail("no request count from the server: ${err}")

@@ -9,6 +9,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ferry/detail/any_value.hpp"
@@ -38,6 +39,13 @@ using source_cursor = std::function<bool(any_value& out)>;
 struct source_spec {
     /// Opens a pass over the source for epoch `e` (0, 1, ...).
     std::function<source_cursor(std::uint64_t e)> open;
+    /// Optional: writes a short description of the element just pulled into `value` (its path,
+    /// URL, or the user's `describe` text) to `out`, for `failure::input`. Empty: the source's
+    /// elements are not described, and the engine spends nothing per item on it.
+    std::function<void(any_value& value, std::string& out)> describe;
+    /// Optional (only with `describe`): true for a description whose item is to be left out; the
+    /// engine counts it as filtered at the source.
+    std::function<bool(const std::string& input)> excluded;
 };
 
 struct stage_spec {

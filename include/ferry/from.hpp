@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Where a pipeline starts: `ferry::from(src)`, and what only a source can say (how to name its
+/// items, which to leave out).
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ranges>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "ferry/builder.hpp"
+#include "ferry/error.hpp"
+#include "ferry/input.hpp"
+#include "ferry/quarantine.hpp"
+
+namespace ferry {
+
+/// What `ferry::from()` returns: a `builder<T>` that can still say, before its first stage, how
+/// its source items are named in failure records (`describe`) and which of them to leave out
+/// (`exclude`). Every other builder method works as on `builder<T>` and returns a plain builder.
+template <class T>
+class source_builder : public builder<T> {
+  public:
+    using builder<T>::builder;
+
+    /// Names each source item by `f(const T&)` (returning a `std::string`, `std::string_view`,
+    /// `const char*` or `std::filesystem::path`) in `failure::input`, in error messages and log
+    /// lines, and in the quarantine file. `f` is called once per item, on the source's thread,
+    /// when the item is pulled (before any stage transforms it); keep it cheap. It replaces the
+    /// path ferry uses by itself for `describable` elements. A throwing `f` fails the source.
+    /// \code
+    ///   struct job { std::string url; int label; };
+    ///   auto pipe = ferry::from(jobs)
+    ///                   .describe([](const job& j) { return j.url; })
+    ///                   .map(fetch, {.concurrency = 16, .on_error = ferry::skip})
+    ///                   .build();
+    /// \endcode
+    template <class F>
+    [[nodiscard]] source_builder describe(F f) const {
+        static_assert(std::invocable<const F&, const T&>,
+                      "ferry::source_builder<T>::describe(f): f must be callable with const T& "
+                      "(the source's element type)");
+        using R = std::remove_cvref_t<std::invoke_result_t<const F&, const T&>>;
+        static_assert(describable<R>,
+                      "ferry::source_builder<T>::describe(f): f must return std::string, "
+                      "std::string_view, const char* or std::filesystem::path");
+        source_builder next = *this;
+        next.spec_.source.describe = [fn = std::make_shared<F>(std::move(f))](detail::any_value& v,
+                                                                              std::string& out) {
+            if constexpr (std::same_as<R, std::string>) {
+                out = std::invoke(std::as_const(*fn), std::as_const(v.get<T>()));
+            } else {
+                detail::describe_into(std::invoke(std::as_const(*fn), std::as_const(v.get<T>())),
+                                      out);
+            }
+        };
+        return next;
+    }
+
+    /// Leaves out the source items whose description (their path or URL, or the `describe` text)
+    /// is on `list`: each is pulled, counted as filtered at the source (so delivered + filtered +
+    /// failed == produced still holds) and goes no further. Calls add up: an item on any of the
+    /// lists is left out. Throws `ferry::invalid_argument` when the elements have no description
+    /// (not `describable`, and no `describe(f)` before).
+    /// \code
+    ///   auto pipe = ferry::from(files)
+    ///                   .exclude(ferry::load_quarantine("bad.jsonl"))
+    ///                   .map(ferry::ops::read_file, {.concurrency = 4, .executor = ferry::io})
+    ///                   .build();
+    /// \endcode
+    [[nodiscard]] source_builder exclude(quarantine_list list) const {
+        if (!this->spec_.source.describe) {
+            throw invalid_argument(
+                "exclude(): the source's elements have no description to match the list "
+                "against; name them first with from(src).describe(f)");
+        }
+        source_builder next = *this;
+        auto shared = std::make_shared<const quarantine_list>(std::move(list));
+        auto before = std::move(next.spec_.source.excluded);
+        next.spec_.source.excluded = [shared, before](const std::string& input) {
+            return shared->contains(input) || (before && before(input));
+        };
+        return next;
+    }
+};
+
+/// Starts a pipeline description from a source:
+///  * an input range — an lvalue is read in place (keep it alive), an rvalue is owned; each epoch
+///    reads it again from `begin()`;
+///  * a generator `() -> std::optional<T>`, called until it returns `std::nullopt` (each epoch
+///    calls it again from where it is; an endless generator is fine);
+///  * an epoch factory `(std::uint64_t epoch) -> range`, called at the start of every epoch (the
+///    place to reshuffle).
+///
+/// Elements that are paths or URLs (`ferry::describable`) name themselves in failure records;
+/// others can be named with `.describe(f)` right after `from()`.
+/// \code
+///   auto a = ferry::from(std::vector{1, 2, 3});
+///   auto b = ferry::from([i = 0]() mutable -> std::optional<int> { return i++; });
+///   auto c = ferry::from([&](std::uint64_t epoch) { return shuffled(files, epoch); });
+/// \endcode
+template <class S>
+[[nodiscard]] auto from(S&& src) {
+    using D = std::remove_cvref_t<S>;
+    const auto make = [](auto tag, auto open) {
+        using T = typename decltype(tag)::type;
+        detail::source_spec spec{std::move(open), {}, {}};
+        if constexpr (describable<T>) {
+            spec.describe = [](detail::any_value& v, std::string& out) {
+                detail::describe_into(v.get<T>(), out);
+            };
+        }
+        return source_builder<T>(std::move(spec));
+    };
+    if constexpr (std::ranges::input_range<S>) {
+        using T = std::ranges::range_value_t<S>;
+        std::shared_ptr<std::remove_reference_t<S>> holder;
+        if constexpr (std::is_lvalue_reference_v<S>) {
+            holder = std::shared_ptr<std::remove_reference_t<S>>(std::shared_ptr<void>(), &src);
+        } else {
+            holder = std::make_shared<D>(std::move(src));
+        }
+        return make(std::type_identity<T>{},
+                    [holder](std::uint64_t) { return detail::range_cursor(holder); });
+    } else if constexpr (detail::generator_source<D>) {
+        using T =
+            typename detail::optional_value<std::remove_cvref_t<std::invoke_result_t<D&>>>::type;
+        auto gen = std::make_shared<D>(std::forward<S>(src));
+        return make(std::type_identity<T>{}, [gen](std::uint64_t) -> detail::source_cursor {
+            return [gen](detail::any_value& out) {
+                auto v = std::invoke(*gen);
+                if (!v) return false;
+                out.emplace<T>(std::move(*v));
+                return true;
+            };
+        });
+    } else {
+        static_assert(detail::epoch_source<D>,
+                      "ferry::from(src): src must be an input range, a generator returning "
+                      "std::optional<T>, or a callable (std::uint64_t epoch) -> range");
+        using R = std::remove_cvref_t<std::invoke_result_t<D&, std::uint64_t>>;
+        using T = std::ranges::range_value_t<R>;
+        auto factory = std::make_shared<D>(std::forward<S>(src));
+        return make(std::type_identity<T>{}, [factory](std::uint64_t epoch) {
+            return detail::range_cursor(std::make_shared<R>(std::invoke(*factory, epoch)));
+        });
+    }
+}
+
+}  // namespace ferry

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// ferry-probe: what to measure — the inputs (a folder or a list file), the sample every setting
+/// runs, and the CPUs the machine gives this process.
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "probe.hpp"
+
+namespace fs = std::filesystem;
+
+namespace probe {
+namespace {
+
+media kind_of(const fs::path& p) {
+    std::string ext = p.extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".webp" || ext == ".bmp") {
+        return media::image;
+    }
+    if (ext == ".mp4" || ext == ".mkv" || ext == ".webm" || ext == ".avi" || ext == ".mov") {
+        return media::video;
+    }
+    if (ext == ".wav" || ext == ".flac" || ext == ".mp3" || ext == ".ogg" || ext == ".opus" ||
+        ext == ".m4a" || ext == ".aac") {
+        return media::audio;
+    }
+    return media::other;
+}
+
+/// The media kind of a list entry: a URL's by the extension of its path (query and fragment
+/// dropped).
+media kind_of_entry(const std::string& entry) {
+    if (!is_url(entry)) return kind_of(entry);
+    return kind_of(fs::path(entry.substr(0, entry.find_first_of("?#"))));
+}
+
+/// A cgroup v2 CPU quota (`cpu.max`: "quota period", or "max"), in CPUs rounded up; 0 if none.
+int cgroup_cpus() {
+    std::ifstream in("/sys/fs/cgroup/cpu.max");
+    std::string quota;
+    double period = 0;
+    if (!(in >> quota >> period) || quota == "max" || period <= 0) return 0;
+    const double cpus = std::stod(quota) / period;
+    return cpus > 0 ? static_cast<int>(std::ceil(cpus)) : 0;
+}
+
+}  // namespace
+
+bool is_url(std::string_view s) {
+    const auto starts_with = [s](std::string_view scheme) {
+        return s.size() > scheme.size() &&
+               std::equal(scheme.begin(), scheme.end(), s.begin(), [](char a, char b) {
+                   return a == std::tolower(static_cast<unsigned char>(b));
+               });
+    };
+    return starts_with("http://") || starts_with("https://") || starts_with("file://");
+}
+
+const char* name_of(media m) {
+    switch (m) {
+        case media::image:
+            return "images";
+        case media::video:
+            return "videos";
+        case media::audio:
+            return "audio files";
+        case media::other:
+            break;
+    }
+    return "files";
+}
+
+std::vector<std::string> find_inputs(const fs::path& where, media& kind) {
+    std::vector<std::string> out;
+    if (fs::is_directory(where)) {
+        std::vector<fs::path> found[3];
+        for (const auto& e : fs::recursive_directory_iterator(
+                 where, fs::directory_options::skip_permission_denied)) {
+            const media k = e.is_regular_file() ? kind_of(e.path()) : media::other;
+            if (k != media::other) found[static_cast<int>(k)].push_back(e.path());
+        }
+        int most = 0;
+        for (int k = 1; k < 3; ++k) {
+            if (found[k].size() > found[most].size()) most = k;
+        }
+        kind = static_cast<media>(most);
+        std::sort(found[most].begin(), found[most].end());
+        for (const fs::path& p : found[most]) out.push_back(p.string());
+    } else if (fs::is_regular_file(where)) {
+        std::ifstream in(where);
+        std::string line;
+        while (std::getline(in, line)) {
+            // Lists written on Windows or by hand: no trailing '\r' or blanks.
+            while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) {
+                line.pop_back();
+            }
+            if (!line.empty() && line[0] != '#') out.push_back(line);
+        }
+        kind = out.empty() ? media::image : kind_of_entry(out.front());
+        if (kind == media::other) kind = media::image;
+    }
+    return out;
+}
+
+std::vector<std::string> sample_of(const std::vector<std::string>& files, std::size_t n,
+                                   std::uint64_t seed) {
+    // A partial Fisher-Yates shuffle with mt19937_64 and its raw output (no std::shuffle or
+    // distributions, whose results differ between standard libraries).
+    std::vector<std::string> v = files;
+    std::mt19937_64 rng(seed);
+    n = std::min(n, v.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t j = i + static_cast<std::size_t>(rng() % (v.size() - i));
+        std::swap(v[i], v[j]);
+    }
+    v.resize(n);
+    return v;
+}
+
+std::vector<int> parse_list(const std::string& s) {
+    std::vector<int> out;
+    std::stringstream in(s);
+    std::string part;
+    while (std::getline(in, part, ',')) {
+        const int v = std::atoi(part.c_str());
+        if (v > 0) out.push_back(v);
+    }
+    return out;
+}
+
+int usable_cpus() {
+    int cpus = static_cast<int>(std::thread::hardware_concurrency());
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+    if (const int quota = cgroup_cpus(); quota > 0) cpus = std::min(cpus, quota);
+    return std::max(1, cpus);
+}
+
+}  // namespace probe
