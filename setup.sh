@@ -9,14 +9,16 @@
 #   bash setup.sh test   deps + Release build in build/ and every ctest test there (engine,
 #                        examples, the package tests), the same against shared libraries
 #                        (build-shared/), the engine and ops tests under AddressSanitizer +
-#                        UndefinedBehaviorSanitizer (build-asan/), and the decode_image fuzzer
-#                        (clang, libFuzzer, build-fuzz/) for 60 s; exits non-zero on any failure
+#                        UndefinedBehaviorSanitizer (build-asan/), and the decode_image and
+#                        decode_media fuzzers (clang, libFuzzer, build-fuzz/) for 45 s and 30 s;
+#                        exits non-zero on any failure
 #
 # Environment switches for `test`:
 #   FERRY_TSAN=1    also build build-tsan/ and run the engine, cuda and http tests under TSan
 #   FERRY_SOAK=1    also run the tests labelled "soak" (long runs) in build/
 #   FERRY_SHARED_SUITE=0   in build-shared/, build only the libraries and run the package tests
-#   FERRY_FUZZ_SECONDS=N   how long the decode_image fuzzer runs (default 60; 0 skips it)
+#   FERRY_FUZZ_SECONDS=N   how long the fuzzers run together (default 75: 3/5 decode_image,
+#                   2/5 decode_media; 0 skips them)
 #   FERRY_SANITIZER_CXX=...   compiler for the sanitizer builds (default g++; Debian 12's clang++ 14
 #                   cannot compile libstdc++ 12's std::views, which the tests use)
 set -euo pipefail
@@ -161,23 +163,33 @@ test_mode() {
         ctest --test-dir build-asan -L 'engine|ops|cuda|http' --output-on-failure --no-tests=error -j "$jobs"
     done_parts+=("asan+ubsan: engine, ops, cuda (host side), http")
 
-    # libFuzzer on decode_image (clang, ASan), bounded: FERRY_FUZZ_SECONDS (default 60; 0 skips).
-    local fuzz_seconds="${FERRY_FUZZ_SECONDS:-60}"
+    # libFuzzer on decode_image and on decode_media (video and audio from memory), clang + ASan,
+    # bounded: FERRY_FUZZ_SECONDS in all (default 75: 45 s and 30 s; 0 skips both).
+    local fuzz_seconds="${FERRY_FUZZ_SECONDS:-75}"
     if ((fuzz_seconds > 0)); then
+        local image_seconds=$((fuzz_seconds * 3 / 5))
+        local media_seconds=$((fuzz_seconds - image_seconds))
         step "configure build-fuzz/ (clang++, libFuzzer + ASan)"
         cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
             -DCMAKE_CXX_COMPILER="$(command -v clang++)" -DFERRY_FUZZ=ON \
             -DFERRY_SANITIZE=address \
             -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
-        step "build build-fuzz/ (decode_image_fuzzer)"
-        cmake --build build-fuzz --parallel "$jobs" --target decode_image_fuzzer
-        step "fuzz decode_image for ${fuzz_seconds}s (seeds: tests/fuzz/corpus, tests/fuzz/regressions)"
-        mkdir -p build-fuzz/corpus
-        ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" \
-            build-fuzz/tests/fuzz/decode_image_fuzzer -max_total_time="$fuzz_seconds" \
-            -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-            build-fuzz/corpus tests/fuzz/corpus tests/fuzz/regressions
-        done_parts+=("fuzz: decode_image ${fuzz_seconds}s")
+        step "build build-fuzz/ (decode_image_fuzzer, decode_media_fuzzer)"
+        cmake --build build-fuzz --parallel "$jobs" --target decode_image_fuzzer decode_media_fuzzer
+        # fuzz <name> <seconds> <seed folders>...: a scratch corpus in build-fuzz/<name>-corpus.
+        fuzz() {
+            local name="$1" seconds="$2"
+            shift 2
+            step "fuzz ${name} for ${seconds}s (seeds: $*)"
+            mkdir -p "build-fuzz/${name}-corpus"
+            ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" \
+                "build-fuzz/tests/fuzz/${name}_fuzzer" -max_total_time="$seconds" \
+                -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+                "build-fuzz/${name}-corpus" "$@"
+            done_parts+=("fuzz: ${name} ${seconds}s")
+        }
+        fuzz decode_image "$image_seconds" tests/fuzz/corpus tests/fuzz/regressions
+        fuzz decode_media "$media_seconds" tests/fuzz/media_corpus tests/fuzz/media_regressions
     fi
 
     if [[ "${FERRY_TSAN:-0}" == 1 ]]; then

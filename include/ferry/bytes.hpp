@@ -56,7 +56,11 @@ struct FERRY_API read_file_fn {
 
 /// Reads a whole file into memory with `pread` (one allocation, no zero-fill; files whose size
 /// is not known up front, such as pipes, are read to their end). Throws `ferry::io_error`
-/// naming the path and the system's reason. A function object, so it can be passed to `map`:
+/// naming the path and the system's reason. A pipe or FIFO is read as its writer writes (a FIFO
+/// without a writer yet waits for one); inside a stage call that wait ends within about 50 ms
+/// of `ferry::this_call::stop_requested()` turning true, with `ferry::error` (`errc::cancelled`,
+/// `read_file: '<path>': cancelled: the pipeline is stopping`). A function object, so it can be
+/// passed to `map`:
 /// \code
 ///   ferry::from(paths).map(ferry::ops::read_file, {.concurrency = 8, .executor = ferry::io})
 /// \endcode

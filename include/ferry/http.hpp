@@ -95,7 +95,11 @@ struct FERRY_API read_url_fn {
 ///
 /// Each thread keeps one curl handle and reuses it across calls, so consecutive requests to a
 /// host reuse its keep-alive connection (no new TCP or TLS handshake per item); a failed
-/// transfer leaves the handle usable. Nothing is retried here: give the stage a
+/// transfer leaves the handle usable. Inside a stage call, the transfer gives up within about
+/// 50 ms of `ferry::this_call::stop_requested()` turning true (the pipeline stopping or being
+/// destroyed, the epoch abandoned, the stage's timeout) — even while the server sends nothing —
+/// and throws `ferry::error` with `errc::cancelled` (`read_url: '<url>': cancelled: the
+/// pipeline is stopping`). Nothing is retried here: give the stage a
 /// `ferry::retry{...}` policy, and run it on I/O threads, where a blocking transfer costs no
 /// compute worker:
 /// \code

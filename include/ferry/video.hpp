@@ -100,7 +100,8 @@ struct demux_options {
     /// `load_video` derives it from the frame selection when left at 0.
     std::int64_t max_frames = 0;
     /// A read that delivers no data for this long fails with `ferry::io_error` (a stalled pipe
-    /// or FIFO; FFmpeg's own loops are interrupted through an `AVIOInterruptCB`).
+    /// or FIFO, or a FIFO no writer opens; FFmpeg's own loops are interrupted through an
+    /// `AVIOInterruptCB`).
     std::chrono::milliseconds timeout{10'000};
     /// Streams whose header declares more pixels per frame than this are refused.
     std::uint64_t max_pixels = 64'000'000;
@@ -354,7 +355,11 @@ struct FERRY_API decode_audio_fn {
 /// pipes and FIFOs; no URLs) or from bytes in memory, within a time window. No decoding, so a
 /// pipeline can give demuxing and decoding different concurrencies. Throws `ferry::io_error`
 /// (missing file, stalled read) and `ferry::decode_error` (empty, not a container, corrupt, no
-/// video stream, over `max_pixels`) with FFmpeg's reason.
+/// video stream, over `max_pixels`) with FFmpeg's reason. Inside a stage call it gives up once
+/// `ferry::this_call::stop_requested()` turns true — between packets, and within about 50 ms
+/// while a pipe or FIFO delivers nothing — with `ferry::error` (`errc::cancelled`,
+/// `demux_video: <path>: cancelled: the pipeline is stopping`); so do `decode_video`,
+/// `load_video` and `decode_audio`.
 /// \code
 ///   auto pkts = ferry::ops::demux_video("clip.mp4", {.start = 2.0, .end = 4.0});
 ///   auto clip = ferry::ops::decode_video(pkts, {.resize = {224, 224}});

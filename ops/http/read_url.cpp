@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// ferry::ops::read_url on libcurl's easy interface: one handle per thread, reused so that its
-/// connection cache keeps keep-alive connections (and TLS sessions) across calls.
+/// ferry::ops::read_url on libcurl: one easy handle and one multi handle per thread, reused so
+/// that the multi handle's connection cache keeps keep-alive connections (and TLS sessions)
+/// across calls. The transfer runs on the multi handle, polled in short slices, so that a call
+/// told to give up (`this_call::stop_requested()`) does so promptly even while no byte arrives.
 #include <curl/curl.h>
 
 #include <strings.h>
@@ -28,20 +30,22 @@ void init_curl_once() {
     }
 }
 
-/// The calling thread's easy handle. It is reset after every call (`reset_after`), which clears
-/// every option (so nothing of a call, failed or not, such as its header list, limits or
-/// buffers, leaks into the next) but keeps the connection, DNS and TLS-session caches, which is
-/// what makes the reuse pay.
+/// The calling thread's easy and multi handles. The easy handle is reset after every call
+/// (`reset_after`), which clears every option (so nothing of a call, failed or not, such as its
+/// header list, limits or buffers, leaks into the next) but keeps the connection, DNS and
+/// TLS-session caches, which the two handles hold between them and which make the reuse pay.
 class thread_handle {
   public:
     thread_handle() = default;
     thread_handle(const thread_handle&) = delete;
     thread_handle& operator=(const thread_handle&) = delete;
     ~thread_handle() {
+        // Each call removes its easy handle from the multi handle, so the order is free.
+        if (multi_ != nullptr) curl_multi_cleanup(multi_);
         if (curl_ != nullptr) curl_easy_cleanup(curl_);
     }
 
-    CURL* get() {
+    CURL* easy() {
         if (curl_ == nullptr) {
             init_curl_once();
             curl_ = curl_easy_init();
@@ -50,8 +54,29 @@ class thread_handle {
         return curl_;
     }
 
+    CURLM* multi() {
+        if (multi_ == nullptr) {
+            init_curl_once();
+            multi_ = curl_multi_init();
+            if (multi_ == nullptr) throw io_error("read_url: curl_multi_init failed");
+        }
+        return multi_;
+    }
+
   private:
     CURL* curl_ = nullptr;
+    CURLM* multi_ = nullptr;
+};
+
+/// Takes the easy handle off the multi handle however the transfer ends (halting it if it is
+/// still running); the connection stays in the multi handle's cache where it can be reused.
+struct remove_after {
+    CURLM* multi;
+    CURL* curl;
+    remove_after(CURLM* m, CURL* c) : multi(m), curl(c) {}
+    remove_after(const remove_after&) = delete;
+    remove_after& operator=(const remove_after&) = delete;
+    ~remove_after() { curl_multi_remove_handle(multi, curl); }
 };
 
 /// Resets the handle however the call ends, so that it holds no pointer into the finished call
@@ -238,10 +263,47 @@ void set(CURL* c, CURLoption option, T value) {
     }
 }
 
-/// Asks curl to give up once the stage call should (stop(), destruction, an abandoned epoch):
-/// curl calls it several times a second even while no byte arrives (a frozen server).
+/// Asks curl to give up once the stage call should (stop(), destruction, an abandoned epoch,
+/// its stage's timeout) while bytes are flowing. While none arrive curl calls it only about once
+/// a second, so `perform` also asks between its waits.
 int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
     return this_call::stop_requested() ? 1 : 0;
+}
+
+// The longest `perform` waits on the sockets before it asks `this_call::stop_requested()`
+// again: the bound on how late a cancellation is seen on a silent connection.
+constexpr int poll_slice_ms = 50;
+
+[[noreturn]] void multi_failed(const std::string& where, const char* call, CURLMcode mc) {
+    throw io_error(where + call + " failed: " + curl_multi_strerror(mc));
+}
+
+/// Runs `c`'s transfer to its end on the multi handle `m` and returns its result, or
+/// CURLE_ABORTED_BY_CALLBACK once the call should give up (as the progress callback does).
+/// curl's own timeouts still apply: `curl_multi_poll` never waits past curl's next deadline.
+CURLcode perform(CURLM* m, CURL* c, const std::string& where) {
+    if (const CURLMcode mc = curl_multi_add_handle(m, c); mc != CURLM_OK) {
+        multi_failed(where, "curl_multi_add_handle", mc);
+    }
+    const remove_after removing(m, c);
+    for (;;) {
+        int running = 0;
+        if (const CURLMcode mc = curl_multi_perform(m, &running); mc != CURLM_OK) {
+            multi_failed(where, "curl_multi_perform", mc);
+        }
+        if (running == 0) break;
+        if (this_call::stop_requested()) return CURLE_ABORTED_BY_CALLBACK;
+        if (const CURLMcode mc = curl_multi_poll(m, nullptr, 0, poll_slice_ms, nullptr);
+            mc != CURLM_OK) {
+            multi_failed(where, "curl_multi_poll", mc);
+        }
+    }
+    // The message must be read before the handle is removed (removing frees it).
+    int queued = 0;
+    while (const CURLMsg* msg = curl_multi_info_read(m, &queued)) {
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == c) return msg->data.result;
+    }
+    return CURLE_FAILED_INIT;  // not reached: a transfer that ended has a CURLMSG_DONE
 }
 
 }  // namespace
@@ -252,7 +314,8 @@ bytes read_url_fn::operator()(std::string_view url, const http_options& options)
         throw http_error(std::string(url), 0, where + "URL contains a NUL character", false);
     }
     thread_local thread_handle handle;
-    CURL* const c = handle.get();
+    CURL* const c = handle.easy();
+    CURLM* const m = handle.multi();
     const std::string target(url);
     transfer t;
     t.curl = c;
@@ -301,7 +364,7 @@ bytes read_url_fn::operator()(std::string_view url, const http_options& options)
     set(c, CURLOPT_XFERINFOFUNCTION, &on_progress);
     set(c, CURLOPT_NOPROGRESS, 0L);
 
-    const CURLcode rc = curl_easy_perform(c);
+    const CURLcode rc = perform(m, c, where);
     if (t.exception) std::rethrow_exception(t.exception);
     if (rc == CURLE_ABORTED_BY_CALLBACK) {
         throw error(errc::cancelled, where + "cancelled: the pipeline is stopping");

@@ -148,6 +148,7 @@ class audio_decoder {
         auto pkt = av::make_packet();
         for (;;) {
             if (done()) return;
+            av::check_cancelled(op, in_.name);
             const int ret = av_read_frame(in_.format.get(), pkt.get());
             if (ret == AVERROR_EOF) break;
             if (ret < 0) in_.fail(op, "reading a packet", ret);

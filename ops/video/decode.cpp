@@ -229,6 +229,7 @@ class decoder {
     /// Sends one packet (or the end of the stream) and takes every frame that is ready. False
     /// when there is nothing more to send.
     bool step() {
+        av::check_cancelled(op, s_.source);
         if (next_ < s_.packets.size()) {
             send(s_.packets[next_++].get());
         } else if (!draining_) {

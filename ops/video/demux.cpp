@@ -188,6 +188,7 @@ packets demux(av::input in, const demux_options& opt) {
     std::int64_t read = 0;
     std::vector<std::int64_t> nth;  // scratch for the max_frames test
     for (;;) {
+        av::check_cancelled(op, in.name);
         const int ret = av_read_frame(fmt, pkt.get());
         if (ret == AVERROR_EOF) break;
         if (ret < 0) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// FFmpeg plumbing for ops/video/: error text, the log callback, ferry's AVIOContext sources
-/// (files and FIFOs with a stall deadline, memory) and opening an input.
+/// (files and FIFOs with a stall deadline and cancellation, memory) and opening an input.
 #include "ffmpeg.hpp"
 
 #include <fcntl.h>
@@ -95,6 +95,12 @@ void throw_decode(const char* op, const std::string& source, const std::string& 
     throw decode_error(describe(op, source, what, code));
 }
 
+void throw_cancelled(const char* op, const std::string& source) {
+    take_log_line();
+    throw error(errc::cancelled,
+                std::string(op) + ": " + source + ": cancelled: the pipeline is stopping");
+}
+
 // --- byte sources --------------------------------------------------------------------------------
 
 namespace {
@@ -112,10 +118,14 @@ class file_source final : public byte_source {
                 touch();
                 return static_cast<int>(n);
             }
-            if (n == 0) return AVERROR_EOF;
-            if (errno == EINTR) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK) return AVERROR(errno);
-            // A FIFO or pipe with nothing to read yet: wait for data, up to the deadline.
+            if (n == 0 && (regular_ || !awaiting_writer())) return AVERROR_EOF;
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                if (errno != EAGAIN && errno != EWOULDBLOCK) return AVERROR(errno);
+            }
+            // A FIFO or pipe with nothing to read yet: wait for data, up to the deadline, in
+            // slices short enough that a call told to give up does so promptly.
+            if (check_cancelled()) return AVERROR_EXIT;
             const auto left = timeout_ - std::chrono::duration_cast<std::chrono::milliseconds>(
                                              std::chrono::steady_clock::now() - last_progress_);
             if (left.count() <= 0) {
@@ -123,7 +133,7 @@ class file_source final : public byte_source {
                 return AVERROR(ETIMEDOUT);
             }
             pollfd p{fd_, POLLIN, 0};
-            ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 100)));
+            ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), poll_slice_ms)));
         }
     }
 
@@ -137,6 +147,16 @@ class file_source final : public byte_source {
     [[nodiscard]] std::int64_t size() const noexcept { return size_; }
 
   private:
+    // The longest a read waits before it checks the deadline and `this_call` again.
+    static constexpr std::int64_t poll_slice_ms = 50;
+
+    /// After a read of 0 bytes from a FIFO opened non-blocking: true when no writer has opened
+    /// it yet (poll() then reports neither data nor a hang-up), which is a wait, not the end.
+    [[nodiscard]] bool awaiting_writer() const noexcept {
+        pollfd p{fd_, POLLIN, 0};
+        return ::poll(&p, 1, 0) == 0;
+    }
+
     int fd_;
     bool regular_;
     std::int64_t size_;
@@ -189,8 +209,10 @@ int read_cb(void* opaque, std::uint8_t* buf, int size) {
 std::int64_t seek_cb(void* opaque, std::int64_t offset, int whence) {
     return static_cast<byte_source*>(opaque)->seek(offset, whence);
 }
+// FFmpeg calls it on the thread that called into libavformat, so `this_call` is the stage's.
 int interrupt_cb(void* opaque) {
-    return static_cast<const byte_source*>(opaque)->stalled() ? 1 : 0;
+    auto* source = static_cast<byte_source*>(opaque);
+    return source->stalled() || source->check_cancelled() ? 1 : 0;
 }
 // Containers that reference other files (HLS, concat, ...) may not open anything: ferry reads
 // exactly the bytes it was given.
@@ -233,6 +255,7 @@ std::unique_ptr<byte_source> open_memory(std::span<const std::byte> data,
 }
 
 void input::fail(const char* op, const std::string& what, int code) const {
+    if (source && source->cancelled()) throw_cancelled(op, name);
     if (source && source->stalled()) {
         take_log_line();
         throw io_error(std::string(op) + ": " + name + ": read stalled: no data for " +

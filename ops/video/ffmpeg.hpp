@@ -24,6 +24,7 @@ extern "C" {
 #include <vector>
 
 #include "ferry/error.hpp"
+#include "ferry/this_call.hpp"
 #include "ferry/video.hpp"
 
 namespace ferry::ops::av {
@@ -141,7 +142,9 @@ void send_packet(AVCodecContext* ctx, const AVPacket* pkt, AVFrame* frame, decod
 // --- byte sources ------------------------------------------------------------------------------
 
 /// Where an input's bytes come from, read through ferry's own AVIOContext. A read that makes no
-/// progress for `timeout` fails (the AVIOInterruptCB reports the same deadline to FFmpeg).
+/// progress for `timeout` fails, and one whose stage call should give up
+/// (`this_call::stop_requested()`) ends within a poll slice; the AVIOInterruptCB reports both to
+/// FFmpeg's own loops.
 class byte_source {
   public:
     byte_source(std::chrono::milliseconds timeout) : timeout_(timeout) { touch(); }
@@ -156,6 +159,13 @@ class byte_source {
 
     /// True once a read has waited past the deadline.
     [[nodiscard]] bool stalled() const noexcept { return stalled_; }
+    /// True once a read or FFmpeg's interrupt check saw that the call should give up.
+    [[nodiscard]] bool cancelled() const noexcept { return cancelled_; }
+    /// Whether the call should give up now; remembers a yes for `cancelled()`.
+    bool check_cancelled() noexcept {
+        if (!cancelled_ && this_call::stop_requested()) cancelled_ = true;
+        return cancelled_;
+    }
     [[nodiscard]] bool past_deadline() const noexcept {
         return std::chrono::steady_clock::now() - last_progress_ > timeout_;
     }
@@ -166,6 +176,7 @@ class byte_source {
     std::chrono::milliseconds timeout_;
     std::chrono::steady_clock::time_point last_progress_{};
     bool stalled_ = false;
+    bool cancelled_ = false;
 };
 
 /// A file (regular, FIFO, pipe) read with `read` + `poll`.
@@ -183,7 +194,8 @@ struct input {
     avio_ptr io;
     format_ptr format;
 
-    /// Throws `io_error` when the source stalled, else `decode_error` with `what` and `code`.
+    /// Throws `errc::cancelled` when the call was told to give up, `io_error` when the source
+    /// stalled, else `decode_error` with `what` and `code`.
     [[noreturn]] void fail(const char* op, const std::string& what, int code) const;
 };
 
@@ -191,6 +203,15 @@ struct input {
 /// `avformat_find_stream_info`). Zero bytes, an unknown format and corrupt headers are
 /// `decode_error`s; a stall is an `io_error`.
 input open_input(std::unique_ptr<byte_source> source, std::string name, const char* op);
+
+/// `"<op>: <source>: cancelled: the pipeline is stopping"`, as `errc::cancelled`.
+[[noreturn]] void throw_cancelled(const char* op, const std::string& source);
+
+/// Throws `throw_cancelled`'s error once the stage call should give up: the decode loops ask
+/// between packets, so that a long input in memory stops promptly too.
+inline void check_cancelled(const char* op, const std::string& source) {
+    if (this_call::stop_requested()) throw_cancelled(op, source);
+}
 
 /// Seconds of `ts` in `tb`.
 inline double seconds(std::int64_t ts, AVRational tb) {

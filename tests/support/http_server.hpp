@@ -2,7 +2,8 @@
 /// \file
 /// A tiny in-process HTTP/1.1 server for tests: 127.0.0.1 on an ephemeral port, a thread per
 /// connection, keep-alive, and scripted misbehaviour (wrong Content-Length, a stall mid-body, a
-/// close after the response). GET only; no TLS. Not for anything but tests.
+/// close after the response, no answer at all, a body sent a byte at a time; `stop()` kills it
+/// mid-run). GET only; no TLS. Not for anything but tests.
 /// \code
 ///   ferry_test::http_server server([](const ferry_test::http_request& r) {
 ///       return ferry_test::http_response{.body = "hello " + r.target};
@@ -69,6 +70,10 @@ struct http_response {
     /// After sending: keep the connection open for the next request, close it, or stall
     /// (send nothing more and wait until the client gives up or the server stops).
     enum class then : std::uint8_t { keep_alive, close, stall } after = then::keep_alive;
+    /// > 0: send the body one byte at a time, this long apart (a slow-drip server).
+    std::chrono::milliseconds drip{0};
+    /// Send nothing at all, not even the status line, and stall (a frozen server).
+    bool frozen = false;
 };
 
 using http_handler = std::function<http_response(const http_request&)>;
@@ -196,6 +201,27 @@ class http_server {
         return false;
     }
 
+    /// Waits `d` unless the server stops first (then false).
+    bool pause(std::chrono::milliseconds d) {
+        const auto until = std::chrono::steady_clock::now() + d;
+        while (!stopping_.load()) {
+            const auto left = until - std::chrono::steady_clock::now();
+            if (left <= std::chrono::steady_clock::duration::zero()) return true;
+            std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+                left, std::chrono::milliseconds(slice_ms)));
+        }
+        return false;
+    }
+
+    /// Until the client gives up (closes: poll reports it readable, recv returns 0) or the
+    /// server stops.
+    void stall(int fd) {
+        while (wait_for(fd, POLLIN)) {
+            char c;
+            if (::recv(fd, &c, 1, 0) <= 0) break;
+        }
+    }
+
     bool send_all(int fd, std::string_view data) {
         while (!data.empty()) {
             if (!wait_for(fd, POLLOUT)) return false;
@@ -255,6 +281,10 @@ class http_server {
 
     /// Sends the response; false when the connection is to end.
     bool respond(int fd, const http_request& request, const http_response& r) {
+        if (r.frozen) {
+            stall(fd);
+            return false;
+        }
         std::string head =
             "HTTP/1.1 " + std::to_string(r.status) + " " + reason_of(r.status) + "\r\n";
         if (r.content_length != -2) {
@@ -269,14 +299,16 @@ class http_server {
         head += "\r\n";
         std::string_view body = r.body;
         if (r.send_only >= 0) body = body.substr(0, static_cast<std::size_t>(r.send_only));
-        if (!send_all(fd, head) || !send_all(fd, body)) return false;
-        if (r.after == http_response::then::stall) {
-            // Until the client gives up (closes: poll reports it readable, recv returns 0) or
-            // the server stops.
-            while (wait_for(fd, POLLIN)) {
-                char c;
-                if (::recv(fd, &c, 1, 0) <= 0) break;
+        if (!send_all(fd, head)) return false;
+        if (r.drip.count() > 0) {
+            for (std::size_t i = 0; i < body.size(); ++i) {
+                if (!pause(r.drip) || !send_all(fd, body.substr(i, 1))) return false;
             }
+        } else if (!send_all(fd, body)) {
+            return false;
+        }
+        if (r.after == http_response::then::stall) {
+            stall(fd);
             return false;
         }
         return !closing;

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// ferry::bytes and read_file: exact contents (empty, small, 5 MB, files of unknown size) and
-/// io_errors that name the path.
+/// ferry::bytes and read_file: exact contents (empty, small, 5 MB, files of unknown size),
+/// io_errors that name the path, and reads from FIFOs that stop() and destruction cut short.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cstring>
 #include <ferry/ferry.hpp>
@@ -13,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "../cancel_support.hpp"
 #include "../support.hpp"
 
 using namespace ops_test;
@@ -47,6 +52,22 @@ std::string io_error_message(F&& f) {
     BOOST_ERROR("did not throw ferry::io_error");
     return {};
 }
+
+/// A FIFO's writer: none at all, or one that wrote 1000 bytes and then nothing.
+enum class fifo_writer : std::uint8_t { none, stalled };
+
+struct fifo_case {
+    fifo_writer writer;
+    ending end;
+};
+std::ostream& operator<<(std::ostream& os, const fifo_case& c) {
+    return os << (c.writer == fifo_writer::none ? "no writer" : "stalled writer") << "/"
+              << (c.end == ending::stop ? "stop" : "destroy");
+}
+const std::vector<fifo_case> fifo_cases{{fifo_writer::none, ending::stop},
+                                        {fifo_writer::none, ending::destroy},
+                                        {fifo_writer::stalled, ending::stop},
+                                        {fifo_writer::stalled, ending::destroy}};
 
 }  // namespace bytes_test
 
@@ -94,6 +115,39 @@ BOOST_AUTO_TEST_CASE(read_file_reads_files_of_unknown_size_to_the_end) {
     }
     writer.join();
     BOOST_TEST(same_contents(got, want), "pipe: got " << got.size() << " of " << want.size());
+}
+
+// A read_file call waiting on a FIFO that never delivers (no writer ever opens it, or its writer
+// stalls after 1000 bytes) ends within the bound of stop() or destruction, as errc::cancelled
+// naming the path: it would otherwise block for ever.
+BOOST_DATA_TEST_CASE(read_file_on_a_silent_fifo_ends_promptly_on_stop_and_destruction,
+                     boost::unit_test::data::make(fifo_cases), c) {
+    const temp_dir dir;
+    const auto first = dir.write("first", random_bytes(10, 1));
+    const auto fifo = dir.path() / "silent";
+    BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    int writer = -1;
+    if (c.writer == fifo_writer::stalled) {
+        // Read-write, so that this open does not wait for a reader; this end never reads.
+        writer = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+        BOOST_TEST_REQUIRE(writer >= 0);
+        const file_bytes some = random_bytes(1000, 2);
+        BOOST_TEST_REQUIRE(::write(writer, some.data(), some.size()) == 1000);
+    }
+    const blocked_call_end r =
+        end_blocked_call<ferry::bytes>([](const std::filesystem::path& p) { return read_file(p); },
+                                       first, fifo, c.end, std::chrono::milliseconds(200));
+    if (writer >= 0) ::close(writer);
+    BOOST_TEST_MESSAGE(c << ": the loop ended " << r.loop_ms << " ms, destruction " << r.destroy_ms
+                         << " ms after being asked");
+    BOOST_TEST(r.started);
+    BOOST_TEST(r.loop_ms < static_cast<double>(cancel_bound.count()));
+    BOOST_TEST(r.destroy_ms < static_cast<double>(cancel_bound.count()));
+    BOOST_TEST(r.delivered == 0u);
+    BOOST_TEST(r.accounted);
+    BOOST_TEST((r.code == ferry::errc::cancelled));
+    BOOST_TEST(r.message ==
+               "read_file: '" + fifo.string() + "': cancelled: the pipeline is stopping");
 }
 
 // A missing file is an io_error whose message names the path.
