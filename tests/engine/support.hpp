@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+#include "../support/expect.hpp"
+
 namespace ferry_test {
 
 /// A logger that keeps nothing: for tests that check failures() and exceptions, not log lines.
@@ -123,17 +125,6 @@ inline void check_complete_accounting(const ferry::pipeline_stats& s) {
 
 /// Concurrencies the error-policy sweeps run at (errors.cpp, retry.cpp).
 inline const std::vector<int> error_concurrencies{1, 4, 16};
-
-/// The exception a catch block receives from `f`, or an empty optional.
-template <class E, class F>
-std::optional<E> caught(F&& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return e;
-    }
-    return std::nullopt;
-}
 
 /// Counts calls per item, from any thread.
 class attempt_counter {
