@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// Helpers shared by the engine tests: a live-instance-counting element, a stand-in asynchronous
-/// service, a concurrency probe, drains and the accounting check.
+/// service, a concurrency probe, a waitable count, a log capture, drains, the accounting check
+/// and the time bounds the tests hold the engine to.
 #pragma once
 
 #include <boost/test/unit_test.hpp>
@@ -53,6 +54,59 @@ using steady = std::chrono::steady_clock;
 /// Generous limit for "returns promptly" checks: hang detection, not performance. Sanitizer
 /// builds run 5-20x slower, which this still absorbs.
 inline constexpr auto prompt = std::chrono::seconds(5);
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FERRY_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FERRY_TEST_SANITIZED 1
+#endif
+#endif
+#ifndef FERRY_TEST_SANITIZED
+#define FERRY_TEST_SANITIZED 0
+#endif
+
+/// How much slower this build runs than a plain one: time bounds scale by it (ASan and TSan
+/// builds run 5-20x slower).
+inline constexpr int slowdown = FERRY_TEST_SANITIZED ? 10 : 1;
+
+/// What a documented "promptly" allows beyond the work it may wait for (the longest call in
+/// progress): a wake-up and some scheduling delay on a loaded machine. Measured, stop() ends a
+/// loop ~3 ms after it is called.
+inline constexpr std::chrono::milliseconds prompt_margin{100 * slowdown};
+
+/// How long a test waits for something that should happen at once before it gives up: a broken
+/// promise then ends in a failed check, not a hang. Not a performance limit.
+inline constexpr auto bounded_wait = std::chrono::seconds(5);
+
+/// A count that threads wait on: a latch that cannot hang a test.
+class waitable_count {
+  public:
+    /// Adds `k`; returns the new count.
+    int add(int k = 1) {
+        int now = 0;
+        {
+            std::lock_guard lock(mutex_);
+            now = value_ += k;
+        }
+        cv_.notify_all();
+        return now;
+    }
+    [[nodiscard]] int value() {
+        std::lock_guard lock(mutex_);
+        return value_;
+    }
+    /// Blocks until the count is at least `n` or `deadline` passes; true when it came.
+    bool wait_for(int n, steady::time_point deadline = steady::now() + bounded_wait) {
+        std::unique_lock lock(mutex_);
+        return cv_.wait_until(lock, deadline, [&] { return value_ >= n; });
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    int value_ = 0;
+};
 
 /// Concurrencies and thread counts the sweeps run over.
 inline const std::vector<int> concurrencies{1, 2, 4, 8, 16};
