@@ -20,25 +20,6 @@ using namespace ferry_test;
 
 namespace {
 
-/// A logger that records every line, from any thread.
-class log_capture {
-  public:
-    ferry::logger sink() {
-        return [this](ferry::log_level level, std::string_view line) {
-            std::lock_guard lock(mutex_);
-            lines_.emplace_back(level, std::string(line));
-        };
-    }
-    std::vector<std::pair<ferry::log_level, std::string>> lines() {
-        std::lock_guard lock(mutex_);
-        return lines_;
-    }
-
-  private:
-    std::mutex mutex_;
-    std::vector<std::pair<ferry::log_level, std::string>> lines_;
-};
-
 std::vector<std::string> names(const ferry::pipeline_stats& s) {
     std::vector<std::string> out;
     for (const auto& st : s.stages) out.push_back(st.name);

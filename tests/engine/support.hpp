@@ -211,9 +211,14 @@ inline std::chrono::milliseconds since(steady::time_point t0) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t0);
 }
 
-/// Records how many calls run at once (`peak`), to check a stage's concurrency cap.
+/// Records how many calls run at once (`peak`), to check a stage's concurrency cap. With a
+/// `fill_to`, each call waits on entry until `fill_to` calls are inside at once (or
+/// `bounded_wait` after the probe was made), so a stage that can run that many reaches exactly
+/// that peak: the cap is shown reached, not only kept.
 class concurrency_probe {
   public:
+    explicit concurrency_probe(int fill_to = 0) : fill_to_(fill_to) {}
+
     class scope {
       public:
         explicit scope(concurrency_probe& p) : p_(p) {
@@ -221,6 +226,7 @@ class concurrency_probe {
             int peak = p_.peak_.load();
             while (now > peak && !p_.peak_.compare_exchange_weak(peak, now)) {
             }
+            if (p_.fill_to_ > 0) p_.wait_until_filled(now);
         }
         ~scope() { p_.now_.fetch_sub(1); }
         scope(const scope&) = delete;
@@ -231,10 +237,49 @@ class concurrency_probe {
     };
     [[nodiscard]] int peak() const { return peak_.load(); }
     [[nodiscard]] int running() const { return now_.load(); }
+    /// True when `fill_to` calls were inside at once before the wait gave up.
+    [[nodiscard]] bool filled() {
+        std::lock_guard lock(mutex_);
+        return filled_;
+    }
 
   private:
+    void wait_until_filled(int now) {
+        std::unique_lock lock(mutex_);
+        if (now >= fill_to_) {
+            filled_ = true;
+            cv_.notify_all();
+            return;
+        }
+        cv_.wait_until(lock, deadline_, [&] { return filled_; });
+    }
+
     std::atomic<int> now_{0};
     std::atomic<int> peak_{0};
+    int fill_to_;
+    steady::time_point deadline_ = steady::now() + bounded_wait;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool filled_ = false;
+};
+
+/// A logger that records every line, from any thread.
+class log_capture {
+  public:
+    ferry::logger sink() {
+        return [this](ferry::log_level level, std::string_view line) {
+            std::lock_guard lock(mutex_);
+            lines_.emplace_back(level, std::string(line));
+        };
+    }
+    std::vector<std::pair<ferry::log_level, std::string>> lines() {
+        std::lock_guard lock(mutex_);
+        return lines_;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::vector<std::pair<ferry::log_level, std::string>> lines_;
 };
 
 /// A stand-in for an asynchronous service (an RPC client, a GPU queue): runs posted jobs on its
