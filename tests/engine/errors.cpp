@@ -286,25 +286,6 @@ BOOST_AUTO_TEST_CASE(failure_budget_fails_after_n_skips) {
     check_accounting(p.stats());
 }
 
-// With concurrent calls the budget still allows exactly N skips before failing.
-BOOST_DATA_TEST_CASE(failure_budget_holds_under_concurrency, bdata::make(error_concurrencies),
-                     conc) {
-    auto p = ferry::from(iota(n_items))
-                 .map(
-                     [](int x) {
-                         if (x % 10 == 0) throw bad_record("bad");
-                         return x;
-                     },
-                     {.concurrency = conc, .on_error = ferry::skip, .max_failures = 5})
-                 .build({.threads = 4, .logger = quiet});
-    const auto e = caught<ferry::stage_error>([&] { (void)drain(p); });
-    BOOST_REQUIRE(e.has_value());
-    BOOST_TEST(e->item() % 10 == 0u);
-    BOOST_TEST(std::string(e->what()).find("failure budget of 5") != std::string::npos);
-    BOOST_TEST(p.failures().size() >= 6u);
-    check_accounting(p.stats());
-}
-
 // produced == delivered + filtered + failed, with nothing cancelled, for every non-fatal
 // policy and concurrency; batches count their source items.
 BOOST_DATA_TEST_CASE(accounting_balances_for_every_policy,
