@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "../support/expect.hpp"
 #include "fake_backend.hpp"
 #include "ferry/cuda.hpp"
 #include "ferry/ferry.hpp"
@@ -97,11 +98,10 @@ BOOST_AUTO_TEST_CASE(build_without_a_device_throws_no_cuda_device) {
     BOOST_TEST(count >= 0);
     auto described =
         ferry::from(std::vector<ferry::tensor>{filled(4, 1)}).to_cuda({.device = count});
-    try {
-        auto pipe = described.build({.threads = 1});
-        BOOST_FAIL("build() did not throw");
-    } catch (const ferry::error& e) {
-        BOOST_TEST((e.code() == ferry::errc::cuda));
+    const auto e = ferry_test::expect_throw<ferry::error>(
+        [&] { auto pipe = described.build({.threads = 1}); }, "build()");
+    if (e) {
+        BOOST_TEST((e->code() == ferry::errc::cuda));
         const std::string what = e.what();
         if (ferry::cuda::built_with_cuda()) {
             BOOST_TEST(what.rfind("no CUDA device: ", 0) == 0U, what);
@@ -125,12 +125,10 @@ BOOST_AUTO_TEST_CASE(runtime_pools_without_a_device_throw_errc_cuda) {
                           ferry::error);
         return;
     }
-    try {
-        ferry::cuda::pinned_pool pool;
-        BOOST_FAIL("pinned_pool made without a device");
-    } catch (const ferry::error& e) {
-        BOOST_TEST((e.code() == ferry::errc::cuda));
-    }
+    const auto e = ferry_test::expect_throw<ferry::error>([] { ferry::cuda::pinned_pool pool; },
+                                                          "pinned_pool made without a device");
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST((e->code() == ferry::errc::cuda));
 }
 
 // Tensors go through a to_cuda() stage in order, as cuda_tensors with their bytes; the stage is
@@ -224,14 +222,13 @@ BOOST_AUTO_TEST_CASE(a_failing_copy_is_a_stage_error_naming_to_cuda) {
     auto pipe = ferry::from(std::vector<ferry::tensor>{filled(4, 1), filled(4, 2)})
                     .to_cuda({.backend = be})
                     .build({.threads = 1});
-    try {
+    const auto e = ferry_test::expect_throw<ferry::stage_error>([&] {
         for (const auto& d : pipe) (void)d;
-        BOOST_FAIL("expected a stage_error");
-    } catch (const ferry::stage_error& e) {
-        BOOST_TEST(e.stage() == "to_cuda");
-        BOOST_TEST(e.item() == 0U);
-        BOOST_TEST(e.cause().find("fake cudaMemcpyAsync failed") != std::string::npos);
-    }
+    });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(e->stage() == "to_cuda");
+    BOOST_TEST(e->item() == 0U);
+    BOOST_TEST(e->cause().find("fake cudaMemcpyAsync failed") != std::string::npos);
 }
 
 // The map right before to_cuda() (the collate, as a rule) builds its tensors in the transfer's

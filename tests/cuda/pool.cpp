@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/expect.hpp"
 #include "fake_backend.hpp"
 #include "ferry/cuda.hpp"
 #include "ferry/error.hpp"
@@ -149,15 +150,13 @@ BOOST_AUTO_TEST_CASE(out_of_memory_frees_the_cache_then_throws) {
     { ferry::buffer idle = pool.acquire(std::size_t{2} << 20); }
     ferry::buffer a = pool.acquire(std::size_t{3} << 20);  // fits only once `idle` is freed
     BOOST_TEST(be->frees(memory_kind::device) == 1);
-    try {
-        (void)pool.acquire(std::size_t{1} << 20);
-        BOOST_FAIL("expected cuda_error");
-    } catch (const ferry::cuda_error& e) {
-        BOOST_TEST((e.code() == ferry::errc::cuda));
-        const std::string what = e.what();
-        BOOST_TEST(what.find("out of device memory") != std::string::npos, what);
-        BOOST_TEST(what.find("1048576 bytes") != std::string::npos, what);
-    }
+    const auto e = ferry_test::expect_throw<ferry::cuda_error>(
+        [&] { (void)pool.acquire(std::size_t{1} << 20); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST((e->code() == ferry::errc::cuda));
+    const std::string what = e.what();
+    BOOST_TEST(what.find("out of device memory") != std::string::npos, what);
+    BOOST_TEST(what.find("1048576 bytes") != std::string::npos, what);
 }
 
 // as_allocator() is the hook collate takes: a tensor built with it lives in the pool's memory

@@ -215,43 +215,55 @@ BOOST_DATA_TEST_CASE(mixed_chain_delivers_every_item_exactly_once,
     check_complete_accounting(p.stats());
 }
 
-// A compute map never runs more calls at once than its concurrency.
-BOOST_DATA_TEST_CASE(map_runs_at_most_concurrency_calls_at_once, bdata::make({1, 2, 4}), conc) {
-    concurrency_probe probe;
+// A compute map runs exactly as many calls at once as it may: calls wait until that many are
+// inside, then the peak must equal it. The rule: min(concurrency, threads) — a compute call
+// holds one of the arena's `threads` workers.
+BOOST_DATA_TEST_CASE(map_runs_exactly_its_concurrency_calls_at_once,
+                     bdata::make({1, 2, 4}) * bdata::make({1, 2, 4}), conc, threads) {
+    const int cap = std::min(conc, threads);
+    concurrency_probe probe(cap);
     auto p = ferry::from(iota(60))
                  .map(
                      [&](int x) {
                          const concurrency_probe::scope in(probe);
-                         std::this_thread::sleep_for(200us);
+                         std::this_thread::sleep_for(200us);  // room for a call over the cap
                          return x;
                      },
                      conc)
-                 .build({.threads = 4});
+                 .build({.threads = threads, .fast_start = false});
     BOOST_TEST(drain(p).size() == 60u);
-    BOOST_TEST(probe.peak() <= conc);
+    BOOST_TEST(probe.filled());
+    BOOST_TEST(probe.peak() == cap);
 }
 
-// An io map never runs more calls at once than its concurrency.
-BOOST_DATA_TEST_CASE(io_map_runs_at_most_concurrency_calls_at_once, bdata::make({1, 3, 8}), conc) {
-    concurrency_probe probe;
+// An io map runs exactly `concurrency` calls at once (one thread per slot), whatever the
+// pipeline's threads.
+BOOST_DATA_TEST_CASE(io_map_runs_exactly_its_concurrency_calls_at_once, bdata::make({1, 3, 8}),
+                     conc) {
+    concurrency_probe probe(conc);
     auto p = ferry::from(iota(60))
                  .map(
                      [&](int x) {
                          const concurrency_probe::scope in(probe);
-                         std::this_thread::sleep_for(200us);
+                         std::this_thread::sleep_for(200us);  // room for a call over the cap
                          return x;
                      },
                      {.concurrency = conc, .executor = ferry::io})
-                 .build({.threads = 1});
+                 .build({.threads = 1, .fast_start = false});
     BOOST_TEST(drain(p).size() == 60u);
-    BOOST_TEST(probe.peak() <= conc);
+    BOOST_TEST(probe.filled());
+    BOOST_TEST(probe.peak() == conc);
 }
 
-// map_async never has more calls outstanding than its concurrency.
-BOOST_DATA_TEST_CASE(map_async_keeps_at_most_concurrency_calls_outstanding, bdata::make({1, 3, 8}),
-                     conc) {
+// map_async has exactly `concurrency` calls outstanding at its peak: no completion comes before
+// that many calls were made (a bounded wait), and the peak must equal it.
+BOOST_DATA_TEST_CASE(map_async_keeps_exactly_its_concurrency_calls_outstanding,
+                     bdata::make({1, 3, 8}), conc) {
     std::atomic<int> outstanding{0};
     std::atomic<int> peak{0};
+    waitable_count started;
+    std::atomic<bool> filled{true};
+    const auto deadline = steady::now() + bounded_wait;
     async_service service(4, std::chrono::microseconds(300));
     auto p = ferry::from(iota(100))
                  .map_async<int>(
@@ -260,15 +272,18 @@ BOOST_DATA_TEST_CASE(map_async_keeps_at_most_concurrency_calls_outstanding, bdat
                          int seen = peak.load();
                          while (now > seen && !peak.compare_exchange_weak(seen, now)) {
                          }
-                         service.post([&outstanding, done, x] {
+                         started.add();
+                         service.post([&, done, x] {
+                             if (!started.wait_for(conc, deadline)) filled = false;
                              outstanding.fetch_sub(1);
                              done(x);
                          });
                      },
                      conc)
-                 .build({.threads = 2});
+                 .build({.threads = 2, .fast_start = false});
     BOOST_TEST(sorted(drain(p)) == iota(100), boost::test_tools::per_element());
-    BOOST_TEST(peak.load() <= conc);
+    BOOST_TEST(filled.load());
+    BOOST_TEST(peak.load() == conc);
 }
 
 // Two pipelines of different sizes, consumed at the same time from two threads, each deliver

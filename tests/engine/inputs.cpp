@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE(stage_error_names_the_input) {
                      },
                      {.concurrency = 4, .name = "decode"})
                  .build({.threads = 2, .logger = quiet});
-    const auto e = caught<ferry::stage_error>([&] { drain(p); });
+    const auto e = expect_throw<ferry::stage_error>([&] { drain(p); });
     BOOST_REQUIRE(e.has_value());
     BOOST_TEST(std::string(e->what()) ==
                "stage 'decode' failed on item 17 ('data/17.jpg'): not a JPEG file");
@@ -206,7 +206,7 @@ BOOST_AUTO_TEST_CASE(source_failure_names_the_item_before) {
                  if (i == 5) throw std::runtime_error("listing truncated");
                  return "s3://bucket/" + std::to_string(i++);
              }).build({.threads = 2, .logger = quiet});
-    const auto e = caught<ferry::stage_error>([&] { drain(p); });
+    const auto e = expect_throw<ferry::stage_error>([&] { drain(p); });
     BOOST_REQUIRE(e.has_value());
     BOOST_TEST(std::string(e->what()) ==
                "stage 'source' failed on item 5 (after 's3://bucket/4'): listing truncated");
@@ -258,7 +258,7 @@ BOOST_AUTO_TEST_CASE(epoch_failure_rate_message_names_the_last_input) {
                  .map([](const std::string&) -> int { throw ferry::io_error("refused"); },
                       {.name = "read", .on_error = ferry::skip})
                  .build({.threads = 1, .logger = quiet});
-    const auto e = caught<ferry::error>([&] { drain(p); });
+    const auto e = expect_throw<ferry::error>([&] { drain(p); });
     BOOST_REQUIRE(e.has_value());
     BOOST_TEST(std::string(e->what()).find("the last: stage 'read' on item 9 ('data/9.jpg'): "
                                            "refused") != std::string::npos,

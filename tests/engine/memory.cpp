@@ -29,6 +29,34 @@ std::size_t stall_allowance(std::size_t held) {
     return held + 1;
 }
 
+/// Live elements (beyond `before`), polled every millisecond through a 200 ms stall.
+struct stall_samples {
+    long most = 0;       ///< the largest count seen, fill and moves in progress included
+    long settled = 0;    ///< the count over the window's second half, if it held still
+    bool steady = true;  ///< whether the second half saw one count only
+    std::uint64_t produced_half = 0;  ///< source items pulled at the window's middle
+};
+
+template <class P>
+stall_samples sample_stall(P& p, long before) {
+    stall_samples out;
+    const auto t0 = steady::now();
+    bool second_half = false;
+    while (since(t0) < 200ms) {
+        const long live = live_instances.load() - before;
+        out.most = std::max(out.most, live);
+        if (!second_half && since(t0) >= 100ms) {
+            second_half = true;
+            out.settled = live;
+            out.produced_half = p.stats().produced;
+        } else if (second_half && live != out.settled) {
+            out.steady = false;
+        }
+        std::this_thread::sleep_for(1ms);
+    }
+    return out;
+}
+
 }  // namespace memory_test
 
 using namespace memory_test;
@@ -36,8 +64,9 @@ using namespace memory_test;
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(memory)
 
-// A consumer that stops reading stalls the graph at in_flight items: live elements stay within
-// in_flight plus the held item plus the input node's one cached item.
+// A consumer that stops reading stalls the graph at in_flight items: polled every millisecond
+// through the stall, live elements never pass in_flight plus the held item plus the input
+// node's one cached item, and they plateau (the source stays parked).
 BOOST_DATA_TEST_CASE(stalled_consumer_keeps_live_items_bounded, bdata::make({1, 16}), conc) {
     const long before = live_instances.load();
     {
@@ -47,13 +76,16 @@ BOOST_DATA_TEST_CASE(stalled_consumer_keeps_live_items_bounded, bdata::make({1, 
                      .build({.threads = 2, .in_flight = in_flight});
         const auto first = p.next();
         BOOST_TEST(first.value().value == 0);
-        std::this_thread::sleep_for(200ms);
-        const long live = live_instances.load() - before;
-        BOOST_TEST(live >= 1);
-        BOOST_TEST(live <= static_cast<long>(in_flight + stall_allowance(1)), "live " << live);
-        BOOST_TEST_MESSAGE("stalled consumer, concurrency " << conc << ": " << live
-                                                            << " elements alive");
+        const stall_samples live = sample_stall(p, before);
+        BOOST_TEST(live.settled >= 1);
+        BOOST_TEST(live.most <= static_cast<long>(in_flight + stall_allowance(1)),
+                   "most live " << live.most);
+        BOOST_TEST(live.steady, "live elements changed while the consumer was stalled");
+        BOOST_TEST_MESSAGE("stalled consumer, concurrency " << conc << ": at most " << live.most
+                                                            << " elements alive, settled at "
+                                                            << live.settled);
         const auto s = p.stats();
+        BOOST_TEST(s.produced == live.produced_half);  // the source was parked
         BOOST_TEST(s.produced <= in_flight + stall_allowance(1));
         BOOST_TEST(s.in_flight == in_flight);
     }
@@ -61,7 +93,7 @@ BOOST_DATA_TEST_CASE(stalled_consumer_keeps_live_items_bounded, bdata::make({1, 
 }
 
 // Same with batches: a held batch of 8 counts 8 taken items, the graph holds at most in_flight
-// more.
+// more at any sample, and the count plateaus.
 BOOST_AUTO_TEST_CASE(stalled_consumer_of_batches_keeps_live_items_bounded) {
     const long before = live_instances.load();
     {
@@ -71,10 +103,13 @@ BOOST_AUTO_TEST_CASE(stalled_consumer_of_batches_keeps_live_items_bounded) {
                      .build({.threads = 2, .in_flight = in_flight});
         const auto first = p.next();
         BOOST_TEST(first.value().size() == 8u);
-        std::this_thread::sleep_for(200ms);
-        const long live = live_instances.load() - before;
-        BOOST_TEST(live <= static_cast<long>(in_flight + stall_allowance(8)), "live " << live);
-        BOOST_TEST_MESSAGE("stalled consumer of batches: " << live << " elements alive");
+        const stall_samples live = sample_stall(p, before);
+        BOOST_TEST(live.most <= static_cast<long>(in_flight + stall_allowance(8)),
+                   "most live " << live.most);
+        BOOST_TEST(live.steady, "live elements changed while the consumer was stalled");
+        BOOST_TEST(p.stats().produced == live.produced_half);  // the source was parked
+        BOOST_TEST_MESSAGE("stalled consumer of batches: at most "
+                           << live.most << " elements alive, settled at " << live.settled);
     }
     BOOST_TEST(live_instances.load() == before);
 }

@@ -25,6 +25,24 @@ int uneven(int x) {
 
 const std::vector<int> ordering_concurrencies{1, 4, 16};
 
+/// Where a pipeline is told it may emit out of order, and where its stage runs.
+struct unordered_setup {
+    bool pipeline_unordered;  ///< pipeline_options::ordered = false
+    bool stage_unordered;     ///< stage_options::ordered = false
+    ferry::executor executor;
+};
+const std::vector<unordered_setup> unordered_setups{
+    {true, false, ferry::compute},
+    {false, true, ferry::compute},
+    {true, false, ferry::io},
+    {false, true, ferry::io},
+};
+const std::vector<int> unordered_setup_indices{0, 1, 2, 3};
+
+/// Items of the completion-order cases, and how many overtake item 0.
+constexpr int overtake_items = 20;
+constexpr int overtakers = 5;
+
 }  // namespace ordering_test
 
 using namespace ordering_test;
@@ -156,6 +174,63 @@ BOOST_DATA_TEST_CASE(unordered_pipeline_delivers_every_item_once,
     for (int i = 0; i < n_items; ++i)
         if (i % 9 != 4 && i % 5 != 0) want.push_back(i);
     BOOST_TEST(sorted(drain(p)) == want, boost::test_tools::per_element());
+    check_complete_accounting(p.stats());
+}
+
+// An unordered pipeline emits in completion order: item 0's call waits until five later items
+// have reached the consumer (a bounded wait: ordered output, where they cannot, would end it
+// after 5 s with 0 first), so 0 arrives after them. For the pipeline's flag and a stage's,
+// compute and io.
+BOOST_DATA_TEST_CASE(unordered_output_is_in_completion_order, bdata::make(unordered_setup_indices),
+                     setup_index) {
+    const unordered_setup& setup = unordered_setups.at(static_cast<std::size_t>(setup_index));
+    waitable_count delivered;
+    std::atomic<bool> overtaken{false};
+    // fast_start would admit only item 0 until it is taken: nothing could overtake it.
+    auto p =
+        ferry::from(iota(overtake_items))
+            .map(
+                [&](int x) {
+                    if (x == 0) overtaken = delivered.wait_for(overtakers);
+                    return x;
+                },
+                {.concurrency = 2, .ordered = !setup.stage_unordered, .executor = setup.executor})
+            .build({.threads = 2,
+                    .in_flight = overtake_items,
+                    .ordered = !setup.pipeline_unordered,
+                    .fast_start = false});
+    std::vector<int> got;
+    while (auto x = p.next()) {
+        got.push_back(*x);
+        delivered.add();
+    }
+    BOOST_TEST(overtaken.load());
+    const auto at = std::find(got.begin(), got.end(), 0) - got.begin();
+    BOOST_TEST(at >= overtakers, "item 0 arrived " << at << "th");
+    BOOST_TEST(sorted(got) == iota(overtake_items), boost::test_tools::per_element());
+    check_complete_accounting(p.stats());
+}
+
+// The ordered counterpart: item 0's call returns only after five later calls have returned, and
+// 0 is still delivered first, then the rest in source order; compute and io.
+BOOST_DATA_TEST_CASE(ordered_output_waits_for_an_overtaken_item, bdata::make({false, true}),
+                     on_io) {
+    waitable_count returned;
+    std::atomic<bool> overtaken{false};
+    auto p = ferry::from(iota(overtake_items))
+                 .map(
+                     [&](int x) {
+                         if (x == 0) {
+                             overtaken = returned.wait_for(overtakers);
+                         } else {
+                             returned.add();
+                         }
+                         return x;
+                     },
+                     {.concurrency = 2, .executor = on_io ? ferry::io : ferry::compute})
+                 .build({.threads = 2, .in_flight = overtake_items, .fast_start = false});
+    BOOST_TEST(drain(p) == iota(overtake_items), boost::test_tools::per_element());
+    BOOST_TEST(overtaken.load());
     check_complete_accounting(p.stats());
 }
 

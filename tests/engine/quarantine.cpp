@@ -182,7 +182,7 @@ BOOST_AUTO_TEST_CASE(bad_quarantine_file_names_the_line) {
         "{\"input\": \"a.jpg\", \"extra\": [1, {\"x\": null}], \"n\": -1.5e3}\n"
         "\n"
         "{\"input\": \"b.jpg\", \"stage\": \"decode\"\n");
-    const auto e = caught<ferry::invalid_argument>([&] { (void)ferry::load_quarantine(q.path()); });
+    const auto e = expect_throw<ferry::invalid_argument>([&] { (void)ferry::load_quarantine(q.path()); });
     BOOST_REQUIRE(e.has_value());
     const std::string what = e->what();
     BOOST_TEST(what.find(q.path().string() + ":3: ") != std::string::npos, what);
@@ -190,7 +190,7 @@ BOOST_AUTO_TEST_CASE(bad_quarantine_file_names_the_line) {
 
     q.write("{\"path\": \"a.jpg\"}\n");
     const auto no_input =
-        caught<ferry::invalid_argument>([&] { (void)ferry::load_quarantine(q.path()); });
+        expect_throw<ferry::invalid_argument>([&] { (void)ferry::load_quarantine(q.path()); });
     BOOST_REQUIRE(no_input.has_value());
     BOOST_TEST(std::string(no_input->what()).find(":1: no \"input\" field") != std::string::npos);
 
@@ -201,7 +201,7 @@ BOOST_AUTO_TEST_CASE(bad_quarantine_file_names_the_line) {
 // A quarantine path that cannot be opened fails build() with an io_error naming it.
 BOOST_AUTO_TEST_CASE(unopenable_quarantine_path_fails_build) {
     const fs::path where = fs::temp_directory_path() / "ferry-no-such-dir" / "q.jsonl";
-    const auto e = caught<ferry::io_error>(
+    const auto e = expect_throw<ferry::io_error>(
         [&] { (void)ferry::from(files(3)).build({.logger = quiet, .quarantine = where}); });
     BOOST_REQUIRE(e.has_value());
     BOOST_TEST(std::string(e->what()).find(where.string()) != std::string::npos, e->what());

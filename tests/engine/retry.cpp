@@ -160,7 +160,7 @@ BOOST_AUTO_TEST_CASE(retry_then_fail_throws_after_all_attempts) {
                      },
                      {.name = "fetch", .on_error = ferry::retry{.attempts = 2, .backoff = 1ms}})
                  .build({.threads = 2, .logger = quiet});
-    const auto e = caught<ferry::stage_error>([&] { (void)drain(p); });
+    const auto e = expect_throw<ferry::stage_error>([&] { (void)drain(p); });
     BOOST_REQUIRE(e.has_value());
     BOOST_TEST(e->stage() == "fetch");
     BOOST_TEST(e->item() == 7u);

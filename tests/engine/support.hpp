@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// Helpers shared by the engine tests: a live-instance-counting element, a stand-in asynchronous
-/// service, a concurrency probe, drains and the accounting check.
+/// service, a concurrency probe, a waitable count, a log capture, drains, the accounting check
+/// and the time bounds the tests hold the engine to.
 #pragma once
 
 #include <boost/test/unit_test.hpp>
@@ -27,6 +28,8 @@
 #include <utility>
 #include <vector>
 
+#include "../support/expect.hpp"
+
 namespace ferry_test {
 
 /// A logger that keeps nothing: for tests that check failures() and exceptions, not log lines.
@@ -51,6 +54,59 @@ using steady = std::chrono::steady_clock;
 /// Generous limit for "returns promptly" checks: hang detection, not performance. Sanitizer
 /// builds run 5-20x slower, which this still absorbs.
 inline constexpr auto prompt = std::chrono::seconds(5);
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FERRY_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FERRY_TEST_SANITIZED 1
+#endif
+#endif
+#ifndef FERRY_TEST_SANITIZED
+#define FERRY_TEST_SANITIZED 0
+#endif
+
+/// How much slower this build runs than a plain one: time bounds scale by it (ASan and TSan
+/// builds run 5-20x slower).
+inline constexpr int slowdown = FERRY_TEST_SANITIZED ? 10 : 1;
+
+/// What a documented "promptly" allows beyond the work it may wait for (the longest call in
+/// progress): a wake-up and some scheduling delay on a loaded machine. Measured, stop() ends a
+/// loop ~3 ms after it is called.
+inline constexpr std::chrono::milliseconds prompt_margin{100 * slowdown};
+
+/// How long a test waits for something that should happen at once before it gives up: a broken
+/// promise then ends in a failed check, not a hang. Not a performance limit.
+inline constexpr auto bounded_wait = std::chrono::seconds(5);
+
+/// A count that threads wait on: a latch that cannot hang a test.
+class waitable_count {
+  public:
+    /// Adds `k`; returns the new count.
+    int add(int k = 1) {
+        int now = 0;
+        {
+            std::lock_guard lock(mutex_);
+            now = value_ += k;
+        }
+        cv_.notify_all();
+        return now;
+    }
+    [[nodiscard]] int value() {
+        std::lock_guard lock(mutex_);
+        return value_;
+    }
+    /// Blocks until the count is at least `n` or `deadline` passes; true when it came.
+    bool wait_for(int n, steady::time_point deadline = steady::now() + bounded_wait) {
+        std::unique_lock lock(mutex_);
+        return cv_.wait_until(lock, deadline, [&] { return value_ >= n; });
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    int value_ = 0;
+};
 
 /// Concurrencies and thread counts the sweeps run over.
 inline const std::vector<int> concurrencies{1, 2, 4, 8, 16};
@@ -124,17 +180,6 @@ inline void check_complete_accounting(const ferry::pipeline_stats& s) {
 /// Concurrencies the error-policy sweeps run at (errors.cpp, retry.cpp).
 inline const std::vector<int> error_concurrencies{1, 4, 16};
 
-/// The exception a catch block receives from `f`, or an empty optional.
-template <class E, class F>
-std::optional<E> caught(F&& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return e;
-    }
-    return std::nullopt;
-}
-
 /// Counts calls per item, from any thread.
 class attempt_counter {
   public:
@@ -166,9 +211,14 @@ inline std::chrono::milliseconds since(steady::time_point t0) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t0);
 }
 
-/// Records how many calls run at once (`peak`), to check a stage's concurrency cap.
+/// Records how many calls run at once (`peak`), to check a stage's concurrency cap. With a
+/// `fill_to`, each call waits on entry until `fill_to` calls are inside at once (or
+/// `bounded_wait` after the probe was made), so a stage that can run that many reaches exactly
+/// that peak: the cap is shown reached, not only kept.
 class concurrency_probe {
   public:
+    explicit concurrency_probe(int fill_to = 0) : fill_to_(fill_to) {}
+
     class scope {
       public:
         explicit scope(concurrency_probe& p) : p_(p) {
@@ -176,6 +226,7 @@ class concurrency_probe {
             int peak = p_.peak_.load();
             while (now > peak && !p_.peak_.compare_exchange_weak(peak, now)) {
             }
+            if (p_.fill_to_ > 0) p_.wait_until_filled(now);
         }
         ~scope() { p_.now_.fetch_sub(1); }
         scope(const scope&) = delete;
@@ -186,10 +237,49 @@ class concurrency_probe {
     };
     [[nodiscard]] int peak() const { return peak_.load(); }
     [[nodiscard]] int running() const { return now_.load(); }
+    /// True when `fill_to` calls were inside at once before the wait gave up.
+    [[nodiscard]] bool filled() {
+        std::lock_guard lock(mutex_);
+        return filled_;
+    }
 
   private:
+    void wait_until_filled(int now) {
+        std::unique_lock lock(mutex_);
+        if (now >= fill_to_) {
+            filled_ = true;
+            cv_.notify_all();
+            return;
+        }
+        cv_.wait_until(lock, deadline_, [&] { return filled_; });
+    }
+
     std::atomic<int> now_{0};
     std::atomic<int> peak_{0};
+    int fill_to_;
+    steady::time_point deadline_ = steady::now() + bounded_wait;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool filled_ = false;
+};
+
+/// A logger that records every line, from any thread.
+class log_capture {
+  public:
+    ferry::logger sink() {
+        return [this](ferry::log_level level, std::string_view line) {
+            std::lock_guard lock(mutex_);
+            lines_.emplace_back(level, std::string(line));
+        };
+    }
+    std::vector<std::pair<ferry::log_level, std::string>> lines() {
+        std::lock_guard lock(mutex_);
+        return lines_;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::vector<std::pair<ferry::log_level, std::string>> lines_;
 };
 
 /// A stand-in for an asynchronous service (an RPC client, a GPU queue): runs posted jobs on its

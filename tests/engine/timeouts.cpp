@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(a_call_past_its_timeout_fails_the_pipeline_with_timeout_err
                          .map([&](int x) { return x == 3 ? give_up_or_wait(x, gave_up, 20s) : x; },
                               {.name = "slow", .executor = ex, .timeout = 50ms})
                          .build({.threads = 2, .logger = quiet});
-            err = caught<ferry::stage_error>([&] { (void)drain(p); });
+            err = expect_throw<ferry::stage_error>([&] { (void)drain(p); });
             BOOST_REQUIRE(err.has_value());
             check_accounting(p.stats());
         }
@@ -245,7 +245,7 @@ BOOST_AUTO_TEST_CASE(leaving_an_epoch_lets_go_of_a_hanging_timed_call) {
 
 // A negative timeout is refused at build(), naming the stage.
 BOOST_AUTO_TEST_CASE(a_negative_timeout_is_refused) {
-    const auto err = caught<ferry::invalid_argument>([] {
+    const auto err = expect_throw<ferry::invalid_argument>([] {
         (void)ferry::from(iota(3))
             .map([](int x) { return x; }, {.name = "m", .timeout = -1ms})
             .build();

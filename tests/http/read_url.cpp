@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/expect.hpp"
 #include "../support/http_server.hpp"
 
 using ferry_test::http_request;
@@ -40,13 +41,9 @@ std::string random_body(std::size_t n, std::uint32_t seed) {
 /// Runs `f`, which must throw ferry::http_error; returns it.
 template <typename F>
 ferry::http_error expect_http_error(F&& f) {
-    try {
-        f();
-    } catch (const ferry::http_error& e) {
-        return e;
-    }
-    BOOST_FAIL("expected ferry::http_error");
-    throw std::logic_error("unreachable");
+    const auto e = ferry_test::expect_throw<ferry::http_error>(std::forward<F>(f));
+    BOOST_REQUIRE(e.has_value());
+    return *e;
 }
 
 double seconds_since(steady::time_point t0) {

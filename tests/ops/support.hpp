@@ -20,6 +20,8 @@
 #include <typeinfo>
 #include <vector>
 
+#include "../support/expect.hpp"
+
 // How Boost.Test prints ferry's values in failed assertions (found by argument-dependent lookup;
 // Boost's own customization point, so nothing named operator<< is added to ferry).
 namespace ferry {
@@ -33,6 +35,8 @@ inline std::ostream& boost_test_print_type(std::ostream& os, errc c) {
 
 namespace ops_test {
 
+using ferry_test::expect_throw;
+
 /// A file's contents as the tests make them (an encoded image, random bytes).
 using file_bytes = std::vector<std::uint8_t>;
 
@@ -42,26 +46,6 @@ inline std::span<const std::byte> as_span(const file_bytes& f) {
 
 /// True when `message`, lower-cased, contains one of `keywords`.
 bool mentions(std::string_view message, const std::vector<std::string_view>& keywords);
-
-/// The message of the `ferry::decode_error` `f` throws; records a failure (and returns "") when it
-/// returns normally or throws anything else.
-template <class F>
-std::string decode_error_message(F&& f, const std::string& what) {
-    try {
-        f();
-    } catch (const ferry::decode_error& e) {
-        return e.what();
-    } catch (const std::exception& e) {
-        BOOST_ERROR(what << ": threw " << typeid(e).name() << " (" << e.what()
-                         << ") instead of ferry::decode_error");
-        return {};
-    } catch (...) {
-        BOOST_ERROR(what << ": threw a non-std exception instead of ferry::decode_error");
-        return {};
-    }
-    BOOST_ERROR(what << ": did not throw ferry::decode_error");
-    return {};
-}
 
 /// A fresh directory under the system's temp directory, removed with everything in it.
 class temp_dir {

@@ -38,21 +38,6 @@ bool same_contents(const ferry::bytes& got, const file_bytes& want) {
            (want.empty() || std::memcmp(got.data(), want.data(), want.size()) == 0);
 }
 
-/// The message of the io_error `f` throws ("" and a recorded failure otherwise).
-template <class F>
-std::string io_error_message(F&& f) {
-    try {
-        f();
-    } catch (const ferry::io_error& e) {
-        return e.what();
-    } catch (const std::exception& e) {
-        BOOST_ERROR("threw " << typeid(e).name() << " (" << e.what() << ") instead of io_error");
-        return {};
-    }
-    BOOST_ERROR("did not throw ferry::io_error");
-    return {};
-}
-
 /// A FIFO's writer: none at all, or one that wrote 1000 bytes and then nothing.
 enum class fifo_writer : std::uint8_t { none, stalled };
 
@@ -154,14 +139,15 @@ BOOST_DATA_TEST_CASE(read_file_on_a_silent_fifo_ends_promptly_on_stop_and_destru
 BOOST_AUTO_TEST_CASE(missing_file_is_an_io_error_naming_the_path) {
     const temp_dir dir;
     const auto path = dir.path() / "no_such_image.jpg";
-    const std::string msg = io_error_message([&] { (void)read_file(path); });
+    const std::string msg = expect_throw<ferry::io_error>([&] { (void)read_file(path); }).what();
     BOOST_TEST(msg.find(path.string()) != std::string::npos, "message: " << msg);
 }
 
 // A directory is an io_error naming the path, not an empty file.
 BOOST_AUTO_TEST_CASE(directory_is_an_io_error_naming_the_path) {
     const temp_dir dir;
-    const std::string msg = io_error_message([&] { (void)read_file(dir.path()); });
+    const std::string msg =
+        expect_throw<ferry::io_error>([&] { (void)read_file(dir.path()); }).what();
     BOOST_TEST(msg.find(dir.path().string()) != std::string::npos, "message: " << msg);
 }
 

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "../../support/expect.hpp"
 #include "video_support.hpp"
 
 namespace bdata = boost::unit_test::data;
@@ -43,14 +44,11 @@ video_spec long_h264() {
 /// Runs `f`, which must throw `E` whose message contains `word`.
 template <class E, class F>
 void check_throws(F&& f, const std::string& word) {
-    try {
-        f();
-        BOOST_ERROR("no exception; expected one mentioning '" << word << "'");
-    } catch (const E& e) {
-        BOOST_TEST(std::string(e.what()).find(word) != std::string::npos,
+    const auto e =
+        ferry_test::expect_throw<E>(std::forward<F>(f), "expected one mentioning '" + word + "'");
+    if (e) {
+        BOOST_TEST(e.what().find(word) != std::string::npos,
                    "message '" << e.what() << "' lacks '" << word << "'");
-    } catch (const std::exception& e) {
-        BOOST_ERROR("wrong exception type: " << e.what());
     }
 }
 
