@@ -25,6 +25,12 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
         if (done_.exchange(true)) return;
         finish(std::move(e));
     }
+    /// Settles a call that is not started: its item is cancelled.
+    void drop() noexcept {
+        if (done_.exchange(true)) return;
+        dropped_ = true;
+        finish(nullptr);
+    }
     void poll(std::function<bool(any_value&)> try_take) noexcept override {
         try {
             rt_.poll_later(std::move(try_take),
@@ -61,8 +67,10 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
         const shard_writer w = st_.counters.shared();
         w.record_call(start_);
         w.active(-1);
-        if (rt_.aborting()) {
-            rt_.drop_unprocessed(m_);  // the epoch is being cancelled: the item is cancelled
+        if (dropped_ || rt_.cancelling()) {
+            // Not started (its work would be wasted), or the epoch is being cancelled: the item
+            // is cancelled.
+            rt_.drop_unprocessed(m_);
         } else if (e) {
             rt_.fail_item(st_, m_, e);
         } else {
@@ -81,6 +89,7 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
     msg m_;
     std::uint64_t start_;
     std::atomic<bool> done_{false};
+    bool dropped_ = false;
     deadline_list::token deadline_;
 };
 
@@ -113,8 +122,10 @@ void pipeline_runtime::async_start(stage_runtime& st, msg m, const shard_writer&
     w.add(&counter_shard::in);
     w.active(1);
     auto sink = std::make_shared<sink_impl>(*this, st, m);
-    if (aborting_) {
-        sink->fail(nullptr);  // settles the slot; abort_epoch does the accounting
+    if (should_drop(m)) {
+        // Stopping, cancelled, or after an item that failed the pipeline: no call; the slot is
+        // settled and the item cancelled.
+        sink->drop();
         return;
     }
     try {

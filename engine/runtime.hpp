@@ -144,6 +144,10 @@ class pipeline_runtime final : public runtime {
     void poll_later(std::function<bool(any_value&)> try_take,
                     std::function<void(any_value*, std::exception_ptr)> done);
     [[nodiscard]] bool aborting() const noexcept { return aborting_; }
+    /// The epoch's items can only end cancelled: it is being abandoned, or the pipeline stopped
+    /// (stop() from any thread: no call starts after it, and a result that arrives after it is
+    /// dropped).
+    [[nodiscard]] bool cancelling() const noexcept { return aborting_ || stopping_; }
     /// Counts one outcome of `st` in its failure window (a stage with `max_failure_rate` only).
     /// Returns the failed items in the window when it is full and over the rate, else 0.
     std::size_t note_outcome(stage_runtime& st, bool failed) noexcept;
@@ -163,7 +167,7 @@ class pipeline_runtime final : public runtime {
     /// True for an element whose work would be wasted: its epoch is being cancelled, or it comes
     /// after an item that failed the pipeline.
     [[nodiscard]] bool should_drop(msg m) const noexcept {
-        return aborting_ || m->source_index > halt_after_.load(std::memory_order_relaxed);
+        return cancelling() || m->source_index > halt_after_.load(std::memory_order_relaxed);
     }
     /// A map / filter / flat_map stage's work on `m`, on whichever thread runs it: apply the
     /// function to a value (or drop it when the work would be wasted), then count `m` emitted

@@ -111,7 +111,7 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
         backoff *= policy.multiplier;
     }
     w.active(-1);
-    if (aborting_) {
+    if (cancelling()) {
         // The epoch is being cancelled (stop, break, a failure): whatever the call returned, its
         // item ends cancelled, not failed (a call that gave up when asked is no failure).
         drop_unprocessed(m);

@@ -185,7 +185,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
         }
         if (!timed_settle(*it)) return;
         msg m = it->m;
-        if (aborting_) {
+        if (cancelling()) {
             drop_unprocessed(m);  // the epoch is being cancelled (stop()): the item is cancelled
         } else if (err) {
             fail_item(st, m, err);
