@@ -10,14 +10,14 @@
 #                        examples, the package tests), the same against shared libraries
 #                        (build-shared/), the engine and ops tests under AddressSanitizer +
 #                        UndefinedBehaviorSanitizer (build-asan/), and the decode_image and
-#                        decode_media fuzzers (clang, libFuzzer, build-fuzz/) for 45 s and 30 s;
+#                        decode_media fuzzers (clang, libFuzzer, build-fuzz/) for 36 s and 24 s;
 #                        exits non-zero on any failure
 #
 # Environment switches for `test`:
 #   FERRY_TSAN=1    also build build-tsan/ and run the engine, cuda and http tests under TSan
 #   FERRY_SOAK=1    also run the tests labelled "soak" (long runs) in build/
 #   FERRY_SHARED_SUITE=0   in build-shared/, build only the libraries and run the package tests
-#   FERRY_FUZZ_SECONDS=N   how long the fuzzers run together (default 75: 3/5 decode_image,
+#   FERRY_FUZZ_SECONDS=N   how long the fuzzers run together (default 60: 3/5 decode_image,
 #                   2/5 decode_media; 0 skips them)
 #   FERRY_SANITIZER_CXX=...   compiler for the sanitizer builds (default g++; Debian 12's clang++ 14
 #                   cannot compile libstdc++ 12's std::views, which the tests use)
@@ -165,7 +165,7 @@ test_mode() {
 
     # libFuzzer on decode_image and on decode_media (video and audio from memory), clang + ASan,
     # bounded: FERRY_FUZZ_SECONDS in all (default 75: 45 s and 30 s; 0 skips both).
-    local fuzz_seconds="${FERRY_FUZZ_SECONDS:-75}"
+    local fuzz_seconds="${FERRY_FUZZ_SECONDS:-60}"
     if ((fuzz_seconds > 0)); then
         local image_seconds=$((fuzz_seconds * 3 / 5))
         local media_seconds=$((fuzz_seconds - image_seconds))

@@ -12,8 +12,9 @@ namespace ferry::this_call {
 /// True once the stage call running on this thread should give up: its pipeline is being
 /// stopped (`stop()`) or destroyed, its epoch abandoned (the loop was left early), or the call ran
 /// past its stage's `timeout` (its item has failed already; whatever it returns is dropped). False
-/// outside a stage call. ferry's own blocking ops honour it (`ops::read_url` ends with
-/// `errc::cancelled`, a retry's backoff sleep is cut short); a long call of your own can poll it:
+/// outside a stage call. ferry's own blocking ops honour it within about 50 ms and end with
+/// `errc::cancelled`: `ops::read_url`, `read_file` on a FIFO or pipe, video and audio demuxing
+/// and decoding; a retry's backoff sleep is cut short. A long call of your own can poll it:
 /// \code
 ///   .map([](job j) {
 ///       while (!j.done()) {
