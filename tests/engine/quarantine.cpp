@@ -182,7 +182,8 @@ BOOST_AUTO_TEST_CASE(bad_quarantine_file_names_the_line) {
         "{\"input\": \"a.jpg\", \"extra\": [1, {\"x\": null}], \"n\": -1.5e3}\n"
         "\n"
         "{\"input\": \"b.jpg\", \"stage\": \"decode\"\n");
-    const auto e = expect_throw<ferry::invalid_argument>([&] { (void)ferry::load_quarantine(q.path()); });
+    const auto e =
+        expect_throw<ferry::invalid_argument>([&] { (void)ferry::load_quarantine(q.path()); });
     BOOST_REQUIRE(e.has_value());
     const std::string what = e->what();
     BOOST_TEST(what.find(q.path().string() + ":3: ") != std::string::npos, what);
