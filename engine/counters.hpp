@@ -240,14 +240,16 @@ class stage_counters {
     /// known to run in the pipeline's arena or on the stage's own I/O threads (a thread inside
     /// another arena has a slot index there too).
     [[nodiscard]] shard_writer owned(int io_thread = -1) noexcept {
-        const int slot = tbb::this_task_arena::current_thread_index();
-        if (slot >= 0) {
-            if (slot >= arena_slots_) return shared();
-            return {*shards_[1 + static_cast<std::size_t>(slot)], true, spans_, stage_};
+        // An I/O thread first: asked for its arena slot, oneTBB would attach it to the default
+        // arena and give it a slot index there.
+        if (io_thread >= 0) {
+            const auto i = static_cast<std::size_t>(1 + arena_slots_ + io_thread);
+            if (i >= shards_.size()) return shared();
+            return {*shards_[i], true, spans_, stage_};
         }
-        const auto i = static_cast<std::size_t>(1 + arena_slots_ + io_thread);
-        if (io_thread < 0 || i >= shards_.size()) return shared();
-        return {*shards_[i], true, spans_, stage_};
+        const int slot = tbb::this_task_arena::current_thread_index();
+        if (slot < 0 || slot >= arena_slots_) return shared();
+        return {*shards_[1 + static_cast<std::size_t>(slot)], true, spans_, stage_};
     }
     /// The writer for code that may run on any thread: shard 0, atomic updates.
     [[nodiscard]] shard_writer shared() noexcept { return {*shards_[0], false, spans_, stage_}; }

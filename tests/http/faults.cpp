@@ -13,6 +13,7 @@
 #include <chrono>
 #include <ferry/ferry.hpp>
 #include <ferry/http.hpp>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -328,6 +329,94 @@ BOOST_AUTO_TEST_CASE(stop_cancels_slow_drip_reads_promptly) {
     const auto destroy_took = steady::now() - asked;
     BOOST_TEST(ms(loop_took) < ms(bound));
     BOOST_TEST(ms(destroy_took) < ms(bound));
+}
+
+/// `/ok/0`, `/ok/1`, `/frozen/2`, then `/ok/3` .. `/ok/7`: one read that never ends, in the
+/// middle of an ordered epoch.
+std::vector<std::string> frozen_in_the_middle(const http_server& server) {
+    std::vector<std::string> urls;
+    for (int i = 0; i < 8; ++i) {
+        urls.push_back(server.url((i == 2 ? "/frozen/" : "/ok/") + std::to_string(i)));
+    }
+    return urls;
+}
+
+// While ordered output waits for a read the frozen server never answers, the periodic report
+// names what the loop waits for — stage 'fetch', item 2 — and the bottleneck is that stage, not
+// the waiting consumer.
+BOOST_AUTO_TEST_CASE(the_report_names_a_read_stuck_on_a_frozen_server) {
+    http_server server([](const http_request& r) {
+        if (r.target.starts_with("/frozen/")) return http_response{.frozen = true};
+        return http_response{.body = r.target};
+    });
+    std::mutex mutex;
+    std::string stall;
+    std::string bottleneck;
+    auto p = ferry::from(frozen_in_the_middle(server))
+                 .map([](const std::string& u) { return ferry::ops::read_url(u, patient); },
+                      {.concurrency = 2, .name = "fetch", .executor = ferry::io})
+                 .build({.threads = 2,
+                         .logger = quiet,
+                         .on_report =
+                             [&](const ferry::pipeline_stats& s) {
+                                 const std::lock_guard lock(mutex);
+                                 if (stall.empty() && s.consumer_waiting >= 300ms) {
+                                     stall = s.stall();
+                                     bottleneck = s.bottleneck();
+                                 }
+                             },
+                         .report_every = 20ms});
+    std::thread stopper([&] {
+        const auto until = steady::now() + 10s;
+        for (;;) {
+            {
+                const std::lock_guard lock(mutex);
+                if (!stall.empty() || steady::now() >= until) break;
+            }
+            std::this_thread::sleep_for(5ms);
+        }
+        p.stop();
+    });
+    std::vector<std::string> got;
+    for (const ferry::bytes& b : p) got.push_back(as_string(b));
+    stopper.join();
+    const std::vector<std::string> before{"/ok/0", "/ok/1"};
+    BOOST_TEST(got == before, boost::test_tools::per_element());
+    const std::lock_guard lock(mutex);
+    BOOST_TEST(stall.starts_with("output waits for item 2 in stage 'fetch' (running "), stall);
+    BOOST_TEST(bottleneck == "fetch");
+}
+
+// With a stage timeout the same epoch goes on past the frozen read: seven bodies arrive in order
+// within a few seconds (the read's own timeout is 30 s), and the failure is a timeout that names
+// the URL.
+BOOST_AUTO_TEST_CASE(a_stage_timeout_passes_a_frozen_read_by) {
+    http_server server([](const http_request& r) {
+        if (r.target.starts_with("/frozen/")) return http_response{.frozen = true};
+        return http_response{.body = r.target};
+    });
+    const auto urls = frozen_in_the_middle(server);
+    auto p = ferry::from(urls)
+                 .map([](const std::string& u) { return ferry::ops::read_url(u, patient); },
+                      {.concurrency = 2,
+                       .name = "fetch",
+                       .on_error = ferry::skip,
+                       .executor = ferry::io,
+                       .timeout = 200ms})
+                 .build({.threads = 2, .logger = quiet});
+    const auto t0 = steady::now();
+    std::vector<std::string> got;
+    for (const ferry::bytes& b : p) got.push_back(as_string(b));
+    BOOST_TEST(ms(steady::now() - t0) < 5000.0);
+    const std::vector<std::string> want{"/ok/0", "/ok/1", "/ok/3", "/ok/4",
+                                        "/ok/5", "/ok/6", "/ok/7"};
+    BOOST_TEST(got == want, boost::test_tools::per_element());
+    const auto f = p.failures();
+    BOOST_REQUIRE(f.size() == 1u);
+    BOOST_TEST((f[0].code == ferry::errc::timeout));
+    BOOST_TEST(f[0].input == urls[2]);
+    BOOST_TEST(f[0].item == 2u);
+    check_accounting(p.stats());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
