@@ -89,7 +89,8 @@ class FERRY_API sampler {
     [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
 
     /// The dataset index (below `n`) of this rank's `i`-th item of `epoch`. Throws
-    /// `ferry::invalid_argument` when `i >= size()`. About as costly as a few hash calls.
+    /// `ferry::invalid_argument` when `i >= size()`. Shuffled, about 50 ns (perf/sampler: 8
+    /// Feistel rounds, computed from scratch each call); in order, a few arithmetic operations.
     [[nodiscard]] std::uint64_t index(std::uint64_t epoch, std::uint64_t i) const;
 
     /// The dataset size this sampler was made for.
