@@ -19,6 +19,7 @@
 
 #include "cache_dir.hpp"
 #include "ferry/error.hpp"
+#include "ferry/sources.hpp"
 
 namespace ferry_examples {
 
@@ -32,11 +33,8 @@ inline const char* const fashion_classes[10] = {"t-shirt_top", "trouser",   "pul
                                                 "bag",         "ankle_boot"};
 inline const fs::path fashion_source = "/usr/share/datasets/fashion-mnist";
 
-/// One labelled file.
-struct item {
-    fs::path path;
-    int label = 0;
-};
+/// One labelled file: `.path` and `.label`.
+using item = ferry::sources::labelled_file;
 
 struct dataset {
     std::vector<std::string> classes;
@@ -119,24 +117,16 @@ inline fs::path fashion_mnist(const fs::path& cache) {
     return root;
 }
 
-/// Lists DIR/<class>/<file> (classes sorted by name, files sorted) as labelled items.
-inline std::vector<item> list_split(const fs::path& dir, std::vector<std::string>& classes) {
-    if (classes.empty()) {
-        for (const auto& e : fs::directory_iterator(dir)) {
-            if (e.is_directory()) classes.push_back(e.path().filename().string());
-        }
-        std::sort(classes.begin(), classes.end());
-    }
+/// The files of `dir`'s class folders (`ferry::sources::image_folder`, one level:
+/// DIR/<class>/<file>) labelled by their class's place in `classes` (a class missing from `classes`
+/// is left out).
+inline std::vector<item> list_split(const fs::path& dir, const std::vector<std::string>& classes) {
+    const auto files = ferry::sources::image_folder(dir, {.recursive = false});
     std::vector<item> items;
-    for (std::size_t c = 0; c < classes.size(); ++c) {
-        const fs::path sub = dir / classes[c];
-        if (!fs::is_directory(sub)) continue;
-        std::vector<fs::path> files;
-        for (const auto& e : fs::directory_iterator(sub)) {
-            if (e.is_regular_file()) files.push_back(e.path());
-        }
-        std::sort(files.begin(), files.end());
-        for (auto& f : files) items.push_back({std::move(f), static_cast<int>(c)});
+    for (const auto& f : files) {
+        const auto& name = files.classes()[static_cast<std::size_t>(f.label)];
+        const auto c = std::find(classes.begin(), classes.end(), name);
+        if (c != classes.end()) items.push_back({f.path, static_cast<int>(c - classes.begin())});
     }
     return items;
 }
@@ -148,7 +138,10 @@ inline dataset load_dataset(const fs::path& root) {
                   << "folder of images per class\n";
         std::exit(2);
     }
-    d.train = list_split(root / "train", d.classes);
+    // The train split names the classes; the test split's files are labelled by those names.
+    const auto train = ferry::sources::image_folder(root / "train", {.recursive = false});
+    d.classes = train.classes();
+    d.train.assign(train.begin(), train.end());
     d.test = list_split(root / "test", d.classes);
     return d;
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// The umbrella header: the builder, pipelines, options, stats, errors, quarantine, tensors (and
-/// their collate) and bytes. Pulls in no TBB, FFmpeg, OpenCV or CUDA header. The media ops have
-/// their own headers (`ferry/image.hpp`, `ferry/video.hpp`, `ferry/cuda.hpp`) and libraries.
+/// their collate), bytes, and datasets (sources, sampling, the launcher's world). Pulls in no TBB,
+/// FFmpeg, OpenCV or CUDA header. The media ops have their own headers (`ferry/image.hpp`,
+/// `ferry/video.hpp`, `ferry/cuda.hpp`) and libraries.
 #pragma once
 
 #include "ferry/builder.hpp"
@@ -14,7 +15,10 @@
 #include "ferry/options.hpp"
 #include "ferry/pipeline.hpp"
 #include "ferry/quarantine.hpp"
+#include "ferry/sampling.hpp"
+#include "ferry/sources.hpp"
 #include "ferry/stats.hpp"
 #include "ferry/tensor.hpp"
 #include "ferry/this_call.hpp"
 #include "ferry/version.hpp"
+#include "ferry/world.hpp"

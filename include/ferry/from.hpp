@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// Where a pipeline starts: `ferry::from(src)`, and what only a source can say (how to name its
-/// items, which to leave out).
+/// Where a pipeline starts: `ferry::from(src)` and `ferry::from(dataset, sampling)`, and what only
+/// a source can say (how to name its items, which to leave out).
 #pragma once
 
 #include <concepts>
@@ -19,6 +19,7 @@
 #include "ferry/error.hpp"
 #include "ferry/input.hpp"
 #include "ferry/quarantine.hpp"
+#include "ferry/sampling.hpp"
 
 namespace ferry {
 
@@ -91,6 +92,53 @@ class source_builder : public builder<T> {
     }
 };
 
+namespace detail {
+
+/// A source of `T` opened by `open(epoch)`; elements that are paths or URLs describe themselves.
+template <class T, class Open>
+source_builder<T> make_source(Open open) {
+    source_spec spec{std::move(open), {}, {}};
+    if constexpr (describable<T>) {
+        spec.describe = [](any_value& v, std::string& out) { describe_into(v.get<T>(), out); };
+    }
+    return source_builder<T>(std::move(spec));
+}
+
+/// Holds a range as `from()` does: an lvalue by reference (the caller keeps it alive), an rvalue
+/// by value.
+template <class S>
+std::shared_ptr<std::remove_reference_t<S>> hold_range(S&& src) {
+    using H = std::remove_reference_t<S>;
+    if constexpr (std::is_lvalue_reference_v<S>) {
+        return std::shared_ptr<H>(std::shared_ptr<void>(), &src);
+    } else {
+        return std::make_shared<H>(std::move(src));
+    }
+}
+
+/// A cursor over this rank's elements of `*holder` in `epoch`, in the sampler's order.
+template <class R>
+source_cursor sampled_cursor(std::shared_ptr<R> holder, const sampler& order, std::uint64_t epoch) {
+    using T = std::ranges::range_value_t<R>;
+    struct state {
+        std::shared_ptr<R> holder;
+        sampler order;
+        std::uint64_t epoch;
+        std::uint64_t next;
+    };
+    auto st = std::make_shared<state>(state{std::move(holder), order, epoch, 0});
+    return [st](any_value& out) {
+        if (st->next == st->order.size()) return false;
+        const auto i = st->order.index(st->epoch, st->next);
+        out.emplace<T>(
+            std::ranges::begin(*st->holder)[static_cast<std::ranges::range_difference_t<R>>(i)]);
+        ++st->next;
+        return true;
+    };
+}
+
+}  // namespace detail
+
 /// Starts a pipeline description from a source:
 ///  * an input range — an lvalue is read in place (keep it alive), an rvalue is owned; each epoch
 ///    reads it again from `begin()`;
@@ -110,23 +158,11 @@ template <class S>
 [[nodiscard]] auto from(S&& src) {
     using D = std::remove_cvref_t<S>;
     const auto make = [](auto tag, auto open) {
-        using T = typename decltype(tag)::type;
-        detail::source_spec spec{std::move(open), {}, {}};
-        if constexpr (describable<T>) {
-            spec.describe = [](detail::any_value& v, std::string& out) {
-                detail::describe_into(v.get<T>(), out);
-            };
-        }
-        return source_builder<T>(std::move(spec));
+        return detail::make_source<typename decltype(tag)::type>(std::move(open));
     };
     if constexpr (std::ranges::input_range<S>) {
         using T = std::ranges::range_value_t<S>;
-        std::shared_ptr<std::remove_reference_t<S>> holder;
-        if constexpr (std::is_lvalue_reference_v<S>) {
-            holder = std::shared_ptr<std::remove_reference_t<S>>(std::shared_ptr<void>(), &src);
-        } else {
-            holder = std::make_shared<D>(std::move(src));
-        }
+        auto holder = detail::hold_range(std::forward<S>(src));
         return make(std::type_identity<T>{},
                     [holder](std::uint64_t) { return detail::range_cursor(holder); });
     } else if constexpr (detail::generator_source<D>) {
@@ -152,6 +188,52 @@ template <class S>
             return detail::range_cursor(std::make_shared<R>(std::invoke(*factory, epoch)));
         });
     }
+}
+
+/// Starts a pipeline description from a dataset that is visited by index: each epoch yields
+/// this rank's elements of `dataset`, in `ferry::sampler(size(dataset), options)`'s order —
+/// shuffled per epoch with `.shuffle`, split over `.world_size` ranks with the same count on
+/// each (see `ferry::sampling` and `ferry::sampler` for the order and the remainder rules).
+///
+/// `dataset` is a sized random-access range (a `std::vector`, a `ferry::sources::labelled_files`,
+/// a `std::span`, ...) whose elements can be copied (an element may come again, in a later epoch
+/// or as padding). As with `from(range)`, an lvalue is read in place (keep it alive), an rvalue
+/// is owned; its size is read again at the start of every epoch. The result is the same
+/// `source_builder` as `from(range)`'s, so `describe` and `exclude` work on it.
+///
+/// Throws `ferry::invalid_argument` at once for options `ferry::sampler` rejects (`world_size`
+/// 0, `rank >= world_size`).
+/// \code
+///   auto train = ferry::sources::image_folder("data/train");
+///   const auto w = ferry::world::from_environment();
+///   auto pipe = ferry::from(train, ferry::sampling{.shuffle = true, .seed = 42,
+///                                                  .rank = w.rank, .world_size = w.size,
+///                                                  .remainder = ferry::remainder::pad})
+///                   .map(load, {.concurrency = 8})
+///                   .batch(32)
+///                   .build();
+///   for (int epoch = 0; epoch < 10; ++epoch) {
+///       for (auto& batch : pipe) train_step(batch);   // a new permutation each epoch
+///   }
+/// \endcode
+template <class R>
+[[nodiscard]] auto from(R&& dataset, const sampling& options) {
+    static_assert(std::ranges::random_access_range<R> && std::ranges::sized_range<R>,
+                  "ferry::from(dataset, sampling): dataset must be a sized random-access range "
+                  "(e.g. a std::vector or ferry::sources::labelled_files); for other sources "
+                  "use from(src) with an epoch factory");
+    using T = std::ranges::range_value_t<R>;
+    static_assert(std::is_constructible_v<T, std::ranges::range_reference_t<R>>,
+                  "ferry::from(dataset, sampling): the elements must be copyable: an element can "
+                  "be delivered again (next epoch, or as padding)");
+    auto holder = detail::hold_range(std::forward<R>(dataset));
+    // Checks the options now rather than at the first epoch.
+    (void)sampler(static_cast<std::uint64_t>(std::ranges::size(*holder)), options);
+    return detail::make_source<T>([holder, options](std::uint64_t epoch) {
+        return detail::sampled_cursor(
+            holder, sampler(static_cast<std::uint64_t>(std::ranges::size(*holder)), options),
+            epoch);
+    });
 }
 
 }  // namespace ferry
