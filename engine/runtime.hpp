@@ -57,6 +57,7 @@
 #include "deadlines.hpp"
 #include "failure_log.hpp"
 #include "ferry/detail/spec.hpp"
+#include "ferry/item.hpp"
 #include "handoff.hpp"
 #include "io_pool.hpp"
 #include "ledger.hpp"
@@ -183,6 +184,16 @@ class pipeline_runtime final : public runtime {
         if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::emitted);
     }
     void apply(stage_runtime& st, msg m, const shard_writer& w);
+    /// The `item_info` of `m` for a stage that asks for it (the current epoch's).
+    [[nodiscard]] item_info item_of(const box& m) const {
+        item_info info;
+        info.epoch = epoch_.load(std::memory_order_relaxed);
+        info.position = m.source_index;
+        info.index = plan_.source.index_of ? plan_.source.index_of(info.epoch, info.position)
+                                           : info.position;
+        info.seed = plan_.source.seed;
+        return info;
+    }
     /// Counts `m`'s items as filtered (by stage `w`): it then leaves the graph as a gap.
     void count_filtered(msg m, const shard_writer& w) noexcept {
         w.add(&counter_shard::filtered);

@@ -67,8 +67,15 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
     std::exception_ptr err;
     bool keep = true;
     auto backoff = std::chrono::duration<double, std::milli>(policy.backoff);
-    // The call can learn that it should give up (this_call::stop_requested()).
+    // The call can learn that it should give up (this_call::stop_requested()), and, where its
+    // callable takes it, which item it works on.
     const call_scope scope(&stopping_, &aborting_);
+    std::optional<item_info> info;
+    std::optional<item_scope> item;
+    if (st.spec.wants_item) {
+        info = item_of(*m);
+        item.emplace(&*info);
+    }
     for (int attempt = 1;; ++attempt) {
         const bool last = attempt >= policy.attempts;
         const auto t0 = ticks();

@@ -26,6 +26,7 @@ struct timed_item {
     msg m = nullptr;  ///< ours until settled
     gateway_type* gw = nullptr;
     std::uint64_t item = 0;
+    std::optional<item_info> info;  ///< for a stage whose callable takes it
     any_value input;
     std::atomic<bool> settled{false};
     std::atomic<int> running{0};  ///< attempts inside the user's call
@@ -64,6 +65,7 @@ void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway_type& gw,
     it->m = m;
     it->gw = &gw;
     it->item = m->source_index;
+    if (st.spec.wants_item) it->info = item_of(*m);
     it->input = std::move(m->value);
     w.add(&counter_shard::in);
     bool start = true;
@@ -145,6 +147,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
         w.begin_call(t0, it->item);
         try {
             const call_scope scope(&stopping_, &aborting_, &at->give_up);
+            const item_scope item(it->info ? &*it->info : nullptr);
             std::optional<scoped_tensor_allocator> use;
             if (st.output_allocator) use.emplace(st.output_allocator);
             switch (st.spec.kind) {

@@ -20,6 +20,7 @@
 
 #include "ferry/detail/spec.hpp"
 #include "ferry/error.hpp"
+#include "ferry/item.hpp"
 #include "ferry/options.hpp"
 #include "ferry/pipeline.hpp"
 
@@ -120,6 +121,24 @@ std::remove_cvref_t<std::invoke_result_t<F&, T&&>> call_on(F& f, any_value& v, b
     return std::invoke(f, std::move(in));
 }
 
+/// A callable of `(T, const item_info&)` as one of `(T)`: the engine tells it the item of the call
+/// running on this thread (a stage built from it asks the engine to, `stage_spec::wants_item`).
+template <class F>
+struct with_item {
+    F f;
+    template <class X>
+    requires std::invocable<F&, X, const item_info&>
+    decltype(auto) operator()(X&& x) {
+        static const item_info none{};
+        const item_info* info = current_item();
+        return std::invoke(f, std::forward<X>(x), info != nullptr ? *info : none);
+    }
+};
+
+/// Whether `F` takes the element and its `item_info` (and not the element alone).
+template <class F, class T>
+concept takes_item = !std::invocable<F&, T> && std::invocable<F&, T, const item_info&>;
+
 }  // namespace detail
 
 /// The callback handed to a `map_async<U>` callable: call it once with the result, or `fail`.
@@ -174,11 +193,30 @@ class builder {
 
     /// Applies `f` to every element; up to `options.concurrency` calls run at once (so `f`
     /// must be safe to call concurrently when that is above 1).
+    ///
+    /// `f` may take the element's `ferry::item_info` as a second parameter, e.g. to seed its
+    /// augmentations with `ferry::item_rng(info)`.
     template <class F>
     [[nodiscard]] auto map(F f, stage_options options = {}) const {
+        if constexpr (detail::takes_item<F, T&&>) {
+            return map_stage(detail::with_item<F>{std::move(f)}, std::move(options), true);
+        } else {
+            return map_stage(std::move(f), std::move(options), false);
+        }
+    }
+    /// `map(f, n)`: shorthand for `map(f, {.concurrency = n})`.
+    template <class F>
+    [[nodiscard]] auto map(F f, int concurrency) const {
+        return map(std::move(f), stage_options{.concurrency = concurrency});
+    }
+
+  private:
+    template <class F>
+    [[nodiscard]] auto map_stage(F f, stage_options options, bool wants_item) const {
         static_assert(std::invocable<F&, T&&>,
                       "ferry::builder<T>::map(f): f cannot be called with the pipeline's current "
-                      "element type T (the builder's template argument)");
+                      "element type T (the builder's template argument), nor with "
+                      "(T, const ferry::item_info&)");
         using U = std::remove_cvref_t<std::invoke_result_t<F&, T&&>>;
         static_assert(!std::is_void_v<U>,
                       "ferry::builder<T>::map(f): f must return the new element; use filter() to "
@@ -192,20 +230,29 @@ class builder {
             out.emplace<U>(std::move(result));
         };
         s.retry_reads_input = std::invocable<F&, T&> || std::copy_constructible<T>;
+        s.wants_item = wants_item;
         return then<U>(std::move(s));
     }
-    /// `map(f, n)`: shorthand for `map(f, {.concurrency = n})`.
-    template <class F>
-    [[nodiscard]] auto map(F f, int concurrency) const {
-        return map(std::move(f), stage_options{.concurrency = concurrency});
-    }
 
+  public:
     /// Keeps the elements for which `pred(const T&)` is true; the others count as filtered.
+    /// `pred` may take the element's `ferry::item_info` as a second parameter.
     template <class P>
     [[nodiscard]] builder<T> filter(P pred, stage_options options = {}) const {
+        if constexpr (detail::takes_item<P, const T&>) {
+            return filter_stage(detail::with_item<P>{std::move(pred)}, std::move(options), true);
+        } else {
+            return filter_stage(std::move(pred), std::move(options), false);
+        }
+    }
+
+  private:
+    template <class P>
+    [[nodiscard]] builder<T> filter_stage(P pred, stage_options options, bool wants_item) const {
         static_assert(std::predicate<P&, const T&>,
-                      "ferry::builder<T>::filter(pred): pred must be callable with const T& and "
-                      "return something convertible to bool");
+                      "ferry::builder<T>::filter(pred): pred must be callable with const T& (or "
+                      "with const T& and const ferry::item_info&) and return something "
+                      "convertible to bool");
         auto fn = std::make_shared<P>(std::move(pred));
         detail::stage_spec s;
         s.kind = detail::stage_kind::filter;
@@ -213,9 +260,11 @@ class builder {
         s.filter_fn = [fn](detail::any_value& v) {
             return static_cast<bool>(std::invoke(*fn, std::as_const(v.get<T>())));
         };
+        s.wants_item = wants_item;
         return then<T>(std::move(s));
     }
 
+  public:
     /// `filter(pred, n)`: shorthand for `filter(pred, {.concurrency = n})`.
     template <class P>
     [[nodiscard]] builder<T> filter(P pred, int concurrency) const {
@@ -224,12 +273,23 @@ class builder {
 
     /// One in, many out: `g(T)` returns a range; each of its elements becomes an element. In an
     /// ordered pipeline the outputs of one input stay together and in input order. An input whose
-    /// range is empty counts as filtered.
+    /// range is empty counts as filtered. `g` may take the element's `ferry::item_info` as a
+    /// second parameter.
     template <class G>
     [[nodiscard]] auto flat_map(G g, stage_options options = {}) const {
+        if constexpr (detail::takes_item<G, T&&>) {
+            return flat_map_stage(detail::with_item<G>{std::move(g)}, std::move(options), true);
+        } else {
+            return flat_map_stage(std::move(g), std::move(options), false);
+        }
+    }
+
+  private:
+    template <class G>
+    [[nodiscard]] auto flat_map_stage(G g, stage_options options, bool wants_item) const {
         static_assert(std::invocable<G&, T&&>,
                       "ferry::builder<T>::flat_map(g): g cannot be called with the pipeline's "
-                      "current element type T");
+                      "current element type T, nor with (T, const ferry::item_info&)");
         using R = std::invoke_result_t<G&, T&&>;
         static_assert(std::ranges::input_range<R>,
                       "ferry::builder<T>::flat_map(g): g must return a range (e.g. std::vector)");
@@ -246,9 +306,11 @@ class builder {
             }
         };
         s.retry_reads_input = std::invocable<G&, T&> || std::copy_constructible<T>;
+        s.wants_item = wants_item;
         return then<U>(std::move(s));
     }
 
+  public:
     /// `flat_map(g, n)`: shorthand for `flat_map(g, {.concurrency = n})`.
     template <class G>
     [[nodiscard]] auto flat_map(G g, int concurrency) const {

@@ -12,6 +12,7 @@
 #include "ferry/error.hpp"
 #include "ferry/from.hpp"
 #include "ferry/input.hpp"
+#include "ferry/item.hpp"
 #include "ferry/options.hpp"
 #include "ferry/pipeline.hpp"
 #include "ferry/quarantine.hpp"

@@ -96,8 +96,10 @@ namespace detail {
 
 /// A source of `T` opened by `open(epoch)`; elements that are paths or URLs describe themselves.
 template <class T, class Open>
-source_builder<T> make_source(Open open) {
-    source_spec spec{std::move(open), {}, {}};
+source_builder<T> make_source(
+    Open open, std::function<std::uint64_t(std::uint64_t, std::uint64_t)> index_of = {},
+    std::uint64_t seed = 0) {
+    source_spec spec{std::move(open), {}, {}, std::move(index_of), seed};
     if constexpr (describable<T>) {
         spec.describe = [](any_value& v, std::string& out) { describe_into(v.get<T>(), out); };
     }
@@ -229,11 +231,18 @@ template <class R>
     auto holder = detail::hold_range(std::forward<R>(dataset));
     // Checks the options now rather than at the first epoch.
     (void)sampler(static_cast<std::uint64_t>(std::ranges::size(*holder)), options);
-    return detail::make_source<T>([holder, options](std::uint64_t epoch) {
-        return detail::sampled_cursor(
-            holder, sampler(static_cast<std::uint64_t>(std::ranges::size(*holder)), options),
-            epoch);
-    });
+    auto order = [holder, options] {
+        return sampler(static_cast<std::uint64_t>(std::ranges::size(*holder)), options);
+    };
+    // item_info::index: the sampler's index of each position (only for stages that ask).
+    auto index_of = [order](std::uint64_t epoch, std::uint64_t position) {
+        return order().index(epoch, position);
+    };
+    return detail::make_source<T>(
+        [holder, order](std::uint64_t epoch) {
+            return detail::sampled_cursor(holder, order(), epoch);
+        },
+        std::move(index_of), options.seed);
 }
 
 }  // namespace ferry

@@ -46,6 +46,11 @@ struct source_spec {
     /// Optional (only with `describe`): true for a description whose item is to be left out; the
     /// engine counts it as filtered at the source.
     std::function<bool(const std::string& input)> excluded;
+    /// Optional: the dataset index of the item at `position` of `epoch` (a sampled source's
+    /// order), for `item_info::index`; empty: the index is the position.
+    std::function<std::uint64_t(std::uint64_t epoch, std::uint64_t position)> index_of;
+    /// `sampling::seed` for `item_info::seed` (0 without sampling).
+    std::uint64_t seed = 0;
 };
 
 struct stage_spec {
@@ -63,6 +68,9 @@ struct stage_spec {
     /// (the callable reads it through a reference, or gets a copy). Only then may a retry start
     /// while an attempt that timed out still runs on the same input.
     bool retry_reads_input = false;
+    /// map / filter / flat_map: the callable takes the element's `item_info`; the engine sets
+    /// `detail::current_item()` around its calls.
+    bool wants_item = false;
     /// filter: true keeps the item.
     std::function<bool(any_value& value)> filter_fn;
     /// flat_map / unbatch: appends the outputs of one input.
