@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cstdint>
 #include <ferry/ferry.hpp>
@@ -100,6 +101,19 @@ blocked_call_end end_blocked_call(std::function<Out(const std::filesystem::path&
     r.destroy_ms = ms(steady::now() - asked);
     const std::lock_guard lock(mutex);
     return r;
+}
+
+/// The checks every case makes of what `end_blocked_call` saw: the call was running, the loop
+/// and the destruction each ended within `cancel_bound`, nothing more was delivered, every item
+/// is accounted for, and the call ended with errc::cancelled and `message`.
+inline void check_ended_cancelled(const blocked_call_end& r, const std::string& message) {
+    BOOST_TEST(r.started);
+    BOOST_TEST(r.loop_ms < static_cast<double>(cancel_bound.count()));
+    BOOST_TEST(r.destroy_ms < static_cast<double>(cancel_bound.count()));
+    BOOST_TEST(r.delivered == 0u);
+    BOOST_TEST(r.accounted);
+    BOOST_TEST((r.code == ferry::errc::cancelled), r.message);
+    BOOST_TEST(r.message == message);
 }
 
 }  // namespace ops_test

@@ -118,14 +118,8 @@ BOOST_DATA_TEST_CASE(reading_a_silent_fifo_ends_promptly_on_stop_and_destruction
     std::filesystem::remove(fifo);
     BOOST_TEST_MESSAGE(c << ": the loop ended " << r.loop_ms << " ms, destruction " << r.destroy_ms
                          << " ms after being asked");
-    BOOST_TEST(r.started);
-    BOOST_TEST(r.loop_ms < static_cast<double>(cancel_bound.count()));
-    BOOST_TEST(r.destroy_ms < static_cast<double>(cancel_bound.count()));
-    BOOST_TEST(r.delivered == 0u);
-    BOOST_TEST(r.accounted);
-    BOOST_TEST((r.code == ferry::errc::cancelled), r.message);
     const std::string op = c.what == media::video ? "demux_video" : "decode_audio";
-    BOOST_TEST(r.message == op + ": " + fifo.string() + ": cancelled: the pipeline is stopping");
+    check_ended_cancelled(r, op + ": " + fifo.string() + ": cancelled: the pipeline is stopping");
 }
 
 // A FIFO whose writer opens it only after the reader has: the reader waits for the writer
