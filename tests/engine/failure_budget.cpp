@@ -209,5 +209,36 @@ BOOST_DATA_TEST_CASE(retried_items_spend_the_budget_once_each, bdata::make({0, 1
     }
 }
 
+// A failure budget of N lets N failures be skipped; the next one fails the pipeline with a
+// message that names the budget.
+BOOST_AUTO_TEST_CASE(failure_budget_fails_after_n_skips) {
+    auto p = ferry::from(iota(100))
+                 .map(
+                     [](int x) {
+                         if (x % 10 == 0) throw bad_record("bad " + std::to_string(x));
+                         return x;
+                     },
+                     {.name = "decode", .on_error = ferry::skip, .max_failures = 3})
+                 .build({.threads = 2, .logger = quiet});
+    std::vector<int> got;
+    const auto e = expect_throw<ferry::stage_error>([&] {
+        while (auto x = p.next()) got.push_back(*x);
+    });
+    BOOST_REQUIRE(e.has_value());
+    // Items 0, 10 and 20 were skipped; 30 was the fourth failure.
+    std::vector<int> want;
+    for (int i = 1; i < 30; ++i)
+        if (i % 10 != 0) want.push_back(i);
+    BOOST_TEST(got == want, boost::test_tools::per_element());
+    BOOST_TEST(e->stage() == "decode");
+    BOOST_TEST(e->item() == 30u);
+    BOOST_TEST(e->cause() == "bad 30");
+    const std::string what = e->what();
+    BOOST_TEST(what.find("failure budget of 3") != std::string::npos, what);
+    BOOST_TEST(nests<bad_record>(*e));
+    BOOST_TEST(p.failures().size() == 4u);
+    check_accounting(p.stats());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
