@@ -59,7 +59,6 @@ void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway_type& gw,
         tsan_send(gw, m);
         return;
     }
-    gw.reserve_wait();  // released when the item has been passed on, or let go by an abort
     auto it = std::make_shared<timed_item>();
     it->st = &st;
     it->m = m;
@@ -69,18 +68,33 @@ void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway_type& gw,
     it->input = std::move(m->value);
     w.add(&counter_shard::in);
     bool start = true;
+    bool aborted = false;
     {
         std::lock_guard lock(st.async_mutex);
-        it->where = st.timed_items.insert(st.timed_items.end(), it);
-        it->listed = true;
-        if (!st.io) {
-            if (st.async_running >= st.concurrency) {
-                st.timed_waiting.push_back(it);
-                start = false;
-            } else {
-                ++st.async_running;
+        // An abort lets go of the items listed when it looks (release_timed_items, under this
+        // mutex, after raising aborting_): an item that comes later is not listed, holds up no
+        // wait for the graph, and is cancelled here.
+        if (aborting_) {
+            aborted = true;
+        } else {
+            gw.reserve_wait();  // released when the item has been passed on, or let go by an abort
+            it->where = st.timed_items.insert(st.timed_items.end(), it);
+            it->listed = true;
+            if (!st.io) {
+                if (st.async_running >= st.concurrency) {
+                    st.timed_waiting.push_back(it);
+                    start = false;
+                } else {
+                    ++st.async_running;
+                }
             }
         }
+    }
+    if (aborted) {
+        drop_unprocessed(m);
+        if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::emitted);
+        tsan_send(gw, m);
+        return;
     }
     tsan_release(it.get());
     if (start) timed_launch(std::move(it), 1, 0.0);
