@@ -23,6 +23,29 @@ enum class msg_kind : std::uint8_t {
     end,    ///< end of the epoch; `seq` is the number of messages before it in this seq space
 };
 
+/// Where a resume would continue (see `ferry::pipeline_state`): a source position, and for an
+/// output of flat_map or unbatch stages, how many outputs of the item there to skip at each of
+/// them (`depth` of them; more than `max_depth` nested expansions cannot resume).
+struct resume_point {
+    static constexpr std::uint8_t max_depth = 4;
+    static constexpr std::uint8_t too_deep = 0xff;
+    std::uint64_t position = 0;
+    std::uint32_t children[max_depth] = {};
+    std::uint8_t depth = 0;
+
+    /// The point `i` outputs into this one's expansion (one level deeper).
+    [[nodiscard]] resume_point child(std::uint64_t i) const noexcept {
+        resume_point r = *this;
+        if (depth >= max_depth || i > UINT32_MAX) {
+            r.depth = too_deep;
+        } else {
+            r.children[depth] = static_cast<std::uint32_t>(i);
+            ++r.depth;
+        }
+        return r;
+    }
+};
+
 /// One element in flight with its bookkeeping. Boxes are owned by a `box_pool`; TBB messages are
 /// plain `box*` (TBB requires copyable messages; a pointer is, and a cancelled graph that drops
 /// messages leaks nothing because the pool still owns the box).
@@ -45,6 +68,10 @@ struct alignas(64) box {
     /// and costs nothing), passed to flat_map outputs, a batch's is its first item's. Fits the
     /// box's last cache line: a box is 192 bytes with it or without it.
     std::string input;
+    /// Where a resume continues to deliver this box's output again (`start`) or what follows it
+    /// (`end`: the consumer's position once it has taken this output).
+    resume_point start;
+    resume_point end;
 };
 
 using msg = box*;

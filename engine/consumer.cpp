@@ -91,6 +91,7 @@ bool pipeline_runtime::next(any_value& out) {
         switch (m->kind) {
             case msg_kind::value:
                 out = std::move(m->value);
+                frontier_ = m->end;
                 // Only this thread writes these (under control_mutex_): no locked instruction.
                 bump_owned(ledger_.delivered, m->items);
                 bump_owned(ledger_.outputs, 1);

@@ -50,6 +50,8 @@ void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
     const auto t0 = ticks();
     w.active(1);
     msg first = st.batch_items.front();
+    // The batch resumes from its first item's start; the consumer moves on to its last's end.
+    first->end = st.batch_items.back()->end;
     std::vector<any_value> values;
     values.reserve(st.batch_items.size());
     std::uint64_t items = 0;
@@ -105,27 +107,33 @@ void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
         }
     }
     auto& children = x->children;
-    if (children.empty()) {
+    // A resumed epoch's first item may have delivered some of its outputs before the save.
+    const std::size_t skip = std::min<std::size_t>(resume_skip(x->start), children.size());
+    if (children.size() == skip) {
         count_filtered(x, w);
         retire_gap(x);
         return;
     }
     const std::size_t k = children.size();
-    for (std::size_t i = 0; i + 1 < k; ++i) {
+    const resume_point parent = x->start;
+    for (std::size_t i = skip; i + 1 < k; ++i) {
         box* b = pool_.acquire();
         b->value = std::move(children[i]);
         b->kind = msg_kind::value;
         b->seq = st.next_out++;
         b->source_index = x->source_index;
         b->input = x->input;
+        b->start = parent.child(i);
+        b->end = parent.child(i + 1);
         st.outs.push_back(b);
     }
-    // The last output carries the input's accounting and credits.
+    // The last output carries the input's accounting and credits (and its end).
     x->value = std::move(children[k - 1]);
     children.clear();
+    x->start = parent.child(k - 1);
     x->seq = st.next_out++;
     st.outs.push_back(x);
-    w.add(&counter_shard::out, k);
+    w.add(&counter_shard::out, k - skip);
 }
 
 }  // namespace ferry::detail

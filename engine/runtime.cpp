@@ -33,6 +33,7 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         }
     }
     plan_.stages.clear();  // the stage_runtimes own the callables now
+    take_resume_state();
     output_seq_ = std::make_unique<sequencer>(plan_.output_ordered);
 
     // Every message in the hand-off but flat_map children carries a credit: the ring rarely
@@ -114,7 +115,7 @@ pipeline_runtime::~pipeline_runtime() {
 void pipeline_runtime::start_epoch() {
     source_cursor cursor;
     try {
-        cursor = plan_.source.open(epoch_);
+        cursor = open_epoch();
     } catch (...) {
         const auto cause = std::current_exception();
         const std::string text = describe(cause);
@@ -128,6 +129,7 @@ void pipeline_runtime::start_epoch() {
         std::lock_guard lock(source_mutex_);
         cursor_ = std::move(cursor);
         source_seq_ = 0;
+        source_base_ = frontier_.position;  // 0, or a resumed epoch's position
         source_open_ = true;
     }
     // fast_start: admit only what the first output needs until the consumer has taken it, so
@@ -154,6 +156,10 @@ void pipeline_runtime::finish_epoch() {
         std::lock_guard lock(source_mutex_);
         cursor_ = nullptr;
     }
+    resume_active_ = false;
+    carried_produced_ = 0;
+    carried_failed_ = 0;
+    frontier_ = resume_point{};
     ++epoch_;
     log_.flush();
 }
@@ -238,8 +244,8 @@ void pipeline_runtime::stop() noexcept {
 std::exception_ptr pipeline_runtime::epoch_failure() const {
     const double limit = opts_.max_epoch_failure_rate;
     if (!(limit < 1.0)) return nullptr;
-    const auto produced = ledger_.produced.load() - epoch_produced_base_;
-    const auto failed = ledger_.failed.load() - epoch_failed_base_;
+    const auto produced = ledger_.produced.load() - epoch_produced_base_ + carried_produced_;
+    const auto failed = ledger_.failed.load() - epoch_failed_base_ + carried_failed_;
     if (produced == 0 || static_cast<double>(failed) <= limit * static_cast<double>(produced)) {
         return nullptr;
     }

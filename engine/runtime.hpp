@@ -28,6 +28,7 @@
 ///   async_stage.cpp map_async: slots, completions, the sink
 ///   timed_stage.cpp stages with a timeout: calls apart from their boxes, the watchdog's expiry
 ///   consumer.cpp    next(): the hand-off, the adaptive spin, credits back
+///   resume.cpp      pipeline_state: taking one, checking and opening a resumed epoch
 ///   monitor.cpp     the monitor thread: sampling, reports, polled futures; stats()
 ///   admission.hpp, ledger.hpp, trace.*, io_pool.*, worker_budget.*, failure_log.*,
 ///   quarantine_writer.*, input_label.hpp: one helper each.
@@ -36,6 +37,7 @@
 #include <oneapi/tbb/flow_graph.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -47,6 +49,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -129,6 +132,7 @@ class pipeline_runtime final : public runtime {
     [[nodiscard]] pipeline_stats stats() const override;
     [[nodiscard]] std::vector<failure> failures() const override { return ledger_.failures(); }
     void write_trace(std::ostream& os) const override;
+    [[nodiscard]] pipeline_state state() const override;
 
     // For the map_async sink (async_stage.cpp) too.
     /// Turns an element that will not be processed into a gap, so no later stage ever sees a
@@ -255,6 +259,26 @@ class pipeline_runtime final : public runtime {
     /// The consumer is done with `m`: its box goes back to the pool with the next credits.
     void consumer_release(msg m);
 
+    // resume.cpp
+    /// Construction: checks `opts_.resume_from` against this pipeline and makes it the first
+    /// epoch's starting point. Throws `ferry::invalid_argument` when it does not fit.
+    void take_resume_state();
+    /// start_epoch: the cursor for the epoch, opened at the resume position if one is pending
+    /// (which then becomes the epoch's frontier).
+    source_cursor open_epoch();
+    /// Outputs of the item at `start` that a flat_map or unbatch skips: those delivered before
+    /// the save, in a resumed epoch's first item; 0 otherwise.
+    [[nodiscard]] std::size_t resume_skip(const resume_point& start) const noexcept {
+        if (!resume_active_ || start.position != resume_at_.position ||
+            start.depth >= resume_at_.depth) {
+            return 0;
+        }
+        for (std::uint8_t i = 0; i < start.depth; ++i) {
+            if (start.children[i] != resume_at_.children[i]) return 0;
+        }
+        return resume_at_.children[start.depth];
+    }
+
     // runtime.cpp
     void start_epoch();
     void finish_epoch();
@@ -293,7 +317,8 @@ class pipeline_runtime final : public runtime {
     alignas(64) std::mutex source_mutex_;
     source_cursor cursor_;
     bool source_open_ = false;
-    std::uint64_t source_seq_ = 0;
+    std::uint64_t source_seq_ = 0;   ///< messages of this epoch so far
+    std::uint64_t source_base_ = 0;  ///< the position of the epoch's first item (resume)
     std::vector<box*> source_boxes_;  ///< free boxes taken from the pool in bulk
     std::atomic<bool> source_busy_{false};
     std::string last_input_;  ///< the last item's description, for a source failure's message
@@ -316,7 +341,7 @@ class pipeline_runtime final : public runtime {
 
     // Control. The consumer locks control_mutex_ on every item; the flags below it are read by
     // the workers on every item.
-    alignas(64) std::mutex control_mutex_;
+    alignas(64) mutable std::mutex control_mutex_;
     alignas(64) std::atomic<bool> stopping_{false};
     std::atomic<bool> aborting_{false};
     std::atomic<bool> halted_{false};  ///< a stage failed: the source stops producing
@@ -329,6 +354,19 @@ class pipeline_runtime final : public runtime {
     /// The ledger's produced and failed counts when the epoch started (consumer thread only).
     std::uint64_t epoch_produced_base_ = 0;
     std::uint64_t epoch_failed_base_ = 0;
+
+    // Resume (resume.cpp). The consumer's frontier: where the epoch resumes after the output it
+    // took last (consumer thread, under control_mutex_).
+    resume_point frontier_;
+    std::string shape_;                     ///< the stages as pipeline_state::shape() spells them
+    std::optional<pipeline_state> resume_;  ///< from resume_from, until its epoch starts
+    /// The resumed epoch's start, while it runs (written between epochs, read by expansions).
+    resume_point resume_at_;
+    bool resume_active_ = false;
+    /// Of the resumed epoch, before its resume position: items (produced) and failed ones, for
+    /// its failure budget and the next state().
+    std::uint64_t carried_produced_ = 0;
+    std::uint64_t carried_failed_ = 0;
 
     // Pipeline-level samples: was the in-flight limit reached?
     mutable std::mutex sample_mutex_;

@@ -16,14 +16,19 @@ bool pipeline_runtime::source_pull(msg& out) {
     box* b = source_boxes_.back();
     source_boxes_.pop_back();
     b->credits = 1;
+    // seq counts this epoch's messages from 0; the item's position in the epoch starts later
+    // in a resumed epoch.
+    const std::uint64_t position = source_base_ + source_seq_;
     b->seq = source_seq_;
-    b->source_index = source_seq_;
+    b->source_index = position;
+    b->start = resume_point{position};
+    b->end = resume_point{position + 1};
     // Relaxed: only the monitor reads it, for a sampled fraction.
     source_busy_.store(true, std::memory_order_relaxed);
     const shard_writer w = source_counters_.owned();  // the input node's body, in the arena
     const auto& name_item = plan_.source.describe;
     const auto t0 = ticks();
-    w.begin_call(t0, source_seq_);
+    w.begin_call(t0, position);
     bool got = false;
     bool excluded = false;
     try {
@@ -45,16 +50,16 @@ bool pipeline_runtime::source_pull(msg& out) {
         source_busy_.store(false, std::memory_order_relaxed);
         const auto cause = std::current_exception();
         const std::string text = describe(cause);
-        const std::string after = source_seq_ > 0 && !last_input_.empty()
+        const std::string after = position > 0 && !last_input_.empty()
                                       ? " (after " + quote_input(last_input_) + ")"
                                       : "";
         const std::string what =
-            "stage 'source' failed on item " + std::to_string(source_seq_) + after + ": " + text;
+            "stage 'source' failed on item " + std::to_string(position) + after + ": " + text;
         b->value.reset();
         b->input.clear();
         b->kind = msg_kind::error;
-        b->error = std::make_exception_ptr(stage_error("source", source_seq_, 1, text, what));
-        record_failure("source", source_seq_, 1, cause, text, log_level::error, what);
+        b->error = std::make_exception_ptr(stage_error("source", position, 1, text, what));
+        record_failure("source", position, 1, cause, text, log_level::error, what);
         w.add(&counter_shard::failed);
         source_open_ = false;
         ++source_seq_;

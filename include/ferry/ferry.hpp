@@ -18,6 +18,7 @@
 #include "ferry/quarantine.hpp"
 #include "ferry/sampling.hpp"
 #include "ferry/sources.hpp"
+#include "ferry/state.hpp"
 #include "ferry/stats.hpp"
 #include "ferry/tensor.hpp"
 #include "ferry/this_call.hpp"

@@ -4,6 +4,7 @@
 /// a source can say (how to name its items, which to leave out).
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstdint>
 #include <functional>
@@ -98,8 +99,10 @@ namespace detail {
 template <class T, class Open>
 source_builder<T> make_source(
     Open open, std::function<std::uint64_t(std::uint64_t, std::uint64_t)> index_of = {},
-    std::uint64_t seed = 0) {
-    source_spec spec{std::move(open), {}, {}, std::move(index_of), seed};
+    std::uint64_t seed = 0, std::function<source_cursor(std::uint64_t, std::uint64_t)> open_at = {},
+    std::optional<sampler_identity> identity = std::nullopt) {
+    source_spec spec{std::move(open),    {},      {}, std::move(index_of), seed,
+                     std::move(open_at), identity};
     if constexpr (describable<T>) {
         spec.describe = [](any_value& v, std::string& out) { describe_into(v.get<T>(), out); };
     }
@@ -118,9 +121,11 @@ std::shared_ptr<std::remove_reference_t<S>> hold_range(S&& src) {
     }
 }
 
-/// A cursor over this rank's elements of `*holder` in `epoch`, in the sampler's order.
+/// A cursor over this rank's elements of `*holder` in `epoch`, in the sampler's order, from
+/// position `from` on.
 template <class R>
-source_cursor sampled_cursor(std::shared_ptr<R> holder, const sampler& order, std::uint64_t epoch) {
+source_cursor sampled_cursor(std::shared_ptr<R> holder, const sampler& order, std::uint64_t epoch,
+                             std::uint64_t from = 0) {
     using T = std::ranges::range_value_t<R>;
     struct state {
         std::shared_ptr<R> holder;
@@ -128,7 +133,8 @@ source_cursor sampled_cursor(std::shared_ptr<R> holder, const sampler& order, st
         std::uint64_t epoch;
         std::uint64_t next;
     };
-    auto st = std::make_shared<state>(state{std::move(holder), order, epoch, 0});
+    auto st = std::make_shared<state>(
+        state{std::move(holder), order, epoch, std::min(from, order.size())});
     return [st](any_value& out) {
         if (st->next == st->order.size()) return false;
         const auto i = st->order.index(st->epoch, st->next);
@@ -238,11 +244,16 @@ template <class R>
     auto index_of = [order](std::uint64_t epoch, std::uint64_t position) {
         return order().index(epoch, position);
     };
+    // A resume opens the epoch at its position in O(1); the identity lets it check that the
+    // saved state is this dataset's.
+    auto open_at = [holder, order](std::uint64_t epoch, std::uint64_t position) {
+        return detail::sampled_cursor(holder, order(), epoch, position);
+    };
     return detail::make_source<T>(
         [holder, order](std::uint64_t epoch) {
             return detail::sampled_cursor(holder, order(), epoch);
         },
-        std::move(index_of), options.seed);
+        std::move(index_of), options.seed, std::move(open_at), order().identity());
 }
 
 }  // namespace ferry

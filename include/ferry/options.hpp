@@ -9,10 +9,12 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "ferry/export.hpp"
+#include "ferry/state.hpp"
 
 namespace ferry {
 
@@ -189,6 +191,11 @@ struct pipeline_options {
     ///                   .build({.quarantine = "bad.jsonl"});
     /// \endcode
     std::filesystem::path quarantine{};
+    /// A state saved by `pipeline::state()` (read back with `pipeline_state::parse`): the first
+    /// epoch continues from there, exactly where the saved run stood (see `pipeline_state`).
+    /// `build()` throws `ferry::invalid_argument` when it does not fit this pipeline: another
+    /// dataset size, seed, rank or world size, another shape of stages, or unordered output.
+    std::optional<pipeline_state> resume_from{};
 };
 
 }  // namespace ferry

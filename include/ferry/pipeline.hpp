@@ -105,6 +105,13 @@ class pipeline {
     /// Stops for good; callable from any thread. A `next()` in progress returns promptly.
     void stop() noexcept { runtime_->stop(); }
 
+    /// Where the epoch stands, between two `next()` calls (or two loop iterations): the state to
+    /// save with a checkpoint and pass to `build({.resume_from = ...})` after a restart (see
+    /// `ferry::pipeline_state`). Outside an epoch, the start of the next one. Throws
+    /// `ferry::invalid_argument` for an unordered pipeline (`ordered = false` on the pipeline
+    /// or on a stage), whose position is not one number.
+    [[nodiscard]] pipeline_state state() const { return runtime_->state(); }
+
     /// Per-stage counters and timings, and the whole pipeline's accounting.
     [[nodiscard]] pipeline_stats stats() const { return runtime_->stats(); }
     /// Every item a stage skipped (or that failed the pipeline): stage, item, message.

@@ -9,12 +9,15 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ferry/detail/any_value.hpp"
 #include "ferry/export.hpp"
 #include "ferry/options.hpp"
+#include "ferry/sampling.hpp"
+#include "ferry/state.hpp"
 #include "ferry/stats.hpp"
 #include "ferry/tensor.hpp"
 
@@ -51,6 +54,11 @@ struct source_spec {
     std::function<std::uint64_t(std::uint64_t epoch, std::uint64_t position)> index_of;
     /// `sampling::seed` for `item_info::seed` (0 without sampling).
     std::uint64_t seed = 0;
+    /// Optional: opens epoch `e` at `position` directly (a sampled source: O(1)), for a resume.
+    /// Empty: the engine opens the epoch and pulls and drops `position` elements.
+    std::function<source_cursor(std::uint64_t e, std::uint64_t position)> open_at;
+    /// A sampled source's identity, saved in `pipeline_state` and checked on resume.
+    std::optional<sampler_identity> identity;
 };
 
 struct stage_spec {
@@ -112,6 +120,9 @@ class FERRY_API runtime {
     [[nodiscard]] virtual pipeline_stats stats() const = 0;
     [[nodiscard]] virtual std::vector<failure> failures() const = 0;
     virtual void write_trace(std::ostream& os) const = 0;
+    /// Where the epoch stands (see `pipeline_state`); throws `ferry::invalid_argument` for a
+    /// pipeline that cannot say (unordered output).
+    [[nodiscard]] virtual pipeline_state state() const = 0;
 };
 
 /// Compiles `spec` into a TBB flow graph; throws `ferry::invalid_argument` on bad options.

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// pipeline_state's text form: `ferry-state 1` and space-separated `key=value` fields.
+
+#include "ferry/state.hpp"
+
+#include <charconv>
+#include <map>
+
+#include "ferry/error.hpp"
+
+namespace ferry {
+namespace {
+
+constexpr std::string_view magic = "ferry-state";
+constexpr std::string_view version = "1";
+
+[[noreturn]] void bad(const std::string& why) {
+    throw invalid_argument("pipeline_state::parse: " + why);
+}
+
+std::uint64_t number(std::string_view key, std::string_view text) {
+    std::uint64_t v = 0;
+    const auto* end = text.data() + text.size();
+    const auto [p, ec] = std::from_chars(text.data(), end, v);
+    if (text.empty() || ec != std::errc() || p != end) {
+        bad("field '" + std::string(key) + "' is not a number: '" + std::string(text) + "'");
+    }
+    return v;
+}
+
+/// Splits `text` at `sep` (no empty parts are dropped).
+std::vector<std::string_view> split(std::string_view text, char sep) {
+    std::vector<std::string_view> parts;
+    for (;;) {
+        const auto at = text.find(sep);
+        parts.push_back(text.substr(0, at));
+        if (at == std::string_view::npos) return parts;
+        text.remove_prefix(at + 1);
+    }
+}
+
+std::string join_numbers(const std::vector<std::uint64_t>& v) {
+    std::string out;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (i > 0) out += ',';
+        out += std::to_string(v[i]);
+    }
+    return out;
+}
+
+sampler_identity parse_sampler(std::string_view text) {
+    std::map<std::string_view, std::string_view> f;
+    for (const auto part : split(text, ',')) {
+        const auto colon = part.find(':');
+        if (colon == std::string_view::npos)
+            bad("malformed sampler field '" + std::string(part) + "'");
+        f[part.substr(0, colon)] = part.substr(colon + 1);
+    }
+    const auto get = [&](std::string_view k) {
+        const auto it = f.find(k);
+        if (it == f.end()) bad("the sampler has no '" + std::string(k) + "'");
+        return it->second;
+    };
+    sampler_identity s;
+    s.n = number("sampler n", get("n"));
+    s.seed = number("sampler seed", get("seed"));
+    s.rank = number("sampler rank", get("rank"));
+    s.world_size = number("sampler world", get("world"));
+    const auto rem = get("remainder");
+    if (rem == "pad") {
+        s.remainder = remainder::pad;
+    } else if (rem == "drop") {
+        s.remainder = remainder::drop;
+    } else {
+        bad("the sampler's remainder is '" + std::string(rem) + "', not pad or drop");
+    }
+    const auto shuffle = get("shuffle");
+    if (shuffle != "0" && shuffle != "1") bad("the sampler's shuffle is not 0 or 1");
+    s.shuffle = shuffle == "1";
+    return s;
+}
+
+}  // namespace
+
+pipeline_state::pipeline_state(std::uint64_t epoch, std::uint64_t position,
+                               std::vector<std::uint64_t> children)
+    : epoch_(epoch), position_(position), children_(std::move(children)) {}
+
+std::string pipeline_state::serialize() const {
+    std::string out(magic);
+    out += ' ';
+    out += version;
+    out += " epoch=" + std::to_string(epoch_);
+    out += " position=" + std::to_string(position_);
+    out += " children=" + join_numbers(children_);
+    out += " failed=" + std::to_string(failed_);
+    out += " shape=" + shape_;
+    if (sampler_) {
+        const auto& s = *sampler_;
+        out += " sampler=n:" + std::to_string(s.n) + ",seed:" + std::to_string(s.seed) +
+               ",rank:" + std::to_string(s.rank) + ",world:" + std::to_string(s.world_size) +
+               ",remainder:" + (s.remainder == remainder::pad ? "pad" : "drop") +
+               ",shuffle:" + (s.shuffle ? "1" : "0");
+    }
+    return out;
+}
+
+pipeline_state pipeline_state::parse(std::string_view text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+    if (text.empty()) bad("the text is empty");
+    const auto words = split(text, ' ');
+    if (words[0] != magic) {
+        bad("not a ferry pipeline state (it starts '" + std::string(text.substr(0, 24)) +
+            "', not '" + std::string(magic) + "')");
+    }
+    if (words.size() < 2 || words[1] != version) {
+        bad("version " + std::string(words.size() < 2 ? "(none)" : words[1]) +
+            " is not one this ferry reads (" + std::string(version) + ")");
+    }
+    std::map<std::string_view, std::string_view> f;
+    for (std::size_t i = 2; i < words.size(); ++i) {
+        const auto eq = words[i].find('=');
+        if (eq == std::string_view::npos) bad("malformed field '" + std::string(words[i]) + "'");
+        const auto key = words[i].substr(0, eq);
+        if (!f.emplace(key, words[i].substr(eq + 1)).second) {
+            bad("field '" + std::string(key) + "' appears twice");
+        }
+    }
+    const auto get = [&](std::string_view k) {
+        const auto it = f.find(k);
+        if (it == f.end()) bad("field '" + std::string(k) + "' is missing");
+        return it->second;
+    };
+    pipeline_state st;
+    st.epoch_ = number("epoch", get("epoch"));
+    st.position_ = number("position", get("position"));
+    if (const auto c = get("children"); !c.empty()) {
+        for (const auto part : split(c, ',')) st.children_.push_back(number("children", part));
+    }
+    st.failed_ = number("failed", get("failed"));
+    st.shape_ = std::string(get("shape"));
+    if (const auto it = f.find("sampler"); it != f.end()) st.sampler_ = parse_sampler(it->second);
+    for (const auto& [key, value] : f) {
+        if (key != "epoch" && key != "position" && key != "children" && key != "failed" &&
+            key != "shape" && key != "sampler") {
+            bad("unknown field '" + std::string(key) + "'");
+        }
+    }
+    return st;
+}
+
+}  // namespace ferry

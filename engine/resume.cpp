@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// pipeline_state on the engine's side: the state the consumer's frontier stands for, the checks
+/// a resume makes, and the resumed epoch's opening.
+///
+/// Every box carries two resume points (box.hpp): `start`, from which a resumed run delivers the
+/// box's output again, and `end`, from which it delivers what follows it. The source writes
+/// (p, p + 1) for its item p; an expansion (flat_map, unbatch) of a box from `start` gives its
+/// output i the points start + [i] and start + [i + 1] (the last one keeps the box's `end`); a
+/// batch runs from its first item's start to its last item's end. The consumer keeps the `end`
+/// of the output it took last: that is the state. A resumed epoch opens the source at the
+/// state's position, and the expansion that meets the box starting there skips the outputs the
+/// state counts; from there on, an ordered pipeline makes exactly what the saved run would have.
+
+#include <sstream>
+
+#include "runtime.hpp"
+
+namespace ferry::detail {
+namespace {
+
+std::string shape_of(const std::list<stage_runtime>& stages) {
+    std::string out;
+    for (const auto& st : stages) {
+        if (!out.empty()) out += ',';
+        out += kind_name(st.spec.kind);
+        if (st.spec.kind == stage_kind::batch) {
+            out += ':' + std::to_string(st.spec.batch_size);
+            if (st.spec.drop_last) out += ":drop_last";
+        }
+    }
+    return out.empty() ? "none" : out;
+}
+
+std::string describe(const sampler_identity& s) {
+    std::ostringstream os;
+    os << "n=" << s.n << " seed=" << s.seed << " rank=" << s.rank << " world_size=" << s.world_size
+       << " remainder=" << (s.remainder == remainder::pad ? "pad" : "drop")
+       << " shuffle=" << (s.shuffle ? "true" : "false");
+    return os.str();
+}
+
+[[noreturn]] void refuse(const std::string& why) {
+    throw invalid_argument("resume_from: " + why);
+}
+
+}  // namespace
+
+void pipeline_runtime::take_resume_state() {
+    shape_ = shape_of(stages_);
+    if (!opts_.resume_from) return;
+    const pipeline_state& st = *opts_.resume_from;
+    if (!plan_.output_ordered) {
+        refuse(
+            "an unordered pipeline (ordered = false on the pipeline or a stage) cannot resume "
+            "from a state");
+    }
+    if (!st.shape().empty() && st.shape() != shape_) {
+        refuse("the state was saved by a pipeline of stages '" + st.shape() + "', this one has '" +
+               shape_ + "'");
+    }
+    const auto& mine = plan_.source.identity;
+    if (st.sampler().has_value() != mine.has_value()) {
+        refuse(st.sampler() ? "the state was saved by a pipeline over a sampled dataset (" +
+                                  describe(*st.sampler()) + "), this one has no sampling"
+                            : "the state was saved by a pipeline without sampling, this one "
+                              "samples a dataset (" +
+                                  describe(*mine) + ")");
+    }
+    if (mine && *st.sampler() != *mine) {
+        const auto& a = *st.sampler();
+        const auto& b = *mine;
+        std::string what;
+        if (a.n != b.n) {
+            what = "a dataset of " + std::to_string(a.n) + " items, this pipeline's has " +
+                   std::to_string(b.n);
+        } else if (a.seed != b.seed) {
+            what =
+                "seed " + std::to_string(a.seed) + ", this pipeline's is " + std::to_string(b.seed);
+        } else if (a.rank != b.rank || a.world_size != b.world_size) {
+            what = "rank " + std::to_string(a.rank) + " of " + std::to_string(a.world_size) +
+                   ", this pipeline is rank " + std::to_string(b.rank) + " of " +
+                   std::to_string(b.world_size) +
+                   " (to resume at another world size, merge the ranks' states)";
+        } else {
+            what = describe(a) + ", this pipeline's sampling is " + describe(b);
+        }
+        refuse("the state was saved with " + what);
+    }
+    if (st.children().size() > resume_point::max_depth) {
+        refuse("the state counts outputs of " + std::to_string(st.children().size()) +
+               " nested flat_map/unbatch stages; at most " +
+               std::to_string(resume_point::max_depth) + " can resume");
+    }
+    for (const auto c : st.children()) {
+        if (c > UINT32_MAX) refuse("an output count is out of range");
+    }
+    epoch_ = st.epoch();
+    resume_ = st;
+}
+
+source_cursor pipeline_runtime::open_epoch() {
+    if (!resume_) return plan_.source.open(epoch_);
+    const pipeline_state st = std::move(*resume_);
+    resume_.reset();
+    resume_point at{st.position()};
+    for (const auto c : st.children()) at = at.child(c);
+    frontier_ = at;
+    resume_at_ = at;
+    resume_active_ = at.depth > 0;
+    carried_produced_ = st.position();
+    carried_failed_ = st.failed();
+    if (plan_.source.open_at) return plan_.source.open_at(epoch_, st.position());
+    // A source that cannot seek: pull and drop what comes before the position.
+    source_cursor cursor = plan_.source.open(epoch_);
+    any_value skipped;
+    for (std::uint64_t i = 0; i < st.position(); ++i) {
+        if (!cursor(skipped)) break;
+        skipped.reset();
+    }
+    return cursor;
+}
+
+pipeline_state pipeline_runtime::state() const {
+    if (!plan_.output_ordered) {
+        throw invalid_argument(
+            "pipeline::state(): an unordered pipeline (ordered = false on the pipeline or a "
+            "stage) has no single position to resume from");
+    }
+    std::lock_guard lock(control_mutex_);
+    pipeline_state out;
+    if (resume_) {
+        out = *resume_;  // built to resume, no epoch started yet
+    } else if (epoch_running_) {
+        if (frontier_.depth == resume_point::too_deep) {
+            throw invalid_argument(
+                "pipeline::state(): the last output went through more than " +
+                std::to_string(resume_point::max_depth) +
+                " nested flat_map/unbatch stages; such a pipeline cannot resume mid-item");
+        }
+        std::vector<std::uint64_t> children(frontier_.children,
+                                            frontier_.children + frontier_.depth);
+        out = pipeline_state(epoch_, frontier_.position, std::move(children));
+        // Failures before the position, this epoch: the budget the resumed run continues.
+        std::uint64_t failed = carried_failed_;
+        for (const auto& f : ledger_.failures()) {
+            if (f.epoch == epoch_ && f.stage != "source" && f.item < frontier_.position) {
+                failed += f.items;
+            }
+        }
+        out.set_failed(failed);
+    } else {
+        out = pipeline_state(epoch_, 0);
+    }
+    out.set_sampler(plan_.source.identity);
+    out.set_shape(shape_);
+    return out;
+}
+
+}  // namespace ferry::detail

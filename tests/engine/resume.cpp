@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// pipeline_state and resume_from, the way tf.data tests its checkpoints: run a pipeline for
+/// several epochs without a break; then for many break points, run it to the point, take the
+/// state, destroy the pipeline, build it again from the parsed state and run to the same end.
+/// The outputs before the break followed by those after it must be the uninterrupted run's:
+/// the same items, order and batches.
+
+#include <boost/test/unit_test.hpp>
+
+#include <sstream>
+
+#include "support.hpp"
+
+using namespace ferry_test;
+
+namespace {
+
+constexpr int epochs = 2;
+
+/// One output as text: an int, or a batch of them.
+std::string text(int x) {
+    return std::to_string(x);
+}
+std::string text(const std::vector<int>& b) {
+    std::string out = "[";
+    for (const int x : b) out += std::to_string(x) + ",";
+    return out + "]";
+}
+
+/// A pipeline of some shape, built with `options`.
+using factory = std::function<ferry::pipeline<std::string>(const ferry::pipeline_options&)>;
+
+/// Every output of `epochs` epochs from the start.
+std::vector<std::string> uninterrupted(const factory& make) {
+    auto p = make({.threads = 2});
+    std::vector<std::string> out;
+    for (int e = 0; e < epochs; ++e) {
+        for (auto& x : p) out.push_back(x);
+    }
+    return out;
+}
+
+/// The outputs of a run that stops after `at` outputs, saves its state as text, and of a new
+/// pipeline resumed from it, to the end of epoch `epochs - 1`.
+std::vector<std::string> interrupted(const factory& make, std::size_t at) {
+    std::vector<std::string> out;
+    std::string saved;
+    {
+        auto p = make({.threads = 2});
+        for (int e = 0; e < epochs && out.size() < at; ++e) {
+            for (auto& x : p) {
+                out.push_back(x);
+                if (out.size() == at) {
+                    // Inside the loop: leaving it abandons the epoch, and the state would be
+                    // the next one's start.
+                    saved = p.state().serialize();
+                    break;
+                }
+            }
+        }
+    }
+    const auto st = ferry::pipeline_state::parse(saved);
+    BOOST_TEST(st.serialize() == saved);
+    auto p = make({.threads = 2, .resume_from = st});
+    for (auto e = st.epoch(); e < static_cast<std::uint64_t>(epochs); ++e) {
+        for (auto& x : p) out.push_back(x);
+    }
+    return out;
+}
+
+/// Same outputs whatever the break point: about `points` of them, spread over the run, plus
+/// the first and the last output.
+void check_resume(const std::string& what, const factory& make, std::size_t points = 24) {
+    const auto whole = uninterrupted(make);
+    BOOST_TEST_REQUIRE(whole.size() > 4U);
+    std::vector<std::size_t> at;
+    for (std::size_t i = 0; i < points; ++i) at.push_back(1 + i * (whole.size() - 1) / points);
+    at.push_back(whole.size() - 1);
+    at.push_back(whole.size());  // the last output: the state is the next epoch's start
+    for (const auto k : at) {
+        BOOST_TEST_CONTEXT(what << ", break after output " << k << " of " << whole.size()) {
+            const auto got = interrupted(make, k);
+            BOOST_TEST(got == whole, boost::test_tools::per_element());
+        }
+    }
+}
+
+std::vector<int> iota_vec(int n) {
+    std::vector<int> v(static_cast<std::size_t>(n));
+    std::iota(v.begin(), v.end(), 0);
+    return v;
+}
+
+/// Expects `f` to throw an `E` whose message says `says`.
+template <class E, class F>
+void expect_saying(F&& f, const std::string& says) {
+    const auto e = expect_throw<E>(std::forward<F>(f), says);
+    BOOST_TEST(e.what().find(says) != std::string::npos,
+               "'" << e.what() << "' does not say '" << says << "'");
+}
+
+/// A map that fails (skipped) on some items, and a random draw per item from item_rng.
+int noisy(int x, const ferry::item_info& info) {
+    if (x % 11 == 5) throw ferry::decode_error("bad item " + std::to_string(x));
+    auto rng = ferry::item_rng(info);
+    return x * 1000 + static_cast<int>(rng() % 1000);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(engine)
+BOOST_AUTO_TEST_SUITE(resume)
+
+BOOST_AUTO_TEST_CASE(map_and_filter_with_skips_resume_exactly) {
+    for (const int c : {1, 4}) {
+        const factory make = [c](const ferry::pipeline_options& o) {
+            return ferry::from(iota_vec(60))
+                .map(noisy, {.concurrency = c, .on_error = ferry::skip})
+                .filter([](int x) { return x / 1000 % 7 != 3; }, c)
+                .map([](int x) { return text(x); }, c)
+                .build(o);
+        };
+        check_resume("map+filter, concurrency " + std::to_string(c), make);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(flat_map_resumes_between_the_outputs_of_one_item) {
+    for (const int c : {1, 4}) {
+        // Item x has x % 4 outputs (none for multiples of 4): a state falls between the outputs
+        // of one item, after an item with none, and after the last output of an item.
+        const factory make = [c](const ferry::pipeline_options& o) {
+            return ferry::from(iota_vec(40))
+                .flat_map(
+                    [](int x) {
+                        std::vector<int> v;
+                        for (int j = 0; j < x % 4; ++j) v.push_back(x * 10 + j);
+                        return v;
+                    },
+                    c)
+                .filter([](int x) { return x % 10 != 2; }, c)
+                .map([](int x) { return text(x); }, c)
+                .build(o);
+        };
+        check_resume("flat_map, concurrency " + std::to_string(c), make);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(batches_after_flat_map_and_nested_expansions_resume_exactly) {
+    for (const int c : {1, 4}) {
+        const factory batched = [c](const ferry::pipeline_options& o) {
+            return ferry::from(iota_vec(50))
+                .flat_map(
+                    [](int x) { return std::vector<int>(static_cast<std::size_t>(x % 3), x); }, c)
+                .map([](int x) { return x + 1; }, {.concurrency = c, .executor = ferry::io})
+                .batch(4)
+                .map([](const std::vector<int>& b) { return text(b); })
+                .build(o);
+        };
+        check_resume("flat_map+batch, concurrency " + std::to_string(c), batched);
+        // batch -> unbatch -> flat_map: two nested expansions of one batch of source items.
+        const factory nested = [c](const ferry::pipeline_options& o) {
+            return ferry::from(iota_vec(30))
+                .filter([](int x) { return x % 5 != 1; }, c)
+                .batch(3)
+                .unbatch()
+                .flat_map(
+                    [](int x) {
+                        return std::vector<int>{x, -x};
+                    },
+                    c)
+                .map([](int x) { return text(x); }, c)
+                .build(o);
+        };
+        check_resume("batch+unbatch+flat_map, concurrency " + std::to_string(c), nested);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(sampled_shuffled_ranks_resume_with_the_same_augmentation) {
+    const auto data = iota_vec(45);
+    for (const int c : {1, 4}) {
+        const factory make = [&data, c](const ferry::pipeline_options& o) {
+            return ferry::from(data, ferry::sampling{.shuffle = true,
+                                                     .seed = 7,
+                                                     .rank = 1,
+                                                     .world_size = 4,
+                                                     .remainder = ferry::remainder::pad})
+                .map(noisy, {.concurrency = c, .on_error = ferry::skip})
+                .batch(3)
+                .map([](const std::vector<int>& b) { return text(b); }, c)
+                .build(o);
+        };
+        check_resume("sampled, concurrency " + std::to_string(c), make);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(state_says_where_the_epoch_stands) {
+    auto p = ferry::from(iota_vec(10))
+                 .flat_map([](int x) {
+                     return std::vector<int>{x, x};
+                 })
+                 .batch(3)
+                 .build({.threads = 2});
+    // Before any output: the start of epoch 0.
+    BOOST_TEST(p.state().epoch() == 0U);
+    BOOST_TEST(p.state().position() == 0U);
+    BOOST_TEST(p.state().children().empty());
+    auto b = p.next();  // {0, 0, 1}: item 1 has one output left
+    BOOST_REQUIRE(b.has_value());
+    BOOST_TEST(p.state().epoch() == 0U);
+    BOOST_TEST(p.state().position() == 1U);
+    BOOST_TEST(p.state().children() == std::vector<std::uint64_t>{1},
+               boost::test_tools::per_element());
+    BOOST_TEST(p.state().shape() == "flat_map,batch:3");
+    BOOST_TEST(!p.state().sampler().has_value());
+    b = p.next();  // {1, 2, 2}: item 2 done
+    BOOST_TEST(p.state().position() == 3U);
+    BOOST_TEST(p.state().children().empty());
+    while (p.next()) {
+    }
+    // The epoch ended: the state is the next one's start.
+    BOOST_TEST(p.state().epoch() == 1U);
+    BOOST_TEST(p.state().position() == 0U);
+}
+
+BOOST_AUTO_TEST_CASE(state_counts_the_failures_before_its_position) {
+    auto p = ferry::from(iota_vec(40))
+                 .map(
+                     [](int x) {
+                         if (x % 10 == 3) throw ferry::io_error("down");
+                         return x;
+                     },
+                     {.on_error = ferry::skip})
+                 .build({.threads = 1, .logger = quiet});
+    std::optional<ferry::pipeline_state> st;
+    for (const int x : p) {
+        if (x == 25) {
+            st = p.state();
+            break;
+        }
+    }
+    BOOST_REQUIRE(st.has_value());
+    BOOST_TEST(st->position() == 26U);
+    BOOST_TEST(st->failed() == 3U);  // items 3, 13, 23
+    // The resumed run goes on from item 26: 4 of the epoch's 40 items failed (10%, 1 of them
+    // after the resume), under its 15% budget.
+    auto q =
+        ferry::from(iota_vec(40))
+            .map(
+                [](int x) {
+                    if (x % 10 == 3) throw ferry::io_error("down");
+                    return x;
+                },
+                {.on_error = ferry::skip})
+            .build(
+                {.threads = 1, .logger = quiet, .max_epoch_failure_rate = 0.15, .resume_from = st});
+    std::vector<int> rest;
+    for (const int x : q) rest.push_back(x);
+    BOOST_TEST(rest.front() == 26);
+    BOOST_TEST(rest.size() == 13U);  // 26..39 but 33
+    BOOST_TEST(q.stats().failed == 1U);
+}
+
+BOOST_AUTO_TEST_CASE(failure_budget_counts_the_failures_before_the_save) {
+    const auto make = [](double limit, std::optional<ferry::pipeline_state> st) {
+        return ferry::from(iota_vec(20))
+            .map(
+                [](int x) {
+                    if (x < 8) throw ferry::io_error("down");  // 8 of the first 10 fail
+                    return x;
+                },
+                {.on_error = ferry::skip})
+            .build({.threads = 1,
+                    .logger = quiet,
+                    .max_epoch_failure_rate = limit,
+                    .resume_from = std::move(st)});
+    };
+    ferry::pipeline_state st(0, 10);
+    st.set_failed(8);
+    st.set_shape("map");
+    // 8 of 20 failed over the epoch: 40%, over a 30% budget although the resumed part had none.
+    auto p = make(0.3, st);
+    expect_saying<ferry::error>([&] { drain(p); }, "8 of 20 items failed");
+    auto q = make(0.5, st);
+    BOOST_TEST(drain(q).size() == 10U);
+}
+
+BOOST_AUTO_TEST_CASE(serialize_and_parse_round_trip) {
+    ferry::pipeline_state st(3, 1234, {2, 0, 7});
+    st.set_failed(5);
+    st.set_shape("map,flat_map,batch:32:drop_last,unbatch,flat_map");
+    st.set_sampler(ferry::sampler_identity{.n = 1000000000,
+                                           .seed = 42,
+                                           .rank = 3,
+                                           .world_size = 8,
+                                           .remainder = ferry::remainder::drop,
+                                           .shuffle = true});
+    const std::string text = st.serialize();
+    BOOST_TEST(text.rfind("ferry-state 1 ", 0) == 0U);
+    BOOST_TEST(text.find('\n') == std::string::npos);
+    BOOST_TEST((ferry::pipeline_state::parse(text) == st));
+    BOOST_TEST((ferry::pipeline_state::parse(text + "\n") == st));
+    const ferry::pipeline_state start;
+    BOOST_TEST((ferry::pipeline_state::parse(start.serialize()) == start));
+}
+
+BOOST_AUTO_TEST_CASE(parse_rejects_what_is_not_a_state) {
+    using ferry::pipeline_state;
+    const auto rejects = [](const std::string& blob, const std::string& says) {
+        BOOST_TEST_CONTEXT("blob '" << blob << "'") {
+            expect_saying<ferry::invalid_argument>([&] { (void)pipeline_state::parse(blob); },
+                                                   says);
+        }
+    };
+    rejects("", "the text is empty");
+    rejects("{\"epoch\": 3}", "not a ferry pipeline state");
+    rejects("ferry-state 2 epoch=0", "version 2 is not one this ferry reads (1)");
+    rejects("ferry-state 1 epoch=1 children= failed=0 shape=map", "field 'position' is missing");
+    rejects("ferry-state 1 epoch=x position=0 children= failed=0 shape=map",
+            "field 'epoch' is not a number: 'x'");
+    rejects("ferry-state 1 epoch=1 position=0 children=1,,2 failed=0 shape=map",
+            "field 'children' is not a number: ''");
+    rejects("ferry-state 1 epoch=1 position=0 children= failed=0 shape=map colour=red",
+            "unknown field 'colour'");
+    rejects(
+        "ferry-state 1 epoch=1 position=0 children= failed=0 shape=map "
+        "sampler=n:10,seed:1,rank:0,world:1,remainder:keep,shuffle:1",
+        "the sampler's remainder is 'keep', not pad or drop");
+}
+
+BOOST_AUTO_TEST_CASE(a_state_of_another_dataset_or_pipeline_is_refused) {
+    const auto data100 = iota_vec(100);
+    const auto data99 = iota_vec(99);
+    const auto sampled = [](const std::vector<int>& d, std::uint64_t seed, std::size_t rank,
+                            std::optional<ferry::pipeline_state> st) {
+        return ferry::from(
+                   d, ferry::sampling{.shuffle = true, .seed = seed, .rank = rank, .world_size = 2})
+            .map([](int x) { return x; })
+            .build({.threads = 1, .resume_from = std::move(st)});
+    };
+    auto p = sampled(data100, 1, 0, std::nullopt);
+    (void)p.next();
+    const auto st = ferry::pipeline_state::parse(p.state().serialize());
+    BOOST_TEST(st.sampler()->n == 100U);
+    expect_saying<ferry::invalid_argument>(
+        [&] { (void)sampled(data99, 1, 0, st); },
+        "resume_from: the state was saved with a dataset of 100 items, this pipeline's has 99");
+    expect_saying<ferry::invalid_argument>(
+        [&] { (void)sampled(data100, 2, 0, st); },
+        "resume_from: the state was saved with seed 1, this pipeline's is 2");
+    expect_saying<ferry::invalid_argument>([&] { (void)sampled(data100, 1, 1, st); },
+                                           "rank 0 of 2, this pipeline is rank 1 of 2");
+    // Another shape of stages.
+    expect_saying<ferry::invalid_argument>(
+        [&] {
+            (void)ferry::from(data100, ferry::sampling{.shuffle = true, .seed = 1, .world_size = 2})
+                .map([](int x) { return x; })
+                .batch(4)
+                .build({.resume_from = st});
+        },
+        "the state was saved by a pipeline of stages 'map', this one has 'map,batch:4'");
+    // No sampling now.
+    expect_saying<ferry::invalid_argument>(
+        [&] { (void)ferry::from(data100).map([](int x) { return x; }).build({.resume_from = st}); },
+        "this one has no sampling");
+    // Unordered output has no single position.
+    auto u = ferry::from(data100).map([](int x) { return x; }).build({.ordered = false});
+    expect_saying<ferry::invalid_argument>([&] { (void)u.state(); }, "unordered pipeline");
+}
+
+BOOST_AUTO_TEST_CASE(a_generator_source_resumes_by_pulling_to_the_position) {
+    // No O(1) seek: the engine pulls and drops the items before the position.
+    const auto make = [](std::optional<ferry::pipeline_state> st) {
+        return ferry::from([i = 0]() mutable -> std::optional<int> {
+                   if (i == 30) return std::nullopt;
+                   return i++;
+               })
+            .map([](int x) { return x * 2; })
+            .build({.threads = 1, .resume_from = std::move(st)});
+    };
+    auto p = make(std::nullopt);
+    for (int k = 0; k < 12; ++k) (void)p.next();
+    const auto st = p.state();
+    BOOST_TEST(st.position() == 12U);
+    auto q = make(st);
+    const auto rest = drain(q);
+    BOOST_REQUIRE(rest.size() == 18U);
+    BOOST_TEST(rest.front() == 24);
+    BOOST_TEST(rest.back() == 58);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()
