@@ -50,9 +50,8 @@ bool pipeline_runtime::source_pull(msg& out) {
         source_busy_.store(false, std::memory_order_relaxed);
         const auto cause = std::current_exception();
         const std::string text = describe(cause);
-        const std::string after = position > 0 && !last_input_.empty()
-                                      ? " (after " + quote_input(last_input_) + ")"
-                                      : "";
+        const std::string after =
+            position > 0 && !last_input_.empty() ? " (after " + quote_input(last_input_) + ")" : "";
         const std::string what =
             "stage 'source' failed on item " + std::to_string(position) + after + ": " + text;
         b->value.reset();
