@@ -146,6 +146,4 @@ inline dataset load_dataset(const fs::path& root) {
     return d;
 }
 
-// --- progress ------------------------------------------------------------------------------------
-
 }  // namespace ferry_examples

@@ -1,6 +1,7 @@
-// This program demonstrates ferry feeding a real training loop: image files -> read (I/O
-// threads) -> decode + augment (random resized crop, flip; seeded) -> normalize -> batch ->
-// collate, into a small neural network trained in plain C++, with test accuracy every epoch.
+// This program demonstrates ferry feeding a real training loop: image files, shuffled per epoch
+// and split over ranks by ferry::sampling -> read (I/O threads) -> decode + augment (flip, or a
+// random resized crop too; seeded per item by ferry::item_rng) -> normalize -> batch -> collate,
+// into a small neural network trained in plain C++, with test accuracy every epoch.
 // Where ferry was built with CUDA and a GPU is present (or with --device cuda), the pipeline ends
 // in .to_cuda() instead: u8 batches collated into pinned memory cross the bus and are normalized
 // on the device, and the same network trains there (cuBLAS; image_trainer_gpu.cu).
@@ -11,12 +12,14 @@
 // ~/.cache/ferry. Or your own data: --data DIR with DIR/train/<class>/* and DIR/test/<class>/*
 // (any format decode_image reads; images are converted to gray and resized to --size).
 //
-//   image_trainer [--data DIR] [--epochs 3] [--batch-size 64] [--threads N] [--max-items N]
-//                 [--device auto|cpu|cuda] ...
+// With --rank R --world-size W (by default read from torchrun's, Open MPI's, MPICH's or Slurm's
+// variables), each rank trains on its ceil(n / W) items of every epoch. It is a demo of the data
+// side: there is no gradient all-reduce, so each rank trains a model of its own.
+//
+//   image_trainer [--data DIR] [--epochs 5] [--batch-size 64] [--threads N] [--max-items N]
+//                 [--rank R --world-size W] [--device auto|cpu|cuda] ...
 //   image_trainer --help
 
-#include <unistd.h>
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -26,7 +29,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,6 +39,8 @@
 #include "ferry/image.hpp"
 #include "image_folder.hpp"
 #include "mlp.hpp"
+#include "progress.hpp"
+#include "trainer_options.hpp"
 // Set by CMake: 1 where ferry's CUDA backend (and so the GPU model) is built.
 #ifndef FERRY_TRAINER_GPU
 #define FERRY_TRAINER_GPU 0
@@ -51,41 +55,6 @@ using ferry_examples::mlp;
 using namespace ferry_examples;
 
 namespace {
-
-class progress {
-  public:
-    progress(std::string title, std::size_t total, bool enabled)
-        : title_(std::move(title)), total_(total), enabled_(enabled), start_(steady::now()) {}
-
-    void update(std::size_t done) {
-        if (!enabled_) return;
-        last_done_ = done;
-        const auto now = steady::now();
-        if (now - last_ < std::chrono::milliseconds(200) && done < total_) return;
-        last_ = now;
-        const double secs = std::chrono::duration<double>(now - start_).count();
-        const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
-        const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : 0;
-        constexpr int width = 30;
-        const int filled =
-            total_ > 0 ? static_cast<int>(width * static_cast<double>(done) / total_) : width;
-        std::fprintf(stderr, "\r%s [%s%s] %zu/%zu  %.0f img/s  ETA %.0fs ", title_.c_str(),
-                     std::string(static_cast<std::size_t>(filled), '#').c_str(),
-                     std::string(static_cast<std::size_t>(width - filled), '.').c_str(), done,
-                     total_, rate, eta);
-    }
-    void finish() {
-        if (enabled_ && last_done_ > 0) std::fputc('\n', stderr);
-    }
-
-  private:
-    std::string title_;
-    std::size_t total_;
-    bool enabled_;
-    steady::time_point start_;
-    steady::time_point last_{};
-    std::size_t last_done_ = 0;
-};
 
 // --- the pipeline's element types --------------------------------------------------------------
 
@@ -119,22 +88,6 @@ batch collate_samples(std::vector<sample> samples) {
     return b;
 }
 
-/// What the command line chose.
-struct settings {
-    int epochs = 5;
-    int batch_size = 64;
-    int read_concurrency = 4;
-    int decoders = 1;
-    int hidden = 64;
-    int size = 28;
-    float lr = 0.05F;
-    std::uint64_t seed = 1;
-    bool augment = true;
-    bool show_progress = false;
-    std::string trace_path;  ///< --trace: where the training pipeline's spans go (Chrome JSON)
-    ferry::pipeline_options popts;
-};
-
 /// Fashion-MNIST's pixel mean and standard deviation.
 constexpr float pixel_mean = 0.286F;
 constexpr float pixel_std = 0.353F;
@@ -143,38 +96,59 @@ encoded read_item(const item& it) {
     return {ferry::ops::read_file(it.path), it.label};
 }
 
-/// A training image: gray, then (with augmentation) a random resized crop and a coin-flip mirror,
-/// seeded per image so that the same seed gives the same crops; else resized to size x size.
-ferry::image decode_train_image(const encoded& e, std::size_t index, const settings& o) {
+/// A training image: gray, then (with augmentation) a coin-flip mirror and, with `crop_scale`
+/// below 1, a random resized crop; else resized to size x size. The numbers come from
+/// `ferry::item_rng`: the same for the same (seed, epoch, item) whatever the thread count or the
+/// rank that gets the item, and new ones every epoch.
+ferry::image decode_train_image(const encoded& e, const ferry::item_info& info,
+                                const trainer_options& o) {
     ferry::image img = ferry::ops::decode_image(e.data, {.format = ferry::pixel_format::gray});
     if (o.augment) {
-        std::mt19937_64 rng(o.seed ^ (index * 0x9E3779B97F4A7C15ULL));
-        img = ferry::ops::random_resized_crop(img, o.size, o.size, rng, {.scale = {0.7, 1.0}});
+        auto rng = ferry::item_rng(info);
         if ((rng() & 1) != 0) img = ferry::ops::horizontal_flip(img);
-    } else if (img.width() != o.size || img.height() != o.size) {
+        if (o.crop_scale < 1.0) {
+            std::mt19937_64 crop_rng(rng());  // what random_resized_crop takes
+            return ferry::ops::random_resized_crop(img, o.size, o.size, crop_rng,
+                                                   {.scale = {o.crop_scale, 1.0}});
+        }
+    }
+    if (img.width() != o.size || img.height() != o.size) {
         img = ferry::ops::resize(img, o.size, o.size);
     }
     return img;
 }
 
-/// The training source and its read stage: a new shuffle every epoch (the source is told the
-/// epoch number), each file read on ferry's I/O threads with its index (the augmentation seed).
-auto read_training_files(const std::vector<item>& items, const settings& o) {
-    return ferry::from([&items, seed = o.seed](std::uint64_t epoch) {
-               std::vector<std::size_t> order(items.size());
-               std::iota(order.begin(), order.end(), std::size_t{0});
-               std::shuffle(order.begin(), order.end(), std::mt19937_64(seed * 1000 + epoch));
-               return order;
-           })
-        .map(
-            [&items](std::size_t i) {
-                return std::pair{i, read_item(items[i])};
-            },
-            {.concurrency = o.read_concurrency, .name = "read", .executor = ferry::io});
+/// How the training set is visited: a new shuffle every epoch, the same on every rank, of which
+/// this rank takes every `world_size`-th item; padded so that every rank gets ceil(n / W).
+ferry::sampling train_sampling(const trainer_options& o) {
+    return {.shuffle = true,
+            .seed = o.seed,
+            .rank = o.rank,
+            .world_size = o.world_size,
+            .remainder = ferry::remainder::pad};
+}
+
+/// The training source and its read stage: this rank's files of each epoch, read on ferry's I/O
+/// threads.
+auto read_training_files(const std::vector<item>& items, const trainer_options& o) {
+    return ferry::from(items, train_sampling(o))
+        .map(read_item, {.concurrency = o.read_concurrency, .name = "read", .executor = ferry::io});
+}
+
+/// This rank's training images per epoch: ceil(n / world_size).
+std::size_t training_items(const dataset& data, const trainer_options& o) {
+    return static_cast<std::size_t>(ferry::sampler(data.train.size(), train_sampling(o)).size());
+}
+
+/// SGD steps in the whole run, over which the learning rate schedule runs (a batch of skipped
+/// files may end an epoch a step early; the schedule does not mind).
+std::size_t total_steps(std::size_t per_epoch, const trainer_options& o) {
+    const auto batch = static_cast<std::size_t>(o.batch_size);
+    return static_cast<std::size_t>(o.epochs) * ((per_epoch + batch - 1) / batch);
 }
 
 /// Test: same decode, no augmentation, in file order, normalized on the host.
-auto test_pipeline(const std::vector<item>& items, const settings& o) {
+auto test_pipeline(const std::vector<item>& items, const trainer_options& o) {
     const ferry::normalize_options norm{.mean = {pixel_mean}, .std = {pixel_std}, .chw = true};
     return ferry::from(items)
         .map(read_item, {.concurrency = o.read_concurrency, .name = "read", .executor = ferry::io})
@@ -190,7 +164,7 @@ auto test_pipeline(const std::vector<item>& items, const settings& o) {
         .build(o.popts);
 }
 
-void print_epoch(int epoch, const settings& o, double loss_sum, std::size_t batches,
+void print_epoch(int epoch, const trainer_options& o, double loss_sum, std::size_t batches,
                  double accuracy, std::size_t seen, double secs) {
     std::printf("epoch %d/%d  loss %.3f  test accuracy %.3f  %.0f img/s\n", epoch, o.epochs,
                 batches > 0 ? loss_sum / static_cast<double>(batches) : 0.0, accuracy,
@@ -200,7 +174,7 @@ void print_epoch(int epoch, const settings& o, double loss_sum, std::size_t batc
 
 /// The training pipeline's stats and failures, and the final accuracy.
 template <class Pipeline>
-void print_summary(const Pipeline& train, double accuracy, int classes, const settings& o) {
+void print_summary(const Pipeline& train, double accuracy, int classes, const trainer_options& o) {
     std::cout << "\ntraining pipeline (all epochs):\n" << train.stats() << '\n';
     if (!o.trace_path.empty()) {
         std::ofstream out(o.trace_path);
@@ -222,15 +196,14 @@ void print_summary(const Pipeline& train, double accuracy, int classes, const se
 // --- training on the CPU -------------------------------------------------------------------------
 
 /// Normalize on the host; the model's forward and backward passes in plain C++.
-void train_on_cpu(const dataset& data, mlp& model, const settings& o) {
+void train_on_cpu(const dataset& data, mlp& model, const trainer_options& o) {
     const int classes = static_cast<int>(data.classes.size());
     const ferry::normalize_options norm{.mean = {pixel_mean}, .std = {pixel_std}, .chw = true};
     auto train =
         read_training_files(data.train, o)
             .map(
-                [&o, norm](std::pair<std::size_t, encoded> in) {
-                    auto& [index, e] = in;
-                    return sample{ferry::ops::normalize(decode_train_image(e, index, o), norm),
+                [&o, norm](const encoded& e, const ferry::item_info& info) {
+                    return sample{ferry::ops::normalize(decode_train_image(e, info, o), norm),
                                   e.label};
                 },
                 {.concurrency = o.decoders, .name = "decode+augment", .on_error = ferry::skip})
@@ -240,16 +213,20 @@ void train_on_cpu(const dataset& data, mlp& model, const settings& o) {
     auto test = test_pipeline(data.test, o);
 
     const int in = o.size * o.size;
+    const std::size_t per_epoch = training_items(data, o);
+    const std::size_t steps = total_steps(per_epoch, o);
+    std::size_t step = 0;
     double last_accuracy = 0;
     for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-        progress bar("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs),
-                     data.train.size(), o.show_progress);
+        progress bar("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs), per_epoch,
+                     o.show_progress);
         const auto t0 = steady::now();
         double loss_sum = 0;
         std::size_t seen = 0;
         std::size_t batches = 0;
         for (const batch& b : train) {
-            loss_sum += model.train_step(b.pixels.data_as<float>(), b.labels, o.lr, 0.9F);
+            loss_sum += model.train_step(b.pixels.data_as<float>(), b.labels,
+                                         o.lr_at(step++, steps), o.momentum);
             seen += b.labels.size();
             ++batches;
             bar.update(seen);
@@ -325,7 +302,7 @@ namespace {
 /// The pipeline ends in `.to_cuda()` (the copy and the u8 -> f32 normalize on the device); the
 /// model trains on its own stream, which waits for each batch's copy without blocking the host.
 /// The test split is decoded once on the host and uploaded once.
-void train_on_gpu(const dataset& data, const mlp& init, const settings& o, int device) {
+void train_on_gpu(const dataset& data, const mlp& init, const trainer_options& o, int device) {
     const int classes = static_cast<int>(data.classes.size());
     ferry_examples::gpu_mlp model(init, device);
     std::cout << "training on: " << model.device_name() << " (to_cuda + device normalize, cuBLAS)"
@@ -343,9 +320,8 @@ void train_on_gpu(const dataset& data, const mlp& init, const settings& o, int d
     auto train =
         read_training_files(data.train, o)
             .map(
-                [&o](std::pair<std::size_t, encoded> in) {
-                    auto& [index, e] = in;
-                    return gray_sample{decode_train_image(e, index, o), e.label};
+                [&o](const encoded& e, const ferry::item_info& info) {
+                    return gray_sample{decode_train_image(e, info, o), e.label};
                 },
                 {.concurrency = o.decoders, .name = "decode+augment", .on_error = ferry::skip})
             .batch(static_cast<std::size_t>(o.batch_size))
@@ -356,10 +332,13 @@ void train_on_gpu(const dataset& data, const mlp& init, const settings& o, int d
                      ferry::cuda_normalize{.mean = {pixel_mean}, .std = {pixel_std}, .chw = true}})
             .build(o.popts);
 
+    const std::size_t per_epoch = training_items(data, o);
+    const std::size_t steps = total_steps(per_epoch, o);
+    std::size_t step = 0;
     double last_accuracy = 0;
     for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-        progress bar("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs),
-                     data.train.size(), o.show_progress);
+        progress bar("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs), per_epoch,
+                     o.show_progress);
         const auto t0 = steady::now();
         std::size_t seen = 0;
         std::size_t batches = 0;
@@ -375,7 +354,8 @@ void train_on_gpu(const dataset& data, const mlp& init, const settings& o, int d
             b.labels.wait(model.stream());
             const int n = static_cast<int>(b.labels.numel());
             model.train_step(static_cast<const float*>(b.pixels.data()),
-                             static_cast<const std::int32_t*>(b.labels.data()), n, o.lr, 0.9F);
+                             static_cast<const std::int32_t*>(b.labels.data()), n,
+                             o.lr_at(step++, steps), o.momentum);
             seen += static_cast<std::size_t>(n);
             ++batches;
             bar.update(seen);
@@ -395,81 +375,38 @@ void train_on_gpu(const dataset& data, const mlp& init, const settings& o, int d
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{
-        "Trains a small network on an image folder (default: Fashion-MNIST) fed by ferry."};
-    settings o;
-    std::string data_dir;
-    std::string cache_dir;
-    int threads = 0;
-    int decode_concurrency = 0;
-    std::size_t max_items = 0;
-    std::size_t max_test_items = 0;
-    std::string device = "auto";
-    bool no_progress = false;
-    app.add_option("--data", data_dir, "image folder with train/<class>/* and test/<class>/*");
-    app.add_option("--cache", cache_dir,
-                   "where Fashion-MNIST is unpacked (default $XDG_CACHE_HOME/ferry or "
-                   "~/.cache/ferry)");
-    app.add_option("--epochs", o.epochs, "passes over the training set")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--batch-size", o.batch_size, "images per batch")->check(CLI::PositiveNumber);
-    app.add_option("--threads", threads, "ferry's compute threads (default: ferry's default)");
-    app.add_option("--read-concurrency", o.read_concurrency, "I/O threads reading files")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--decode-concurrency", decode_concurrency,
-                   "decode + augment calls at once (default: the thread count)");
-    app.add_option("--max-items", max_items, "use at most this many training images (0 = all)");
-    app.add_option("--max-test-items", max_test_items,
-                   "use at most this many test images (0 = all)");
-    app.add_option("--hidden", o.hidden, "hidden units (0 = softmax regression)")
-        ->check(CLI::NonNegativeNumber);
-    app.add_option("--size", o.size, "images are resized to size x size")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--lr", o.lr, "learning rate");
-    app.add_option("--seed", o.seed, "seed for shuffling, augmentation and initialisation");
-    app.add_option("--device", device,
-                   "where the model trains: auto (a CUDA GPU when ferry was built with CUDA and "
-                   "one is present, else the CPU), cpu, or cuda (device 0; an error without one)")
-        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-    app.add_flag("!--no-augment", o.augment, "no random crop / flip");
-    app.add_flag("--no-progress", no_progress, "no progress bar");
-    app.add_option("--trace", o.trace_path,
-                   "write the training pipeline's call spans to this file (Chrome trace JSON, "
-                   "for https://ui.perfetto.dev)");
-    CLI11_PARSE(app, argc, argv);
+    trainer_options o;
+    if (const auto exit_status = parse_command_line(argc, argv, o)) return *exit_status;
 
     // Decided before any data is unpacked or read: --device cuda without a GPU fails at once.
     std::string no_gpu;  // why the CPU trains, when a GPU was not chosen or not available
-    if (device == "cpu") {
+    if (o.device == "cpu") {
         no_gpu = "--device cpu";
     } else if (FERRY_TRAINER_GPU == 0 || !ferry::cuda::built_with_cuda()) {
         no_gpu = "this image_trainer was built without CUDA (FERRY_CUDA=OFF or no CUDA Toolkit)";
     } else if (ferry::cuda::device_count() == 0) {
         no_gpu = "no CUDA device (ferry::cuda::device_count() == 0)";
     }
-    if (device == "cuda" && !no_gpu.empty()) {
+    if (o.device == "cuda" && !no_gpu.empty()) {
         std::cerr << "--device cuda: cannot train on a GPU: " << no_gpu
                   << "; use --device cpu or auto\n";
         return 2;
     }
 
-    fs::path root;
-    if (!data_dir.empty()) {
-        root = data_dir;
-    } else {
-        const fs::path cache = ferry_examples::cache_dir(cache_dir);
-        root = fashion_mnist(cache);
-    }
+    const fs::path root = !o.data_dir.empty()
+                              ? fs::path(o.data_dir)
+                              : fashion_mnist(ferry_examples::cache_dir(o.cache_dir));
     dataset data = load_dataset(root);
+    // --max-items takes a random subset (all classes), not the first classes in folder order; the
+    // same on every rank (seeded by --seed alone), so that the ranks split the same images.
     std::mt19937_64 pick(o.seed);
-    // --max-items takes a random subset (all classes), not the first classes in folder order.
     auto subset = [&](std::vector<item>& v, std::size_t n) {
         if (n == 0 || n >= v.size()) return;
         std::shuffle(v.begin(), v.end(), pick);
         v.resize(n);
     };
-    subset(data.train, max_items);
-    subset(data.test, max_test_items);
+    subset(data.train, o.max_items);
+    subset(data.test, o.max_test_items);
     if (data.train.empty() || data.test.empty() || data.classes.size() < 2) {
         std::cerr << "need at least two classes and some train and test images under "
                   << root.string() << '\n';
@@ -477,12 +414,12 @@ int main(int argc, char** argv) {
     }
     const int classes = static_cast<int>(data.classes.size());
     std::cout << "data: " << root.string() << ": " << data.train.size() << " train / "
-              << data.test.size() << " test images, " << classes << " classes" << std::endl;
-
-    if (threads > 0) o.popts.threads = threads;
-    if (!o.trace_path.empty()) o.popts.trace_spans = 4'000'000;  // ~100 MB at most
-    o.decoders = decode_concurrency > 0 ? decode_concurrency : std::max(1, o.popts.threads);
-    o.show_progress = !no_progress && isatty(STDERR_FILENO) != 0;
+              << data.test.size() << " test images, " << classes << " classes";
+    if (o.world_size > 1) {
+        std::cout << "; rank " << o.rank << "/" << o.world_size << " trains on "
+                  << training_items(data, o) << " training images per epoch";
+    }
+    std::cout << std::endl;
 
     const int in = o.size * o.size;
     mlp model(in, o.hidden, classes, o.seed);
@@ -491,7 +428,14 @@ int main(int argc, char** argv) {
                       ? "MLP " + std::to_string(in) + "-" + std::to_string(o.hidden) + "-" +
                             std::to_string(classes)
                       : "softmax regression " + std::to_string(in) + "-" + std::to_string(classes))
-              << ", SGD lr " << o.lr << " momentum 0.9, batch " << o.batch_size << std::endl;
+              << ", SGD lr " << o.lr << (o.schedule == "cosine" ? " (cosine to 0)" : "")
+              << " momentum " << o.momentum << ", batch " << o.batch_size << "; augment: "
+              << (!o.augment ? std::string("none")
+                  : o.crop_scale < 1.0
+                      ? "flip, crop " + std::to_string(static_cast<int>(o.crop_scale * 100)) +
+                            "-100%"
+                      : std::string("flip"))
+              << std::endl;
 
 #if FERRY_TRAINER_GPU
     if (no_gpu.empty()) {
