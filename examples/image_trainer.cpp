@@ -6,6 +6,9 @@
 // in .to_cuda() instead: u8 batches collated into pinned memory cross the bus and are normalized
 // on the device, and the same network trains there (cuBLAS; image_trainer_gpu.cu).
 //
+// This file holds the CPU training loop and main; the pipeline's pieces, shared by both loops,
+// are in trainer_pipeline.hpp, and the GPU path in gpu_training.hpp.
+//
 // Data: by default Fashion-MNIST (70 000 labelled 28x28 images) from Debian's
 // dataset-fashion-mnist package, unpacked on first run into an image-folder tree of PNG files
 // (one file per image, as real datasets are stored) under $XDG_CACHE_HOME/ferry or
@@ -49,12 +52,13 @@
 #include "mlp.hpp"
 #include "progress.hpp"
 #include "trainer_options.hpp"
+#include "trainer_pipeline.hpp"
 // Set by CMake: 1 where ferry's CUDA backend (and so the GPU model) is built.
 #ifndef FERRY_TRAINER_GPU
 #define FERRY_TRAINER_GPU 0
 #endif
 #if FERRY_TRAINER_GPU
-#include "image_trainer_gpu.hpp"
+#include "gpu_training.hpp"
 #endif
 
 namespace fs = std::filesystem;
@@ -63,148 +67,6 @@ using ferry_examples::mlp;
 using namespace ferry_examples;
 
 namespace {
-
-// --- the pipeline's element types --------------------------------------------------------------
-
-/// A file's bytes and its label (after the read stage).
-struct encoded {
-    ferry::bytes data;
-    int label = 0;
-};
-
-/// A decoded, augmented, normalized image (f32, 1 x size x size), its label and its index in the
-/// dataset (`ferry::item_info::index`; for --record-items).
-struct sample {
-    ferry::tensor pixels;
-    int label = 0;
-    std::uint64_t index = 0;
-};
-
-/// What the CPU training loop takes: a batch of images (f32, n x 1 x size x size), labels and
-/// the images' dataset indices.
-struct batch {
-    ferry::tensor pixels;
-    std::vector<int> labels;
-    std::vector<std::uint64_t> indices;
-};
-
-batch collate_samples(std::vector<sample> samples) {
-    batch b;
-    std::vector<ferry::tensor> pixels;
-    pixels.reserve(samples.size());
-    for (auto& s : samples) {
-        pixels.push_back(std::move(s.pixels));
-        b.labels.push_back(s.label);
-        b.indices.push_back(s.index);
-    }
-    b.pixels = ferry::ops::collate(std::move(pixels));
-    return b;
-}
-
-/// Fashion-MNIST's pixel mean and standard deviation.
-constexpr float pixel_mean = 0.286F;
-constexpr float pixel_std = 0.353F;
-
-encoded read_item(const item& it) {
-    return {ferry::ops::read_file(it.path), it.label};
-}
-
-/// A training image: gray, then (with augmentation) a coin-flip mirror and, with `crop_scale`
-/// below 1, a random resized crop; else resized to size x size. The numbers come from
-/// `ferry::item_rng`: the same for the same (seed, epoch, item) whatever the thread count or the
-/// rank that gets the item, and new ones every epoch.
-ferry::image decode_train_image(const encoded& e, const ferry::item_info& info,
-                                const trainer_options& o) {
-    ferry::image img = ferry::ops::decode_image(e.data, {.format = ferry::pixel_format::gray});
-    if (o.augment) {
-        auto rng = ferry::item_rng(info);
-        if ((rng() & 1) != 0) img = ferry::ops::horizontal_flip(img);
-        if (o.crop_scale < 1.0) {
-            std::mt19937_64 crop_rng(rng());  // what random_resized_crop takes
-            return ferry::ops::random_resized_crop(img, o.size, o.size, crop_rng,
-                                                   {.scale = {o.crop_scale, 1.0}});
-        }
-    }
-    if (img.width() != o.size || img.height() != o.size) {
-        img = ferry::ops::resize(img, o.size, o.size);
-    }
-    return img;
-}
-
-/// How the training set is visited: a new shuffle every epoch, the same on every rank, of which
-/// this rank takes every `world_size`-th item; padded so that every rank gets ceil(n / W).
-ferry::sampling train_sampling(const trainer_options& o) {
-    return {.shuffle = true,
-            .seed = o.seed,
-            .rank = o.rank,
-            .world_size = o.world_size,
-            .remainder = ferry::remainder::pad};
-}
-
-/// The training source and its read stage: this rank's files of each epoch, read on ferry's I/O
-/// threads.
-auto read_training_files(const std::vector<item>& items, const trainer_options& o) {
-    return ferry::from(items, train_sampling(o))
-        .map(read_item, {.concurrency = o.read_concurrency, .name = "read", .executor = ferry::io});
-}
-
-/// This rank's training images per epoch: ceil(n / world_size).
-std::size_t training_items(const dataset& data, const trainer_options& o) {
-    return static_cast<std::size_t>(ferry::sampler(data.train.size(), train_sampling(o)).size());
-}
-
-/// SGD steps in the whole run, over which the learning rate schedule runs (a batch of skipped
-/// files may end an epoch a step early; the schedule does not mind).
-std::size_t total_steps(std::size_t per_epoch, const trainer_options& o) {
-    const auto batch = static_cast<std::size_t>(o.batch_size);
-    return static_cast<std::size_t>(o.epochs) * ((per_epoch + batch - 1) / batch);
-}
-
-/// Test: same decode, no augmentation, in file order, normalized on the host.
-auto test_pipeline(const std::vector<item>& items, const trainer_options& o) {
-    const ferry::normalize_options norm{.mean = {pixel_mean}, .std = {pixel_std}, .chw = true};
-    return ferry::from(items)
-        .map(read_item, {.concurrency = o.read_concurrency, .name = "read", .executor = ferry::io})
-        .map(
-            [norm, size = o.size](encoded e) {
-                ferry::image img = ferry::ops::decode_image(
-                    e.data, {.format = ferry::pixel_format::gray, .resize = {size, size}});
-                return sample{ferry::ops::normalize(img, norm), e.label, 0};
-            },
-            {.concurrency = o.decoders, .name = "decode", .on_error = ferry::skip})
-        .batch(256)
-        .map(collate_samples, {.name = "collate"})
-        .build(o.popts);
-}
-
-void print_epoch(int epoch, const trainer_options& o, double loss_sum, std::size_t batches,
-                 double accuracy, std::size_t seen, double secs) {
-    std::printf("epoch %d/%d  loss %.3f  test accuracy %.3f  %.0f img/s\n", epoch, o.epochs,
-                batches > 0 ? loss_sum / static_cast<double>(batches) : 0.0, accuracy,
-                static_cast<double>(seen) / secs);
-    std::fflush(stdout);
-}
-
-/// The training pipeline's stats and failures, and the final accuracy.
-template <class Pipeline>
-void print_summary(const Pipeline& train, double accuracy, int classes, const trainer_options& o) {
-    std::cout << "\ntraining pipeline (all epochs):\n" << train.stats() << '\n';
-    if (!o.trace_path.empty()) {
-        std::ofstream out(o.trace_path);
-        train.write_trace(out);
-        out.close();
-        if (!out) throw ferry::io_error("cannot write the trace to " + o.trace_path);
-        std::cout << "trace: " << o.trace_path
-                  << " (Chrome trace JSON: open it in https://ui.perfetto.dev)\n";
-    }
-    const auto& failures = train.failures();
-    std::cout << "failures: " << failures.size() << '\n';
-    for (std::size_t i = 0; i < failures.size() && i < 5; ++i) {
-        std::cout << "  item " << failures[i].item << " (" << failures[i].stage
-                  << "): " << failures[i].message << '\n';
-    }
-    std::printf("final test accuracy %.3f (chance %.3f)\n", accuracy, 1.0 / classes);
-}
 
 // --- training on the CPU -------------------------------------------------------------------------
 
@@ -322,129 +184,6 @@ void train_on_cpu(const dataset& data, mlp& model, const trainer_options& o,
     }
     print_summary(train, last_accuracy, classes, o);
 }
-
-#if FERRY_TRAINER_GPU
-// --- training on the GPU -------------------------------------------------------------------------
-
-/// A decoded, augmented image, still u8, and its label.
-struct gray_sample {
-    ferry::image pixels;
-    int label = 0;
-};
-
-/// A batch for the GPU: u8 n x size x size x 1 images, i32 labels. Made in the stage right before
-/// `.to_cuda()`, its tensors come from the transfer's pinned pool without asking
-/// (`cuda_options::pinned_batches`): they cross the bus with no staging copy.
-struct pinned_batch {
-    ferry::tensor pixels;
-    ferry::tensor labels;
-};
-
-/// The same batch after `.to_cuda()`: f32 n x 1 x size x size (normalized on the device), i32
-/// labels.
-struct device_batch {
-    ferry::cuda_tensor pixels;
-    ferry::cuda_tensor labels;
-};
-
-pinned_batch collate_pinned(std::vector<gray_sample> samples) {
-    pinned_batch b;
-    b.labels = ferry::tensor(ferry::dtype::i32, {static_cast<std::int64_t>(samples.size())});
-    auto* labels = b.labels.data_as<std::int32_t>();
-    std::vector<ferry::image> images;
-    images.reserve(samples.size());
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-        labels[i] = samples[i].label;
-        images.push_back(std::move(samples[i].pixels));
-    }
-    b.pixels = ferry::ops::collate(std::move(images));
-    return b;
-}
-
-}  // namespace
-
-/// How a `pinned_batch` goes to the GPU: both tensors, on the transfer's stream.
-template <>
-struct ferry::cuda_transfer<pinned_batch> {
-    device_batch operator()(pinned_batch b, ferry::cuda::transfer_context& ctx) const {
-        return {ctx.copy(b.pixels), ctx.copy(b.labels)};
-    }
-};
-
-namespace {
-
-/// The pipeline ends in `.to_cuda()` (the copy and the u8 -> f32 normalize on the device); the
-/// model trains on its own stream, which waits for each batch's copy without blocking the host.
-/// The test split is decoded once on the host and uploaded once.
-void train_on_gpu(const dataset& data, const mlp& init, const trainer_options& o, int device) {
-    const int classes = static_cast<int>(data.classes.size());
-    ferry_examples::gpu_mlp model(init, device);
-    std::cout << "training on: " << model.device_name() << " (to_cuda + device normalize, cuBLAS)"
-              << std::endl;
-
-    std::vector<float> test_x;
-    std::vector<std::int32_t> test_y;
-    for (const batch& b : test_pipeline(data.test, o)) {
-        test_x.insert(test_x.end(), b.pixels.data_as<float>(),
-                      b.pixels.data_as<float>() + b.pixels.numel());
-        test_y.insert(test_y.end(), b.labels.begin(), b.labels.end());
-    }
-    model.set_test_set(test_x, test_y);
-
-    auto train =
-        read_training_files(data.train, o)
-            .map(
-                [&o](const encoded& e, const ferry::item_info& info) {
-                    return gray_sample{decode_train_image(e, info, o), e.label};
-                },
-                {.concurrency = o.decoders, .name = "decode+augment", .on_error = ferry::skip})
-            .batch(static_cast<std::size_t>(o.batch_size))
-            .map(collate_pinned, {.name = "collate"})
-            .to_cuda(
-                {.device = device,
-                 .normalize =
-                     ferry::cuda_normalize{.mean = {pixel_mean}, .std = {pixel_std}, .chw = true}})
-            .build(o.popts);
-
-    const std::size_t per_epoch = training_items(data, o);
-    const std::size_t steps = total_steps(per_epoch, o);
-    std::size_t step = 0;
-    double last_accuracy = 0;
-    for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-        progress bar("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs), per_epoch,
-                     o.show_progress);
-        const auto t0 = steady::now();
-        std::size_t seen = 0;
-        std::size_t batches = 0;
-        for (const device_batch& b : train) {
-            if (b.pixels.dtype() != ferry::dtype::f32) {
-                throw ferry::error(ferry::errc::internal,
-                                   "image_trainer: expected normalized f32 batches from to_cuda, "
-                                   "got " +
-                                       b.pixels.describe());
-            }
-            // The model's stream waits for the copies; the host goes on to the next batch.
-            b.pixels.wait(model.stream());
-            b.labels.wait(model.stream());
-            const int n = static_cast<int>(b.labels.numel());
-            model.train_step(static_cast<const float*>(b.pixels.data()),
-                             static_cast<const std::int32_t*>(b.labels.data()), n,
-                             o.lr_at(step++, steps), o.momentum);
-            seen += static_cast<std::size_t>(n);
-            ++batches;
-            bar.update(seen);
-        }
-        const double loss_sum = model.take_loss_sum();  // waits for the epoch's queued steps
-        bar.finish();
-        const double secs = std::chrono::duration<double>(steady::now() - t0).count();
-        last_accuracy = model.test_size() > 0 ? static_cast<double>(model.test_correct()) /
-                                                    static_cast<double>(model.test_size())
-                                              : 0;
-        print_epoch(epoch, o, loss_sum, batches, last_accuracy, seen, secs);
-    }
-    print_summary(train, last_accuracy, classes, o);
-}
-#endif
 
 }  // namespace
 
