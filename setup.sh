@@ -41,6 +41,7 @@ readonly packages=(
     libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
     ffmpeg
     libcurl4-openssl-dev
+    libopenmpi-dev openmpi-bin
     clang libclang-rt-14-dev
 )
 
