@@ -81,6 +81,13 @@ sampler_identity parse_sampler(std::string_view text) {
     return s;
 }
 
+std::string sampler_text(const sampler_identity& s) {
+    return "n:" + std::to_string(s.n) + ",seed:" + std::to_string(s.seed) +
+           ",rank:" + std::to_string(s.rank) + ",world:" + std::to_string(s.world_size) +
+           ",remainder:" + (s.remainder == remainder::pad ? "pad" : "drop") +
+           ",shuffle:" + (s.shuffle ? "1" : "0");
+}
+
 }  // namespace
 
 pipeline_state::pipeline_state(std::uint64_t epoch, std::uint64_t position,
@@ -96,13 +103,10 @@ std::string pipeline_state::serialize() const {
     out += " children=" + join_numbers(children_);
     out += " failed=" + std::to_string(failed_);
     out += " shape=" + shape_;
-    if (sampler_) {
-        const auto& s = *sampler_;
-        out += " sampler=n:" + std::to_string(s.n) + ",seed:" + std::to_string(s.seed) +
-               ",rank:" + std::to_string(s.rank) + ",world:" + std::to_string(s.world_size) +
-               ",remainder:" + (s.remainder == remainder::pad ? "pad" : "drop") +
-               ",shuffle:" + (s.shuffle ? "1" : "0");
-    }
+    if (sampler_) out += " sampler=" + sampler_text(*sampler_);
+    if (!ranks_.empty()) out += " ranks=" + join_numbers(ranks_);
+    if (merged_) out += " merged=1";
+    if (merged_sampler_) out += " saved=" + sampler_text(*merged_sampler_);
     return out;
 }
 
@@ -141,11 +145,27 @@ pipeline_state pipeline_state::parse(std::string_view text) {
     st.failed_ = number("failed", get("failed"));
     st.shape_ = std::string(get("shape"));
     if (const auto it = f.find("sampler"); it != f.end()) st.sampler_ = parse_sampler(it->second);
+    if (const auto it = f.find("ranks"); it != f.end()) {
+        for (const auto part : split(it->second, ',')) st.ranks_.push_back(number("ranks", part));
+    }
+    if (const auto it = f.find("merged"); it != f.end()) {
+        if (it->second != "1") bad("field 'merged' is not 1");
+        st.merged_ = true;
+    }
+    if (const auto it = f.find("saved"); it != f.end())
+        st.merged_sampler_ = parse_sampler(it->second);
     for (const auto& [key, value] : f) {
         if (key != "epoch" && key != "position" && key != "children" && key != "failed" &&
-            key != "shape" && key != "sampler") {
+            key != "shape" && key != "sampler" && key != "ranks" && key != "merged" &&
+            key != "saved") {
             bad("unknown field '" + std::string(key) + "'");
         }
+    }
+    if (st.merged_ && (st.ranks_.empty() || !st.sampler_)) {
+        bad("a merged state needs the ranks' positions and the sampler");
+    }
+    if (!st.merged_ && !st.ranks_.empty() && !st.merged_sampler_) {
+        bad("the ranks' positions come without the saved world's sampler");
     }
     return st;
 }

@@ -60,14 +60,29 @@ void pipeline_runtime::take_resume_state() {
                shape_ + "'");
     }
     const auto& mine = plan_.source.identity;
-    if (st.sampler().has_value() != mine.has_value()) {
+    if (!st.rank_positions().empty() && !plan_.source.open_resumed) {
+        refuse(
+            "a merged state (pipeline_state::merge) resumes only a pipeline over a sampled "
+            "dataset (ferry::from(dataset, sampling))");
+    }
+    if (st.merged()) {
+        // Any rank of any world takes its share of the rest: the dataset must be the same.
+        const auto& a = *st.sampler();
+        const auto& b = *mine;
+        if (a.n != b.n || a.seed != b.seed || a.shuffle != b.shuffle ||
+            a.remainder != b.remainder) {
+            refuse("the merged state was saved with " + describe(a) +
+                   ", this pipeline's sampling is " + describe(b) +
+                   " (only rank and world_size may differ)");
+        }
+    } else if (st.sampler().has_value() != mine.has_value()) {
         refuse(st.sampler() ? "the state was saved by a pipeline over a sampled dataset (" +
                                   describe(*st.sampler()) + "), this one has no sampling"
                             : "the state was saved by a pipeline without sampling, this one "
                               "samples a dataset (" +
                                   describe(*mine) + ")");
     }
-    if (mine && *st.sampler() != *mine) {
+    if (!st.merged() && mine && *st.sampler() != *mine) {
         const auto& a = *st.sampler();
         const auto& b = *mine;
         std::string what;
@@ -110,6 +125,12 @@ source_cursor pipeline_runtime::open_epoch() {
     resume_active_ = at.depth > 0;
     carried_produced_ = st.position();
     carried_failed_ = st.failed();
+    if (!st.rank_positions().empty()) {
+        // The rest of a merged epoch: this rank's share of it.
+        resumed_from_ranks_ = st.rank_positions();
+        resumed_from_sampler_ = *st.saved_sampler();
+        return plan_.source.open_resumed(st);
+    }
     if (plan_.source.open_at) return plan_.source.open_at(epoch_, st.position());
     // A source that cannot seek: pull and drop what comes before the position.
     source_cursor cursor = plan_.source.open(epoch_);
@@ -129,9 +150,8 @@ pipeline_state pipeline_runtime::state() const {
     }
     std::lock_guard lock(control_mutex_);
     pipeline_state out;
-    if (resume_) {
-        out = *resume_;  // built to resume, no epoch started yet
-    } else if (epoch_running_) {
+    if (resume_) return *resume_;  // built to resume, no epoch started yet
+    if (epoch_running_) {
         if (frontier_.depth == resume_point::too_deep) {
             throw invalid_argument(
                 "pipeline::state(): the last output went through more than " +
@@ -149,6 +169,9 @@ pipeline_state pipeline_runtime::state() const {
             }
         }
         out.set_failed(failed);
+        if (!resumed_from_ranks_.empty()) {
+            out.set_resumed_from(resumed_from_ranks_, resumed_from_sampler_);
+        }
     } else {
         out = pipeline_state(epoch_, 0);
     }

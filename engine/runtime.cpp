@@ -159,6 +159,7 @@ void pipeline_runtime::finish_epoch() {
     resume_active_ = false;
     carried_produced_ = 0;
     carried_failed_ = 0;
+    resumed_from_ranks_.clear();
     frontier_ = resume_point{};
     ++epoch_;
     log_.flush();

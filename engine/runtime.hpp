@@ -317,8 +317,8 @@ class pipeline_runtime final : public runtime {
     alignas(64) std::mutex source_mutex_;
     source_cursor cursor_;
     bool source_open_ = false;
-    std::uint64_t source_seq_ = 0;   ///< messages of this epoch so far
-    std::uint64_t source_base_ = 0;  ///< the position of the epoch's first item (resume)
+    std::uint64_t source_seq_ = 0;    ///< messages of this epoch so far
+    std::uint64_t source_base_ = 0;   ///< the position of the epoch's first item (resume)
     std::vector<box*> source_boxes_;  ///< free boxes taken from the pool in bulk
     std::atomic<bool> source_busy_{false};
     std::string last_input_;  ///< the last item's description, for a source failure's message
@@ -367,6 +367,9 @@ class pipeline_runtime final : public runtime {
     /// its failure budget and the next state().
     std::uint64_t carried_produced_ = 0;
     std::uint64_t carried_failed_ = 0;
+    /// While the rest of a merged epoch runs: the saved world's positions and sampler.
+    std::vector<std::uint64_t> resumed_from_ranks_;
+    sampler_identity resumed_from_sampler_;
 
     // Pipeline-level samples: was the in-flight limit reached?
     mutable std::mutex sample_mutex_;

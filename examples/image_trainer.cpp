@@ -16,8 +16,13 @@
 // variables), each rank trains on its ceil(n / W) items of every epoch. It is a demo of the data
 // side: there is no gradient all-reduce, so each rank trains a model of its own.
 //
+// With --checkpoint FILE it saves the model, its counters and the loader's ferry::pipeline_state
+// every --checkpoint-every steps; --resume FILE goes on from there, mid-epoch, with exactly the
+// batches an uninterrupted run would have trained on (the CPU model only).
+//
 //   image_trainer [--data DIR] [--epochs 5] [--batch-size 64] [--threads N] [--max-items N]
-//                 [--rank R --world-size W] [--device auto|cpu|cuda] ...
+//                 [--rank R --world-size W] [--device auto|cpu|cuda]
+//                 [--checkpoint FILE [--checkpoint-every 100]] [--resume FILE] ...
 //   image_trainer --help
 
 #include <algorithm>
@@ -29,11 +34,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cache_dir.hpp"
+#include "checkpoint.hpp"
 #include "ferry/cuda.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
@@ -64,16 +72,20 @@ struct encoded {
     int label = 0;
 };
 
-/// A decoded, augmented, normalized image (f32, 1 x size x size) and its label.
+/// A decoded, augmented, normalized image (f32, 1 x size x size), its label and its index in the
+/// dataset (`ferry::item_info::index`; for --record-items).
 struct sample {
     ferry::tensor pixels;
     int label = 0;
+    std::uint64_t index = 0;
 };
 
-/// What the CPU training loop takes: a batch of images (f32, n x 1 x size x size) and labels.
+/// What the CPU training loop takes: a batch of images (f32, n x 1 x size x size), labels and
+/// the images' dataset indices.
 struct batch {
     ferry::tensor pixels;
     std::vector<int> labels;
+    std::vector<std::uint64_t> indices;
 };
 
 batch collate_samples(std::vector<sample> samples) {
@@ -83,6 +95,7 @@ batch collate_samples(std::vector<sample> samples) {
     for (auto& s : samples) {
         pixels.push_back(std::move(s.pixels));
         b.labels.push_back(s.label);
+        b.indices.push_back(s.index);
     }
     b.pixels = ferry::ops::collate(std::move(pixels));
     return b;
@@ -156,7 +169,7 @@ auto test_pipeline(const std::vector<item>& items, const trainer_options& o) {
             [norm, size = o.size](encoded e) {
                 ferry::image img = ferry::ops::decode_image(
                     e.data, {.format = ferry::pixel_format::gray, .resize = {size, size}});
-                return sample{ferry::ops::normalize(img, norm), e.label};
+                return sample{ferry::ops::normalize(img, norm), e.label, 0};
             },
             {.concurrency = o.decoders, .name = "decode", .on_error = ferry::skip})
         .batch(256)
@@ -195,41 +208,99 @@ void print_summary(const Pipeline& train, double accuracy, int classes, const tr
 
 // --- training on the CPU -------------------------------------------------------------------------
 
-/// Normalize on the host; the model's forward and backward passes in plain C++.
-void train_on_cpu(const dataset& data, mlp& model, const trainer_options& o) {
+/// A checkpoint that does not fit this run (main says which file and exits 2).
+struct resume_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/// --record-items: each trained item's dataset index, a line each, with a line `epoch E` where
+/// an epoch starts or resumes and `checkpoint` after each checkpoint is written. Flushed after
+/// every batch, so that the lines of the steps taken survive a crash.
+class item_record {
+  public:
+    explicit item_record(const std::string& path) {
+        if (path.empty()) return;
+        out_.open(path, std::ios::app);
+        if (!out_) throw ferry::io_error("cannot open --record-items file " + path, false);
+    }
+    void epoch(int e) { line("epoch " + std::to_string(e)); }
+    void items(const std::vector<std::uint64_t>& indices) {
+        if (!out_.is_open()) return;
+        for (const auto i : indices) out_ << i << '\n';
+        out_.flush();
+    }
+    void checkpoint() { line("checkpoint"); }
+
+  private:
+    void line(const std::string& text) {
+        if (out_.is_open()) out_ << text << '\n' << std::flush;
+    }
+    std::ofstream out_;
+};
+
+/// Normalize on the host; the model's forward and backward passes in plain C++. With `resume`,
+/// the model is already restored and the loop goes on from that position.
+void train_on_cpu(const dataset& data, mlp& model, const trainer_options& o,
+                  std::optional<train_position> resume) {
     const int classes = static_cast<int>(data.classes.size());
     const ferry::normalize_options norm{.mean = {pixel_mean}, .std = {pixel_std}, .chw = true};
-    auto train =
-        read_training_files(data.train, o)
+    ferry::pipeline_options train_opts = o.popts;
+    if (resume) train_opts.resume_from = resume->loader;
+    auto build = [&] {
+        return read_training_files(data.train, o)
             .map(
                 [&o, norm](const encoded& e, const ferry::item_info& info) {
                     return sample{ferry::ops::normalize(decode_train_image(e, info, o), norm),
-                                  e.label};
+                                  e.label, info.index};
                 },
                 {.concurrency = o.decoders, .name = "decode+augment", .on_error = ferry::skip})
             .batch(static_cast<std::size_t>(o.batch_size))
             .map(collate_samples, {.name = "collate"})
-            .build(o.popts);
+            .build(train_opts);
+    };
+    // build() refuses a state saved by another pipeline: other data, seed, ranks or batch size.
+    auto train = [&] {
+        try {
+            return build();
+        } catch (const ferry::invalid_argument& e) {
+            if (!resume) throw;
+            throw resume_error(e.what());
+        }
+    }();
     auto test = test_pipeline(data.test, o);
+    item_record record(o.record_items_path);
 
     const int in = o.size * o.size;
     const std::size_t per_epoch = training_items(data, o);
     const std::size_t steps = total_steps(per_epoch, o);
-    std::size_t step = 0;
+    train_position pos = resume.value_or(train_position{});
     double last_accuracy = 0;
-    for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-        progress bar("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs), per_epoch,
-                     o.show_progress);
+    for (; pos.epoch <= o.epochs; ++pos.epoch) {
+        progress bar("epoch " + std::to_string(pos.epoch) + "/" + std::to_string(o.epochs),
+                     per_epoch, o.show_progress);
+        record.epoch(pos.epoch);
         const auto t0 = steady::now();
-        double loss_sum = 0;
-        std::size_t seen = 0;
-        std::size_t batches = 0;
+        std::size_t seen_here = 0;  // this process's images of the epoch, for the rate
         for (const batch& b : train) {
-            loss_sum += model.train_step(b.pixels.data_as<float>(), b.labels,
-                                         o.lr_at(step++, steps), o.momentum);
-            seen += b.labels.size();
-            ++batches;
-            bar.update(seen);
+            pos.loss_sum += model.train_step(b.pixels.data_as<float>(), b.labels,
+                                             o.lr_at(pos.step++, steps), o.momentum);
+            pos.seen += b.labels.size();
+            seen_here += b.labels.size();
+            ++pos.batches;
+            record.items(b.indices);
+            bar.update(pos.seen);
+            if (o.stop_after_steps > 0 && pos.step == o.stop_after_steps) {
+                std::cerr << "image_trainer: --stop-after-steps " << o.stop_after_steps
+                          << ": exiting with status 3 as a crash would, saving nothing\n";
+                std::_Exit(3);
+            }
+            if (!o.checkpoint_path.empty() && pos.step % o.checkpoint_every == 0) {
+                // Inside the loop: after leaving it the epoch is abandoned, and state() would be
+                // the next one's start.
+                pos.loader = train.state();
+                write_checkpoint(o.checkpoint_path, pos, model);
+                record.checkpoint();
+            }
         }
         bar.finish();
         const double secs = std::chrono::duration<double>(steady::now() - t0).count();
@@ -244,7 +315,10 @@ void train_on_cpu(const dataset& data, mlp& model, const trainer_options& o) {
             tested += b.labels.size();
         }
         last_accuracy = tested > 0 ? static_cast<double>(correct) / tested : 0;
-        print_epoch(epoch, o, loss_sum, batches, last_accuracy, seen, secs);
+        print_epoch(pos.epoch, o, pos.loss_sum, pos.batches, last_accuracy, seen_here, secs);
+        pos.loss_sum = 0;
+        pos.seen = 0;
+        pos.batches = 0;
     }
     print_summary(train, last_accuracy, classes, o);
 }
@@ -380,8 +454,17 @@ int main(int argc, char** argv) {
 
     // Decided before any data is unpacked or read: --device cuda without a GPU fails at once.
     std::string no_gpu;  // why the CPU trains, when a GPU was not chosen or not available
+    const bool checkpoints = !o.checkpoint_path.empty() || !o.resume_path.empty() ||
+                             !o.record_items_path.empty() || o.stop_after_steps > 0;
+    if (checkpoints && o.device == "cuda") {
+        std::cerr << "image_trainer: --checkpoint, --resume, --record-items and --stop-after-steps "
+                     "work with the CPU model only; use --device cpu (or auto)\n";
+        return 2;
+    }
     if (o.device == "cpu") {
         no_gpu = "--device cpu";
+    } else if (checkpoints) {
+        no_gpu = "checkpoints are of the CPU model";
     } else if (FERRY_TRAINER_GPU == 0 || !ferry::cuda::built_with_cuda()) {
         no_gpu = "this image_trainer was built without CUDA (FERRY_CUDA=OFF or no CUDA Toolkit)";
     } else if (ferry::cuda::device_count() == 0) {
@@ -391,6 +474,17 @@ int main(int argc, char** argv) {
         std::cerr << "--device cuda: cannot train on a GPU: " << no_gpu
                   << "; use --device cpu or auto\n";
         return 2;
+    }
+
+    // A checkpoint that cannot be read fails now, before any data is unpacked.
+    std::string checkpoint_bytes;
+    if (!o.resume_path.empty()) {
+        try {
+            checkpoint_bytes = read_checkpoint_file(o.resume_path);
+        } catch (const ferry::error& e) {
+            std::cerr << "image_trainer: cannot resume: " << e.what() << '\n';
+            return 2;
+        }
     }
 
     const fs::path root = !o.data_dir.empty()
@@ -448,7 +542,29 @@ int main(int argc, char** argv) {
         return 0;
     }
 #endif
+    std::optional<train_position> resume;
+    if (!o.resume_path.empty()) {
+        try {
+            resume = parse_checkpoint(checkpoint_bytes, model);
+        } catch (const ferry::error& e) {
+            std::cerr << "image_trainer: cannot resume from " << o.resume_path << ": " << e.what()
+                      << '\n';
+            return 2;
+        }
+        std::cout << "resuming from " << o.resume_path << ": epoch " << resume->epoch << "/"
+                  << o.epochs << ", step " << resume->step << ", item " << resume->loader.position()
+                  << " of the epoch" << std::endl;
+    }
     std::cout << "training on: cpu (" << no_gpu << ")" << std::endl;
-    train_on_cpu(data, model, o);
+    try {
+        train_on_cpu(data, model, o, resume);
+    } catch (const resume_error& e) {
+        std::cerr << "image_trainer: cannot resume from " << o.resume_path << ": " << e.what()
+                  << '\n';
+        return 2;
+    } catch (const ferry::error& e) {
+        std::cerr << "image_trainer: training failed: " << e.what() << '\n';
+        return 1;
+    }
     return 0;
 }

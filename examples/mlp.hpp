@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// The image trainer's model on the CPU: a small MLP (or softmax regression with `hidden` 0)
-/// trained by SGD with momentum. Shared by `image_trainer` and the GPU model's check, which holds
-/// the GPU model (image_trainer_gpu.hpp) to these numerics.
+/// trained by SGD with momentum, and its weights and momentum saved to and loaded from a stream.
+/// Shared by `image_trainer` and the GPU model's check, which holds the GPU model
+/// (image_trainer_gpu.hpp) to these numerics.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <istream>
+#include <ostream>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace ferry_examples {
@@ -122,10 +127,63 @@ struct mlp {
         return loss / static_cast<float>(n);
     }
 
+    /// Writes the weights and momentum buffers: a text line `ferry-mlp 1 <in> <hidden> <out>`,
+    /// then w1, b1, w2, b2, v_w1, v_b1, v_w2, v_b2 as raw floats. Raw, not decimal, so that a
+    /// loaded model is bit for bit the saved one and a resumed run takes the same steps; in this
+    /// machine's byte order, so a file moves only between machines of the same order.
+    void save(std::ostream& os) const {
+        os << "ferry-mlp 1 " << in << ' ' << hidden << ' ' << out << '\n';
+        for (const auto* v : arrays()) {
+            os.write(reinterpret_cast<const char*>(v->data()),
+                     static_cast<std::streamsize>(v->size() * sizeof(float)));
+        }
+    }
+
+    /// Reads what `save` wrote into this model, whose sizes it must have. Throws
+    /// `std::runtime_error` saying what is wrong: not a saved model, other sizes (both named),
+    /// or a file cut short.
+    void load(std::istream& is) {
+        std::string magic;
+        int version = 0;
+        int f_in = 0;
+        int f_hidden = 0;
+        int f_out = 0;
+        is >> magic >> version;
+        if (!is || magic != "ferry-mlp" || version != 1) {
+            throw std::runtime_error("the model is not a saved ferry-mlp 1 (header '" + magic +
+                                     "')");
+        }
+        is >> f_in >> f_hidden >> f_out;
+        if (!is || is.get() != '\n') throw std::runtime_error("the model's header is malformed");
+        if (f_in != in || f_hidden != hidden || f_out != out) {
+            throw std::runtime_error("the saved model is " + shape(f_in, f_hidden, f_out) +
+                                     ", this run's is " + shape(in, hidden, out) +
+                                     " (--size, --hidden and the class count must match)");
+        }
+        for (auto* v : arrays()) {
+            is.read(reinterpret_cast<char*>(v->data()),
+                    static_cast<std::streamsize>(v->size() * sizeof(float)));
+            if (!is) throw std::runtime_error("the saved model is cut short");
+        }
+    }
+
     int predict(const float* x) const {
         std::vector<float> h, logits(static_cast<std::size_t>(out));
         forward(x, h, logits.data());
         return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+
+  private:
+    /// The arrays `save` writes, in its order.
+    [[nodiscard]] std::vector<const std::vector<float>*> arrays() const {
+        return {&w1, &b1, &w2, &b2, &v_w1, &v_b1, &v_w2, &v_b2};
+    }
+    [[nodiscard]] std::vector<std::vector<float>*> arrays() {
+        return {&w1, &b1, &w2, &b2, &v_w1, &v_b1, &v_w2, &v_b2};
+    }
+    static std::string shape(int i, int h, int o) {
+        return h > 0 ? std::to_string(i) + "-" + std::to_string(h) + "-" + std::to_string(o)
+                     : std::to_string(i) + "-" + std::to_string(o);
     }
 };
 

@@ -55,6 +55,14 @@ struct trainer_options {
     int decoders = 1;  ///< decode + augment calls at once (--decode-concurrency, else threads)
     bool show_progress = false;
     std::string trace_path;  ///< --trace: where the training pipeline's spans go (Chrome JSON)
+
+    // Checkpoints (CPU model only).
+    std::string checkpoint_path;         ///< --checkpoint: written every `checkpoint_every` steps
+    std::size_t checkpoint_every = 100;  ///< --checkpoint-every: SGD steps between checkpoints
+    std::string resume_path;             ///< --resume: the checkpoint to continue from
+    std::string record_items_path;     ///< --record-items: each trained item's index appended here
+    std::size_t stop_after_steps = 0;  ///< --stop-after-steps: exit 3 after this step (a crash)
+
     ferry::pipeline_options popts;
 
     /// The learning rate of step `step` (from 0) of `steps`: `lr` throughout, or (cosine) from
@@ -125,6 +133,23 @@ inline std::optional<int> parse_command_line(int argc, char** argv, trainer_opti
     app.add_option("--trace", o.trace_path,
                    "write the training pipeline's call spans to this file (Chrome trace JSON, "
                    "for https://ui.perfetto.dev)");
+    app.add_option("--checkpoint", o.checkpoint_path,
+                   "every --checkpoint-every steps, save the model, the counters and the "
+                   "loader's position to this file (atomically: FILE.tmp, then renamed); CPU "
+                   "model only");
+    app.add_option("--checkpoint-every", o.checkpoint_every,
+                   "SGD steps between checkpoints (default 100)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--resume", o.resume_path,
+                   "continue from this checkpoint, mid-epoch, exactly where it was saved (the "
+                   "same data, --seed, --batch-size, --size, --hidden and ranks); CPU model only");
+    // Checks of the checkpoints, for the tests: hidden from --help.
+    app.add_option("--record-items", o.record_items_path,
+                   "append each trained item's dataset index to this file, a line each")
+        ->group("");
+    app.add_option("--stop-after-steps", o.stop_after_steps,
+                   "exit with status 3 right after this step of the run, saving nothing (a crash)")
+        ->group("");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

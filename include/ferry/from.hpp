@@ -21,6 +21,7 @@
 #include "ferry/input.hpp"
 #include "ferry/quarantine.hpp"
 #include "ferry/sampling.hpp"
+#include "ferry/state.hpp"
 
 namespace ferry {
 
@@ -100,9 +101,11 @@ template <class T, class Open>
 source_builder<T> make_source(
     Open open, std::function<std::uint64_t(std::uint64_t, std::uint64_t)> index_of = {},
     std::uint64_t seed = 0, std::function<source_cursor(std::uint64_t, std::uint64_t)> open_at = {},
-    std::optional<sampler_identity> identity = std::nullopt) {
-    source_spec spec{std::move(open),    {},      {}, std::move(index_of), seed,
-                     std::move(open_at), identity};
+    std::optional<sampler_identity> identity = std::nullopt,
+    std::function<source_cursor(const pipeline_state&)> open_resumed = {}) {
+    source_spec spec{std::move(open),         {},      {},
+                     std::move(index_of),     seed,    std::move(open_at),
+                     std::move(open_resumed), identity};
     if constexpr (describable<T>) {
         spec.describe = [](any_value& v, std::string& out) { describe_into(v.get<T>(), out); };
     }
@@ -141,6 +144,22 @@ source_cursor sampled_cursor(std::shared_ptr<R> holder, const sampler& order, st
         out.emplace<T>(
             std::ranges::begin(*st->holder)[static_cast<std::ranges::range_difference_t<R>>(i)]);
         ++st->next;
+        return true;
+    };
+}
+
+/// A cursor over this rank's share of the rest of a merged epoch, from position `from` on.
+template <class R>
+source_cursor resumed_cursor(std::shared_ptr<R> holder,
+                             std::shared_ptr<const resumed_sampler> share, std::uint64_t from) {
+    using T = std::ranges::range_value_t<R>;
+    auto next = std::make_shared<std::uint64_t>(std::min(from, share->size()));
+    return [holder = std::move(holder), share = std::move(share), next](any_value& out) {
+        if (*next == share->size()) return false;
+        const auto i = share->index(*next);
+        out.emplace<T>(
+            std::ranges::begin(*holder)[static_cast<std::ranges::range_difference_t<R>>(i)]);
+        ++*next;
         return true;
     };
 }
@@ -240,9 +259,18 @@ template <class R>
     auto order = [holder, options] {
         return sampler(static_cast<std::uint64_t>(std::ranges::size(*holder)), options);
     };
+    // The rest of a merged epoch, when the pipeline resumes from one (set once, when that
+    // epoch opens, before any stage runs).
+    auto resumed = std::make_shared<std::shared_ptr<const resumed_sampler>>();
     // item_info::index: the sampler's index of each position (only for stages that ask).
-    auto index_of = [order](std::uint64_t epoch, std::uint64_t position) {
+    auto index_of = [order, resumed](std::uint64_t epoch, std::uint64_t position) {
+        if (*resumed && (*resumed)->epoch() == epoch) return (*resumed)->index(position);
         return order().index(epoch, position);
+    };
+    auto open_resumed = [holder, options, resumed](const pipeline_state& st) {
+        auto share = std::make_shared<const resumed_sampler>(st, options.rank, options.world_size);
+        *resumed = share;
+        return detail::resumed_cursor(holder, std::move(share), st.position());
     };
     // A resume opens the epoch at its position in O(1); the identity lets it check that the
     // saved state is this dataset's.
@@ -253,7 +281,8 @@ template <class R>
         [holder, order](std::uint64_t epoch) {
             return detail::sampled_cursor(holder, order(), epoch);
         },
-        std::move(index_of), options.seed, std::move(open_at), order().identity());
+        std::move(index_of), options.seed, std::move(open_at), order().identity(),
+        std::move(open_resumed));
 }
 
 }  // namespace ferry

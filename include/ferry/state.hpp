@@ -16,6 +16,37 @@
 
 namespace ferry {
 
+class pipeline_state;
+
+/// One rank's share of the rest of a merged epoch (see `pipeline_state::merge`), as dataset
+/// indices: what `ferry::from(dataset, sampling)` delivers when it resumes from a merged state,
+/// for users who build their own source. The rest is every position of the saved world's epoch
+/// that its ranks had not delivered, in the saved epoch's order; rank `rank` of `world_size`
+/// takes the rest's positions `rank, rank + world_size, ...` and, with `remainder::pad`, starts
+/// the rest over to even the counts. Memory: O(saved world size x the spread of its ranks'
+/// positions).
+class FERRY_API resumed_sampler {
+  public:
+    /// Throws `ferry::invalid_argument` for a state that is not merged (nor taken while a merged
+    /// epoch ran), or a rank not below `world_size`.
+    resumed_sampler(const pipeline_state& merged, std::size_t rank, std::size_t world_size);
+    /// Items of this rank's share.
+    [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
+    /// The dataset index at position `i` (< size()) of this rank's share.
+    [[nodiscard]] std::uint64_t index(std::uint64_t i) const;
+    /// The merged epoch.
+    [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
+
+  private:
+    std::uint64_t epoch_ = 0;
+    std::vector<sampler> ranks_;            ///< the saved world's samplers, by rank
+    std::uint64_t first_ = 0;               ///< every position before it was delivered
+    std::vector<std::uint64_t> delivered_;  ///< sorted positions delivered at or after first_
+    std::uint64_t rest_ = 0;                ///< positions not delivered
+    std::size_t rank_ = 0, world_size_ = 1;
+    std::uint64_t size_ = 0;
+};
+
 /// Where an ordered pipeline's epoch stands between two `next()` calls: small (O(1), whatever the
 /// dataset), copyable, and the same whatever the thread count or concurrency.
 ///
@@ -73,6 +104,27 @@ class FERRY_API pipeline_state {
     /// blob that is not one (empty, another format or version, a missing or malformed field).
     [[nodiscard]] static pipeline_state parse(std::string_view text);
 
+    /// Merges the states of every rank of one distributed run, taken at the same training step
+    /// (any order), into one state that a run at any world size resumes from: built with
+    /// `ferry::sampling{.rank = r, .world_size = w}` (w may differ from the saved run's) and
+    /// `.resume_from = merged`, rank r of w delivers its even share of what the saved ranks
+    /// had not delivered of the epoch, so that each item of the epoch is delivered exactly once
+    /// over the old and the new run together (up to the padding rule: `remainder::pad` evens
+    /// the new shares by repeating from the rest's start, `drop` cuts them). An item partly
+    /// delivered (a save between two outputs of a flat_map) is delivered again whole. Later
+    /// epochs are the new world's usual ones.
+    ///
+    /// Throws `ferry::invalid_argument` unless the states are of one sampled pipeline (same
+    /// dataset size, seed, shuffle, remainder and stages), one per rank 0..w-1 of one world, at
+    /// the same epoch, and none was itself resumed from a merged state mid-epoch.
+    [[nodiscard]] static pipeline_state merge(const std::vector<pipeline_state>& states);
+    /// For a merged state: the saved world's ranks' positions (index: rank); empty otherwise.
+    [[nodiscard]] const std::vector<std::uint64_t>& rank_positions() const noexcept {
+        return ranks_;
+    }
+    /// True for a state made by `merge` (any rank of any world may resume from it).
+    [[nodiscard]] bool merged() const noexcept { return merged_; }
+
     /// Member-wise equality.
     friend bool operator==(const pipeline_state&, const pipeline_state&) = default;
     /// Writes `serialize()`.
@@ -80,10 +132,22 @@ class FERRY_API pipeline_state {
         return os << s.serialize();
     }
 
+    /// For a merged state, or one taken while a merged epoch runs on a new world: the saved
+    /// world's sampler (any rank's identity, with rank 0).
+    [[nodiscard]] const std::optional<sampler_identity>& saved_sampler() const noexcept {
+        return merged_ ? sampler_ : merged_sampler_;
+    }
+
     // Set by the engine (and by tests that need a particular state).
     void set_sampler(std::optional<sampler_identity> s) { sampler_ = s; }
     void set_failed(std::uint64_t n) noexcept { failed_ = n; }
     void set_shape(std::string s) { shape_ = std::move(s); }
+    /// Marks a state taken while a merged epoch runs: the saved world's positions and sampler.
+    void set_resumed_from(std::vector<std::uint64_t> ranks, sampler_identity saved) {
+        ranks_ = std::move(ranks);
+        merged_sampler_ = saved;
+        merged_ = false;
+    }
 
   private:
     std::uint64_t epoch_ = 0;
@@ -92,6 +156,13 @@ class FERRY_API pipeline_state {
     std::optional<sampler_identity> sampler_;
     std::uint64_t failed_ = 0;
     std::string shape_;
+    /// merge(): the saved ranks' positions, and whether this is the merged state itself (true)
+    /// or a state taken while its epoch runs on a new world (false, with the new rank's
+    /// position and sampler).
+    std::vector<std::uint64_t> ranks_;
+    bool merged_ = false;
+    /// The saved world's sampler, for a state taken while a merged epoch runs.
+    std::optional<sampler_identity> merged_sampler_;
 };
 
 }  // namespace ferry

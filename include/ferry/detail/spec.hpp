@@ -57,6 +57,9 @@ struct source_spec {
     /// Optional: opens epoch `e` at `position` directly (a sampled source: O(1)), for a resume.
     /// Empty: the engine opens the epoch and pulls and drops `position` elements.
     std::function<source_cursor(std::uint64_t e, std::uint64_t position)> open_at;
+    /// Optional (a sampled source): opens the rest of a merged epoch for this rank, from the
+    /// state's position (`pipeline_state::merge`, `resumed_sampler`).
+    std::function<source_cursor(const pipeline_state& st)> open_resumed;
     /// A sampled source's identity, saved in `pipeline_state` and checked on resume.
     std::optional<sampler_identity> identity;
 };
