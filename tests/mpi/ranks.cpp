@@ -198,11 +198,11 @@ void sample(const ferry::world& w, const std::string& state_file,
                "gather_states: element " + std::to_string(r) + " is not rank " + std::to_string(r) +
                    "'s state");
     }
-#if FERRY_TEST_ELASTIC
-    std::ofstream(state_file) << ferry::pipeline_state::merge(states).serialize() << '\n';
-#else
-    static_cast<void>(state_file);
-#endif
+    const auto merged = ferry::pipeline_state::merge(states);
+    expect(merged.merged() &&
+               merged.rank_positions() == std::vector<std::uint64_t>(w.size, save_after * batch),
+           "merge: " + merged.serialize());
+    std::ofstream(state_file) << merged.serialize() << '\n';
     std::ofstream out(delivered_file);
     for (const auto& text : all_delivered) out << text;
     out << '\n';
@@ -232,6 +232,15 @@ void resume(const ferry::world& w, const std::string& state_file,
     std::size_t after = 0;
     for (std::size_t r = 0; r < rest.size(); ++r) {
         const auto mine = split(rest[r]);
+        // Exactly this rank's share of the rest, in the order resumed_sampler gives.
+        const ferry::resumed_sampler share(merged, r, w.size);
+        std::vector<int> want;
+        for (std::uint64_t i = 0; i < share.size(); ++i) {
+            want.push_back(static_cast<int>(share.index(i)));
+        }
+        expect(mine == want,
+               "resume: rank " + std::to_string(r) + " delivered " + std::to_string(mine.size()) +
+                   " items, not its share of the rest (" + std::to_string(want.size()) + ")");
         expect(mine.size() == split(rest[0]).size(),
                "resume: rank " + std::to_string(r) + " delivered " + std::to_string(mine.size()) +
                    " items, rank 0 " + std::to_string(split(rest[0]).size()));
