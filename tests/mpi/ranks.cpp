@@ -265,9 +265,25 @@ void resume(const ferry::world& w, const std::string& state_file,
 
 }  // namespace
 
+/// Whether `f` throws a ferry::error with `code` whose message says `says`.
+template <class F>
+bool throws(F&& f, ferry::errc code, const std::string& says) {
+    try {
+        f();
+    } catch (const ferry::error& e) {
+        return e.code() == code && std::string(e.what()).find(says) != std::string::npos;
+    }
+    return false;
+}
+
 int main(int argc, char** argv) {
     try {
+        // Before MPI is initialised: an error that says what to do, not MPI's abort.
+        const bool before_ok = throws([] { (void)ferry::mpi::world(); },
+                                      ferry::errc::invalid_argument, "make a ferry::mpi::session");
         ferry::mpi::session mpi(argc, argv);
+        expect(before_ok, "world() before the session did not throw invalid_argument");
+        expect(mpi.owns(), "the session did not initialise MPI");
         const std::vector<std::string> args(argv + 1, argv + argc);
         if (args.size() != 3 || (args[0] != "sample" && args[0] != "resume")) {
             std::cerr << "usage: ranks sample|resume <merged state file> <delivered file>\n";
