@@ -160,6 +160,8 @@ test_mode() {
         done_parts+=("shared: package")
     fi
 
+    # Not the mpi tests (label mpi, run in build/ above): LeakSanitizer reports Open MPI's own
+    # allocations that it keeps past MPI_Finalize, in every rank.
     sanitizer_build build-asan "address;undefined"
     step "ctest build-asan/ -L 'engine|ops|cuda|http' (ASan + UBSan)"
     ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
