@@ -89,6 +89,8 @@ class FerryConan(ConanFile):
         # HTTP and CUDA default to AUTO in CMake; a package says ON or OFF, never "if found".
         tc.cache_variables["FERRY_HTTP"] = "ON" if self.options.http else "OFF"
         tc.cache_variables["FERRY_CUDA"] = "ON" if self.options.cuda else "OFF"
+        # ferry::mpi has no option yet: never built, whatever MPI the build machine has.
+        tc.cache_variables["FERRY_MPI"] = "OFF"
         tc.cache_variables["FERRY_BUILD_TESTS"] = False
         tc.cache_variables["FERRY_BUILD_EXAMPLES"] = False
         tc.cache_variables["FERRY_BUILD_PERF"] = False

@@ -173,6 +173,16 @@ if(TARGET ferry_http)
     STATIC_MODULES "libcurl >= 7.68")
 endif()
 
+if(TARGET ferry_mpi)
+  # MPI implementations name their .pc files differently (ompi-cxx, mpich): libmpi by file.
+  _ferry_pc_link_flags(_ferry_pc_mpi ${MPI_CXX_LIBRARIES})
+  ferry_pkgconfig_file(ferry-mpi TARGET ferry_mpi
+    DESCRIPTION "ferry's ranks over MPI: session, world, agree_seed, gather_states (ferry::mpi)"
+    REQUIRES "ferry-core = ${PROJECT_VERSION}"
+    STATIC_LIBS "${_ferry_pc_mpi}"
+    NOTE "MPI has no one .pc name: Libs.private names the MPI library ferry was built with.")
+endif()
+
 # ferry::cuda always exists (without CUDA, a stub whose to_cuda() fails at build()). The CUDA
 # runtime has no .pc file on Debian (nor in NVIDIA's toolkit): a static libferry_cuda.a lists
 # -lcudart with the toolkit's library folder it was built against.

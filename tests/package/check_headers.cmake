@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # ctest package.headers (cmake -P): every installed public header compiles on its own, with
 # nothing but the C++ standard library and ferry's include directory, and includes no TBB,
-# FFmpeg, OpenCV, image codec, curl, CUDA or DLPack header, directly or not (STYLE.md: public
-# headers include none of them; ferry/cuda.hpp neither, it declares what it needs).
+# FFmpeg, OpenCV, image codec, curl, CUDA, MPI or DLPack header, directly or not (STYLE.md: public
+# headers include none of them; ferry/cuda.hpp and ferry/mpi.hpp neither, they declare what they
+# need).
 #   -DCXX=<compiler> -DINCLUDE_DIR=<prefix>/include
 foreach(_v CXX INCLUDE_DIR)
   if(NOT DEFINED ${_v})
@@ -14,7 +15,7 @@ list(SORT _headers)
 if(NOT _headers)
   message(FATAL_ERROR "no headers under ${INCLUDE_DIR}/ferry")
 endif()
-set(_forbidden "tbb|libav|libsw|opencv|curl|cuda_runtime|/cuda\\.h|/cuda/|dlpack|jpeglib|turbojpeg|/png\\.h|webp")
+set(_forbidden "tbb|libav|libsw|opencv|curl|cuda_runtime|/cuda\\.h|/cuda/|dlpack|jpeglib|turbojpeg|/png\\.h|webp|/mpi\\.h|openmpi|mpich")
 set(_failed "")
 foreach(_h IN LISTS _headers)
   # -H lists every header the compiler opens, one per line, dots for the depth.
@@ -41,4 +42,4 @@ if(_failed)
 endif()
 list(LENGTH _headers _n)
 message(STATUS "ok: ${_n} public headers compile alone and include no TBB, FFmpeg, OpenCV, "
-               "codec, curl, CUDA or DLPack header")
+               "codec, curl, CUDA, MPI or DLPack header")

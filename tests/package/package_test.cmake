@@ -17,10 +17,10 @@
 # with every component this build made. package.links configures tests/package/links/, which
 # fails when an installed library other than ferry::ferry depends on the engine or on oneTBB;
 # package.headers compiles each installed public header alone and fails on any TBB, FFmpeg,
-# OpenCV, codec, curl, CUDA or DLPack include.
+# OpenCV, codec, curl, CUDA, MPI or DLPack include.
 # package.find.<set>: tests/package/components/ asks for one set of components (none, i.e. core
-# and the engine; image; video; http), with CMake's finding of TBB and CUDA disabled where the
-# set does not need them, and builds and runs a program for each. package.find.unknown_component
+# and the engine; image; video; http; mpi), with CMake's finding of TBB, CUDA and MPI disabled
+# where the set does not need them, and builds and runs a program for each. package.find.unknown_component
 # asks for one that does not exist and must fail naming it; package.find.not_built asks the
 # minimal ferry package.subdirectory built for a component it was built without.
 # package.build_tree: the same project against this build folder's own export.
@@ -71,7 +71,7 @@ add_test(NAME package.configure
           -DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON)
 # The components this build made, which the links check requires find_package to find.
 set(_ferry_pkg_components "")
-foreach(_c IN ITEMS IMAGE VIDEO HTTP_ENABLED CUDA_ENABLED)
+foreach(_c IN ITEMS IMAGE VIDEO HTTP_ENABLED MPI_ENABLED CUDA_ENABLED)
   if(FERRY_${_c})
     string(REGEX REPLACE "_ENABLED$" "" _c "${_c}")
     string(TOLOWER "${_c}" _c)
@@ -145,11 +145,11 @@ endfunction()
 set(_ferry_pkg_components_src "${CMAKE_CURRENT_LIST_DIR}/components")
 set(_ferry_pkg_find_options ${_ferry_pkg_options} "-DCMAKE_BUILD_TYPE=$<CONFIG>"
   "-DCMAKE_PREFIX_PATH=${_ferry_pkg_prefix}" "-DFERRY_EXPECTED_PREFIX=${_ferry_pkg_prefix}")
-# No COMPONENTS: core and the engine, and CUDA never looked for (it would be found here, and a
-# static CUDA build's config once always looked for it). image, video, http alone: neither TBB
-# nor CUDA looked for.
+# No COMPONENTS: core and the engine, and neither CUDA nor MPI looked for (they would be found
+# here, and a static CUDA build's config once always looked for it). image, video, http, mpi
+# alone: neither TBB nor CUDA looked for, nor MPI but for mpi.
 set(_ferry_pkg_sets core_engine)
-foreach(_c IN ITEMS IMAGE VIDEO HTTP_ENABLED)
+foreach(_c IN ITEMS IMAGE VIDEO HTTP_ENABLED MPI_ENABLED)
   if(FERRY_${_c})
     string(REGEX REPLACE "_ENABLED$" "" _c "${_c}")
     string(TOLOWER "${_c}" _c)
@@ -164,6 +164,9 @@ foreach(_set IN LISTS _ferry_pkg_sets)
     set(_asked ${_set})
     set(_disabled -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCMAKE_DISABLE_FIND_PACKAGE_TBB=ON)
   endif()
+  if(NOT _set STREQUAL "mpi")
+    list(APPEND _disabled -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON)
+  endif()
   _ferry_pkg_project(package.find.${_set} "${_ferry_pkg_components_src}"
     "${_ferry_pkg_root}/find-${_set}" ${_ferry_pkg_find_options} ${_disabled}
     "-DFERRY_COMPONENTS=${_asked}")
@@ -176,10 +179,10 @@ set(_ferry_pkg_sp "[ \n]+")
 add_test(NAME package.find.unknown_component
   COMMAND ${CMAKE_COMMAND} -S "${_ferry_pkg_components_src}"
           -B "${_ferry_pkg_root}/find-unknown" ${_ferry_pkg_generator_args}
-          ${_ferry_pkg_find_options} -DFERRY_COMPONENTS=ferry,mpi)
+          ${_ferry_pkg_find_options} -DFERRY_COMPONENTS=ferry,nccl)
 set_tests_properties(package.find.unknown_component PROPERTIES
   LABELS "package" TIMEOUT 120 FIXTURES_REQUIRED ferry_pkg_installed
-  FAIL_REGULAR_EXPRESSION "Configuring done" PASS_REGULAR_EXPRESSION "ferry${_ferry_pkg_sp}has${_ferry_pkg_sp}no${_ferry_pkg_sp}component${_ferry_pkg_sp}'mpi'")
+  FAIL_REGULAR_EXPRESSION "Configuring done" PASS_REGULAR_EXPRESSION "ferry${_ferry_pkg_sp}has${_ferry_pkg_sp}no${_ferry_pkg_sp}component${_ferry_pkg_sp}'nccl'")
 
 # This build folder's own export: find_package(ferry) with -Dferry_DIR=<build>, nothing installed.
 set(_ferry_pkg_tree_components ferry)

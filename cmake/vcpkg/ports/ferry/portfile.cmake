@@ -7,7 +7,8 @@
 cmake_path(SET SOURCE_PATH NORMALIZE "${CURRENT_PORT_DIR}/../../../..")
 
 # Each feature turns its FERRY_* option ON, its absence OFF: vcpkg never leaves HTTP or CUDA to
-# ferry's AUTO detection, so a build depends only on the features asked for.
+# ferry's AUTO detection, so a build depends only on the features asked for. ferry::mpi has no
+# feature yet: always off.
 vcpkg_check_features(OUT_FEATURE_OPTIONS FEATURE_OPTIONS
     FEATURES
         image FERRY_IMAGE
@@ -26,6 +27,7 @@ vcpkg_cmake_configure(
     SOURCE_PATH "${SOURCE_PATH}"
     OPTIONS
         ${FEATURE_OPTIONS}
+        -DFERRY_MPI=OFF
         -DFERRY_BUILD_TESTS=OFF
         -DFERRY_BUILD_EXAMPLES=OFF
         -DFERRY_BUILD_PERF=OFF
