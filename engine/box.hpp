@@ -72,6 +72,10 @@ struct alignas(64) box {
     /// (`end`: the consumer's position once it has taken this output).
     resume_point start;
     resume_point end;
+    /// An unordered pipeline's batch: the positions of its items (a single item's is its
+    /// `source_index`, not listed).
+    std::vector<std::uint64_t> covers;
+    bool cancelled = false;  ///< dropped unprocessed: not done
 };
 
 using msg = box*;
@@ -158,6 +162,8 @@ class box_pool {
             b.items = 0;
             b.credits = 0;
             b.kind = msg_kind::value;
+            b.cancelled = false;
+            b.covers.clear();
             free_.push_back(&b);
         }
         return stranded;
@@ -170,6 +176,8 @@ class box_pool {
         b->items = 0;
         b->credits = 0;
         b->kind = msg_kind::value;
+        b->cancelled = false;
+        b->covers.clear();
     }
 
     tbb::spin_mutex mutex_;

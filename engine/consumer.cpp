@@ -92,6 +92,7 @@ bool pipeline_runtime::next(any_value& out) {
             case msg_kind::value:
                 out = std::move(m->value);
                 frontier_ = m->end;
+                if (tracker_) tracker_->done(*m);
                 // Only this thread writes these (under control_mutex_): no locked instruction.
                 bump_owned(ledger_.delivered, m->items);
                 bump_owned(ledger_.outputs, 1);

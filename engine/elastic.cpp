@@ -64,6 +64,11 @@ pipeline_state pipeline_state::merge(const std::vector<pipeline_state>& states) 
                 "a state taken while an epoch resumed from a merged state runs cannot be "
                 "merged again; finish that epoch first");
         }
+        if (!s.done_.empty()) {
+            refuse(
+                "the states are of an unordered pipeline, with items done past their "
+                "positions; merge takes ordered pipelines' states");
+        }
         if (!seen.insert(s.sampler_->rank).second) {
             refuse("two states of rank " + std::to_string(s.sampler_->rank));
         }

@@ -101,6 +101,7 @@ std::string pipeline_state::serialize() const {
     out += " epoch=" + std::to_string(epoch_);
     out += " position=" + std::to_string(position_);
     out += " children=" + join_numbers(children_);
+    if (!done_.empty()) out += " done=" + join_numbers(done_);
     out += " failed=" + std::to_string(failed_);
     out += " shape=" + shape_;
     if (sampler_) out += " sampler=" + sampler_text(*sampler_);
@@ -143,6 +144,9 @@ pipeline_state pipeline_state::parse(std::string_view text) {
         for (const auto part : split(c, ',')) st.children_.push_back(number("children", part));
     }
     st.failed_ = number("failed", get("failed"));
+    if (const auto it = f.find("done"); it != f.end()) {
+        for (const auto part : split(it->second, ',')) st.done_.push_back(number("done", part));
+    }
     st.shape_ = std::string(get("shape"));
     if (const auto it = f.find("sampler"); it != f.end()) st.sampler_ = parse_sampler(it->second);
     if (const auto it = f.find("ranks"); it != f.end()) {
@@ -157,7 +161,7 @@ pipeline_state pipeline_state::parse(std::string_view text) {
     for (const auto& [key, value] : f) {
         if (key != "epoch" && key != "position" && key != "children" && key != "failed" &&
             key != "shape" && key != "sampler" && key != "ranks" && key != "merged" &&
-            key != "saved") {
+            key != "saved" && key != "done") {
             bad("unknown field '" + std::string(key) + "'");
         }
     }

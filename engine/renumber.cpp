@@ -57,6 +57,14 @@ void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
     std::uint64_t items = 0;
     std::uint64_t credits = 0;
     for (msg b : st.batch_items) {
+        if (tracker_) {
+            // Unordered: the batch's items are any; it lists their positions.
+            if (b->covers.empty()) {
+                first->covers.push_back(b->source_index);
+            } else if (b != first) {
+                first->covers.insert(first->covers.end(), b->covers.begin(), b->covers.end());
+            }
+        }
         values.push_back(std::move(b->value));
         items += b->items;
         credits += b->credits;

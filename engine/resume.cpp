@@ -12,6 +12,7 @@
 /// state's position, and the expansion that meets the box starting there skips the outputs the
 /// state counts; from there on, an ordered pipeline makes exactly what the saved run would have.
 
+#include <algorithm>
 #include <sstream>
 
 #include "runtime.hpp"
@@ -44,16 +45,27 @@ std::string describe(const sampler_identity& s) {
     throw invalid_argument("resume_from: " + why);
 }
 
+constexpr const char* unordered_expansion =
+    "an unordered pipeline (ordered = false on the pipeline or a stage) with flat_map or "
+    "unbatch cannot tell which outputs of an item were delivered: it has no state to resume "
+    "from";
+
 }  // namespace
 
 void pipeline_runtime::take_resume_state() {
     shape_ = shape_of(stages_);
+    expands_ = std::any_of(stages_.begin(), stages_.end(), [](const stage_runtime& s) {
+        return s.spec.kind == stage_kind::flat_map || s.spec.kind == stage_kind::unbatch;
+    });
+    // Unordered: which positions are done is a set, kept as they are delivered or left.
+    if (!plan_.output_ordered && !expands_) tracker_ = std::make_unique<done_tracker>();
     if (!opts_.resume_from) return;
     const pipeline_state& st = *opts_.resume_from;
-    if (!plan_.output_ordered) {
+    if (!plan_.output_ordered && expands_) refuse(unordered_expansion);
+    if (plan_.output_ordered && !st.done().empty()) {
         refuse(
-            "an unordered pipeline (ordered = false on the pipeline or a stage) cannot resume "
-            "from a state");
+            "the state was saved by an unordered pipeline (it lists items done past its "
+            "position); this one is ordered");
     }
     if (!st.shape().empty() && st.shape() != shape_) {
         refuse("the state was saved by a pipeline of stages '" + st.shape() + "', this one has '" +
@@ -123,8 +135,13 @@ source_cursor pipeline_runtime::open_epoch() {
     frontier_ = at;
     resume_at_ = at;
     resume_active_ = at.depth > 0;
-    carried_produced_ = st.position();
+    carried_produced_ = st.position() + st.done().size();
     carried_failed_ = st.failed();
+    if (tracker_) {
+        tracker_->reset(st.position(), st.done());
+        resume_done_ = st.done();
+        resume_done_next_ = 0;
+    }
     if (!st.rank_positions().empty()) {
         // The rest of a merged epoch: this rank's share of it.
         resumed_from_ranks_ = st.rank_positions();
@@ -143,15 +160,25 @@ source_cursor pipeline_runtime::open_epoch() {
 }
 
 pipeline_state pipeline_runtime::state() const {
-    if (!plan_.output_ordered) {
-        throw invalid_argument(
-            "pipeline::state(): an unordered pipeline (ordered = false on the pipeline or a "
-            "stage) has no single position to resume from");
+    if (!plan_.output_ordered && expands_) {
+        throw invalid_argument(std::string("pipeline::state(): ") + unordered_expansion);
     }
     std::lock_guard lock(control_mutex_);
     pipeline_state out;
     if (resume_) return *resume_;  // built to resume, no epoch started yet
-    if (epoch_running_) {
+    if (epoch_running_ && tracker_) {
+        auto [position, done] = tracker_->snapshot();
+        std::uint64_t failed = carried_failed_;
+        for (const auto& f : ledger_.failures()) {
+            if (f.epoch == epoch_ && f.stage != "source" &&
+                (f.item < position || std::binary_search(done.begin(), done.end(), f.item))) {
+                failed += f.items;
+            }
+        }
+        out = pipeline_state(epoch_, position);
+        out.set_done(std::move(done));
+        out.set_failed(failed);
+    } else if (epoch_running_) {
         if (frontier_.depth == resume_point::too_deep) {
             throw invalid_argument(
                 "pipeline::state(): the last output went through more than " +

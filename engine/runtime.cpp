@@ -129,7 +129,7 @@ void pipeline_runtime::start_epoch() {
         std::lock_guard lock(source_mutex_);
         cursor_ = std::move(cursor);
         source_seq_ = 0;
-        source_base_ = frontier_.position;  // 0, or a resumed epoch's position
+        source_pos_ = frontier_.position;  // 0, or a resumed epoch's position
         source_open_ = true;
     }
     // fast_start: admit only what the first output needs until the consumer has taken it, so
@@ -160,7 +160,10 @@ void pipeline_runtime::finish_epoch() {
     carried_produced_ = 0;
     carried_failed_ = 0;
     resumed_from_ranks_.clear();
+    resume_done_.clear();
+    resume_done_next_ = 0;
     frontier_ = resume_point{};
+    if (tracker_) tracker_->reset(0, {});
     ++epoch_;
     log_.flush();
 }

@@ -58,6 +58,7 @@
 #include "box.hpp"
 #include "counters.hpp"
 #include "deadlines.hpp"
+#include "done_tracker.hpp"
 #include "failure_log.hpp"
 #include "ferry/detail/spec.hpp"
 #include "ferry/item.hpp"
@@ -138,6 +139,7 @@ class pipeline_runtime final : public runtime {
     /// Turns an element that will not be processed into a gap, so no later stage ever sees a
     /// value of the wrong type; its items are cancelled here, where they are dropped.
     void drop_unprocessed(msg m) noexcept {
+        m->cancelled = true;  // not done: an unordered pipeline's state leaves it to do again
         ledger_.cancelled.fetch_add(m->items, std::memory_order_relaxed);
         m->items = 0;
         m->value.reset();
@@ -242,6 +244,7 @@ class pipeline_runtime final : public runtime {
     void deliver(msg m) { out_->push(m); }
     /// A gap leaves the graph: its box goes back, its credits too.
     void retire_gap(msg m) {
+        if (tracker_ && !m->cancelled) tracker_->done(*m);
         const auto credits = m->credits;
         pool_.release(m);
         return_credits(credits);
@@ -258,6 +261,11 @@ class pipeline_runtime final : public runtime {
     void flush_consumer_credits();
     /// The consumer is done with `m`: its box goes back to the pool with the next credits.
     void consumer_release(msg m);
+
+    // source.cpp
+    /// Pulls and drops the items at the positions `resume_done_` lists next; false when the
+    /// source ended meanwhile.
+    bool skip_done_positions();
 
     // resume.cpp
     /// Construction: checks `opts_.resume_from` against this pipeline and makes it the first
@@ -317,8 +325,12 @@ class pipeline_runtime final : public runtime {
     alignas(64) std::mutex source_mutex_;
     source_cursor cursor_;
     bool source_open_ = false;
-    std::uint64_t source_seq_ = 0;    ///< messages of this epoch so far
-    std::uint64_t source_base_ = 0;   ///< the position of the epoch's first item (resume)
+    std::uint64_t source_seq_ = 0;  ///< messages of this epoch so far
+    std::uint64_t source_pos_ = 0;  ///< the position of the next item in the epoch
+    /// Resuming an unordered pipeline: positions past the start done before the save (sorted),
+    /// and the next one to skip.
+    std::vector<std::uint64_t> resume_done_;
+    std::size_t resume_done_next_ = 0;
     std::vector<box*> source_boxes_;  ///< free boxes taken from the pool in bulk
     std::atomic<bool> source_busy_{false};
     std::string last_input_;  ///< the last item's description, for a source failure's message
@@ -370,6 +382,10 @@ class pipeline_runtime final : public runtime {
     /// While the rest of a merged epoch runs: the saved world's positions and sampler.
     std::vector<std::uint64_t> resumed_from_ranks_;
     sampler_identity resumed_from_sampler_;
+    /// An unordered pipeline's done positions (null for an ordered one, or one with flat_map or
+    /// unbatch, whose outputs of one item it cannot tell apart).
+    std::unique_ptr<done_tracker> tracker_;
+    bool expands_ = false;  ///< some stage is a flat_map or unbatch
 
     // Pipeline-level samples: was the in-flight limit reached?
     mutable std::mutex sample_mutex_;

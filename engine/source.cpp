@@ -17,8 +17,8 @@ bool pipeline_runtime::source_pull(msg& out) {
     source_boxes_.pop_back();
     b->credits = 1;
     // seq counts this epoch's messages from 0; the item's position in the epoch starts later
-    // in a resumed epoch.
-    const std::uint64_t position = source_base_ + source_seq_;
+    // in a resumed epoch, and skips what an unordered pipeline had done past it.
+    const std::uint64_t position = source_pos_;
     b->seq = source_seq_;
     b->source_index = position;
     b->start = resume_point{position};
@@ -33,7 +33,7 @@ bool pipeline_runtime::source_pull(msg& out) {
     bool excluded = false;
     try {
         const call_scope scope(&stopping_, &aborting_);
-        got = cursor_(b->value);
+        got = skip_done_positions() && cursor_(b->value);
         // Named now, while the element is what the source made: a stage that fails it later
         // sees only what the stages before it turned it into.
         if (got && name_item) {
@@ -62,6 +62,7 @@ bool pipeline_runtime::source_pull(msg& out) {
         w.add(&counter_shard::failed);
         source_open_ = false;
         ++source_seq_;
+        ++source_pos_;
         admission_.issued();
         w.add(&counter_shard::emitted);
         out = b;
@@ -71,6 +72,10 @@ bool pipeline_runtime::source_pull(msg& out) {
     if (got) {
         b->kind = msg_kind::value;
         b->items = 1;
+        b->source_index = source_pos_;  // past the positions skipped
+        b->start = resume_point{source_pos_};
+        b->end = resume_point{source_pos_ + 1};
+        ++source_pos_;
         ++source_seq_;
         bump_owned(ledger_.produced, 1);
         if (name_item) last_input_ = b->input;
@@ -89,6 +94,19 @@ bool pipeline_runtime::source_pull(msg& out) {
     admission_.issued();
     w.add(&counter_shard::emitted);
     out = b;
+    return true;
+}
+
+bool pipeline_runtime::skip_done_positions() {
+    // Resuming an unordered pipeline: the items it had done past the state's position are pulled
+    // and dropped (the source's own order says which comes where).
+    while (resume_done_next_ < resume_done_.size() &&
+           resume_done_[resume_done_next_] == source_pos_) {
+        any_value dropped;
+        if (!cursor_(dropped)) return false;
+        ++resume_done_next_;
+        ++source_pos_;
+    }
     return true;
 }
 

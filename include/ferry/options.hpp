@@ -193,8 +193,9 @@ struct pipeline_options {
     std::filesystem::path quarantine{};
     /// A state saved by `pipeline::state()` (read back with `pipeline_state::parse`): the first
     /// epoch continues from there, exactly where the saved run stood (see `pipeline_state`).
-    /// `build()` throws `ferry::invalid_argument` when it does not fit this pipeline: another
-    /// dataset size, seed, rank or world size, another shape of stages, or unordered output.
+    /// `build()` throws `ferry::invalid_argument` when it does not fit this pipeline (another
+    /// dataset size, seed, rank or world size, another shape of stages), and for an unordered
+    /// pipeline with a flat_map or unbatch.
     std::optional<pipeline_state> resume_from{};
 };
 

@@ -107,9 +107,10 @@ class pipeline {
 
     /// Where the epoch stands, between two `next()` calls (or two loop iterations): the state to
     /// save with a checkpoint and pass to `build({.resume_from = ...})` after a restart (see
-    /// `ferry::pipeline_state`). Outside an epoch, the start of the next one. Throws
-    /// `ferry::invalid_argument` for an unordered pipeline (`ordered = false` on the pipeline
-    /// or on a stage), whose position is not one number.
+    /// `ferry::pipeline_state`). Outside an epoch, the start of the next one. An unordered
+    /// pipeline's state also lists the items done past its position. Throws
+    /// `ferry::invalid_argument` for an unordered pipeline with a flat_map or unbatch, which
+    /// cannot tell which outputs of an item were delivered.
     [[nodiscard]] pipeline_state state() const { return runtime_->state(); }
 
     /// Per-stage counters and timings, and the whole pipeline's accounting.

@@ -47,15 +47,17 @@ class FERRY_API resumed_sampler {
     std::uint64_t size_ = 0;
 };
 
-/// Where an ordered pipeline's epoch stands between two `next()` calls: small (O(1), whatever the
-/// dataset), copyable, and the same whatever the thread count or concurrency.
+/// Where a pipeline's epoch stands between two `next()` calls: small (O(1) for an ordered
+/// pipeline, whatever the dataset; an unordered one adds the items done past its position,
+/// O(in_flight)), copyable, and the same whatever the thread count or concurrency.
 ///
 /// Take it with `pipeline::state()`, store `serialize()` with the model, read it back with
 /// `pipeline_state::parse()` and build the same pipeline with `.build({.resume_from = state})`:
 /// the outputs delivered before the save, followed by those after the resume, are exactly an
 /// uninterrupted run's — the same items, order and batches, across flat_maps (a save between two
 /// outputs of one item), filters, skips and later epochs. Items that were in flight when the state
-/// was taken are simply done again.
+/// was taken are simply done again. An unordered pipeline resumes with the same set of items,
+/// each once.
 /// \code
 ///   std::optional<ferry::pipeline_state> saved;
 ///   if (std::ifstream in{"loader.state"}) saved = ferry::pipeline_state::parse(read_all(in));
@@ -90,6 +92,9 @@ class FERRY_API pipeline_state {
     [[nodiscard]] const std::optional<sampler_identity>& sampler() const noexcept {
         return sampler_;
     }
+    /// An unordered pipeline's items past `position()` already done (delivered, filtered or
+    /// failed), ascending: the resumed epoch skips them. Empty for an ordered pipeline.
+    [[nodiscard]] const std::vector<std::uint64_t>& done() const noexcept { return done_; }
     /// Items of the epoch before `position()` that failed (skipped by an error policy): counted
     /// again by the resumed run's `max_epoch_failure_rate`.
     [[nodiscard]] std::uint64_t failed() const noexcept { return failed_; }
@@ -142,6 +147,7 @@ class FERRY_API pipeline_state {
     void set_sampler(std::optional<sampler_identity> s) { sampler_ = s; }
     void set_failed(std::uint64_t n) noexcept { failed_ = n; }
     void set_shape(std::string s) { shape_ = std::move(s); }
+    void set_done(std::vector<std::uint64_t> done) { done_ = std::move(done); }
     /// Marks a state taken while a merged epoch runs: the saved world's positions and sampler.
     void set_resumed_from(std::vector<std::uint64_t> ranks, sampler_identity saved) {
         ranks_ = std::move(ranks);
@@ -153,6 +159,7 @@ class FERRY_API pipeline_state {
     std::uint64_t epoch_ = 0;
     std::uint64_t position_ = 0;
     std::vector<std::uint64_t> children_;
+    std::vector<std::uint64_t> done_;
     std::optional<sampler_identity> sampler_;
     std::uint64_t failed_ = 0;
     std::string shape_;
