@@ -49,6 +49,15 @@ std::string join_numbers(const std::vector<std::uint64_t>& v) {
     return out;
 }
 
+using fields = std::map<std::string_view, std::string_view>;
+
+/// The value of `key`; `missing` is the error when there is none.
+std::string_view field(const fields& f, std::string_view key, const std::string& missing) {
+    const auto it = f.find(key);
+    if (it == f.end()) bad(missing);
+    return it->second;
+}
+
 sampler_identity parse_sampler(std::string_view text) {
     std::map<std::string_view, std::string_view> f;
     for (const auto part : split(text, ',')) {
@@ -58,9 +67,7 @@ sampler_identity parse_sampler(std::string_view text) {
         f[part.substr(0, colon)] = part.substr(colon + 1);
     }
     const auto get = [&](std::string_view k) {
-        const auto it = f.find(k);
-        if (it == f.end()) bad("the sampler has no '" + std::string(k) + "'");
-        return it->second;
+        return field(f, k, "the sampler has no '" + std::string(k) + "'");
     };
     sampler_identity s;
     s.n = number("sampler n", get("n"));
@@ -133,9 +140,7 @@ pipeline_state pipeline_state::parse(std::string_view text) {
         }
     }
     const auto get = [&](std::string_view k) {
-        const auto it = f.find(k);
-        if (it == f.end()) bad("field '" + std::string(k) + "' is missing");
-        return it->second;
+        return field(f, k, "field '" + std::string(k) + "' is missing");
     };
     pipeline_state st;
     st.epoch_ = number("epoch", get("epoch"));
