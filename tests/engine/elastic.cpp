@@ -62,6 +62,12 @@ std::vector<ferry::pipeline_state> saved_run(const std::vector<int>& data,
     return states;
 }
 
+/// The merged state of a padded saved_run (when what the ranks delivered does not matter).
+ferry::pipeline_state merged_run(const std::vector<int>& data, const std::vector<int>& steps) {
+    std::vector<int> delivered;
+    return ferry::pipeline_state::merge(saved_run(data, steps, ferry::remainder::pad, delivered));
+}
+
 std::map<int, int> counts(const std::vector<int>& items) {
     std::map<int, int> c;
     for (const int x : items) ++c[x];
@@ -137,9 +143,7 @@ BOOST_AUTO_TEST_CASE(with_drop_no_item_comes_twice) {
 
 BOOST_AUTO_TEST_CASE(later_epochs_are_the_new_worlds_usual_ones) {
     const auto data = dataset();
-    std::vector<int> delivered;
-    const auto merged = ferry::pipeline_state::merge(
-        saved_run(data, {1, 1, 1, 1}, ferry::remainder::pad, delivered));
+    const auto merged = merged_run(data, {1, 1, 1, 1});
     auto resumed = rank_pipeline(data, 1, 3, ferry::remainder::pad, merged);
     for (auto& b : resumed) (void)b;  // the rest of epoch 1
     auto fresh = rank_pipeline(data, 1, 3, ferry::remainder::pad, std::nullopt);
@@ -151,9 +155,7 @@ BOOST_AUTO_TEST_CASE(later_epochs_are_the_new_worlds_usual_ones) {
 
 BOOST_AUTO_TEST_CASE(a_merged_epoch_resumes_exactly_again_on_the_new_world) {
     const auto data = dataset();
-    std::vector<int> delivered;
-    const auto merged = ferry::pipeline_state::merge(
-        saved_run(data, {2, 3, 2, 2}, ferry::remainder::pad, delivered));
+    const auto merged = merged_run(data, {2, 3, 2, 2});
     auto whole = rank_pipeline(data, 2, 3, ferry::remainder::pad, merged);
     const auto all = drain_flat(whole);
     BOOST_REQUIRE(all.size() > 8U);
@@ -217,9 +219,7 @@ BOOST_AUTO_TEST_CASE(merge_refuses_states_that_are_not_one_run) {
 
 BOOST_AUTO_TEST_CASE(resumed_sampler_gives_the_same_share_as_the_pipeline) {
     const auto data = dataset();
-    std::vector<int> delivered;
-    const auto merged = ferry::pipeline_state::merge(
-        saved_run(data, {2, 2, 3, 2}, ferry::remainder::pad, delivered));
+    const auto merged = merged_run(data, {2, 2, 3, 2});
     const ferry::resumed_sampler share(merged, 1, 2);
     auto p = rank_pipeline(data, 1, 2, ferry::remainder::pad, merged);
     const auto got = drain_flat(p);
