@@ -39,7 +39,7 @@ readonly packages=(
     libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
     zlib1g-dev libcli11-dev dataset-fashion-mnist
     libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
-    ffmpeg
+    ffmpeg libjpeg-turbo-progs
     libcurl4-openssl-dev
     libopenmpi-dev openmpi-bin
     clang libclang-rt-14-dev
