@@ -274,6 +274,8 @@ class stage_counters {
     }
 
     std::atomic<std::uint64_t> skipped{0};  ///< failures skipped: the budget's exact count
+    /// Results its calls reported truncated (`this_call::note_truncated()`); rare, so unsharded.
+    std::atomic<std::uint64_t> truncated{0};
 
     std::mutex sample_mutex;
     std::uint64_t samples = 0;

@@ -128,16 +128,22 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
     }
     os << '\n';
     for (const auto& r : s.stages) {
-        if (r.running == 0 && r.timeouts == 0) continue;
+        if (r.running == 0 && r.timeouts == 0 && r.truncated == 0) continue;
         os << "stage '" << r.name << "': ";
+        const char* sep = "";
         if (r.running > 0) {
             os << r.running << " call" << (r.running == 1 ? "" : "s")
                << " in progress, the oldest running " << seconds_text(r.oldest_running)
                << " on item " << r.oldest_item;
+            sep = "; ";
         }
         if (r.timeouts > 0) {
-            os << (r.running > 0 ? "; " : "") << r.timeouts << " call"
-               << (r.timeouts == 1 ? "" : "s") << " timed out";
+            os << sep << r.timeouts << " call" << (r.timeouts == 1 ? "" : "s") << " timed out";
+            sep = "; ";
+        }
+        if (r.truncated > 0) {
+            os << sep << r.truncated << " result" << (r.truncated == 1 ? "" : "s")
+               << " truncated (input cut or damaged; decoded up to where it ends)";
         }
         os << '\n';
     }

@@ -26,6 +26,9 @@ struct stage_stats {
     std::uint64_t failed = 0;     ///< elements whose call failed (after retries)
     std::uint64_t filtered = 0;   ///< elements it dropped on purpose (filter false, drop_last)
     std::uint64_t retries = 0;    ///< extra attempts made under a retry policy
+    /// Results delivered although their input was cut or damaged (a video or audio file decoded
+    /// up to where its data ends): counted by `ferry::this_call::note_truncated()`.
+    std::uint64_t truncated = 0;
 
     std::chrono::nanoseconds task_mean{0};  ///< mean wall time of one call
     std::chrono::nanoseconds task_p50{0};   ///< median call time (log-bucketed, within ~10%)

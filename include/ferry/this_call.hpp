@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 
 #include "ferry/export.hpp"
 
@@ -26,6 +27,13 @@ namespace ferry::this_call {
 /// \endcode
 [[nodiscard]] FERRY_API bool stop_requested() noexcept;
 
+/// Counts the running call's result as truncated in its stage's `stage_stats::truncated`: the
+/// call returned what it could, but its input ended early or was damaged (a cut video or audio
+/// file decoded up to the cut). ferry's media ops call it where they return such a result
+/// (unless their `strict` option makes it an error); a callable of your own can too. Nothing
+/// happens outside a stage call.
+FERRY_API void note_truncated() noexcept;
+
 }  // namespace ferry::this_call
 
 namespace ferry::detail {
@@ -35,8 +43,10 @@ namespace ferry::detail {
 /// Restores the outer scope's flags at its end.
 class FERRY_API call_scope {
   public:
+    /// `truncated`: the stage's counter for `this_call::note_truncated()` (none: not counted).
     call_scope(const std::atomic<bool>* stopping, const std::atomic<bool>* aborting,
-               const std::atomic<bool>* own = nullptr) noexcept;
+               const std::atomic<bool>* own = nullptr,
+               std::atomic<std::uint64_t>* truncated = nullptr) noexcept;
     ~call_scope();
     call_scope(const call_scope&) = delete;
     call_scope& operator=(const call_scope&) = delete;
@@ -45,6 +55,7 @@ class FERRY_API call_scope {
     const std::atomic<bool>* previous_stopping_;
     const std::atomic<bool>* previous_aborting_;
     const std::atomic<bool>* previous_own_;
+    std::atomic<std::uint64_t>* previous_truncated_;
 };
 
 }  // namespace ferry::detail
