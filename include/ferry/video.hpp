@@ -300,11 +300,18 @@ class FERRY_API audio {
     /// Gives up the sample storage; leaves the audio empty.
     [[nodiscard]] buffer release() noexcept;
 
+    /// True when the input ended before its stream said it would, or had damaged data that was
+    /// skipped: these are the samples that decoded (see `audio_options::strict`).
+    [[nodiscard]] bool truncated() const noexcept { return truncated_; }
+    /// Set by the decoder.
+    void set_truncated(bool truncated) noexcept { truncated_ = truncated; }
+
   private:
     detail::owned_buffer<> buf_{};
     detail::moved_to_zero<int> channels_{};
     detail::moved_to_zero<std::int64_t> samples_{};
     detail::moved_to_zero<int> sample_rate_{};
+    bool truncated_ = false;
 };
 
 /// How `decode_audio` decodes.
@@ -323,6 +330,13 @@ struct audio_options {
     std::chrono::milliseconds timeout{10'000};
     /// More output samples (per channel) than this are refused (default: 1 hour at 48 kHz).
     std::int64_t max_samples = 48'000LL * 3600;
+    /// A cut or damaged file: false (the default) returns what decodes, as the ffmpeg CLI does,
+    /// with `audio::truncated()` set and the stage's `stage_stats::truncated` counted; true makes
+    /// it a `ferry::decode_error` (for validating a dataset). Cut means the data ends before the
+    /// duration the stream declares (by more than 1 ms for lossless codecs, four frames for lossy
+    /// ones, which pad; where it declares one that is not a bit-rate guess), or a packet could
+    /// not be read or decoded. A WAV file's cut is not seen: FFmpeg sizes its data by the file.
+    bool strict = false;
 };
 
 /// Routes FFmpeg's log output. ferry silences FFmpeg by default (its own callback keeps the last

@@ -5,6 +5,7 @@
 /// `ferry::audio` value type.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <type_traits>
 
@@ -151,7 +152,18 @@ class audio_decoder {
             av::check_cancelled(op, in_.name);
             const int ret = av_read_frame(in_.format.get(), pkt.get());
             if (ret == AVERROR_EOF) break;
-            if (ret < 0) in_.fail(op, "reading a packet", ret);
+            if (ret < 0) {
+                // A stall or a stop is an error; damaged or cut data ends the input, as the
+                // ffmpeg CLI ends it, keeping what decoded.
+                if (in_.source->stalled() || in_.source->cancelled()) {
+                    in_.fail(op, "reading a packet", ret);
+                }
+                read_error_ = av::error_text(ret);
+                if (std::string line = av::take_log_line(); !line.empty()) {
+                    read_error_ += " (FFmpeg: " + line + ")";
+                }
+                break;
+            }
             if (pkt->stream_index == index_) send(pkt.get());
             av_packet_unref(pkt.get());
         }
@@ -178,6 +190,7 @@ class audio_decoder {
 
     void take(const AVFrame* f) {
         if (done() || f->nb_samples <= 0) return;
+        max_frame_samples_ = std::max(max_frame_samples_, f->nb_samples);
         if (!swr_) {
             SwrContext* swr = nullptr;
             int ret = swr_alloc_set_opts2(
@@ -243,7 +256,13 @@ class audio_decoder {
         if (!base_known_) {
             std::string what = "no audio could be decoded";
             what += trouble_.reason();
+            if (!read_error_.empty()) what += "; reading stopped: " + read_error_;
             throw decode_error(std::string(op) + ": " + in_.name + ": " + what);
+        }
+        const std::string cut = cut_reason();
+        if (!cut.empty() && opt_.strict) {
+            throw decode_error(std::string(op) + ": " + in_.name + ": truncated: " + cut +
+                               " (audio_options::strict)");
         }
         const std::int64_t n = total();
         const std::int64_t from = std::clamp<std::int64_t>(start_pos_ - base_, 0, n);
@@ -258,7 +277,49 @@ class audio_decoder {
             const auto& ch = out_[static_cast<std::size_t>(c)];
             std::copy(ch.begin() + from, ch.begin() + to, out.channel(c).begin());
         }
+        if (!cut.empty()) {
+            out.set_truncated(true);
+            this_call::note_truncated();
+        }
         return out;
+    }
+
+    /// Why the samples decoded are fewer than the input promised (empty: they are not).
+    [[nodiscard]] std::string cut_reason() const {
+        if (std::string short_by = short_of_declared(); !short_by.empty()) return short_by;
+        if (!read_error_.empty()) return "a packet could not be read: " + read_error_;
+        if (trouble_.code != 0) return "damaged data was skipped" + trouble_.reason();
+        return {};
+    }
+
+    /// "the stream declares ..., the data ends at ..." when the samples end before the stream's
+    /// declared duration (and the window's end); empty otherwise.
+    [[nodiscard]] std::string short_of_declared() const {
+        if (done()) return {};  // the window's end was reached
+        const AVFormatContext* fmt = in_.format.get();
+        const AVStream* st = fmt->streams[index_];
+        double declared = -1.0;
+        if (st->duration != AV_NOPTS_VALUE && st->duration > 0) {
+            const std::int64_t first = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
+            declared = av::seconds(first + st->duration, st->time_base);
+        } else if (fmt->duration != AV_NOPTS_VALUE && fmt->duration > 0 &&
+                   fmt->duration_estimation_method != AVFMT_DURATION_FROM_BITRATE) {
+            declared = static_cast<double>(fmt->duration) / AV_TIME_BASE;
+        }
+        if (declared < 0.0) return {};
+        const double wanted = opt_.end ? std::min(declared, *opt_.end) : declared;
+        const double decoded = static_cast<double>(base_ + total()) / out_rate_;
+        // Lossy codecs prime and pad (an MP3's declared length runs up to three frames past its
+        // last decoded sample): four frames of slack for them, a millisecond for lossless ones.
+        const AVCodecDescriptor* desc = avcodec_descriptor_get(st->codecpar->codec_id);
+        const bool lossless = desc != nullptr && (desc->props & AV_CODEC_PROP_LOSSY) == 0;
+        const double slack =
+            (lossless ? 0.0 : 4.0 * max_frame_samples_ / std::max(1, in_rate_)) + 1e-3;
+        if (decoded + slack >= wanted) return {};
+        char text[128];
+        std::snprintf(text, sizeof text, "the stream declares %.3f s, the data ends at %.3f s",
+                      declared, decoded);
+        return text;
     }
 
     av::input in_;
@@ -278,6 +339,8 @@ class audio_decoder {
     std::int64_t end_pos_ = 0;
     std::int64_t base_ = 0;
     bool base_known_ = false;
+    int max_frame_samples_ = 0;
+    std::string read_error_;  ///< why reading stopped before the end (empty: it did not)
     std::vector<std::vector<float>> out_;
     av::decode_trouble trouble_;
 };
