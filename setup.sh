@@ -41,6 +41,7 @@ readonly packages=(
     libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
     ffmpeg libjpeg-turbo-progs
     libcurl4-openssl-dev
+    libarchive-dev zstd
     libopenmpi-dev openmpi-bin
     clang libclang-rt-14-dev
 )

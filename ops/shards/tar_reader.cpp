@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// `tar_reader`: libarchive's streaming read of one shard.
+
+#include "tar_reader.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <cerrno>
+#include <utility>
+
+#include "ferry/error.hpp"
+
+namespace ferry::shards_detail {
+
+namespace {
+
+// libarchive's read block: large enough that a local disk or page cache streams at full speed,
+// small next to the members themselves.
+constexpr std::size_t block_bytes = 256 * 1024;
+
+}  // namespace
+
+tar_reader::tar_reader(const std::string& file, std::string shard, std::uint64_t max_member_bytes)
+    : shard_(std::move(shard)), max_member_bytes_(max_member_bytes) {
+    a_ = archive_read_new();
+    if (a_ == nullptr) {
+        open_error_ = std::make_exception_ptr(io_error(
+            "tar_samples: shard '" + shard_ + "': libarchive could not allocate a reader"));
+        return;
+    }
+    archive_read_support_filter_all(a_);
+    archive_read_support_format_tar(a_);
+    if (archive_read_open_filename(a_, file.c_str(), block_bytes) != ARCHIVE_OK) {
+        // libarchive recognises the format while it opens: bytes that are no tar (an empty
+        // file included) are a decode error; a missing file is for good; other failures (EIO,
+        // EMFILE) may pass.
+        const int err = archive_errno(a_);
+        const char* text = archive_error_string(a_);
+        const std::string why = text != nullptr ? text : "unknown error";
+        // ARCHIVE_ERRNO_FILE_FORMAT, which libarchive's public headers do not define: EFTYPE
+        // where the system has it, else EILSEQ (Linux).
+        if (err == EILSEQ) {
+            open_error_ = std::make_exception_ptr(
+                decode_error("tar_samples: shard '" + shard_ + "': not a tar archive: " + why));
+        } else {
+            open_error_ = std::make_exception_ptr(
+                io_error("tar_samples: shard '" + shard_ + "': cannot open: " + why,
+                         err != ENOENT && err != EACCES && err != EISDIR));
+        }
+    }
+}
+
+tar_reader::~tar_reader() {
+    if (a_ != nullptr) archive_read_free(a_);
+}
+
+std::string tar_reader::where(const std::string& name) const {
+    return "tar_samples: shard '" + shard_ + "'" + (name.empty() ? "" : ", member '" + name + "'");
+}
+
+member tar_reader::fail(std::string name, const std::string& what, bool io) {
+    finished_ = true;
+    member m;
+    m.status = member_status::damaged;
+    // Where reading stopped, in the uncompressed tar: what names a shard's lost rest.
+    m.offset = a_ != nullptr ? static_cast<std::uint64_t>(archive_filter_bytes(a_, 0)) : 0;
+    const std::string text = where(name) + ": " + what;
+    m.damage = io ? std::make_exception_ptr(io_error(text, false))
+                  : std::make_exception_ptr(decode_error(text));
+    m.name = std::move(name);
+    return m;
+}
+
+member tar_reader::next() {
+    if (finished_) return {};
+    if (open_error_) {
+        finished_ = true;
+        member m;
+        m.status = member_status::damaged;
+        m.damage = open_error_;
+        return m;
+    }
+    for (;;) {
+        archive_entry* entry = nullptr;
+        const int rc = archive_read_next_header(a_, &entry);
+        if (rc == ARCHIVE_EOF) {
+            finished_ = true;
+            return {};
+        }
+        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
+            // RETRY (a damaged header libarchive would step over, block by block) ends the shard
+            // as FATAL does: what follows a bad header cannot be trusted to be the next sample.
+            const char* text = archive_error_string(a_);
+            const std::string after =
+                last_.empty() ? "at the start" : "after member '" + last_ + "'";
+            return fail({},
+                        "bad header " + after + " (read stopped at byte " +
+                            std::to_string(archive_filter_bytes(a_, 0)) +
+                            "): " + (text != nullptr ? text : "unreadable"),
+                        false);
+        }
+        const char* path = archive_entry_pathname(entry);
+        std::string name = path != nullptr ? path : "";
+        last_ = name;
+        const auto offset = static_cast<std::uint64_t>(archive_read_header_position(a_));
+        if (archive_entry_filetype(entry) != AE_IFREG || archive_entry_hardlink(entry) != nullptr) {
+            continue;  // directories, links, devices: not samples
+        }
+        const auto declared = archive_entry_size_is_set(entry) != 0
+                                  ? static_cast<std::uint64_t>(archive_entry_size(entry))
+                                  : std::uint64_t{0};
+        if (declared > max_member_bytes_) {
+            member m;
+            m.status = member_status::too_big;
+            m.offset = offset;
+            m.damage = std::make_exception_ptr(decode_error(
+                where(name) + ": " + std::to_string(declared) + " bytes, over max_member_bytes (" +
+                std::to_string(max_member_bytes_) + ")"));
+            m.name = std::move(name);
+            // Skipping seeks past its data (or reads it, compressed). A shard cut inside it has
+            // nothing after it to read: this member's damage says all there is.
+            if (archive_read_data_skip(a_) != ARCHIVE_OK) finished_ = true;
+            return m;
+        }
+        member m;
+        m.status = member_status::member;
+        m.offset = offset;
+        m.data = ferry::bytes(static_cast<std::size_t>(declared));
+        std::size_t got = 0;
+        while (got < m.data.size()) {
+            const la_ssize_t n = archive_read_data(a_, m.data.data() + got, m.data.size() - got);
+            if (n < 0) {
+                const char* text = archive_error_string(a_);
+                return fail(std::move(name),
+                            "cut short after " + std::to_string(got) + " of " +
+                                std::to_string(declared) +
+                                " bytes: " + (text != nullptr ? text : "read error"),
+                            false);
+            }
+            if (n == 0) break;
+            got += static_cast<std::size_t>(n);
+        }
+        if (got < m.data.size()) {
+            return fail(std::move(name),
+                        "cut short after " + std::to_string(got) + " of " +
+                            std::to_string(declared) + " bytes",
+                        false);
+        }
+        m.name = std::move(name);
+        return m;
+    }
+}
+
+}  // namespace ferry::shards_detail

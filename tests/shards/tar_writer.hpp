@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Shards for the tests: tar files written with libarchive (an independent writer: the reader
+/// under test only reads), and the shard layout the tests share.
+#pragma once
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ferry_test {
+
+/// One tar member: a regular file, or a directory when `dir` is set.
+struct tar_member {
+    std::string name;
+    std::string data;
+    bool dir = false;
+};
+
+/// Writes `members` as a ustar/pax tar file at `path` (libarchive's writer).
+inline void write_tar(const std::filesystem::path& path, const std::vector<tar_member>& members) {
+    archive* a = archive_write_new();
+    archive_write_set_format_pax_restricted(a);
+    if (archive_write_open_filename(a, path.c_str()) != ARCHIVE_OK) {
+        archive_write_free(a);
+        throw std::runtime_error("write_tar: cannot create " + path.string());
+    }
+    for (const auto& m : members) {
+        archive_entry* e = archive_entry_new();
+        archive_entry_set_pathname(e, m.name.c_str());
+        archive_entry_set_filetype(e, m.dir ? AE_IFDIR : AE_IFREG);
+        archive_entry_set_perm(e, m.dir ? 0755 : 0644);
+        archive_entry_set_size(e, m.dir ? 0 : static_cast<la_int64_t>(m.data.size()));
+        archive_write_header(a, e);
+        if (!m.dir) archive_write_data(a, m.data.data(), m.data.size());
+        archive_entry_free(e);
+    }
+    archive_write_close(a);
+    archive_write_free(a);
+}
+
+/// The members of sample `key`: `<key>.jpg` and `<key>.cls`, contents that name the key.
+inline std::vector<tar_member> sample_members(const std::string& key) {
+    return {{key + ".jpg", "jpeg of " + key}, {key + ".cls", "class of " + key}};
+}
+
+/// A fresh, empty folder under the system's temporary folder, removed with the object.
+class temp_dir {
+  public:
+    explicit temp_dir(const std::string& name)
+        : path_(std::filesystem::temp_directory_path() /
+                (name + "-" + std::to_string(::getpid()))) {
+        std::filesystem::remove_all(path_);
+        std::filesystem::create_directories(path_);
+    }
+    ~temp_dir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    temp_dir(const temp_dir&) = delete;
+    temp_dir& operator=(const temp_dir&) = delete;
+    [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+    [[nodiscard]] std::filesystem::path operator/(const std::string& f) const { return path_ / f; }
+
+  private:
+    std::filesystem::path path_;
+};
+
+}  // namespace ferry_test
