@@ -30,6 +30,7 @@ class FerryConan(ConanFile):
         "image": [True, False],
         "video": [True, False],
         "http": [True, False],
+        "shards": [True, False],
         "cuda": [True, False],
     }
     # CUDA is off by default: the CUDA Toolkit is no Conan package, it has to be on the machine.
@@ -39,6 +40,7 @@ class FerryConan(ConanFile):
         "image": True,
         "video": True,
         "http": True,
+        "shards": True,
         "cuda": False,
     }
     exports_sources = ("CMakeLists.txt", "LICENSE", "cmake/*", "include/*", "engine/*", "ops/*")
@@ -73,6 +75,8 @@ class FerryConan(ConanFile):
             self.requires("ffmpeg/[>=5.1 <8]")
         if self.options.http:
             self.requires("libcurl/[>=7.78 <9]")
+        if self.options.shards:
+            self.requires("libarchive/[>=3.6 <4]")
 
     def validate(self):
         check_min_cppstd(self, 20)
@@ -88,6 +92,7 @@ class FerryConan(ConanFile):
         tc.cache_variables["FERRY_VIDEO"] = bool(self.options.video)
         # HTTP and CUDA default to AUTO in CMake; a package says ON or OFF, never "if found".
         tc.cache_variables["FERRY_HTTP"] = "ON" if self.options.http else "OFF"
+        tc.cache_variables["FERRY_SHARDS"] = "ON" if self.options.shards else "OFF"
         tc.cache_variables["FERRY_CUDA"] = "ON" if self.options.cuda else "OFF"
         # ferry::mpi has no option yet: never built, whatever MPI the build machine has.
         tc.cache_variables["FERRY_MPI"] = "OFF"
@@ -152,6 +157,11 @@ class FerryConan(ConanFile):
             http.set_property("cmake_target_name", "ferry::http")
             http.libs = ["ferry_http"]
             http.requires = ["core", "libcurl::curl"]
+        if self.options.shards:
+            shards = self.cpp_info.components["shards"]
+            shards.set_property("cmake_target_name", "ferry::shards")
+            shards.libs = ["ferry_shards"]
+            shards.requires = ["core", "libarchive::libarchive"]
 
         # Always built: without CUDA a stub whose to_cuda() fails at build(). With cuda=True a
         # static libferry_cuda.a needs the CUDA runtime, which the consumer links itself

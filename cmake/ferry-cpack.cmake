@@ -55,6 +55,10 @@ if(TARGET ferry_http)
   list(APPEND _ferry_deb_run_depends libcurl4)
   list(APPEND _ferry_deb_dev_depends "libcurl4-openssl-dev | libcurl-dev")
 endif()
+if(TARGET ferry_shards)
+  list(APPEND _ferry_deb_run_depends libarchive13)
+  list(APPEND _ferry_deb_dev_depends libarchive-dev)
+endif()
 if(TARGET ferry_mpi)
   # Open MPI, Debian's default MPI (mpi-default-dev would also admit MPICH, which a libferry_mpi
   # built against Open MPI's libmpi.so.40 does not run with).

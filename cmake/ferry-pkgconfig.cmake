@@ -173,6 +173,13 @@ if(TARGET ferry_http)
     STATIC_MODULES "libcurl >= 7.68")
 endif()
 
+if(TARGET ferry_shards)
+  ferry_pkgconfig_file(ferry-shards TARGET ferry_shards
+    DESCRIPTION "ferry's tar shards in the WebDataset layout on libarchive (ferry::shards)"
+    REQUIRES "ferry-core = ${PROJECT_VERSION}"
+    STATIC_MODULES "libarchive >= 3.3")
+endif()
+
 if(TARGET ferry_mpi)
   # MPI implementations name their .pc files differently (ompi-cxx, mpich): libmpi by file.
   _ferry_pc_link_flags(_ferry_pc_mpi ${MPI_CXX_LIBRARIES})

@@ -71,7 +71,7 @@ add_test(NAME package.configure
           -DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON)
 # The components this build made, which the links check requires find_package to find.
 set(_ferry_pkg_components "")
-foreach(_c IN ITEMS IMAGE VIDEO HTTP_ENABLED MPI_ENABLED CUDA_ENABLED)
+foreach(_c IN ITEMS IMAGE VIDEO HTTP_ENABLED SHARDS_ENABLED MPI_ENABLED CUDA_ENABLED)
   if(FERRY_${_c})
     string(REGEX REPLACE "_ENABLED$" "" _c "${_c}")
     string(TOLOWER "${_c}" _c)
@@ -146,10 +146,10 @@ set(_ferry_pkg_components_src "${CMAKE_CURRENT_LIST_DIR}/components")
 set(_ferry_pkg_find_options ${_ferry_pkg_options} "-DCMAKE_BUILD_TYPE=$<CONFIG>"
   "-DCMAKE_PREFIX_PATH=${_ferry_pkg_prefix}" "-DFERRY_EXPECTED_PREFIX=${_ferry_pkg_prefix}")
 # No COMPONENTS: core and the engine, and neither CUDA nor MPI looked for (they would be found
-# here, and a static CUDA build's config once always looked for it). image, video, http, mpi
+# here, and a static CUDA build's config once always looked for it). image, video, http, shards, mpi
 # alone: neither TBB nor CUDA looked for, nor MPI but for mpi.
 set(_ferry_pkg_sets core_engine)
-foreach(_c IN ITEMS IMAGE VIDEO HTTP_ENABLED MPI_ENABLED)
+foreach(_c IN ITEMS IMAGE VIDEO HTTP_ENABLED SHARDS_ENABLED MPI_ENABLED)
   if(FERRY_${_c})
     string(REGEX REPLACE "_ENABLED$" "" _c "${_c}")
     string(TOLOWER "${_c}" _c)

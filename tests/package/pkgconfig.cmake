@@ -7,6 +7,7 @@
 #   package.pkgconfig.image   decode_image (image_main.cpp) with `pkg-config ferry-image`
 #   package.pkgconfig.video   demux_video (pkgconfig/video_main.cpp) with `pkg-config ferry-video`
 #   package.pkgconfig.http    read_url over file:// (http_main.cpp) with `pkg-config ferry-http`
+#   package.pkgconfig.shards  tar_samples over a tar it writes (shards_main.cpp), `pkg-config ferry-shards`
 #   package.pkgconfig.mpi     a one-rank MPI session (mpi_main.cpp) with `pkg-config ferry-mpi`
 # A static build links with `pkg-config --static` (every private dependency must be listed), a
 # shared one without.
@@ -25,7 +26,7 @@ set(_ferry_pc_args
   "-DSTATIC=${_ferry_pc_static}")
 
 set(_ferry_pc_modules ferry-core ferry ferry-cuda)
-foreach(_c IN ITEMS image video http mpi)
+foreach(_c IN ITEMS image video http shards mpi)
   if(TARGET ferry_${_c})
     list(APPEND _ferry_pc_modules ferry-${_c})
   endif()
@@ -55,6 +56,9 @@ if(TARGET ferry_video)
 endif()
 if(TARGET ferry_http)
   _ferry_pc_program(http ferry-http http_main.cpp)
+endif()
+if(TARGET ferry_shards)
+  _ferry_pc_program(shards ferry-shards shards_main.cpp)
 endif()
 if(TARGET ferry_mpi)
   _ferry_pc_program(mpi ferry-mpi mpi_main.cpp)

@@ -12,7 +12,7 @@
 #     package the headers, the CMake package, the .pc files and the .so links, and no
 #     versioned library.
 # Variables: CPACK, DPKG_DEB, BUILD_DIR, OUT_DIR, VERSION, SOVERSION, LIBDIR, COMPONENTS (the
-# components built: image, video, http, mpi).
+# components built: image, video, http, shards, mpi).
 cmake_minimum_required(VERSION 3.25)
 
 foreach(v CPACK DPKG_DEB BUILD_DIR OUT_DIR VERSION SOVERSION LIBDIR)
@@ -90,6 +90,10 @@ endif()
 if("http" IN_LIST COMPONENTS)
   list(APPEND want_runtime "libcurl(4|3-gnutls|3-nss)")
   list(APPEND want_dev "libcurl4-openssl-dev \\| libcurl-dev")
+endif()
+if("shards" IN_LIST COMPONENTS)
+  list(APPEND want_runtime "libarchive[0-9]+")
+  list(APPEND want_dev "libarchive-dev")
 endif()
 if("mpi" IN_LIST COMPONENTS)
   list(APPEND want_runtime "libopenmpi[0-9]+")

@@ -6,14 +6,15 @@
 # the OPTIONS below and builds ferry with exactly those, so keep both literal.
 cmake_path(SET SOURCE_PATH NORMALIZE "${CURRENT_PORT_DIR}/../../../..")
 
-# Each feature turns its FERRY_* option ON, its absence OFF: vcpkg never leaves HTTP or CUDA to
-# ferry's AUTO detection, so a build depends only on the features asked for. ferry::mpi has no
-# feature yet: always off.
+# Each feature turns its FERRY_* option ON, its absence OFF: vcpkg never leaves HTTP, shards or
+# CUDA to ferry's AUTO detection, so a build depends only on the features asked for. ferry::mpi
+# has no feature yet: always off.
 vcpkg_check_features(OUT_FEATURE_OPTIONS FEATURE_OPTIONS
     FEATURES
         image FERRY_IMAGE
         video FERRY_VIDEO
         http  FERRY_HTTP
+        shards FERRY_SHARDS
         cuda  FERRY_CUDA
 )
 
