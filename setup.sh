@@ -8,18 +8,19 @@
 #                        (extra arguments go to the trainer: bash setup.sh run --epochs 2)
 #   bash setup.sh test   deps + Release build in build/ and every ctest test there (engine,
 #                        examples, the package tests), ferry's shared libraries (build-shared/)
-#                        and the package tests against them, the engine and ops tests under
+#                        and the package tests against them, the engine, ops, cuda, http and
+#                        shards tests under
 #                        AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), and the
-#                        decode_image and decode_media fuzzers (clang, libFuzzer, build-fuzz/)
-#                        for 36 s and 24 s; exits non-zero on any failure
+#                        decode_image, decode_media and tar_samples fuzzers (clang, libFuzzer,
+#                        build-fuzz/) for 36 s, 22 s and 12 s; exits non-zero on any failure
 #
 # Environment switches for `test`:
 #   FERRY_TSAN=1    also build build-tsan/ and run the engine, cuda and http tests under TSan
 #   FERRY_SOAK=1    also run the tests labelled "soak" (long runs) in build/
 #   FERRY_SHARED_SUITE=1   in build-shared/, build and run the whole suite too (every test,
 #                   example and consumer then links only what ferry's shared libraries export)
-#   FERRY_FUZZ_SECONDS=N   how long the fuzzers run together (default 60: 3/5 decode_image,
-#                   2/5 decode_media; 0 skips them)
+#   FERRY_FUZZ_SECONDS=N   how long the fuzzers run together (default 70: 36/70 decode_image,
+#                   22/70 decode_media, the rest tar_samples; 0 skips them)
 #   FERRY_SANITIZER_CXX=...   compiler for the sanitizer builds (default g++; Debian 12's clang++ 14
 #                   cannot compile libstdc++ 12's std::views, which the tests use)
 set -euo pipefail
@@ -153,7 +154,7 @@ test_mode() {
             -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
         step "build build-shared/ (libraries only)"
         cmake --build build-shared --parallel "$jobs" \
-            --target ferry ferry_core ferry_image ferry_video ferry_cuda ferry_http ferry_mpi
+            --target ferry ferry_core ferry_image ferry_video ferry_cuda ferry_http ferry_shards ferry_mpi
         step "ctest build-shared/ -L package"
         ctest --test-dir build-shared -L package \
             -E '^package\.(fetchcontent|subdirectory|find\.not_built|recipes\.vcpkg)$' \
@@ -164,25 +165,28 @@ test_mode() {
     # Not the mpi tests (label mpi, run in build/ above): LeakSanitizer reports Open MPI's own
     # allocations that it keeps past MPI_Finalize, in every rank.
     sanitizer_build build-asan "address;undefined"
-    step "ctest build-asan/ -L 'engine|ops|cuda|http' (ASan + UBSan)"
+    step "ctest build-asan/ -L 'engine|ops|cuda|http|shards' (ASan + UBSan)"
     ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
         UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-        ctest --test-dir build-asan -L 'engine|ops|cuda|http' --output-on-failure --no-tests=error -j "$jobs"
-    done_parts+=("asan+ubsan: engine, ops, cuda (host side), http")
+        ctest --test-dir build-asan -L 'engine|ops|cuda|http|shards' --output-on-failure --no-tests=error -j "$jobs"
+    done_parts+=("asan+ubsan: engine, ops, cuda (host side), http, shards")
 
-    # libFuzzer on decode_image and on decode_media (video and audio from memory), clang + ASan,
-    # bounded: FERRY_FUZZ_SECONDS in all (default 75: 45 s and 30 s; 0 skips both).
-    local fuzz_seconds="${FERRY_FUZZ_SECONDS:-60}"
+    # libFuzzer on decode_image, on decode_media (video and audio from memory) and on the tar
+    # shard reader, clang + ASan, bounded: FERRY_FUZZ_SECONDS in all (default 70: 36 s, 22 s and
+    # 12 s; 0 skips them).
+    local fuzz_seconds="${FERRY_FUZZ_SECONDS:-70}"
     if ((fuzz_seconds > 0)); then
-        local image_seconds=$((fuzz_seconds * 3 / 5))
-        local media_seconds=$((fuzz_seconds - image_seconds))
+        local image_seconds=$((fuzz_seconds * 36 / 70))
+        local media_seconds=$((fuzz_seconds * 22 / 70))
+        local shards_seconds=$((fuzz_seconds - image_seconds - media_seconds))
         step "configure build-fuzz/ (clang++, libFuzzer + ASan)"
         cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
             -DCMAKE_CXX_COMPILER="$(command -v clang++)" -DFERRY_FUZZ=ON \
             -DFERRY_SANITIZE=address \
             -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
-        step "build build-fuzz/ (decode_image_fuzzer, decode_media_fuzzer)"
-        cmake --build build-fuzz --parallel "$jobs" --target decode_image_fuzzer decode_media_fuzzer
+        step "build build-fuzz/ (decode_image_fuzzer, decode_media_fuzzer, tar_samples_fuzzer)"
+        cmake --build build-fuzz --parallel "$jobs" \
+            --target decode_image_fuzzer decode_media_fuzzer tar_samples_fuzzer
         # fuzz <name> <seconds> <seed folders>...: a scratch corpus in build-fuzz/<name>-corpus.
         fuzz() {
             local name="$1" seconds="$2"
@@ -197,6 +201,7 @@ test_mode() {
         }
         fuzz decode_image "$image_seconds" tests/fuzz/corpus tests/fuzz/regressions
         fuzz decode_media "$media_seconds" tests/fuzz/media_corpus tests/fuzz/media_regressions
+        fuzz tar_samples "$shards_seconds" tests/fuzz/shards_corpus
     fi
 
     if [[ "${FERRY_TSAN:-0}" == 1 ]]; then
