@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,6 +18,12 @@
 #include "ferry/export.hpp"
 
 namespace ferry {
+
+/// A byte range of a resource: `length` bytes from `offset` (0: to the end).
+struct byte_range {
+    std::uint64_t offset = 0;  ///< the first byte
+    std::uint64_t length = 0;  ///< how many bytes; 0 = from `offset` to the end
+};
 
 /// How `read_url` fetches. Declaration order is part of the API (designated initializers):
 /// \code
@@ -44,6 +51,13 @@ struct http_options {
     bool follow_redirects = true;
     /// Verify the server's TLS certificate and host name (https).
     bool verify_tls = true;
+    /// Only these bytes of the resource (an HTTP `Range` request; `file://` reads just them). A
+    /// `206 Partial Content` must start at `offset` and hold `length` bytes; a server that
+    /// ignores ranges answers `200` with the whole resource, and `read_url` returns the range's
+    /// bytes of it (the whole body is downloaded, within `max_bytes`). A range that does not
+    /// lie within the resource is an `http_error` that is not transient (HTTP 416, or fewer
+    /// bytes than `length` where the resource ends); a `206` cut short is a truncated body.
+    std::optional<byte_range> range{};
 };
 
 /// `read_url` failed: an HTTP status of 400 or more, a transport error (refused, timed out,

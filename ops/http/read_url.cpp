@@ -17,6 +17,7 @@
 #include "ferry/http.hpp"
 #include "ferry/this_call.hpp"
 #include "ferry/version.hpp"
+#include "range.hpp"
 
 namespace ferry::ops::detail {
 namespace {
@@ -121,6 +122,7 @@ struct transfer {
     curl_off_t announced = -1;  // the Content-Length header as read (curl may refuse before
                                 // it reports one)
     std::string status_line;
+    std::string content_range;  // the Content-Range header's value, for a ranged request
     std::string error_body;
     std::size_t error_bytes = 0;
     std::exception_ptr exception;
@@ -133,6 +135,7 @@ struct transfer {
         got = 0;
         content_length = -1;
         announced = -1;
+        content_range.clear();
         error_body.clear();
         error_bytes = 0;
     }
@@ -199,6 +202,8 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
             t.new_response(std::move(line));
         } else if (n > 15 && strncasecmp(data, "content-length:", 15) == 0) {
             t.announced = std::strtoll(std::string(data + 15, n - 15).c_str(), nullptr, 10);
+        } else if (n > 14 && strncasecmp(data, "content-range:", 14) == 0) {
+            t.content_range.assign(data + 14, n - 14);
         }
     } catch (...) {
         t.exception = std::current_exception();
@@ -330,7 +335,9 @@ bytes read_url_fn::operator()(std::string_view url, const http_options& options)
     // Declared after everything the handle will point into, so that it runs before they go.
     const reset_after reset(c);
 
+    const std::string range = options.range ? range_request(*options.range, where) : std::string();
     set(c, CURLOPT_URL, target.c_str());
+    if (options.range) set(c, CURLOPT_RANGE, range.c_str());
     // No signals: timeouts must not use SIGALRM in a multi-threaded process.
     set(c, CURLOPT_NOSIGNAL, 1L);
     set(c, CURLOPT_ERRORBUFFER, errors);
@@ -411,6 +418,10 @@ bytes read_url_fn::operator()(std::string_view url, const http_options& options)
         throw http_error(target, st,
                          where + "truncated body: got " + std::to_string(t.got) + " of " +
                              std::to_string(t.content_length) + " bytes");
+    }
+    if (options.range) {
+        return take_range({st, std::move(t.body), t.got, std::move(t.content_range)},
+                          *options.range, target, where);
     }
     bytes out = std::move(t.body);
     out.truncate(t.got);

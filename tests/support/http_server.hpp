@@ -85,6 +85,8 @@ inline const char* reason_of(int status) {
             return "OK";
         case 301:
             return "Moved Permanently";
+        case 206:
+            return "Partial Content";
         case 302:
             return "Found";
         case 400:
@@ -93,6 +95,8 @@ inline const char* reason_of(int status) {
             return "Forbidden";
         case 404:
             return "Not Found";
+        case 416:
+            return "Range Not Satisfiable";
         case 500:
             return "Internal Server Error";
         case 503:

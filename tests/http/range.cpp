@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// read_url's byte ranges: from a server that honours Range (206), one that ignores it (200, the
+/// whole body), and file:// URLs, the bytes returned are exactly the range's; a range past the
+/// resource's end, a cut 206 and a 206 of other bytes are http_errors that say so.
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <charconv>
+#include <cstdint>
+#include <ferry/http.hpp>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../support/expect.hpp"
+#include "../support/http_server.hpp"
+
+using ferry_test::http_request;
+using ferry_test::http_response;
+using ferry_test::http_server;
+
+namespace {
+
+std::string as_string(const ferry::bytes& b) {
+    return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+std::string random_body(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::string out(n, '\0');
+    for (auto& c : out) c = static_cast<char>(rng() & 0xFF);
+    return out;
+}
+
+bool contains(const std::string& s, std::string_view part) {
+    return s.find(part) != std::string::npos;
+}
+
+/// A server that serves `body` and honours `Range: bytes=a-b` / `bytes=a-` as RFC 9110 says:
+/// 206 with Content-Range (the end clamped to the body's), 416 for a start past the end.
+http_response ranged(const std::string& body, const http_request& r) {
+    const std::string range = r.header("range");
+    if (range.empty()) return {.body = body};
+    std::uint64_t first = 0;
+    std::uint64_t last = body.size() - 1;
+    const auto dash = range.find('-');
+    std::from_chars(range.data() + 6, range.data() + dash, first);
+    if (dash + 1 < range.size())
+        std::from_chars(range.data() + dash + 1, range.data() + range.size(), last);
+    if (first >= body.size()) {
+        return {.status = 416,
+                .headers = {{"Content-Range", "bytes */" + std::to_string(body.size())}}};
+    }
+    last = std::min<std::uint64_t>(last, body.size() - 1);
+    return {.status = 206,
+            .body = body.substr(first, last - first + 1),
+            .headers = {{"Content-Range", "bytes " + std::to_string(first) + "-" +
+                                              std::to_string(last) + "/" +
+                                              std::to_string(body.size())}}};
+}
+
+ferry::bytes read(const std::string& url, std::uint64_t offset, std::uint64_t length) {
+    return ferry::ops::read_url(url,
+                                {.range = ferry::byte_range{.offset = offset, .length = length}});
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(http)
+BOOST_AUTO_TEST_SUITE(range)
+
+// The range's bytes exactly, whether the server sends just them (206) or the whole body (200),
+// and the request carries the Range header the range asks for.
+BOOST_AUTO_TEST_CASE(returns_the_range_from_206_and_from_200) {
+    const std::string body = random_body(100000, 11);
+    std::mutex m;
+    std::vector<std::string> asked;
+    http_server honours([&](const http_request& r) {
+        const std::lock_guard lock(m);
+        asked.push_back(r.header("range"));
+        return ranged(body, r);
+    });
+    http_server ignores([&](const http_request&) { return http_response{.body = body}; });
+    struct case_ {
+        std::uint64_t offset, length;
+    };
+    for (const auto c : {case_{0, 4096}, case_{12345, 1}, case_{99999, 1}, case_{50000, 0},
+                         case_{0, 100000}, case_{0, 0}}) {
+        const std::string want =
+            body.substr(c.offset, c.length == 0 ? std::string::npos : c.length);
+        BOOST_TEST((as_string(read(honours.url("/o"), c.offset, c.length)) == want),
+                   "206, " << c.offset << "+" << c.length);
+        BOOST_TEST((as_string(read(ignores.url("/o"), c.offset, c.length)) == want),
+                   "200, " << c.offset << "+" << c.length);
+    }
+    const std::vector<std::string> expected{"bytes=0-4095",      "bytes=12345-12345",
+                                            "bytes=99999-99999", "bytes=50000-",
+                                            "bytes=0-99999",     "bytes=0-"};
+    BOOST_TEST(asked == expected, boost::test_tools::per_element());
+}
+
+// A range that does not lie within the resource fails for good (asking again will not help):
+// 416 from a server that honours ranges, "the resource has N bytes" from one that does not or
+// that clamps the range to its end.
+BOOST_AUTO_TEST_CASE(a_range_past_the_end_is_a_permanent_error) {
+    const std::string body = random_body(1000, 12);
+    http_server honours([&](const http_request& r) { return ranged(body, r); });
+    http_server ignores([&](const http_request&) { return http_response{.body = body}; });
+    const auto e416 = ferry_test::expect_throw<ferry::http_error>(
+        [&] { (void)read(honours.url("/o"), 5000, 10); });
+    BOOST_REQUIRE(e416.has_value());
+    BOOST_TEST(e416->status() == 416);
+    BOOST_TEST(!e416->transient());
+    const auto clamped = ferry_test::expect_throw<ferry::http_error>(
+        [&] { (void)read(honours.url("/o"), 900, 200); });
+    BOOST_REQUIRE(clamped.has_value());
+    BOOST_TEST(!clamped->transient());
+    BOOST_TEST(contains(clamped->what(), "range 900-1099: the resource has 1000 bytes"),
+               clamped->what());
+    const auto whole = ferry_test::expect_throw<ferry::http_error>(
+        [&] { (void)read(ignores.url("/o"), 900, 200); });
+    BOOST_REQUIRE(whole.has_value());
+    BOOST_TEST(whole->status() == 200);
+    BOOST_TEST(!whole->transient());
+    BOOST_TEST(contains(whole->what(), "the resource has 1000 bytes"), whole->what());
+}
+
+// A 206 cut short is a truncated body (transient: the next try may get it all); a 206 of other
+// bytes than asked, or without a Content-Range, is refused.
+BOOST_AUTO_TEST_CASE(a_bad_206_is_refused) {
+    const std::string body = random_body(10000, 13);
+    http_server server([&](const http_request& r) {
+        if (r.target == "/cut") {
+            auto resp = ranged(body, r);
+            resp.send_only = 100;
+            resp.after = http_response::then::close;
+            return resp;
+        }
+        if (r.target == "/shifted") {
+            return http_response{.status = 206,
+                                 .body = body.substr(10, 100),
+                                 .headers = {{"Content-Range", "bytes 10-109/10000"}}};
+        }
+        return http_response{.status = 206, .body = body.substr(0, 100)};  // no Content-Range
+    });
+    const auto cut = ferry_test::expect_throw<ferry::http_error>(
+        [&] { (void)read(server.url("/cut"), 0, 1000); });
+    BOOST_REQUIRE(cut.has_value());
+    BOOST_TEST(cut->transient());
+    BOOST_TEST(contains(cut->what(), "truncated body"), cut->what());
+    const auto shifted = ferry_test::expect_throw<ferry::http_error>(
+        [&] { (void)read(server.url("/shifted"), 0, 100); });
+    BOOST_REQUIRE(shifted.has_value());
+    BOOST_TEST(contains(shifted->what(), "range 0-99: the server sent bytes 10-109"),
+               shifted->what());
+    const auto bare = ferry_test::expect_throw<ferry::http_error>(
+        [&] { (void)read(server.url("/bare"), 0, 100); });
+    BOOST_REQUIRE(bare.has_value());
+    BOOST_TEST(contains(bare->what(), "206 Partial Content without a valid Content-Range"),
+               bare->what());
+}
+
+// file:// URLs read just the range; a range past the file's end is a permanent error.
+BOOST_AUTO_TEST_CASE(file_urls_read_just_the_range) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("ferry-http-range-" + std::to_string(::getpid()) + ".bin");
+    const std::string contents = random_body(70000, 14);
+    std::ofstream(path, std::ios::binary) << contents;
+    const std::string url = "file://" + path.string();
+    BOOST_TEST((as_string(read(url, 100, 5000)) == contents.substr(100, 5000)));
+    BOOST_TEST((as_string(read(url, 69000, 0)) == contents.substr(69000)));
+    const auto past =
+        ferry_test::expect_throw<ferry::http_error>([&] { (void)read(url, 69000, 5000); });
+    std::filesystem::remove(path);
+    BOOST_REQUIRE(past.has_value());
+    BOOST_TEST(!past->transient());
+    BOOST_TEST(contains(past->what(), "the resource has 70000 bytes"), past->what());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()
