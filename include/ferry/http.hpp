@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// Reading over HTTP(S) (and `file://`) with libcurl: `ferry::ops::read_url`, its options and
-/// its error. Link `ferry::http`; no curl header is included here.
+/// Reading over HTTP(S), S3 and `file://` with libcurl: `ferry::ops::read_url`, its options and
+/// its errors, and `ferry::sources::list_objects` for S3 prefixes. Link `ferry::http`; no curl
+/// header is included here.
 #pragma once
 
 #include <chrono>
@@ -97,6 +98,27 @@ class FERRY_API http_error : public io_error {
     int status_;
 };
 
+/// An S3 request failed with an error document: `code()` is S3's error code (`NoSuchKey`,
+/// `NoSuchBucket`, `AccessDenied`, `SignatureDoesNotMatch`, `InvalidAccessKeyId`, `SlowDown`,
+/// ...; empty when the body was no S3 error), and `what()` says it with S3's message:
+/// \code
+///   read_url: 's3://bucket/a.jpg': HTTP 404 Not Found: NoSuchKey: The specified key does not
+///   exist.
+/// \endcode
+/// `transient()` follows the status (429, 5xx) and is also true for `SlowDown`, `RequestTimeout`,
+/// `InternalError`, `ServiceUnavailable` and `RequestTimeTooSkewed`. Messages never hold the
+/// credentials or the request's signature.
+class FERRY_API s3_error : public http_error {
+  public:
+    s3_error(std::string url, int status, std::string code, const std::string& what, bool transient)
+        : http_error(std::move(url), status, what, transient), code_(std::move(code)) {}
+    /// S3's error code, e.g. `"NoSuchKey"`.
+    [[nodiscard]] const std::string& code() const noexcept { return code_; }
+
+  private:
+    std::string code_;
+};
+
 namespace ops {
 namespace detail {
 struct FERRY_API read_url_fn {
@@ -104,8 +126,17 @@ struct FERRY_API read_url_fn {
 };
 }  // namespace detail
 
-/// Fetches a whole URL into memory: `http://`, `https://` or `file://`. Throws
-/// `ferry::http_error` (an `io_error`) naming the URL and the cause.
+/// Fetches a whole URL (or `http_options::range` of it) into memory: `http://`, `https://`,
+/// `file://` or `s3://bucket/key`. Throws `ferry::http_error` (an `io_error`) naming the URL and
+/// the cause; for S3, `ferry::s3_error` with the store's error code.
+///
+/// `s3://` reads the environment AWS's tools read, at each call: the region from `AWS_REGION` or
+/// `AWS_DEFAULT_REGION` (else `us-east-1`); the store from `AWS_ENDPOINT_URL_S3` or
+/// `AWS_ENDPOINT_URL` (MinIO, Ceph, a test server: path-style `<endpoint>/<bucket>/<key>`), else
+/// `https://<bucket>.s3.<region>.amazonaws.com/<key>`; the credentials from `AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`, else from the `AWS_PROFILE` (`default`)
+/// section of `AWS_SHARED_CREDENTIALS_FILE` (`~/.aws/credentials`); without any, the request
+/// is not signed (public buckets). Requests are signed with SigV4 by libcurl.
 ///
 /// Each thread keeps one curl handle and reuses it across calls, so consecutive requests to a
 /// host reuse its keep-alive connection (no new TCP or TLS handshake per item); a failed
@@ -127,5 +158,28 @@ struct FERRY_API read_url_fn {
 /// {.timeout = std::chrono::seconds(20)}); }, ...)`.
 inline constexpr detail::read_url_fn read_url{};
 }  // namespace ops
+
+namespace sources {
+
+/// How `list_objects` lists.
+struct list_options {
+    /// Keys asked for per request (S3's `max-keys`, 1 to 1000).
+    std::size_t page_size = 1000;
+    /// The requests' options (timeouts, TLS; `range` is not used).
+    http_options http{};
+};
+
+/// Every object under an S3 prefix, as `s3://bucket/key` URLs in S3's order (by key, UTF-8
+/// bytes): `list_objects("s3://bucket/train/")` lists the keys that start with `train/`, at any
+/// depth (ListObjectsV2, page after page). Keys ending in `/` (folder markers) are left out.
+/// Same environment as `read_url`'s `s3://`. Throws `ferry::s3_error` or `ferry::http_error` as
+/// `read_url` does, `ferry::invalid_argument` for a URL that is not `s3://`.
+/// \code
+///   auto shards = ferry::sources::list_objects("s3://bucket/train/");
+/// \endcode
+[[nodiscard]] FERRY_API std::vector<std::string> list_objects(std::string_view url,
+                                                              const list_options& options = {});
+
+}  // namespace sources
 
 }  // namespace ferry

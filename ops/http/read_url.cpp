@@ -18,6 +18,7 @@
 #include "ferry/this_call.hpp"
 #include "ferry/version.hpp"
 #include "range.hpp"
+#include "request.hpp"
 
 namespace ferry::ops::detail {
 namespace {
@@ -102,6 +103,8 @@ struct header_list {
 // A body with an error status is kept only for a short excerpt in the message; past this much
 // the transfer is aborted (the connection is closed, the status is still reported).
 constexpr std::size_t error_body_limit = 64 * 1024;
+// Kept of an error body: enough for an S3 error document; messages quote 200 characters of it.
+constexpr std::size_t error_kept = 4096;
 constexpr std::size_t error_excerpt = 200;
 // Where the size is not announced (chunked, or ended by a close) the first buffer is this big
 // (or max_bytes, if smaller) and grows by doubling; an announced size is allocated at once, up
@@ -162,8 +165,8 @@ struct transfer {
         }
         if (error_status) {
             error_bytes += n;
-            if (error_body.size() < error_excerpt) {
-                error_body.append(data, std::min(n, error_excerpt - error_body.size()));
+            if (error_body.size() < error_kept) {
+                error_body.append(data, std::min(n, error_kept - error_body.size()));
             }
             return error_bytes > error_body_limit ? 0 : n;
         }
@@ -224,6 +227,7 @@ std::string excerpt(const std::string& s) {
         }
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
+    if (out.size() > error_excerpt) out.resize(error_excerpt);
     return out;
 }
 
@@ -314,29 +318,46 @@ CURLcode perform(CURLM* m, CURL* c, const std::string& where) {
 }  // namespace
 
 bytes read_url_fn::operator()(std::string_view url, const http_options& options) const {
-    const std::string where = "read_url: '" + std::string(url) + "': ";
     if (url.find('\0') != std::string_view::npos) {
-        throw http_error(std::string(url), 0, where + "URL contains a NUL character", false);
+        throw http_error(std::string(url), 0,
+                         "read_url: '" + std::string(url) + "': URL contains a NUL character",
+                         false);
     }
+    if (url.starts_with("s3://")) return fetch(s3_object_request(url), options);
+    request r;
+    r.url = std::string(url);
+    r.display = r.url;
+    return fetch(r, options);
+}
+
+bytes fetch(const request& r, const http_options& options) {
+    const std::string where = "read_url: '" + r.display + "': ";
     thread_local thread_handle handle;
     CURL* const c = handle.easy();
     CURLM* const m = handle.multi();
-    const std::string target(url);
+    const std::string& target = r.display;
     transfer t;
     t.curl = c;
     t.max_bytes = options.max_bytes;
     char errors[CURL_ERROR_SIZE] = {};
     header_list headers;
-    for (const std::string& h : options.headers) {
-        curl_slist* const grown = curl_slist_append(headers.list, h.c_str());
-        if (grown == nullptr) throw std::bad_alloc();
-        headers.list = grown;
+    for (const auto* list : {&options.headers, &r.headers}) {
+        for (const std::string& h : *list) {
+            curl_slist* const grown = curl_slist_append(headers.list, h.c_str());
+            if (grown == nullptr) throw std::bad_alloc();
+            headers.list = grown;
+        }
     }
     // Declared after everything the handle will point into, so that it runs before they go.
     const reset_after reset(c);
 
     const std::string range = options.range ? range_request(*options.range, where) : std::string();
-    set(c, CURLOPT_URL, target.c_str());
+    set(c, CURLOPT_URL, r.url.c_str());
+    if (!r.sigv4.empty()) {
+        set(c, CURLOPT_AWS_SIGV4, r.sigv4.c_str());
+        set(c, CURLOPT_USERNAME, r.user.c_str());
+        set(c, CURLOPT_PASSWORD, r.password.c_str());
+    }
     if (options.range) set(c, CURLOPT_RANGE, range.c_str());
     // No signals: timeouts must not use SIGALRM in a multi-threaded process.
     set(c, CURLOPT_NOSIGNAL, 1L);
@@ -382,6 +403,7 @@ bytes read_url_fn::operator()(std::string_view url, const http_options& options)
     const std::string curl_says = errors[0] != '\0' ? std::string(errors) : curl_easy_strerror(rc);
 
     if (status >= 400) {
+        if (r.s3) throw_s3_error(r, st, status_text(status, t.status_line), t.error_body);
         std::string msg = where + status_text(status, t.status_line);
         const std::string body = excerpt(t.error_body);
         if (!body.empty()) msg += ": " + body;

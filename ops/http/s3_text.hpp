@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The small text jobs of S3: where a bucket lives, URI encoding as SigV4 wants it, and reading
+/// the few elements ferry needs out of S3's XML documents.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "request.hpp"
+
+namespace ferry::ops::detail {
+
+/// An `s3://bucket/key` URL resolved against the environment.
+struct s3_location {
+    std::string bucket;
+    std::string key;     ///< as given (not encoded)
+    std::string region;  ///< AWS_REGION, AWS_DEFAULT_REGION, else us-east-1
+    /// The bucket's HTTPS base, no trailing slash: `<endpoint>/<bucket>` (path-style, for
+    /// AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL and for bucket names with dots), else
+    /// `https://<bucket>.s3.<region>.amazonaws.com`.
+    std::string base;
+};
+
+/// Splits and resolves `url` (`s3://...`); `key_required`: an object, not a bucket or prefix.
+s3_location s3_locate(std::string_view url, bool key_required);
+
+/// A signed request (credentials from the environment; unsigned without any) for `url`.
+request s3_request(const s3_location& loc, std::string url, std::string display);
+
+/// RFC 3986 percent-encoding as SigV4 wants it: unreserved characters kept, every other byte
+/// `%XX` (upper case); `/` kept unless `encode_slash` (keys in a path keep theirs, query values
+/// do not).
+std::string uri_encode(std::string_view s, bool encode_slash);
+
+/// The text of the first `<tag>...</tag>` in `xml` with entities decoded; empty when absent.
+std::string xml_text(std::string_view xml, std::string_view tag);
+
+/// The texts of every `<tag>...</tag>` inside each `<within>...</within>`, in order.
+std::vector<std::string> xml_texts(std::string_view xml, std::string_view within,
+                                   std::string_view tag);
+
+}  // namespace ferry::ops::detail
