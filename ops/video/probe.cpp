@@ -143,14 +143,14 @@ video_info probe(av::input in, const video_probe_options& opt) {
     info.height = v.height;
     info.pixel_format = v.pixel_format;
     info.frame_rate = v.frame_rate;
-    info.start = v.start;
-    if (info.start == 0.0 && fmt->start_time != AV_NOPTS_VALUE) {
-        info.start = seconds_or_zero(fmt->start_time, AV_TIME_BASE_Q);
-    }
-    info.duration = v.duration;
-    if (info.duration == 0.0 && fmt->duration != AV_NOPTS_VALUE && fmt->duration > 0) {
-        info.duration = seconds_or_zero(fmt->duration, AV_TIME_BASE_Q);
-    }
+    // Where the stream states no start or duration, the container's (which spans all streams).
+    const AVStream* st = fmt->streams[index];
+    info.start = st->start_time != AV_NOPTS_VALUE
+                     ? v.start
+                     : seconds_or_zero(fmt->start_time, AV_TIME_BASE_Q);
+    info.duration = st->duration != AV_NOPTS_VALUE && st->duration > 0
+                        ? v.duration
+                        : std::max(0.0, seconds_or_zero(fmt->duration, AV_TIME_BASE_Q));
     info.bit_rate = v.bit_rate > 0 ? v.bit_rate : std::max<std::int64_t>(0, fmt->bit_rate);
     if (v.frames > 0) {
         info.frames = v.frames;
