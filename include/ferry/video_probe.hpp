@@ -117,15 +117,12 @@ struct FERRY_API probe_video_fn {
 /// `require_video` is false), naming the path or `<memory>`; stops as `demux_video` does when
 /// `ferry::this_call::stop_requested()` turns true.
 /// \code
-///   const ferry::video_info info = ferry::ops::probe_video("clip.mp4");
-///   const double length = 16 / info.frame_rate;  // 16 frames
-///   std::uniform_real_distribution<double> pick(info.start,
-///                                               info.start + std::max(0.0, info.duration -
-///                                               length));
-///   const double t = pick(rng);
-///   auto clip = ferry::ops::load_video("clip.mp4", {.demux = {.start = t},
-///                                                    .decode = {.select =
-///                                                    ferry::frame_selection::clip(16)}});
+///   const ferry::video_info info = ferry::ops::probe_video(path);
+///   const double span = 16 / info.frame_rate;  // 16 frames (check frame_rate > 0)
+///   const double last = info.start + std::max(0.0, info.duration - span);
+///   const double t = std::uniform_real_distribution<double>(info.start, last)(rng);
+///   auto clip = ferry::ops::load_video(
+///       path, {.demux = {.start = t}, .decode = {.select = ferry::frame_selection::clip(16)}});
 /// \endcode
 inline constexpr detail::probe_video_fn probe_video{};
 
