@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <ferry/error.hpp>
+#include <ferry/ferry.hpp>
 #include <ferry/video.hpp>
 #include <fstream>
 #include <ostream>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "../../support/expect.hpp"
+#include "../cancel_support.hpp"
 #include "video_support.hpp"
 
 namespace bdata = boost::unit_test::data;
@@ -356,6 +358,22 @@ BOOST_AUTO_TEST_CASE(a_silent_fifo_is_an_io_error_after_the_timeout) {
     ::close(writer);
     std::filesystem::remove(fifo);
     BOOST_TEST(message.starts_with("probe_video: " + fifo.string() + ": read stalled"), message);
+}
+
+// A probe waiting on a FIFO that no writer opens ends within the bound of stop() or destruction,
+// as errc::cancelled naming the op and the path, instead of waiting for its 10 s timeout.
+BOOST_DATA_TEST_CASE(probing_a_silent_fifo_ends_promptly_on_stop_and_destruction,
+                     bdata::make(std::vector<bool>{true, false}), stop) {
+    const auto how = stop ? ops_test::ending::stop : ops_test::ending::destroy;
+    const auto fifo = scratch("probe-cancel-" + std::to_string(static_cast<int>(how)) + ".fifo");
+    std::filesystem::remove(fifo);
+    BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const auto r = ops_test::end_blocked_call<ferry::video_info>(
+        [](const std::filesystem::path& p) { return ferry::ops::probe_video(p); },
+        container_file(containers[0], {25, 1}), fifo, how, std::chrono::milliseconds(200));
+    std::filesystem::remove(fifo);
+    ops_test::check_ended_cancelled(
+        r, "probe_video: " + fifo.string() + ": cancelled: the pipeline is stopping");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
