@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// Video and audio on FFmpeg: `ferry::packets`, `ferry::video_clip`, `ferry::audio` and the ops
-/// `demux_video`, `decode_video`, `load_video`, `decode_audio`. Link `ferry::video`; no FFmpeg
-/// header is included here.
+/// `demux_video`, `decode_video`, `load_video`, `decode_audio`, and `probe_video` (from
+/// `ferry/video_probe.hpp`). Link `ferry::video`; no FFmpeg header is included here.
 #pragma once
 
 #include <chrono>
@@ -20,6 +20,7 @@
 #include "ferry/detail/owned_buffer.hpp"
 #include "ferry/export.hpp"
 #include "ferry/tensor.hpp"
+#include "ferry/video_probe.hpp"
 
 namespace ferry {
 

@@ -264,7 +264,7 @@ void input::fail(const char* op, const std::string& what, int code) const {
     throw_decode(op, name, what, code);
 }
 
-input open_input(std::unique_ptr<byte_source> source, std::string name, const char* op) {
+input open_container(std::unique_ptr<byte_source> source, std::string name, const char* op) {
     init_logging();
     take_log_line();
     input in;
@@ -296,7 +296,12 @@ input open_input(std::unique_ptr<byte_source> source, std::string name, const ch
         in.fail(op, "cannot open the container", ret);
     }
     in.format.reset(fmt);
-    if (const int ret = avformat_find_stream_info(fmt, nullptr); ret < 0) {
+    return in;
+}
+
+input open_input(std::unique_ptr<byte_source> source, std::string name, const char* op) {
+    input in = open_container(std::move(source), std::move(name), op);
+    if (const int ret = avformat_find_stream_info(in.format.get(), nullptr); ret < 0) {
         in.fail(op, "cannot read the stream information", ret);
     }
     return in;

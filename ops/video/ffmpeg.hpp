@@ -199,6 +199,10 @@ struct input {
     [[noreturn]] void fail(const char* op, const std::string& what, int code) const;
 };
 
+/// Opens `source` and reads the container header (`avformat_open_input` only): zero bytes, an
+/// unknown format and a corrupt header are `decode_error`s; a stall is an `io_error`.
+input open_container(std::unique_ptr<byte_source> source, std::string name, const char* op);
+
 /// Opens `source` and reads the stream headers (`avformat_open_input` +
 /// `avformat_find_stream_info`). Zero bytes, an unknown format and corrupt headers are
 /// `decode_error`s; a stall is an `io_error`.

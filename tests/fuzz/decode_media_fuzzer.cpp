@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// libFuzzer target for `demux_video` + `decode_video` (through `load_video`) and `decode_audio`
-/// from memory: any input must give a clip or audio, a `ferry::decode_error`, or a
-/// `ferry::invalid_argument` (a selection past the frames the input holds, a clip over
-/// `max_bytes`); any other exception escapes and counts as a crash, and so do a crash, a leak, an
-/// out-of-bounds access and an allocation past libFuzzer's limit. The last byte also picks the
+/// libFuzzer target for `demux_video` + `decode_video` (through `load_video`), `decode_audio` and
+/// `probe_video` from memory: any input must give a clip, audio or video_info whose fields agree
+/// with each other, a `ferry::decode_error`, or a `ferry::invalid_argument` (a selection past the
+/// frames the input holds, a clip over `max_bytes`); any other exception escapes and counts as a
+/// crash, and so do a crash, a leak, an out-of-bounds access and an allocation past libFuzzer's
+/// limit. The last byte also picks the
 /// options (the whole input is decoded, so the seed files stay valid media): the frame
 /// selection, scaling, pixel format, a time window, decoder threads, and the audio's rate and
 /// channels. FFmpeg itself is not instrumented; ferry's glue around it is.
@@ -63,6 +64,29 @@ void fuzz_video(std::span<const std::byte> bytes, std::uint8_t selector) {
     }
 }
 
+void fuzz_probe(std::span<const std::byte> bytes, std::uint8_t selector) {
+    try {
+        const ferry::video_info info =
+            ferry::ops::probe_video(bytes, {.require_video = (selector & 0x01) != 0});
+        const auto n = static_cast<int>(info.streams.size());
+        if (info.stream < -1 || info.stream >= n || info.frames < 0 || info.duration < 0.0 ||
+            info.frame_rate < 0.0 || info.width < 0 || info.height < 0) {
+            std::abort();
+        }
+        if (info.stream >= 0 &&
+            info.streams[static_cast<std::size_t>(info.stream)].type != ferry::stream_type::video) {
+            std::abort();
+        }
+        if ((info.frames_from == ferry::frame_count_source::unknown) != (info.frames == 0)) {
+            std::abort();
+        }
+        for (int i = 0; i < n; ++i) {
+            if (info.streams[static_cast<std::size_t>(i)].index != i) std::abort();
+        }
+    } catch (const ferry::decode_error&) {
+    }
+}
+
 void fuzz_audio(std::span<const std::byte> bytes, std::uint8_t selector) {
     ferry::audio_options o;
     o.max_samples = 1 << 18;
@@ -90,5 +114,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto bytes = std::as_bytes(std::span<const std::uint8_t>(data, size));
     fuzz_video(bytes, selector);
     fuzz_audio(bytes, selector);
+    fuzz_probe(bytes, selector);
     return 0;
 }

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// `probe_video`: a container's streams from its header and index, read through ferry's own
+/// AVIOContext with FFmpeg's stream-info pass bounded to the first packets.
+#include <cmath>
+
+#include "ferry/video_probe.hpp"
+#include "ffmpeg.hpp"
+
+namespace ferry {
+
+const char* to_string(stream_type t) noexcept {
+    switch (t) {
+        case stream_type::video:
+            return "video";
+        case stream_type::audio:
+            return "audio";
+        case stream_type::subtitle:
+            return "subtitle";
+        case stream_type::data:
+            return "data";
+        case stream_type::attachment:
+            return "attachment";
+        case stream_type::unknown:
+            break;
+    }
+    return "unknown";
+}
+
+const char* to_string(frame_count_source s) noexcept {
+    switch (s) {
+        case frame_count_source::header:
+            return "header";
+        case frame_count_source::duration:
+            return "duration x rate";
+        case frame_count_source::unknown:
+            break;
+    }
+    return "unknown";
+}
+
+namespace ops {
+namespace {
+
+constexpr const char* op = "probe_video";
+
+// FFmpeg's stream-info pass reads packets until every stream's codec parameters are known, up to
+// 5 MB or 5 s of them by default. A header that states everything (MP4, Matroska) ends it after a
+// packet or two; the bounds only matter where the parameters live in the stream itself, and a
+// second of packets holds a sequence header in any sane encoding.
+constexpr std::int64_t probe_bytes = 1 << 20;
+constexpr std::int64_t analyze_microseconds = 1'000'000;
+
+stream_type type_of(AVMediaType t) {
+    switch (t) {
+        case AVMEDIA_TYPE_VIDEO:
+            return stream_type::video;
+        case AVMEDIA_TYPE_AUDIO:
+            return stream_type::audio;
+        case AVMEDIA_TYPE_SUBTITLE:
+            return stream_type::subtitle;
+        case AVMEDIA_TYPE_DATA:
+            return stream_type::data;
+        case AVMEDIA_TYPE_ATTACHMENT:
+            return stream_type::attachment;
+        default:
+            return stream_type::unknown;
+    }
+}
+
+/// Seconds of `ts` in `tb`, 0 when unknown.
+double seconds_or_zero(std::int64_t ts, AVRational tb) {
+    if (ts == AV_NOPTS_VALUE || tb.num <= 0 || tb.den <= 0) return 0.0;
+    const double s = av::seconds(ts, tb);
+    return std::isfinite(s) ? s : 0.0;
+}
+
+stream_info describe_stream(AVFormatContext* fmt, AVStream* st) {
+    const AVCodecParameters* par = st->codecpar;
+    stream_info s;
+    s.index = st->index;
+    s.type = type_of(par->codec_type);
+    if (par->codec_id != AV_CODEC_ID_NONE) s.codec = avcodec_get_name(par->codec_id);
+    s.start = seconds_or_zero(st->start_time, st->time_base);
+    s.duration = std::max(0.0, seconds_or_zero(st->duration, st->time_base));
+    s.frames = std::max<std::int64_t>(0, st->nb_frames);
+    s.bit_rate = std::max<std::int64_t>(0, par->bit_rate);
+    if (s.type == stream_type::video) {
+        s.width = std::max(0, par->width);
+        s.height = std::max(0, par->height);
+        const AVRational rate = av_guess_frame_rate(fmt, st, nullptr);
+        if (rate.num > 0 && rate.den > 0) s.frame_rate = av_q2d(rate);
+        if (const char* name = av_get_pix_fmt_name(static_cast<AVPixelFormat>(par->format))) {
+            s.pixel_format = name;
+        }
+        s.attached_picture = (st->disposition & AV_DISPOSITION_ATTACHED_PIC) != 0;
+    } else if (s.type == stream_type::audio) {
+        s.sample_rate = std::max(0, par->sample_rate);
+        s.channels = std::max(0, par->ch_layout.nb_channels);
+    }
+    return s;
+}
+
+/// `"audio aac, subtitle subrip"`, or `"no streams"`.
+std::string stream_list(const std::vector<stream_info>& streams) {
+    if (streams.empty()) return "no streams";
+    std::string text;
+    for (const stream_info& s : streams) {
+        if (!text.empty()) text += ", ";
+        text += to_string(s.type);
+        if (!s.codec.empty()) text += " " + s.codec;
+    }
+    return text;
+}
+
+video_info probe(av::input in, const video_probe_options& opt) {
+    AVFormatContext* fmt = in.format.get();
+    fmt->probesize = probe_bytes;
+    fmt->max_analyze_duration = analyze_microseconds;
+    av::check_cancelled(op, in.name);
+    if (const int ret = avformat_find_stream_info(fmt, nullptr); ret < 0) {
+        in.fail(op, "cannot read the stream information", ret);
+    }
+    av::take_log_line();
+
+    video_info info;
+    info.format =
+        fmt->iformat != nullptr && fmt->iformat->name != nullptr ? fmt->iformat->name : "";
+    info.streams.reserve(fmt->nb_streams);
+    for (unsigned i = 0; i < fmt->nb_streams; ++i) {
+        info.streams.push_back(describe_stream(fmt, fmt->streams[i]));
+    }
+
+    const int index = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+    if (index < 0) {
+        if (!opt.require_video) return info;
+        av::throw_decode(op, in.name, "no video stream (" + stream_list(info.streams) + ")", 0);
+    }
+    const stream_info& v = info.streams[static_cast<std::size_t>(index)];
+    info.stream = index;
+    info.codec = v.codec;
+    info.width = v.width;
+    info.height = v.height;
+    info.pixel_format = v.pixel_format;
+    info.frame_rate = v.frame_rate;
+    // Where the stream states no start or duration, the container's (which spans all streams).
+    const AVStream* st = fmt->streams[index];
+    info.start = st->start_time != AV_NOPTS_VALUE
+                     ? v.start
+                     : seconds_or_zero(fmt->start_time, AV_TIME_BASE_Q);
+    info.duration = st->duration != AV_NOPTS_VALUE && st->duration > 0
+                        ? v.duration
+                        : std::max(0.0, seconds_or_zero(fmt->duration, AV_TIME_BASE_Q));
+    info.bit_rate = v.bit_rate > 0 ? v.bit_rate : std::max<std::int64_t>(0, fmt->bit_rate);
+    if (v.frames > 0) {
+        info.frames = v.frames;
+        info.frames_from = frame_count_source::header;
+    } else if (info.duration > 0.0 && info.frame_rate > 0.0) {
+        const double estimate = std::round(info.duration * info.frame_rate);
+        // A duration guessed from a bit rate can be anything; keep the count representable.
+        if (estimate >= 1.0 && estimate < 9.0e18) {
+            info.frames = static_cast<std::int64_t>(estimate);
+            info.frames_from = frame_count_source::duration;
+        }
+    }
+    return info;
+}
+
+}  // namespace
+
+namespace detail {
+
+video_info probe_video_fn::operator()(const std::filesystem::path& path,
+                                      const video_probe_options& options) const {
+    return probe(av::open_container(av::open_file(path, options.timeout, op), path.string(), op),
+                 options);
+}
+
+video_info probe_video_fn::operator()(std::span<const std::byte> data,
+                                      const video_probe_options& options) const {
+    return probe(av::open_container(av::open_memory(data, options.timeout, op), "<memory>", op),
+                 options);
+}
+
+}  // namespace detail
+}  // namespace ops
+}  // namespace ferry
