@@ -42,7 +42,7 @@ readonly packages=(
     libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
     ffmpeg libjpeg-turbo-progs
     libcurl4-openssl-dev
-    libarchive-dev zstd
+    libarchive-dev zstd python3-boto3
     libopenmpi-dev openmpi-bin
     clang libclang-rt-14-dev
 )
@@ -73,12 +73,27 @@ elapsed() {
 # --- deps ------------------------------------------------------------------------------------
 installed() { dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'; }
 
+# The test servers from npm (s3rver, an S3-compatible server the http.s3rver test starts on
+# 127.0.0.1), in .test-servers/ (git-ignored); Node.js and npm from Debian where the machine
+# has none.
+test_servers() {
+    if [[ -x .test-servers/node_modules/.bin/s3rver ]]; then
+        echo "test servers: s3rver installed"
+        return
+    fi
+    step "deps: npm install s3rver (test server) into .test-servers/"
+    npm install --prefix .test-servers --no-audit --no-fund s3rver@3.7.1
+}
+
 deps() {
     step "deps: checking ${#packages[@]} Debian packages"
-    local missing=() p
-    for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+    local missing=() p all=("${packages[@]}")
+    # Node.js and npm for the test servers, unless the machine has them (from anywhere).
+    command -v npm >/dev/null || all+=(nodejs npm)
+    for p in "${all[@]}"; do installed "$p" || missing+=("$p"); done
     if ((${#missing[@]} == 0)); then
-        echo "all installed: ${packages[*]}"
+        echo "all installed: ${all[*]}"
+        test_servers
         return
     fi
     echo "missing: ${missing[*]}"
@@ -93,7 +108,8 @@ deps() {
     step "deps: apt-get install ${missing[*]}"
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y --no-install-recommends "${packages[@]}"
+        apt-get install -y --no-install-recommends "${all[@]}"
+    test_servers
 }
 
 # --- builds ----------------------------------------------------------------------------------
