@@ -68,7 +68,8 @@ def expected_libs(recipe):
     values = dict(a[2:].split("=", 1) for a in recipe["cmake_args"])
     libs = {"ferry_core", "ferry", "ferry_cuda"}  # always built
     for option, lib in (("FERRY_IMAGE", "ferry_image"), ("FERRY_VIDEO", "ferry_video"),
-                        ("FERRY_HTTP", "ferry_http"), ("FERRY_MPI", "ferry_mpi")):
+                        ("FERRY_HTTP", "ferry_http"), ("FERRY_SHARDS", "ferry_shards"),
+                        ("FERRY_MPI", "ferry_mpi")):
         if values.get(option, "ON").upper() in ("ON", "TRUE", "1", "YES"):
             libs.add(lib)
     return libs
