@@ -87,7 +87,9 @@ class FERRY_API http_error : public io_error {
                (status >= 200 && status < 300);  // 2xx: the body was cut short
     }
 
-    /// The URL as the caller passed it.
+    /// The URL as the caller passed it, with the values of a presigned URL's credential
+    /// parameters (`X-Amz-Signature`, `X-Amz-Credential`, `X-Amz-Security-Token`, `Signature`,
+    /// `AWSAccessKeyId`) replaced by `REDACTED`, as in `what()`.
     [[nodiscard]] const std::string& url() const noexcept { return url_; }
     /// The last HTTP status received (e.g. 404, 503; 200 for a truncated or oversized body),
     /// or 0 when none was (refused connection, DNS, timeout before the headers, `file://`).

@@ -19,6 +19,7 @@
 #include "ferry/version.hpp"
 #include "range.hpp"
 #include "request.hpp"
+#include "s3_text.hpp"
 
 namespace ferry::ops::detail {
 namespace {
@@ -326,7 +327,7 @@ bytes read_url_fn::operator()(std::string_view url, const http_options& options)
     if (url.starts_with("s3://")) return fetch(s3_object_request(url), options);
     request r;
     r.url = std::string(url);
-    r.display = r.url;
+    r.display = redact_url(url);
     return fetch(r, options);
 }
 

@@ -4,6 +4,7 @@
 
 #include "s3_text.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cstdint>
 
@@ -26,6 +27,36 @@ std::string uri_encode(std::string_view s, bool encode_slash) {
             out += hex[c & 0x0F];
         }
     }
+    return out;
+}
+
+std::string redact_url(std::string_view url) {
+    const auto q = url.find('?');
+    if (q == std::string_view::npos) return std::string(url);
+    const auto hash = url.find('#', q);
+    const std::string_view query =
+        url.substr(q + 1, hash == std::string_view::npos ? std::string_view::npos : hash - q - 1);
+    std::string out(url.substr(0, q + 1));
+    std::size_t at = 0;
+    while (at <= query.size()) {
+        auto amp = query.find('&', at);
+        if (amp == std::string_view::npos) amp = query.size();
+        const std::string_view item = query.substr(at, amp - at);
+        const auto eq = item.find('=');
+        std::string name(item.substr(0, eq));
+        for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        const bool secret = name == "x-amz-signature" || name == "x-amz-credential" ||
+                            name == "x-amz-security-token" || name == "signature" ||
+                            name == "awsaccesskeyid";
+        if (secret && eq != std::string_view::npos) {
+            out += std::string(item.substr(0, eq + 1)) + "REDACTED";
+        } else {
+            out += item;
+        }
+        if (amp < query.size()) out += '&';
+        at = amp + 1;
+    }
+    if (hash != std::string_view::npos) out += url.substr(hash);
     return out;
 }
 

@@ -34,6 +34,11 @@ request s3_request(const s3_location& loc, std::string url, std::string display)
 /// do not).
 std::string uri_encode(std::string_view s, bool encode_slash);
 
+/// `url` with the values of its credential-bearing query parameters replaced by `REDACTED`
+/// (presigned URLs: `X-Amz-Signature`, `X-Amz-Credential`, `X-Amz-Security-Token`, and the older
+/// `Signature`, `AWSAccessKeyId`; names compared without case), so messages can name it.
+std::string redact_url(std::string_view url);
+
 /// The text of the first `<tag>...</tag>` in `xml` with entities decoded; empty when absent.
 std::string xml_text(std::string_view xml, std::string_view tag);
 

@@ -235,6 +235,33 @@ BOOST_AUTO_TEST_CASE(error_documents_are_typed_s3_errors_without_secrets) {
     }
 }
 
+// A presigned URL's credentials reach the server but no message: what() and url() show them
+// REDACTED, the other parameters as they were.
+BOOST_AUTO_TEST_CASE(presigned_url_credentials_are_redacted_in_errors) {
+    recording_server rec([](const http_request&) {
+        return s3_error_doc(403, "AccessDenied", "Request has expired");
+    });
+    const std::string query =
+        "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20261204%2Fus-east-1%2Fs3"
+        "%2Faws4_request&X-Amz-Date=20261204T000000Z&X-Amz-Expires=60&X-Amz-SignedHeaders=host"
+        "&X-Amz-Security-Token=SECRETTOKEN&X-Amz-Signature=0123456789abcdef";
+    const std::string url = rec.server.url("/b/k.jpg?" + query);
+    const auto e =
+        ferry_test::expect_throw<ferry::http_error>([&] { (void)ferry::ops::read_url(url); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(rec.last().target == "/b/k.jpg?" + query);
+    const std::string redacted = rec.server.url(
+        "/b/k.jpg?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=REDACTED&X-Amz-Date="
+        "20261204T000000Z&X-Amz-Expires=60&X-Amz-SignedHeaders=host&X-Amz-Security-Token=REDACTED"
+        "&X-Amz-Signature=REDACTED");
+    BOOST_TEST(e->url() == redacted);
+    const std::string what = e->what();
+    BOOST_TEST(contains(what, "read_url: '" + redacted + "': HTTP 403 Forbidden"), what);
+    for (const char* secret_part : {"0123456789abcdef", "SECRETTOKEN", "AKIDEXAMPLE"}) {
+        BOOST_TEST(!contains(what, secret_part));
+    }
+}
+
 // list_objects pages through ListObjectsV2 with continuation tokens (signed queries an
 // independent check accepts), keeps S3's order, decodes XML entities in keys and leaves folder
 // markers out.
