@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -73,8 +74,20 @@ void find_inputs(const fs::path& where, settings& s) {
         std::vector<std::pair<fs::path, file_kind>> all;
         for (const auto& e : fs::recursive_directory_iterator(
                  where, fs::directory_options::skip_permission_denied)) {
-            if (e.is_regular_file()) all.emplace_back(e.path(), kind_of_file(e.path()));
+            if (e.is_regular_file()) all.emplace_back(e.path(), file_kind{});
         }
+        // One small read per file: on several threads, as the reads wait on the disk (or a
+        // network file system) far more than they compute.
+        std::atomic<std::size_t> next{0};
+        const auto work = [&] {
+            for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < all.size();) {
+                all[i].second = kind_of_file(all[i].first);
+            }
+        };
+        std::vector<std::thread> readers(std::min<std::size_t>(16, all.size() / 256));
+        for (auto& t : readers) t = std::thread(work);
+        work();
+        for (auto& t : readers) t.join();
         std::sort(all.begin(), all.end(),
                   [](const auto& a, const auto& b) { return a.first < b.first; });
         std::map<std::string, std::size_t> formats;

@@ -274,7 +274,11 @@ FERRY_API void set_opencv_threads(int n);
 
 /// The rectangle torchvision's RandomResizedCrop would pick for an image of `size`, drawn from
 /// `rng`: up to 10 tries for an area in `scale` and a ratio in `ratio` that fits, else a
-/// central crop at the nearest allowed ratio. Same generator state, same box.
+/// central crop at the nearest allowed ratio. Same generator state, same box. torchvision's
+/// `torch.empty(1).uniform_(a, b)` is `a + (b - a) * u` with `u = (rng() >> 11) * 2^-53`, and
+/// `torch.randint(0, n)` is `rng() % n`; the one difference: where torchvision's fallback box
+/// would be empty (a 1-pixel-wide image and ratios above 2), this one is 1 pixel. Golden boxes
+/// computed independently pin this (tests/ops/image/rrc_golden.py).
 [[nodiscard]] FERRY_API crop_box random_resized_crop_box(
     image_size size, std::mt19937_64& rng, const random_resized_crop_options& options = {});
 
