@@ -53,7 +53,9 @@ bool audio_extension(std::string_view ext) {
                         ".wma", ".aac"});
 }
 
-/// MPEG-1/2 audio (layers I-III) or AAC in ADTS: an 11-bit frame sync and valid header fields.
+/// MPEG-1/2 audio (layers II and III) or AAC in ADTS: an 11-bit frame sync and valid header
+/// fields. Layer I (rare) is left to the extension: its first bytes (FF FE, FF FF) are also a
+/// UTF-16 byte order mark and plain 0xFF fill.
 file_kind mpeg_audio_frame(head_view h) {
     if (h.size() < 4 || h[0] != 0xFF || (h[1] & 0xE0) != 0xE0) return {};
     if ((h[1] & 0xF6) == 0xF0) return audio_kind("aac (adts)");  // MPEG-4 or -2 ADTS, layer 00
@@ -61,7 +63,7 @@ file_kind mpeg_audio_frame(head_view h) {
     const int layer = (h[1] >> 1) & 3;
     const int bitrate = h[2] >> 4;
     const int rate = (h[2] >> 2) & 3;
-    if (version == 1 || layer == 0 || bitrate == 15 || rate == 3) return {};
+    if (version == 1 || layer == 0 || layer == 3 || bitrate == 15 || rate == 3) return {};
     return audio_kind("mpeg audio");
 }
 
@@ -89,11 +91,11 @@ file_kind start_code(head_view h) {
 }
 
 /// MPEG transport stream: a 0x47 sync byte every 188 bytes (or every 192, M2TS), as far as the
-/// head goes (at least two packets).
+/// head goes (at least three packets).
 file_kind transport_stream(head_view h) {
     for (const std::size_t offset : {std::size_t{0}, std::size_t{4}}) {
         const std::size_t step = offset == 0 ? 188 : 192;
-        if (h.size() < offset + step + 1) continue;
+        if (h.size() < offset + 2 * step + 1) continue;
         bool all = true;
         for (std::size_t p = offset; p < h.size(); p += step) all = all && h[p] == 0x47;
         if (all) return video_kind(offset == 0 ? "mpeg transport stream" : "m2ts");
@@ -208,11 +210,12 @@ file_kind sniff(head_view h, std::string_view ext) {
     if (at(h, 0, "fLaC")) return audio_kind("flac");
     if (at(h, 0, "ID3")) return audio_kind("mp3 (id3)");
     if (at(h, 0, "FORM") && (at(h, 8, "AIFF") || at(h, 8, "AIFC"))) return audio_kind("aiff");
-    if (at(h, 0, ".snd")) return audio_kind("au");
+    // Where a magic number could start a text file, a binary field after it must agree.
+    if (at(h, 0, std::string_view(".snd\0\0", 6))) return audio_kind("au");  // data offset
     if (at(h, 0, "#!AMR")) return audio_kind("amr");
     if (at(h, 0, "wvpk")) return audio_kind("wavpack");
-    if (at(h, 0, "MAC ")) return audio_kind("ape");
-    if (at(h, 0, "caff")) return audio_kind("caf");
+    if (at(h, 0, "MAC ") && h.size() > 5 && h[5] == 0x0F) return audio_kind("ape");  // 39xx
+    if (at(h, 0, std::string_view("caff\0\1", 6))) return audio_kind("caf");         // version 1
     if (at(h, 0, "\x0B\x77")) return audio_kind("ac-3");
     if (at(h, 0, "\x7F\xFE\x80\x01")) return audio_kind("dts");
     if (auto k = mpeg_audio_frame(h); k.kind != media::other) return k;

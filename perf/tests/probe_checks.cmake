@@ -19,7 +19,9 @@
 #                Theora, FLV, raw MPEG-1 and H.264 made by ffmpeg, the media corpus), a GIF, text
 #                and empty files: each is found as what its bytes say (counts per kind and
 #                format), the images are measured, everything else is listed as skipped with its
-#                reason, in JSON and text; with -DVIDEO=ON, videos without extensions decode
+#                reason, in JSON and text; a dozen more formats (AU, CAF, AIFF, AC-3, MP2, MP3,
+#                WavPack, ADTS, fast-start MP4 audio and video, M2TS, IVF, HEVC, MPEG-4 Part 2)
+#                without names; with -DVIDEO=ON, videos without extensions decode
 cmake_minimum_required(VERSION 3.25)
 
 function(fail msg)
@@ -345,6 +347,49 @@ elseif(CHECK STREQUAL "sniff")
                        "[^\n]*notes.txt: unrecognised[^\n]*\n[^\n]*zero: empty file\n")
   if(NOT rc EQUAL 0 OR NOT text MATCHES "${summary}" OR NOT text MATCHES "${others}")
     fail("text report (exit status ${rc}) does not list the skipped files:\n${text}")
+  endif()
+  # More formats, none named: a folder of audio files with a few videos and a UTF-16 text file
+  # (whose byte order mark FF FE is also an MPEG audio layer I sync).
+  file(MAKE_DIRECTORY ${WORK}/more)
+  set(m ${WORK}/more)
+  foreach(made "${tone};-f;au;${m}/a1" "${tone};-f;caf;${m}/a2" "${tone};-f;aiff;${m}/a3"
+               "${tone};-c:a;ac3;-f;ac3;${m}/a4" "${tone};-c:a;mp2;-f;mp2;${m}/a5"
+               "${tone};-c:a;wavpack;-f;wv;${m}/a6" "${tone};-c:a;aac;-f;adts;${m}/a7"
+               "${tone};-c:a;libmp3lame;-id3v2_version;0;-write_xing;0;-f;mp3;${m}/a8"
+               "${tone};-c:a;aac;-movflags;+faststart;-f;mp4;${m}/a9"
+               "${src};-c:v;mpeg2video;-f;mpegts;-mpegts_m2ts_mode;1;${m}/v1"
+               "${src};-c:v;libvpx;-f;ivf;${m}/v2" "${src};-c:v;libx265;-f;hevc;${m}/v3"
+               "${src};-c:v;mpeg4;-f;m4v;${m}/v4"
+               "${src};-c:v;libx264;-movflags;+faststart;-f;mp4;${m}/v5")
+    execute_process(COMMAND ${FFMPEG} -v error -y ${made} RESULT_VARIABLE rc ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+      fail("ffmpeg ${made}: ${err}")
+    endif()
+  endforeach()
+  string(ASCII 255 254 104 105 utf16)  # FF FE "hi" (CMake cannot write a NUL)
+  file(WRITE ${m}/utf16 "${utf16}")
+  execute_process(COMMAND ${PROBE} ${m} --items 1 --decode 1 --read 1 --threads 1 --batch 1
+                          --json
+                  OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    fail("more formats: exit status ${rc}: ${out}")
+  endif()
+  string(JSON formats GET "${out}" formats)
+  string(JSON kind GET "${out}" kind)
+  string(JSON skipped GET "${out}" skipped)
+  if(NOT kind STREQUAL "audio files" OR NOT skipped EQUAL 6)
+    fail("more formats: kind ${kind}, ${skipped} skipped; expected audio files, 6")
+  endif()
+  foreach(format "au" "caf" "aiff" "ac-3" "wavpack" "aac (adts)" "mp4 audio" "m2ts" "ivf"
+                 "hevc annex b" "mpeg-4 video" "mp4")
+    string(JSON got ERROR_VARIABLE missing GET "${out}" formats "${format}")
+    if(missing OR NOT got EQUAL 1)
+      fail("more formats: '${format}' found ${got} times, expected once; formats: ${formats}")
+    endif()
+  endforeach()
+  string(JSON got GET "${out}" formats "mpeg audio")
+  if(NOT got EQUAL 2)
+    fail("more formats: ${got} MPEG audio files (mp2, mp3), expected 2; formats: ${formats}")
   endif()
   if(VIDEO)
     # Videos found by their bytes decode like any other: no extension, or a wrong one.
