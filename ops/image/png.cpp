@@ -2,8 +2,8 @@
 /// \file
 /// PNG through libpng's classic API: 1–16-bit, palette, gray, alpha, interlaced; conversions
 /// done by libpng's row transforms (the EXIF orientation of an eXIf chunk is read in exif.cpp).
-/// libpng reports errors by longjmp: the functions that call
-/// into it hold no C++ object with a destructor, and every allocation is made outside them.
+/// libpng reports errors by longjmp: the functions that call into it hold no C++ object with a
+/// destructor, and every allocation is made outside them.
 #include <png.h>
 
 #include <csetjmp>
