@@ -2,10 +2,11 @@
 /// \file
 /// ferry-probe: how fast can ferry load this dataset, and what holds it back?
 ///
-/// Point it at a folder of images (searched recursively) or a text file listing them, one per
-/// line: paths, or URLs (http://, https://, file://; read with ferry::ops::read_url where ferry
-/// was built with ferry::http), mixed as you like. It builds the loading pipeline a trainer
-/// would use
+/// Point it at a folder of images, videos or audio files (searched recursively; each file's
+/// kind is read from its first bytes, not its name, and the files it cannot measure are listed
+/// as skipped, with the reason) or a text file listing them, one per line: paths, or URLs (http://,
+/// https://, file://; read with ferry::ops::read_url where ferry was built with ferry::http), mixed
+/// as you like. It builds the loading pipeline a trainer would use
 ///
 ///     read_file / read_url (I/O threads) -> decode_image (+ resize) -> batch -> collate
 ///
@@ -20,7 +21,8 @@
 ///   ferry-probe DIR|LIST [--seconds 3] [--items N] [--sample 256] [--seed 1] [--threads N]
 ///                        [--resize 224x224] [--decode 1,2,4] [--read 2,8] [--batch 32] [--json]
 ///
-/// Files: probe_inputs.cpp (the inputs, the sample, the CPUs), probe_json.cpp (--json).
+/// Files: probe_inputs.cpp (the inputs, the sample, the CPUs), probe_sniff.cpp (what a file is,
+/// from its first bytes), probe_json.cpp (--json).
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -186,6 +188,42 @@ trial run(const settings& s, int read, int decode, std::uint64_t limit) {
     return t;
 }
 
+/// The files found but not measured: how many of each other kind, and the first few of those
+/// that are no media ferry reads, with the reason (--json lists every one).
+void print_skipped(std::FILE* out, const settings& s) {
+    if (s.skipped.empty()) return;
+    std::size_t kinds[3] = {};
+    std::vector<const skipped_file*> others;
+    for (const skipped_file& f : s.skipped) {
+        if (f.kind == media::other) {
+            others.push_back(&f);
+        } else {
+            ++kinds[static_cast<int>(f.kind)];
+        }
+    }
+    std::fprintf(out, "skipped %zu file%s:", s.skipped.size(), s.skipped.size() == 1 ? "" : "s");
+    const char* sep = " ";
+    for (int k = 0; k < 3; ++k) {
+        if (kinds[k] == 0) continue;
+        std::fprintf(out, "%s%zu %s", sep, kinds[k], name_of(static_cast<media>(k)));
+        sep = ", ";
+    }
+    if (sep[0] == ',') std::fprintf(out, " (this run measures %s)", name_of(s.kind));
+    if (!others.empty()) {
+        std::fprintf(out, "%s%zu that ferry does not read:\n", sep[0] == ',' ? "; " : " ",
+                     others.size());
+    } else {
+        std::fprintf(out, "\n");
+    }
+    constexpr std::size_t shown = 10;
+    for (std::size_t i = 0; i < others.size() && i < shown; ++i) {
+        std::fprintf(out, "  %s: %s\n", others[i]->path.c_str(), others[i]->why.c_str());
+    }
+    if (others.size() > shown) {
+        std::fprintf(out, "  ... and %zu more (--json lists them)\n", others.size() - shown);
+    }
+}
+
 /// The text report after the table: the best setting, its stats, the suggestion, the failures.
 void print_text_summary(const settings& s, const std::vector<trial>& trials, const trial& best) {
     const trial& first = trials.front();
@@ -276,12 +314,12 @@ int main(int argc, char** argv) {
     app.add_flag("--json", json, "print JSON instead of tables");
     CLI11_PARSE(app, argc, argv);
 
-    s.files = find_inputs(where, s.kind);
+    find_inputs(where, s);
     if (s.files.empty()) {
-        std::cerr << "ferry-probe: no images (.jpg .jpeg .png .webp .bmp), videos (.mp4 .mkv "
-                     ".webm .avi .mov) or audio files (.wav .flac .mp3 .ogg .opus .m4a .aac) "
-                     "found in "
+        std::cerr << "ferry-probe: no images (JPEG, PNG, WebP, BMP), videos or audio files (what "
+                     "FFmpeg reads), recognised by their first bytes or extension, found in "
                   << where << '\n';
+        print_skipped(stderr, s);
         return 2;
     }
     s.sample = sample_of(s.files, sample, seed);
@@ -337,6 +375,10 @@ int main(int argc, char** argv) {
                 : ("whole passes the first finishes in " + std::to_string(s.seconds) + " s")
                       .c_str(),
             s.sample.size(), static_cast<unsigned long long>(seed));
+        if (!s.skipped.empty()) {
+            print_skipped(stdout, s);
+            std::printf("\n");
+        }
         if (s.kind == media::image) {
             std::printf(
                 "| read | decode | images/s | MB/s | failed |\n|---:|---:|---:|---:|---:|\n");

@@ -6,9 +6,11 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -20,28 +22,14 @@ namespace fs = std::filesystem;
 namespace probe {
 namespace {
 
-media kind_of(const fs::path& p) {
-    std::string ext = p.extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".webp" || ext == ".bmp") {
-        return media::image;
-    }
-    if (ext == ".mp4" || ext == ".mkv" || ext == ".webm" || ext == ".avi" || ext == ".mov") {
-        return media::video;
-    }
-    if (ext == ".wav" || ext == ".flac" || ext == ".mp3" || ext == ".ogg" || ext == ".opus" ||
-        ext == ".m4a" || ext == ".aac") {
-        return media::audio;
-    }
-    return media::other;
-}
-
-/// The media kind of a list entry: a URL's by the extension of its path (query and fragment
-/// dropped).
+/// The media kind of a list entry: a path's by its content (else its extension), a URL's by the
+/// extension of its path (query and fragment dropped).
 media kind_of_entry(const std::string& entry) {
-    if (!is_url(entry)) return kind_of(entry);
-    return kind_of(fs::path(entry.substr(0, entry.find_first_of("?#"))));
+    if (!is_url(entry)) {
+        return fs::is_regular_file(entry) ? kind_of_file(entry).kind
+                                          : kind_of_extension(lower_extension(entry));
+    }
+    return kind_of_extension(lower_extension(entry.substr(0, entry.find_first_of("?#"))));
 }
 
 /// A cgroup v2 CPU quota (`cpu.max`: "quota period", or "max"), in CPUs rounded up; 0 if none.
@@ -80,22 +68,53 @@ const char* name_of(media m) {
     return "files";
 }
 
-std::vector<std::string> find_inputs(const fs::path& where, media& kind) {
-    std::vector<std::string> out;
+void find_inputs(const fs::path& where, settings& s) {
+    s.files.clear();
     if (fs::is_directory(where)) {
-        std::vector<fs::path> found[3];
+        std::vector<std::pair<fs::path, file_kind>> all;
         for (const auto& e : fs::recursive_directory_iterator(
                  where, fs::directory_options::skip_permission_denied)) {
-            const media k = e.is_regular_file() ? kind_of(e.path()) : media::other;
-            if (k != media::other) found[static_cast<int>(k)].push_back(e.path());
+            if (e.is_regular_file()) all.emplace_back(e.path(), file_kind{});
         }
+        // One small read per file: on several threads, as the reads wait on the disk (or a
+        // network file system) far more than they compute.
+        std::atomic<std::size_t> next{0};
+        const auto work = [&] {
+            for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < all.size();) {
+                all[i].second = kind_of_file(all[i].first);
+            }
+        };
+        std::vector<std::thread> readers(std::min<std::size_t>(16, all.size() / 256));
+        for (auto& t : readers) t = std::thread(work);
+        work();
+        for (auto& t : readers) t.join();
+        std::sort(all.begin(), all.end(),
+                  [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::map<std::string, std::size_t> formats;
+        for (const auto& [path, k] : all) {
+            if (k.kind == media::other) continue;
+            ++s.found[static_cast<int>(k.kind)];
+            ++formats[k.format];
+        }
+        s.formats.assign(formats.begin(), formats.end());
         int most = 0;
         for (int k = 1; k < 3; ++k) {
-            if (found[k].size() > found[most].size()) most = k;
+            if (s.found[k] > s.found[most]) most = k;
         }
-        kind = static_cast<media>(most);
-        std::sort(found[most].begin(), found[most].end());
-        for (const fs::path& p : found[most]) out.push_back(p.string());
+        s.kind = static_cast<media>(most);
+        for (const auto& [path, k] : all) {
+            if (k.kind == s.kind) {
+                s.files.push_back(path.string());
+            } else if (k.kind == media::other) {
+                s.skipped.push_back({path.string(), k.format});
+            } else {
+                s.skipped.push_back({path.string(),
+                                     std::string("one of the ") + name_of(k.kind) + " (" +
+                                         k.format + "); this run measures " + name_of(s.kind) +
+                                         ", the kind most files are",
+                                     k.kind});
+            }
+        }
     } else if (fs::is_regular_file(where)) {
         std::ifstream in(where);
         std::string line;
@@ -104,12 +123,11 @@ std::vector<std::string> find_inputs(const fs::path& where, media& kind) {
             while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) {
                 line.pop_back();
             }
-            if (!line.empty() && line[0] != '#') out.push_back(line);
+            if (!line.empty() && line[0] != '#') s.files.push_back(line);
         }
-        kind = out.empty() ? media::image : kind_of_entry(out.front());
-        if (kind == media::other) kind = media::image;
+        s.kind = s.files.empty() ? media::image : kind_of_entry(s.files.front());
+        if (s.kind == media::other) s.kind = media::image;
     }
-    return out;
 }
 
 std::vector<std::string> sample_of(const std::vector<std::string>& files, std::size_t n,

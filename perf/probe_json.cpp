@@ -76,6 +76,24 @@ void print_stats(const ferry::pipeline_stats& s) {
     std::printf("]}");
 }
 
+/// What a folder held: counts per kind and per format, and the skipped files (the first
+/// `listed`, with the reason; `skipped` counts them all).
+void print_found(const settings& s) {
+    std::printf("\"found\": {\"images\": %zu, \"videos\": %zu, \"audio\": %zu}, \"formats\": {",
+                s.found[0], s.found[1], s.found[2]);
+    for (std::size_t i = 0; i < s.formats.size(); ++i) {
+        std::printf("%s%s: %zu", i ? ", " : "", json_string(s.formats[i].first).c_str(),
+                    s.formats[i].second);
+    }
+    constexpr std::size_t listed = 1000;  // a dataset with a label file per image has millions
+    std::printf("}, \"skipped\": %zu, \"skipped_files\": [", s.skipped.size());
+    for (std::size_t i = 0; i < s.skipped.size() && i < listed; ++i) {
+        std::printf("%s{\"path\": %s, \"why\": %s}", i ? ", " : "",
+                    json_string(s.skipped[i].path).c_str(), json_string(s.skipped[i].why).c_str());
+    }
+    std::printf("]");
+}
+
 }  // namespace
 
 std::vector<ferry::failure> failed_inputs(const std::vector<trial>& trials) {
@@ -93,8 +111,10 @@ void print_json(const settings& s, std::size_t urls, const std::vector<trial>& t
                 const trial& best) {
     std::printf(
         "{\"kind\": \"%s\", \"files\": %zu, \"urls\": %zu, \"sample\": %zu, \"threads\": %d, "
-        "\"usable_cpus\": %d, \"trials\": [",
+        "\"usable_cpus\": %d, ",
         name_of(s.kind), s.files.size(), urls, s.sample.size(), s.threads, usable_cpus());
+    print_found(s);
+    std::printf(", \"trials\": [");
     for (std::size_t i = 0; i < trials.size(); ++i) {
         const trial& t = trials[i];
         std::printf(

@@ -109,11 +109,21 @@ struct image_info {
     std::string format;  ///< "jpeg", "png", "webp" or "bmp"
     int width = 0;       ///< as stored (before EXIF orientation)
     int height = 0;
-    int channels = 0;     ///< channels stored: 1 gray, 2 gray+alpha, 3 colour, 4 colour+alpha
-                          ///< (or CMYK for JPEG)
-    int bit_depth = 8;    ///< bits per stored sample: 16 for 16-bit PNGs; for palette images
-                          ///< (PNG, BMP) the bits of a palette index (1, 2, 4 or 8)
-    int orientation = 1;  ///< EXIF orientation, 1..8 (1 = as stored)
+    int channels = 0;   ///< channels stored: 1 gray, 2 gray+alpha, 3 colour, 4 colour+alpha
+                        ///< (or CMYK for JPEG)
+    int bit_depth = 8;  ///< bits per stored sample: 16 for 16-bit PNGs; for palette images
+                        ///< (PNG, BMP) the bits of a palette index (1, 2, 4 or 8)
+    /// EXIF orientation, 1..8 (1 = as stored), from a JPEG's APP1 segment or a PNG's eXIf
+    /// chunk. Values outside 1..8 (0, 9 and above), tags of a type other than SHORT or LONG and
+    /// damaged EXIF data read as 1: metadata that cannot be read never fails a decode.
+    int orientation = 1;
+
+    /// The size as seen after the EXIF orientation (what `decode_image` returns with
+    /// `apply_orientation`): width and height swapped for orientations 5..8.
+    [[nodiscard]] image_size oriented_size() const noexcept {
+        return orientation >= 5 && orientation <= 8 ? image_size{height, width}
+                                                    : image_size{width, height};
+    }
 };
 
 /// A crop rectangle in pixels.
@@ -141,7 +151,8 @@ struct decode_options {
     image_size reduce_to{};
     /// The resize filter.
     interpolation interp = interpolation::bilinear;
-    /// Apply the EXIF orientation (JPEG), so the image comes out the way it is meant to be seen.
+    /// Apply the EXIF orientation (a JPEG's APP1 segment, a PNG's eXIf chunk), so the image
+    /// comes out the way it is meant to be seen.
     bool apply_orientation = true;
     /// Images whose header declares more pixels than this are refused before any allocation.
     std::uint64_t max_pixels = 128'000'000;
@@ -263,7 +274,11 @@ FERRY_API void set_opencv_threads(int n);
 
 /// The rectangle torchvision's RandomResizedCrop would pick for an image of `size`, drawn from
 /// `rng`: up to 10 tries for an area in `scale` and a ratio in `ratio` that fits, else a
-/// central crop at the nearest allowed ratio. Same generator state, same box.
+/// central crop at the nearest allowed ratio. Same generator state, same box. torchvision's
+/// `torch.empty(1).uniform_(a, b)` is `a + (b - a) * u` with `u = (rng() >> 11) * 2^-53`, and
+/// `torch.randint(0, n)` is `rng() % n`; the one difference: where torchvision's fallback box
+/// would be empty (a 1-pixel-wide image and ratios above 2), this one is 1 pixel. Golden boxes
+/// computed independently pin this (tests/ops/image/rrc_golden.py).
 [[nodiscard]] FERRY_API crop_box random_resized_crop_box(
     image_size size, std::mt19937_64& rng, const random_resized_crop_options& options = {});
 

@@ -55,9 +55,6 @@ image decode_webp(byte_span data, const request& req);
 image_info probe_bmp(byte_span data);
 image decode_bmp(byte_span data, const request& req);
 
-/// The EXIF orientation (1..8) in a JPEG's APP1 segment; 1 when absent or unreadable.
-int jpeg_orientation(byte_span data) noexcept;
-
 /// `box` (in the coordinates of the image as seen after EXIF `orientation`) in the coordinates
 /// of the stored `width x height` image. Throws `ferry::invalid_argument` when the box is empty
 /// or does not lie inside the image as seen.

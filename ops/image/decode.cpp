@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "codecs.hpp"
+#include "exif.hpp"
 #include "transform.hpp"
 
 namespace ferry {
@@ -183,6 +184,20 @@ format sniff(std::span<const std::byte> data) {
                        "); JPEG, PNG, WebP and BMP are supported");
 }
 
+/// The EXIF orientation of a JPEG (APP1) or PNG (eXIf); 1 for the other formats.
+int orientation_of(format f, std::span<const std::byte> data) noexcept {
+    switch (f) {
+        case format::jpeg:
+            return codec::jpeg_orientation(data);
+        case format::png:
+            return codec::png_orientation(data);
+        case format::webp:
+        case format::bmp:
+            break;
+    }
+    return 1;
+}
+
 bool set(image_size s) {
     return s.width > 0 && s.height > 0;
 }
@@ -218,8 +233,7 @@ image decode_image_fn::operator()(std::span<const std::byte> data,
     check_size_option(options.resize, "resize");
     check_size_option(options.reduce_to, "reduce_to");
     const format f = sniff(data);
-    const int orientation =
-        f == format::jpeg && options.apply_orientation ? codec::jpeg_orientation(data) : 1;
+    const int orientation = options.apply_orientation ? orientation_of(f, data) : 1;
 
     codec::request req;
     req.format = options.format;
@@ -252,8 +266,9 @@ image decode_image_fn::operator()(std::span<const std::byte> data,
             break;
     }
     if (options.crop && f != format::jpeg) {
-        // Only JPEG has an EXIF orientation here (orientation is 1), and no reduced scale.
-        img = crop(img, codec::stored_crop(*options.crop, 1, img.width(), img.height()));
+        // Decoded whole, at full scale (only JPEG has a reduced scale): the box as stored, then
+        // oriented below like the whole image.
+        img = crop(img, codec::stored_crop(*options.crop, orientation, img.width(), img.height()));
     }
     if (orientation != 1) img = orient(img, orientation);
     if (set(options.resize) && img.size() != options.resize) {
@@ -267,10 +282,7 @@ image decode_image_fn::operator()(std::span<const std::byte> data,
 image decode_random_resized_crop(std::span<const std::byte> data, int width, int height,
                                  std::mt19937_64& rng,
                                  const decode_random_resized_crop_options& options) {
-    const image_info info = probe_image(data);
-    const bool swap = info.orientation >= 5;
-    const image_size seen =
-        swap ? image_size{info.height, info.width} : image_size{info.width, info.height};
+    const image_size seen = probe_image(data).oriented_size();
     // The same draw as random_resized_crop on the decoded image, then the same checks.
     const crop_box box = random_resized_crop_box(
         seen, rng, {.scale = options.scale, .ratio = options.ratio, .interp = options.interp});

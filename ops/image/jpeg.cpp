@@ -2,10 +2,10 @@
 /// \file
 /// JPEG through libjpeg-turbo: whole images through the TurboJPEG API (DCT-scaled decoding,
 /// CMYK/YCCK), regions (`decode_options::crop`) through the libjpeg API, whose
-/// `jpeg_crop_scanline` and `jpeg_skip_scanlines` TurboJPEG 2.1 does not expose; and the EXIF
-/// orientation read from APP1. libjpeg reports errors by longjmp: as in png.cpp, the functions
-/// that call setjmp hold no C++ object with a destructor, and every allocation is made outside
-/// them.
+/// `jpeg_crop_scanline` and `jpeg_skip_scanlines` TurboJPEG 2.1 does not expose (the EXIF
+/// orientation is read in exif.cpp). libjpeg reports errors by longjmp: as in png.cpp, the
+/// functions that call setjmp hold no C++ object with a destructor, and every allocation is
+/// made outside them.
 #include <turbojpeg.h>
 
 // jpeglib.h needs FILE and size_t declared first.
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "codecs.hpp"
+#include "exif.hpp"
 
 namespace ferry::ops::codec {
 namespace {
@@ -130,45 +131,6 @@ int pixel_format_of(pixel_format f) {
             return TJPF_RGBA;  // libjpeg-turbo fills alpha with 255
     }
     return TJPF_RGB;
-}
-
-std::uint16_t read16(const unsigned char* p, bool big_endian) {
-    return big_endian ? static_cast<std::uint16_t>((p[0] << 8) | p[1])
-                      : static_cast<std::uint16_t>((p[1] << 8) | p[0]);
-}
-
-std::uint32_t read32(const unsigned char* p, bool big_endian) {
-    return big_endian ? (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
-                            (std::uint32_t{p[2]} << 8) | p[3]
-                      : (std::uint32_t{p[3]} << 24) | (std::uint32_t{p[2]} << 16) |
-                            (std::uint32_t{p[1]} << 8) | p[0];
-}
-
-/// The orientation tag (0x0112) of a TIFF structure (the body of an EXIF APP1 segment).
-int tiff_orientation(const unsigned char* tiff, std::size_t size) {
-    if (size < 8) return 1;
-    bool big;
-    if (tiff[0] == 'I' && tiff[1] == 'I') {
-        big = false;
-    } else if (tiff[0] == 'M' && tiff[1] == 'M') {
-        big = true;
-    } else {
-        return 1;
-    }
-    if (read16(tiff + 2, big) != 42) return 1;
-    const std::uint32_t ifd = read32(tiff + 4, big);
-    if (ifd > size - 2 || ifd < 8) return 1;
-    const std::uint16_t entries = read16(tiff + ifd, big);
-    for (std::uint32_t i = 0; i < entries; ++i) {
-        const std::size_t at = std::size_t{ifd} + 2 + std::size_t{i} * 12;
-        if (at + 12 > size) return 1;
-        if (read16(tiff + at, big) != 0x0112) continue;
-        const std::uint16_t type = read16(tiff + at + 2, big);
-        if (type != 3 /* SHORT */) return 1;
-        const int v = read16(tiff + at + 8, big);
-        return (v >= 1 && v <= 8) ? v : 1;
-    }
-    return 1;
 }
 
 /// `cmyk` (4 channels, as libjpeg hands back CMYK and YCCK files) as `to`. Adobe's convention
@@ -502,35 +464,6 @@ image decode_jpeg_region(byte_span data, const request& req) {
 }
 
 }  // namespace
-
-int jpeg_orientation(byte_span data) noexcept {
-    const unsigned char* p = as_uchar(data);
-    const std::size_t n = data.size();
-    if (n < 4 || p[0] != 0xFF || p[1] != 0xD8) return 1;
-    std::size_t pos = 2;
-    while (pos + 4 <= n) {
-        if (p[pos] != 0xFF) return 1;
-        const unsigned char marker = p[pos + 1];
-        if (marker == 0xFF) {  // fill byte
-            ++pos;
-            continue;
-        }
-        if (marker == 0xDA || marker == 0xD9) return 1;  // image data starts: no EXIF before it
-        if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {
-            pos += 2;
-            continue;
-        }
-        const std::size_t len = (std::size_t{p[pos + 2]} << 8) | p[pos + 3];
-        if (len < 2 || pos + 2 + len > n) return 1;
-        const unsigned char* body = p + pos + 4;
-        const std::size_t body_len = len - 2;
-        if (marker == 0xE1 && body_len >= 6 && std::memcmp(body, "Exif\0\0", 6) == 0) {
-            return tiff_orientation(body + 6, body_len - 6);
-        }
-        pos += 2 + len;
-    }
-    return 1;
-}
 
 image_info probe_jpeg(byte_span data) {
     const header hd = read_header(thread_handle(), data);

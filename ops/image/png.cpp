@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// PNG through libpng's classic API: 1–16-bit, palette, gray, alpha, interlaced; conversions
-/// done by libpng's row transforms. libpng reports errors by longjmp: the functions that call
-/// into it hold no C++ object with a destructor, and every allocation is made outside them.
+/// done by libpng's row transforms (the EXIF orientation of an eXIf chunk is read in exif.cpp).
+/// libpng reports errors by longjmp: the functions that call into it hold no C++ object with a
+/// destructor, and every allocation is made outside them.
 #include <png.h>
 
 #include <csetjmp>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "codecs.hpp"
+#include "exif.hpp"
 
 namespace ferry::ops::codec {
 namespace {
@@ -164,6 +166,7 @@ image_info probe_png(byte_span data) {
         default:
             fail("png", "bad header: colour type " + std::to_string(color));
     }
+    info.orientation = png_orientation(data);
     return info;
 }
 

@@ -14,6 +14,14 @@
 #                is read, the missing one reported as failed (and listed by URL), the counts add
 #                up, connections reused
 # CHECK=urls_unsupported: (a build without ferry::http) a list with a URL: exit 2 and a message
+# CHECK=sniff:   (needs -DFFMPEG=<ffmpeg> -DMEDIA=<tests/fuzz/media_corpus>) a folder of images,
+#                videos and audio files with wrong or missing extensions (MPEG-PS and -TS, Ogg
+#                Theora, FLV, raw MPEG-1 and H.264 made by ffmpeg, the media corpus), a GIF, text
+#                and empty files: each is found as what its bytes say (counts per kind and
+#                format), the images are measured, everything else is listed as skipped with its
+#                reason, in JSON and text; a dozen more formats (AU, CAF, AIFF, AC-3, MP2, MP3,
+#                WavPack, ADTS, fast-start MP4 audio and video, M2TS, IVF, HEVC, MPEG-4 Part 2)
+#                without names; with -DVIDEO=ON, videos without extensions decode
 cmake_minimum_required(VERSION 3.25)
 
 function(fail msg)
@@ -217,6 +225,195 @@ elseif(CHECK STREQUAL "urls_unsupported")
     fail("exit status ${rc}, message '${err}'; expected 2 and 'no ferry::http'")
   endif()
   message(STATUS "urls without ferry::http ok: ${err}")
+elseif(CHECK STREQUAL "sniff")
+  file(REMOVE_RECURSE ${WORK})
+  file(MAKE_DIRECTORY ${WORK}/mixed/sub ${WORK}/videos)
+  set(d ${WORK}/mixed)
+  # 12 images: the corpus's 11, four of them renamed, and a text file named .jpg (found by its
+  # extension, as its bytes are no image: measured, and reported as a failed decode).
+  file(GLOB images ${CORPUS}/*)
+  file(COPY ${images} DESTINATION ${d})
+  file(RENAME ${d}/baseline.jpg ${d}/photo)
+  file(RENAME ${d}/rgb.png ${d}/rgb.jpg)
+  file(RENAME ${d}/lossy.webp ${d}/sub/lossy.dat)
+  file(RENAME ${d}/gray.bmp ${d}/gray.bin)
+  file(WRITE ${d}/garbage.jpg "this is not a JPEG at all")
+  # 11 videos and 7 audio files: the media corpus and what ffmpeg makes, none with its own
+  # extension.
+  function(copy_as from to)
+    file(COPY_FILE ${MEDIA}/${from} ${to})
+  endfunction()
+  copy_as(h264.mp4 ${d}/clip1)
+  copy_as(mpeg4.avi ${d}/clip2.jpg)
+  copy_as(vp9.webm ${d}/clip3.txt)
+  copy_as(video+audio.webm ${d}/sub/clip4.mka)
+  copy_as(rawvideo.y4m ${d}/clip5.png)
+  copy_as(tone.wav ${d}/tone1.bin)
+  copy_as(tone.mp3 ${d}/tone2)
+  copy_as(tone.m4a ${d}/tone3.mp4)
+  copy_as(tone.mka ${d}/tone4.mkv)
+  copy_as(tone.opus ${d}/tone5.ogv)
+  set(src -f lavfi -i testsrc=size=32x32:rate=25:duration=0.2)
+  set(tone -f lavfi -i sine=duration=0.1)
+  foreach(made "${src};-c:v;mpeg1video;-f;mpeg;${d}/clip6.mp4"
+               "${src};-c:v;mpeg2video;-f;mpegts;${d}/clip7"
+               "${src};-c:v;libtheora;-f;ogg;${d}/clip8.ogg"
+               "${src};-c:v;flv1;-f;flv;${d}/clip9.mp3"
+               "${src};-c:v;mpeg1video;-f;mpeg1video;${d}/clip10.jpg"
+               "${src};-c:v;libx264;-f;h264;${d}/clip11"
+               "${tone};-c:a;flac;-f;flac;${d}/tone6.txt"
+               "${tone};-c:a;flac;-f;ogg;${d}/tone7"
+               "${src};-f;gif;${d}/anim.jpg")
+    execute_process(COMMAND ${FFMPEG} -v error -y ${made} RESULT_VARIABLE rc ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+      fail("ffmpeg ${made}: ${err}")
+    endif()
+  endforeach()
+  # Not media: skipped, with the reason.
+  file(WRITE ${d}/notes.txt "not an image")
+  file(WRITE ${d}/labels.csv "file,label\nphoto,1\n")
+  file(WRITE ${d}/zero "")
+  execute_process(COMMAND ${PROBE} ${d} --items 24 --decode 1 --read 2 --threads 2
+                          --resize 32x32 --batch 4 --json
+                  OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    fail("exit status ${rc}: ${out}")
+  endif()
+  string(JSON kind GET "${out}" kind)
+  string(JSON files GET "${out}" files)
+  string(JSON n_images GET "${out}" found images)
+  string(JSON n_videos GET "${out}" found videos)
+  string(JSON n_audio GET "${out}" found audio)
+  string(JSON skipped GET "${out}" skipped)
+  string(JSON listed LENGTH "${out}" skipped_files)
+  if(NOT kind STREQUAL "images" OR NOT files EQUAL 12 OR NOT n_images EQUAL 12
+     OR NOT n_videos EQUAL 11 OR NOT n_audio EQUAL 7 OR NOT skipped EQUAL 22
+     OR NOT listed EQUAL 22)
+    fail("kind ${kind}, ${files} files, found ${n_images} images, ${n_videos} videos, "
+         "${n_audio} audio files, ${skipped} skipped (${listed} listed); expected images, 12, "
+         "12, 11, 7, 22 (22)")
+  endif()
+  # Each format by its bytes.
+  foreach(pair "jpeg=3" "png=4" "webp=2" "bmp=2" "unrecognised, by its extension=1" "mp4=1"
+               "avi=1" "matroska/webm=2" "y4m=1" "mpeg program stream=1"
+               "mpeg transport stream=1" "ogg theora=1" "flv=1" "mpeg-1/2 video=1"
+               "h.264 annex b=1" "wav=1" "mp3 (id3)=1" "mp4 audio=1" "matroska audio=1"
+               "ogg audio=2" "flac=1")
+    string(REPLACE "=" ";" pair "${pair}")
+    list(GET pair 0 format)
+    list(GET pair 1 want)
+    string(JSON got ERROR_VARIABLE missing GET "${out}" formats "${format}")
+    if(missing OR NOT got EQUAL want)
+      string(JSON formats GET "${out}" formats)
+      fail("format '${format}': ${got} found, expected ${want}; formats: ${formats}")
+    endif()
+  endforeach()
+  # The reasons: not media, a format ferry does not decode, another kind than measured.
+  math(EXPR last "${listed} - 1")
+  set(reasons "")
+  foreach(i RANGE ${last})
+    string(JSON path GET "${out}" skipped_files ${i} path)
+    string(JSON why GET "${out}" skipped_files ${i} why)
+    cmake_path(GET path FILENAME name)
+    set(reason_${name} "${why}")
+  endforeach()
+  foreach(check "notes.txt=^unrecognised content \\(first bytes: 6e 6f 74 20"
+                "labels.csv=^unrecognised content" "zero=^empty file$"
+                "anim.jpg=^GIF image: decode_image reads"
+                "clip7=^one of the videos \\(mpeg transport stream\\). this run measures images"
+                "tone4.mkv=^one of the audio files \\(matroska audio\\)")
+    string(FIND "${check}" "=" eq)
+    string(SUBSTRING "${check}" 0 ${eq} name)
+    math(EXPR eq "${eq} + 1")
+    string(SUBSTRING "${check}" ${eq} -1 pattern)
+    if(NOT reason_${name} MATCHES "${pattern}")
+      fail("${name} skipped because '${reason_${name}}'; expected '${pattern}'")
+    endif()
+  endforeach()
+  # The 12 images cycled twice: the text file named .jpg fails twice, the rest decode.
+  string(JSON images GET "${out}" trials 0 images)
+  string(JSON failed GET "${out}" trials 0 failed)
+  string(JSON failed_input GET "${out}" failed_inputs 0 input)
+  if(NOT images EQUAL 22 OR NOT failed EQUAL 2 OR NOT failed_input STREQUAL "${d}/garbage.jpg")
+    fail("${images} delivered, ${failed} failed (${failed_input}); expected 22, 2 (garbage.jpg)")
+  endif()
+  # The text report lists the skipped files too.
+  execute_process(COMMAND ${PROBE} ${d} --items 12 --decode 1 --read 1 --threads 2
+                          --resize 32x32 --batch 4
+                  OUTPUT_VARIABLE text RESULT_VARIABLE rc)
+  string(CONCAT summary "12 images under [^\n]*\n\nskipped 22 files: 11 videos, 7 audio files "
+                        "\\(this run measures images\\); 4 that ferry does not read:\n")
+  string(CONCAT others "anim.jpg: GIF image[^\n]*\n[^\n]*labels.csv: unrecognised[^\n]*\n"
+                       "[^\n]*notes.txt: unrecognised[^\n]*\n[^\n]*zero: empty file\n")
+  if(NOT rc EQUAL 0 OR NOT text MATCHES "${summary}" OR NOT text MATCHES "${others}")
+    fail("text report (exit status ${rc}) does not list the skipped files:\n${text}")
+  endif()
+  # More formats, none named: a folder of audio files with a few videos and a UTF-16 text file
+  # (whose byte order mark FF FE is also an MPEG audio layer I sync).
+  file(MAKE_DIRECTORY ${WORK}/more)
+  set(m ${WORK}/more)
+  foreach(made "${tone};-f;au;${m}/a1" "${tone};-f;caf;${m}/a2" "${tone};-f;aiff;${m}/a3"
+               "${tone};-c:a;ac3;-f;ac3;${m}/a4" "${tone};-c:a;mp2;-f;mp2;${m}/a5"
+               "${tone};-c:a;wavpack;-f;wv;${m}/a6" "${tone};-c:a;aac;-f;adts;${m}/a7"
+               "${tone};-c:a;libmp3lame;-id3v2_version;0;-write_xing;0;-f;mp3;${m}/a8"
+               "${tone};-c:a;aac;-movflags;+faststart;-f;mp4;${m}/a9"
+               "${src};-c:v;mpeg2video;-f;mpegts;-mpegts_m2ts_mode;1;${m}/v1"
+               "${src};-c:v;libvpx;-f;ivf;${m}/v2" "${src};-c:v;libx265;-f;hevc;${m}/v3"
+               "${src};-c:v;mpeg4;-f;m4v;${m}/v4"
+               "${src};-c:v;libx264;-movflags;+faststart;-f;mp4;${m}/v5")
+    execute_process(COMMAND ${FFMPEG} -v error -y ${made} RESULT_VARIABLE rc ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+      fail("ffmpeg ${made}: ${err}")
+    endif()
+  endforeach()
+  string(ASCII 255 254 104 105 utf16)  # FF FE "hi" (CMake cannot write a NUL)
+  file(WRITE ${m}/utf16 "${utf16}")
+  execute_process(COMMAND ${PROBE} ${m} --items 1 --decode 1 --read 1 --threads 1 --batch 1
+                          --json
+                  OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    fail("more formats: exit status ${rc}: ${out}")
+  endif()
+  string(JSON formats GET "${out}" formats)
+  string(JSON kind GET "${out}" kind)
+  string(JSON skipped GET "${out}" skipped)
+  if(NOT kind STREQUAL "audio files" OR NOT skipped EQUAL 6)
+    fail("more formats: kind ${kind}, ${skipped} skipped; expected audio files, 6")
+  endif()
+  foreach(format "au" "caf" "aiff" "ac-3" "wavpack" "aac (adts)" "mp4 audio" "m2ts" "ivf"
+                 "hevc annex b" "mpeg-4 video" "mp4")
+    string(JSON got ERROR_VARIABLE missing GET "${out}" formats "${format}")
+    if(missing OR NOT got EQUAL 1)
+      fail("more formats: '${format}' found ${got} times, expected once; formats: ${formats}")
+    endif()
+  endforeach()
+  string(JSON got GET "${out}" formats "mpeg audio")
+  if(NOT got EQUAL 2)
+    fail("more formats: ${got} MPEG audio files (mp2, mp3), expected 2; formats: ${formats}")
+  endif()
+  if(VIDEO)
+    # Videos found by their bytes decode like any other: no extension, or a wrong one.
+    copy_as(h264.mp4 ${WORK}/videos/a)
+    copy_as(mpeg4.avi ${WORK}/videos/b.jpg)
+    copy_as(vp9.webm ${WORK}/videos/c.txt)
+    copy_as(rawvideo.y4m ${WORK}/videos/d.wav)
+    copy_as(tone.wav ${WORK}/videos/e.mp4)
+    execute_process(COMMAND ${PROBE} ${WORK}/videos --items 4 --decode 1 --read 1 --threads 2
+                            --resize 32x32 --batch 2 --frames 2 --json
+                    OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+    string(JSON kind GET "${out}" kind)
+    string(JSON files GET "${out}" files)
+    string(JSON skipped GET "${out}" skipped)
+    string(JSON images GET "${out}" trials 0 images)
+    string(JSON failed GET "${out}" trials 0 failed)
+    if(NOT rc EQUAL 0 OR NOT kind STREQUAL "videos" OR NOT files EQUAL 4 OR NOT skipped EQUAL 1
+       OR NOT images EQUAL 4 OR NOT failed EQUAL 0)
+      fail("videos: exit ${rc}, kind ${kind}, ${files} files, ${skipped} skipped, ${images} "
+           "decoded, ${failed} failed; expected videos, 4, 1, 4, 0")
+    endif()
+  endif()
+  message(STATUS "sniff ok: 12 images, 11 videos, 7 audio files found by their bytes; 22 "
+                 "skipped with reasons; the images measured")
 elseif(CHECK STREQUAL "missing" OR CHECK STREQUAL "empty")
   # A folder that does not exist, or one without media: exit status 2 and a message saying so.
   if(CHECK STREQUAL "missing")

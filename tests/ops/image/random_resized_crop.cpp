@@ -143,5 +143,85 @@ BOOST_AUTO_TEST_CASE(decode_random_resized_crop_reports_bad_input) {
                       ferry::decode_error);
 }
 
+// random_resized_crop_box is torchvision's RandomResizedCrop.get_params step for step: for fixed
+// seeds, sizes, scales and ratios it gives golden boxes computed independently, and leaves the
+// generator where they say (the number of draws: two per failed try, four on success, none in the
+// fallback). The table is the output of tests/ops/image/rrc_golden.py, which implements
+// std::mt19937_64 from the C++ standard and torchvision 0.14's get_params line for line in
+// Python, with torch's uniform_ and randint replaced by ferry's documented draws; rerun it and
+// paste its output to change a case. Each row: seed, image size, scale, ratio (the comment says
+// which try succeeded, or the fallback), the box {x, y, width, height} (torchvision's j, i, w, h)
+// and the generator's next output.
+BOOST_AUTO_TEST_CASE(random_resized_crop_box_matches_torchvision_golden_boxes) {
+    struct golden {
+        std::uint64_t seed;
+        int width;
+        int height;
+        std::pair<double, double> scale;
+        std::pair<double, double> ratio;
+        ferry::crop_box box;
+        std::uint64_t next;  ///< the generator's next output after the draw
+    };
+    // clang-format off
+    const std::vector<golden> cases{
+        {0ULL, 500, 375, {0.08, 1.0}, {0.75, 1.3333333333333333},  // try 1
+         {42, 147, 238, 179}, 10003392056472839596ULL},
+        {1ULL, 500, 375, {0.08, 1.0}, {0.75, 1.3333333333333333},  // try 1
+         {21, 123, 176, 217}, 6472927700900931384ULL},
+        {2ULL, 500, 375, {0.08, 1.0}, {0.75, 1.3333333333333333},  // try 1
+         {31, 1, 457, 374}, 4665249168328654236ULL},
+        {42ULL, 224, 224, {0.08, 1.0}, {0.75, 1.3333333333333333},  // try 1
+         {2, 22, 205, 189}, 16662371453428439381ULL},
+        {7ULL, 1920, 1080, {0.08, 1.0}, {0.75, 1.3333333333333333},  // try 2
+         {292, 394, 699, 558}, 15357338357345460609ULL},
+        {123456789ULL, 97, 61, {0.08, 1.0}, {0.75, 1.3333333333333333},  // try 1
+         {24, 9, 46, 52}, 16028989633461488813ULL},
+        {18446744073709551615ULL, 640, 480, {0.08, 1.0}, {0.75, 1.3333333333333333},  // try 1
+         {170, 48, 190, 168}, 17279096482229114326ULL},
+        {3ULL, 375, 500, {0.25, 0.5}, {0.5, 2.0},  // try 1
+         {140, 83, 219, 334}, 10326406840904628101ULL},
+        {4ULL, 800, 600, {0.5, 0.5}, {1.0, 1.0},  // try 1
+         {196, 57, 490, 490}, 10108488131231922659ULL},
+        {5ULL, 256, 256, {0.9, 1.0}, {0.75, 1.3333333333333333},  // try 6
+         {6, 1, 249, 239}, 5219275217223161993ULL},
+        {6ULL, 1000, 10, {0.08, 1.0}, {0.75, 1.3333333333333333},  // fallback
+         {493, 0, 13, 10}, 217789980412922928ULL},
+        {8ULL, 10, 1000, {0.08, 1.0}, {0.75, 1.3333333333333333},  // fallback
+         {0, 493, 10, 13}, 5757931311930086699ULL},
+        {9ULL, 33, 17, {0.01, 0.02}, {0.1, 10.0},  // try 1
+         {0, 12, 3, 3}, 4352328545201414233ULL},
+        {10ULL, 1, 1, {0.08, 1.0}, {0.75, 1.3333333333333333},  // try 1
+         {0, 0, 1, 1}, 665441777603363039ULL},
+        {11ULL, 3, 1000, {0.5, 1.0}, {0.75, 1.3333333333333333},  // fallback
+         {0, 498, 3, 4}, 5540954627478706884ULL},
+        {12ULL, 100, 100, {0.9, 1.0}, {4.0, 5.0},  // fallback
+         {0, 37, 100, 25}, 8514160333957291849ULL},
+        {13ULL, 300, 100, {0.9, 1.0}, {0.1, 0.2},  // fallback
+         {140, 0, 20, 100}, 15447903772713508353ULL},
+        {14ULL, 50, 50, {1.0, 1.0}, {0.5, 0.6},  // fallback
+         {10, 0, 30, 50}, 9592374271156518154ULL},
+        {15ULL, 120, 100, {1.0, 1.0}, {1.1, 1.3},  // try 5
+         {0, 0, 120, 100}, 16705139787016195225ULL},
+        {19ULL, 1000, 1000, {1.0, 1.0}, {0.5, 2.0},  // fallback
+         {0, 0, 1000, 1000}, 12368361556703320122ULL},
+        {16ULL, 1, 10, {0.9, 1.0}, {3.0, 4.0},  // fallback, clamped (torchvision: 1x0)
+         {0, 4, 1, 1}, 12572657599212108250ULL},
+        {17ULL, 4032, 3024, {0.08, 1.0}, {0.75, 1.3333333333333333},  // try 2
+         {73, 52, 3124, 2832}, 659169651777763519ULL},
+        {18ULL, 500, 375, {0.35, 1.0}, {0.75, 1.3333333333333333},  // try 1
+         {42, 31, 362, 309}, 14198324429824399569ULL},
+    };
+    // clang-format on
+    for (const golden& c : cases) {
+        std::mt19937_64 rng(c.seed);
+        const ferry::crop_box box = ferry::ops::random_resized_crop_box(
+            {c.width, c.height}, rng, {.scale = c.scale, .ratio = c.ratio});
+        const std::string what = "seed " + std::to_string(c.seed) + ", " + std::to_string(c.width) +
+                                 "x" + std::to_string(c.height);
+        BOOST_TEST(box == c.box, what);
+        BOOST_TEST(rng() == c.next, what << ": a different number of draws");
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()

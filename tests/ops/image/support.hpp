@@ -56,6 +56,27 @@ file_bytes write_palette_bmp(int width, int height, int bits,
 /// `jpeg` with an APP1 Exif segment (TIFF header in the given byte order, IFD0 holding tag
 /// 0x0112 = `orientation`) inserted right after SOI.
 file_bytes with_exif_orientation(const file_bytes& jpeg, int orientation, bool big_endian);
+
+/// How `exif_tiff` lays out its TIFF structure.
+struct exif_layout {
+    bool big_endian = false;
+    /// The orientation tag's type: 3 SHORT (the specification's), 4 LONG, or any other number
+    /// (written with the value as a SHORT, as a damaged file would).
+    int type = 3;
+    /// IFD0 as a camera writes it: Make and Model, then the orientation as the third of seven
+    /// entries, values stored after the IFD (Make, resolutions) and an Exif sub-IFD; else a
+    /// one-entry IFD0.
+    bool camera = false;
+};
+/// A TIFF structure (the body of an EXIF block, without JPEG's "Exif\0\0") whose IFD0 holds
+/// tag 0x0112 = `value`.
+file_bytes exif_tiff(std::uint32_t value, const exif_layout& layout = {});
+/// `jpeg` with an APP1 segment "Exif\0\0" + `tiff` inserted right after SOI, or after the
+/// first segment (JFIF's APP0 in what OpenCV and TurboJPEG write) when `after_app0`.
+file_bytes with_exif_app1(const file_bytes& jpeg, const file_bytes& tiff, bool after_app0 = false);
+/// `png` with an eXIf chunk holding `body` (a TIFF structure), right after IHDR or, when
+/// `after_idat`, right before IEND.
+file_bytes with_png_exif(const file_bytes& png, const file_bytes& body, bool after_idat = false);
 /// `stored` as EXIF orientation `orientation` says it is meant to be seen.
 cv::Mat oriented(const cv::Mat& stored, int orientation);
 
