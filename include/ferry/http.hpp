@@ -24,6 +24,10 @@ namespace ferry {
 struct byte_range {
     std::uint64_t offset = 0;  ///< the first byte
     std::uint64_t length = 0;  ///< how many bytes; 0 = from `offset` to the end
+    /// true: `length` is at most; where the resource ends first, what there is (none for a
+    /// range that starts at or past its end) is the answer, not an error. For reading a
+    /// resource of unknown size in chunks.
+    bool at_most = false;
 };
 
 /// How `read_url` fetches. Declaration order is part of the API (designated initializers):

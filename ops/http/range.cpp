@@ -93,6 +93,12 @@ bytes take_range(ranged_body in, const byte_range& r, const std::string& url,
                                  std::to_string(sent) + " bytes");
         }
         if (r.length != 0 && sent < r.length) {
+            if (r.at_most && cr->total >= 0 &&
+                cr->last + 1 == static_cast<std::uint64_t>(cr->total)) {
+                bytes out = std::move(in.body);
+                out.truncate(in.got);
+                return out;
+            }
             if (cr->total >= 0 && cr->last + 1 == static_cast<std::uint64_t>(cr->total)) {
                 throw past_end(static_cast<std::uint64_t>(cr->total));
             }
@@ -105,16 +111,19 @@ bytes take_range(ranged_body in, const byte_range& r, const std::string& url,
     }
     if (in.status == 0) {
         // file://: curl read only the range; fewer bytes means the file ended first.
-        if (r.length != 0 && in.got < r.length) throw past_end(r.offset + in.got);
+        if (r.length != 0 && in.got < r.length && !r.at_most) throw past_end(r.offset + in.got);
         bytes out = std::move(in.body);
         out.truncate(in.got);
         return out;
     }
     // A 200 (or another 2xx): the server ignored the range and sent the whole resource.
-    if (in.got < r.offset || (r.length != 0 && in.got - r.offset < r.length)) {
+    if (r.at_most && in.got <= r.offset) return bytes();
+    if (in.got < r.offset || (r.length != 0 && in.got - r.offset < r.length && !r.at_most)) {
         throw past_end(in.got);
     }
-    const std::size_t n = r.length == 0 ? in.got - r.offset : static_cast<std::size_t>(r.length);
+    const std::size_t n = r.length == 0 || in.got - r.offset < r.length
+                              ? in.got - r.offset
+                              : static_cast<std::size_t>(r.length);
     bytes out(n);
     if (n != 0) std::memcpy(out.data(), in.body.data() + r.offset, n);
     return out;

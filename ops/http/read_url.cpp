@@ -403,6 +403,16 @@ bytes fetch(const request& r, const http_options& options) {
     const auto st = static_cast<int>(status);
     const std::string curl_says = errors[0] != '\0' ? std::string(errors) : curl_easy_strerror(rc);
 
+    // file:// with a range that starts past the file's end.
+    if (rc == CURLE_BAD_DOWNLOAD_RESUME && options.range) {
+        if (options.range->at_most) return bytes();
+        throw http_error(target, st,
+                         where + "range starts at byte " + std::to_string(options.range->offset) +
+                             ", past the end of the resource",
+                         false);
+    }
+    // A chunked reader's range that starts at or past the end: no bytes, not an error.
+    if (status == 416 && options.range && options.range->at_most) return bytes();
     if (status >= 400) {
         if (r.s3) throw_s3_error(r, st, status_text(status, t.status_line), t.error_body);
         std::string msg = where + status_text(status, t.status_line);

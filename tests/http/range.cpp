@@ -164,6 +164,35 @@ BOOST_AUTO_TEST_CASE(a_bad_206_is_refused) {
                bare->what());
 }
 
+// at_most: the chunks of a resource of unknown size, from a server that honours ranges, one that
+// ignores them and a file:// URL: the last chunk is short, a chunk past the end is empty.
+BOOST_AUTO_TEST_CASE(at_most_reads_chunks_to_the_end) {
+    const std::string body = random_body(10000, 15);
+    http_server honours([&](const http_request& r) { return ranged(body, r); });
+    http_server ignores([&](const http_request&) { return http_response{.body = body}; });
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("ferry-http-chunks-" + std::to_string(::getpid()) + ".bin");
+    std::ofstream(path, std::ios::binary) << body;
+    for (const std::string& url :
+         {honours.url("/o"), ignores.url("/o"), "file://" + path.string()}) {
+        std::string got;
+        for (std::uint64_t at = 0;; at += 3000) {
+            const auto chunk = ferry::ops::read_url(
+                url, {.range = ferry::byte_range{.offset = at, .length = 3000, .at_most = true}});
+            BOOST_TEST(chunk.size() <= 3000U);
+            if (chunk.empty()) break;
+            got += as_string(chunk);
+        }
+        BOOST_TEST((got == body), url);
+        BOOST_TEST(
+            ferry::ops::read_url(
+                url, {.range = ferry::byte_range{.offset = 20000, .length = 10, .at_most = true}})
+                .empty(),
+            url);
+    }
+    std::filesystem::remove(path);
+}
+
 // file:// URLs read just the range; a range past the file's end is a permanent error.
 BOOST_AUTO_TEST_CASE(file_urls_read_just_the_range) {
     const auto path = std::filesystem::temp_directory_path() /
