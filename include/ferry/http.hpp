@@ -165,6 +165,27 @@ struct FERRY_API read_url_fn {
 inline constexpr detail::read_url_fn read_url{};
 }  // namespace ops
 
+namespace ops {
+
+/// Byte ranges of URLs, for readers that stream a resource in chunks — such as
+/// `ferry::sources::tar_options::read_remote`, which reads tar shards from `s3://` or `https://`:
+/// `url_ranges{options}(url, offset, length)` is `read_url(url, options)` with
+/// `.range = {offset, length, .at_most = true}` (short at the end, empty past it).
+/// \code
+///   ferry::sources::tar_samples(ferry::sources::list_objects("s3://bucket/train/"),
+///                               {.read_remote = ferry::ops::url_ranges{}})
+/// \endcode
+struct url_ranges {
+    http_options options{};  ///< each request's options (`range` is set per call)
+    bytes operator()(const std::string& url, std::uint64_t offset, std::uint64_t length) const {
+        http_options o = options;
+        o.range = byte_range{.offset = offset, .length = length, .at_most = true};
+        return read_url(url, o);
+    }
+};
+
+}  // namespace ops
+
 namespace sources {
 
 /// How `list_objects` lists.

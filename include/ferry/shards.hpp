@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -90,6 +91,13 @@ struct sample {
 
 namespace sources {
 
+/// Reads up to `length` bytes at `offset` of a shard that is no local file (its URL as given to
+/// `tar_samples`): fewer only where the shard ends, none past it. A failure throws (a
+/// `ferry::error`; transient ones are tried twice more). `ferry::ops::url_ranges` (ferry::http)
+/// is one for `s3://` and `http(s)://` shards.
+using range_reader = std::function<ferry::bytes(const std::string& shard, std::uint64_t offset,
+                                                std::uint64_t length)>;
+
 /// How `tar_samples` reads its shards.
 struct tar_options {
     /// Over shards: each epoch visits the shards in `ferry::sampler(shards.size(), sampling)`'s
@@ -104,6 +112,12 @@ struct tar_options {
     std::size_t shuffle_buffer = 0;
     /// A member larger than this (as its header declares) is not read: its sample is damaged.
     std::uint64_t max_member_bytes = std::uint64_t{1} << 30;
+    /// How shards that are not local files (`s3://...`, `https://...`) are read, chunk by chunk:
+    /// e.g. `ferry::ops::url_ranges{}`. Empty: only local paths and `file://` URLs.
+    range_reader read_remote{};
+    /// Bytes per read of a remote shard (memory per shard being read); members larger than a
+    /// chunk stream through it, members skipped (over `max_member_bytes`) are not fetched.
+    std::size_t remote_chunk = std::size_t{8} << 20;
 };
 
 namespace detail {
@@ -180,7 +194,12 @@ class FERRY_API tar_samples_source {
 /// read as a stream with libarchive — one member in memory at a time, plus the shuffle buffer —
 /// and its consecutive members with one key make one sample (a key that continues in the next
 /// shard starts a new sample there). Members that are not regular files and names without an
-/// extension are skipped. Shards are local paths or `file://` URLs.
+/// extension are skipped. Shards are local paths or `file://` URLs, or with
+/// `tar_options::read_remote` any URL it reads (`s3://`, `https://` with `ferry::ops::url_ranges`).
+/// \code
+///   auto shards = ferry::sources::list_objects("s3://bucket/train/");
+///   auto src = ferry::sources::tar_samples(shards, {.read_remote = ferry::ops::url_ranges{}});
+/// \endcode
 ///
 /// Nothing is lost silently: a shard that cannot be opened, a bad header (the rest of that shard
 /// cannot be read), a member cut short or over `max_member_bytes`, or a key with two members of
@@ -190,8 +209,8 @@ class FERRY_API tar_samples_source {
 /// from its start and the samples before the saved position are dropped (reading costs as much
 /// as those samples' bytes).
 ///
-/// Throws `ferry::invalid_argument` for options `ferry::sampler` rejects and for shards that are
-/// neither local paths nor `file://` URLs.
+/// Throws `ferry::invalid_argument` for options `ferry::sampler` rejects and, without
+/// `read_remote`, for shards that are neither local paths nor `file://` URLs.
 /// \code
 ///   auto shards = ferry::sources::lines("shards.txt");
 ///   auto pipe = ferry::from(ferry::sources::tar_samples(shards, {.sampling = {.shuffle = true,

@@ -4,6 +4,8 @@
 
 #include "tar_reader.hpp"
 
+#include "tar_remote.hpp"
+
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -33,23 +35,65 @@ tar_reader::tar_reader(const std::string& file, std::string shard, std::uint64_t
     archive_read_support_filter_all(a_);
     archive_read_support_format_tar(a_);
     if (archive_read_open_filename(a_, file.c_str(), block_bytes) != ARCHIVE_OK) {
-        // libarchive recognises the format while it opens: bytes that are no tar (an empty
-        // file included) are a decode error; a missing file is for good; other failures (EIO,
-        // EMFILE) may pass.
-        const int err = archive_errno(a_);
-        const char* text = archive_error_string(a_);
-        const std::string why = text != nullptr ? text : "unknown error";
+        open_failed(archive_errno(a_), archive_error_string(a_));
+    }
+}
+
+tar_reader::tar_reader(sources::range_reader read, std::size_t chunk, std::string shard,
+                       std::uint64_t max_member_bytes)
+    : shard_(std::move(shard)), max_member_bytes_(max_member_bytes) {
+    remote_ = std::make_unique<remote>();
+    remote_->read = std::move(read);
+    remote_->chunk = chunk;
+    remote_->shard = shard_;
+    a_ = archive_read_new();
+    if (a_ == nullptr) {
+        open_error_ = std::make_exception_ptr(io_error(
+            "tar_samples: shard '" + shard_ + "': libarchive could not allocate a reader"));
+        return;
+    }
+    archive_read_support_filter_all(a_);
+    archive_read_support_format_tar(a_);
+    if (remote_->open(a_) != ARCHIVE_OK) open_failed(archive_errno(a_), archive_error_string(a_));
+}
+
+void tar_reader::open_failed(int err, const char* text) {
+    // libarchive recognises the format while it opens: bytes that are no tar (an empty file
+    // included) are a decode error; a missing file is for good; other failures (EIO, EMFILE)
+    // may pass. A remote shard's failed read is that read's own error.
+    const std::string why = text != nullptr ? text : "unknown error";
+    if (remote_ && remote_->error) {
+        open_error_ = read_error();
+    } else if (err == EILSEQ) {
         // ARCHIVE_ERRNO_FILE_FORMAT, which libarchive's public headers do not define: EFTYPE
         // where the system has it, else EILSEQ (Linux).
-        if (err == EILSEQ) {
-            open_error_ = std::make_exception_ptr(
-                decode_error("tar_samples: shard '" + shard_ + "': not a tar archive: " + why));
-        } else {
-            open_error_ = std::make_exception_ptr(
-                io_error("tar_samples: shard '" + shard_ + "': cannot open: " + why,
-                         err != ENOENT && err != EACCES && err != EISDIR));
-        }
+        open_error_ = std::make_exception_ptr(
+            decode_error("tar_samples: shard '" + shard_ + "': not a tar archive: " + why));
+    } else {
+        open_error_ = std::make_exception_ptr(
+            io_error("tar_samples: shard '" + shard_ + "': cannot open: " + why,
+                     err != ENOENT && err != EACCES && err != EISDIR));
     }
+}
+
+std::exception_ptr tar_reader::read_error() const {
+    // The range reader's failure, named with the shard and where it stopped; as transient as
+    // the cause, so a retry of the sample's stage can tell.
+    std::string cause = "unknown error";
+    bool transient = true;
+    try {
+        std::rethrow_exception(remote_->error);
+    } catch (const ferry::error& e) {
+        cause = e.what();
+        transient = e.transient();
+    } catch (const std::exception& e) {
+        cause = e.what();
+    } catch (...) {
+    }
+    return std::make_exception_ptr(
+        io_error("tar_samples: shard '" + shard_ + "': reading at byte " +
+                     std::to_string(remote_->offset) + " failed: " + cause,
+                 transient));
 }
 
 tar_reader::~tar_reader() {
@@ -67,8 +111,12 @@ member tar_reader::fail(std::string name, const std::string& what, bool io) {
     // Where reading stopped, in the uncompressed tar: what names a shard's lost rest.
     m.offset = a_ != nullptr ? static_cast<std::uint64_t>(archive_filter_bytes(a_, 0)) : 0;
     const std::string text = where(name) + ": " + what;
-    m.damage = io ? std::make_exception_ptr(io_error(text, false))
-                  : std::make_exception_ptr(decode_error(text));
+    if (remote_ && remote_->error) {
+        m.damage = read_error();
+    } else {
+        m.damage = io ? std::make_exception_ptr(io_error(text, false))
+                      : std::make_exception_ptr(decode_error(text));
+    }
     m.name = std::move(name);
     return m;
 }

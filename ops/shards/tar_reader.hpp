@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <string>
 
 #include "ferry/bytes.hpp"
+#include "ferry/shards.hpp"
 
 struct archive;
 
@@ -39,6 +41,10 @@ class tar_reader {
     /// Opens `file`; `shard` names it in errors. A shard that cannot be opened is reported by the
     /// first `next()` (as `damaged`), not thrown.
     tar_reader(const std::string& file, std::string shard, std::uint64_t max_member_bytes);
+    /// Reads the shard through `read` (`chunk` bytes a call): a remote shard. A failed read ends
+    /// the shard with that failure as the damage.
+    tar_reader(sources::range_reader read, std::size_t chunk, std::string shard,
+               std::uint64_t max_member_bytes);
     ~tar_reader();
     tar_reader(const tar_reader&) = delete;
     tar_reader& operator=(const tar_reader&) = delete;
@@ -46,14 +52,20 @@ class tar_reader {
     /// The next member. After `damaged` or `end`, every call returns `end`.
     member next();
 
+    struct remote;  ///< a remote shard's read state (tar_remote.hpp)
+
   private:
+
     member fail(std::string name, const std::string& what, bool io);
+    void open_failed(int err, const char* text);
+    [[nodiscard]] std::exception_ptr read_error() const;
     std::string where(const std::string& name) const;
 
     ::archive* a_ = nullptr;
     std::string shard_;
     std::uint64_t max_member_bytes_;
     std::exception_ptr open_error_;
+    std::unique_ptr<remote> remote_;
     std::string last_;  ///< the last header's member name, for a bad header's message
     bool finished_ = false;
 };

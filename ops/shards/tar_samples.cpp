@@ -123,7 +123,15 @@ class tar_stream {
             if (!reader_) {
                 if (next_shard_ == order_.size()) return false;
                 shard_ = (*shards_)[order_.index(epoch_, next_shard_++)];
-                reader_.emplace(local_file(shard_), shard_, options_.max_member_bytes);
+                const bool remote = options_.read_remote &&
+                                    shard_.find("://") != std::string::npos &&
+                                    !shard_.starts_with("file://");
+                if (remote) {
+                    reader_.emplace(options_.read_remote, options_.remote_chunk, shard_,
+                                    options_.max_member_bytes);
+                } else {
+                    reader_.emplace(local_file(shard_), shard_, options_.max_member_bytes);
+                }
             }
             read_member();
         }
@@ -218,11 +226,17 @@ bool next_tar_sample(tar_stream& stream, ferry::sample& out) {
 tar_samples_source::tar_samples_source(std::vector<std::string> shards, const tar_options& options)
     : shards_(std::make_shared<const std::vector<std::string>>(std::move(shards))),
       options_(options) {
-    for (const auto& s : *shards_) {
-        if (s.find("://") != std::string::npos && !s.starts_with("file://")) {
-            throw invalid_argument("tar_samples: shard '" + s +
-                                   "': only local shards (paths or file:// URLs) are read");
+    if (!options.read_remote) {
+        for (const auto& s : *shards_) {
+            if (s.find("://") != std::string::npos && !s.starts_with("file://")) {
+                throw invalid_argument("tar_samples: shard '" + s +
+                                       "': not a local file; give tar_options::read_remote "
+                                       "(e.g. ferry::ops::url_ranges{}) to read it");
+            }
         }
+    }
+    if (options.remote_chunk == 0) {
+        throw invalid_argument("tar_samples: remote_chunk must be at least 1 byte");
     }
     (void)ferry::sampler(shards_->size(), options.sampling);  // checks rank and world size now
 }
