@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <random>
 #include <thread>
 
+#include "ferry/error.hpp"
 #include "ferry/options.hpp"
 #include "ferry/this_call.hpp"
 
@@ -26,6 +28,25 @@ inline void sleep_unless_stopped(std::chrono::duration<double, std::milli> d) {
         std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
             until - now, std::chrono::milliseconds(10)));
     }
+}
+
+/// The pause before the next attempt: `backoff` times a random factor in [1 - jitter, 1], and
+/// at least what the failure asked for (`ferry::error::retry_after()`).
+inline std::chrono::duration<double, std::milli> pause_before_retry(
+    const error_policy& policy, std::chrono::duration<double, std::milli> backoff,
+    const std::exception_ptr& err) {
+    auto pause = backoff;
+    if (policy.jitter > 0) {
+        thread_local std::minstd_rand rng{std::random_device{}()};
+        pause *= 1.0 - policy.jitter * std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+    }
+    try {
+        std::rethrow_exception(err);
+    } catch (const ::ferry::error& e) {
+        pause = std::max(pause, std::chrono::duration<double, std::milli>(e.retry_after()));
+    } catch (...) {
+    }
+    return pause;
 }
 
 /// Whether the policy's test calls a failure worth another attempt.

@@ -113,7 +113,7 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
             break;
         }
         w.add(&counter_shard::retries);
-        sleep_unless_stopped(backoff);
+        sleep_unless_stopped(pause_before_retry(policy, backoff, err));
         if (this_call::stop_requested()) break;  // stopped during the backoff: no more attempts
         backoff *= policy.multiplier;
     }

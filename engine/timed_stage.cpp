@@ -197,6 +197,9 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
             w.add(&counter_shard::retries);
             backoff_ms = attempt == 1 ? static_cast<double>(policy.backoff.count())
                                       : backoff_ms * policy.multiplier;
+            backoff_ms = pause_before_retry(
+                             policy, std::chrono::duration<double, std::milli>(backoff_ms), err)
+                             .count();
             ++attempt;
             continue;
         }
@@ -248,8 +251,13 @@ void pipeline_runtime::timed_expired(const std::shared_ptr<timed_item>& it, int 
     if (attempt < o.on_error.attempts && st.spec.kind != stage_kind::filter &&
         st.spec.retry_reads_input && !aborting_ && !stopping_ && worth_retrying(o.on_error, err)) {
         w.add(&counter_shard::retries);
-        const double next = attempt == 1 ? static_cast<double>(o.on_error.backoff.count())
-                                         : backoff_ms * o.on_error.multiplier;
+        const double next =
+            pause_before_retry(o.on_error,
+                               std::chrono::duration<double, std::milli>(
+                                   attempt == 1 ? static_cast<double>(o.on_error.backoff.count())
+                                                : backoff_ms * o.on_error.multiplier),
+                               err)
+                .count();
         timed_launch(it, attempt + 1, next);  // takes over the expired call's slot
         return;
     }

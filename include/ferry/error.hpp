@@ -43,9 +43,16 @@ class FERRY_API error : public std::runtime_error {
     /// `ferry::retry` tries again only after transient failures (see `ferry::is_transient`).
     [[nodiscard]] bool transient() const noexcept { return transient_; }
 
+    /// How long the other side asked to be left alone before a retry (an HTTP `Retry-After`);
+    /// 0: nothing asked. `ferry::retry` waits at least this long before the next attempt.
+    [[nodiscard]] std::chrono::milliseconds retry_after() const noexcept { return retry_after_; }
+    /// Sets `retry_after()` (for code that throws: e.g. `read_url` from a `Retry-After` header).
+    void set_retry_after(std::chrono::milliseconds wait) noexcept { retry_after_ = wait; }
+
   private:
     errc code_;
     bool transient_;
+    std::chrono::milliseconds retry_after_{0};
 };
 
 /// Storage could not be read: missing file, permission, short read, stalled read.

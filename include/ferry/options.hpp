@@ -44,7 +44,9 @@ enum class error_action : std::uint8_t {
 };
 
 /// Retry a failing call `attempts` times in all, sleeping `backoff`, then `backoff * multiplier`,
-/// ... between attempts; when every attempt failed, do `then`. Only failures that `when` calls
+/// ... between attempts (each pause scaled by a random factor in [1 - `jitter`, 1], and never
+/// shorter than a `ferry::error`'s `retry_after()`: a server's `Retry-After`); when every attempt
+/// failed, do `then`. Only failures that `when` calls
 /// worth it are tried again — by default `ferry::is_transient`: a `ferry::error` whose
 /// `transient()` is false (a missing file, an HTTP 404, a corrupt image) goes to `then` at once;
 /// any other exception is retried. `.when = nullptr` retries every failure.
@@ -59,6 +61,10 @@ struct retry {
     double multiplier = 2.0;
     error_action then = error_action::fail;
     retry_test when = &is_transient;
+    /// Spreads the pauses: each is `backoff * multiplier^k` times a random factor in
+    /// [1 - jitter, 1] (0: none; 1: "full jitter"), so that many workers that failed together
+    /// do not come back together. Within [0, 1].
+    double jitter = 0.0;
 };
 
 /// A stage's error policy: `ferry::fail`, `ferry::skip` or a `ferry::retry{...}`.
@@ -68,6 +74,7 @@ struct error_policy {
     std::chrono::milliseconds backoff{0};
     double multiplier = 1.0;
     retry_test when = nullptr;  ///< nullptr: every failure may be retried
+    double jitter = 0.0;        ///< see `retry::jitter`
 
     constexpr error_policy() = default;
     constexpr error_policy(error_action a) : action(a) {}  // NOLINT(google-explicit-constructor)
@@ -76,7 +83,8 @@ struct error_policy {
           attempts(r.attempts < 1 ? 1 : r.attempts),
           backoff(r.backoff),
           multiplier(r.multiplier),
-          when(r.when) {}
+          when(r.when),
+          jitter(r.jitter < 0 ? 0 : (r.jitter > 1 ? 1 : r.jitter)) {}
 };
 
 /// The first error ends the pipeline and is rethrown to the consumer as `ferry::stage_error`.

@@ -4,8 +4,12 @@
 
 #include "range.hpp"
 
+#include "request.hpp"
+
+#include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <ctime>
 #include <limits>
 #include <utility>
 
@@ -127,6 +131,31 @@ bytes take_range(ranged_body in, const byte_range& r, const std::string& url,
     bytes out(n);
     if (n != 0) std::memcpy(out.data(), in.body.data() + r.offset, n);
     return out;
+}
+
+std::chrono::milliseconds parse_retry_after(std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() &&
+           (v.back() == ' ' || v.back() == '\t' || v.back() == '\r' || v.back() == '\n')) {
+        v.remove_suffix(1);
+    }
+    if (v.empty()) return std::chrono::milliseconds(0);
+    constexpr std::int64_t hour_s = 3600;
+    std::int64_t seconds = 0;
+    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
+    if (ec == std::errc{} && p == v.data() + v.size()) {
+        return std::chrono::seconds(std::clamp<std::int64_t>(seconds, 0, hour_s));
+    }
+    // An HTTP-date: "Sun, 06 Nov 1994 08:49:37 GMT".
+    std::tm tm{};
+    const std::string text(v);
+    if (::strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm) == nullptr) {
+        return std::chrono::milliseconds(0);
+    }
+    const auto at = std::chrono::system_clock::from_time_t(::timegm(&tm));
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+        at - std::chrono::system_clock::now());
+    return std::clamp(wait, std::chrono::milliseconds(0), std::chrono::milliseconds(hour_s * 1000));
 }
 
 }  // namespace ferry::ops::detail

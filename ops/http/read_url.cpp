@@ -127,6 +127,7 @@ struct transfer {
                                 // it reports one)
     std::string status_line;
     std::string content_range;  // the Content-Range header's value, for a ranged request
+    std::string retry_after;    // the Retry-After header's value
     std::string error_body;
     std::size_t error_bytes = 0;
     std::exception_ptr exception;
@@ -140,6 +141,7 @@ struct transfer {
         content_length = -1;
         announced = -1;
         content_range.clear();
+        retry_after.clear();
         error_body.clear();
         error_bytes = 0;
     }
@@ -208,6 +210,8 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
             t.announced = std::strtoll(std::string(data + 15, n - 15).c_str(), nullptr, 10);
         } else if (n > 14 && strncasecmp(data, "content-range:", 14) == 0) {
             t.content_range.assign(data + 14, n - 14);
+        } else if (n > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
+            t.retry_after.assign(data + 12, n - 12);
         }
     } catch (...) {
         t.exception = std::current_exception();
@@ -414,11 +418,16 @@ bytes fetch(const request& r, const http_options& options) {
     // A chunked reader's range that starts at or past the end: no bytes, not an error.
     if (status == 416 && options.range && options.range->at_most) return bytes();
     if (status >= 400) {
-        if (r.s3) throw_s3_error(r, st, status_text(status, t.status_line), t.error_body);
+        const auto wait = parse_retry_after(t.retry_after);
+        if (r.s3) {
+            throw_s3_error(r, st, status_text(status, t.status_line), t.error_body, wait);
+        }
         std::string msg = where + status_text(status, t.status_line);
         const std::string body = excerpt(t.error_body);
         if (!body.empty()) msg += ": " + body;
-        throw http_error(target, st, msg);
+        http_error e(target, st, msg);
+        e.set_retry_after(wait);
+        throw e;
     }
     if (t.too_large || rc == CURLE_FILESIZE_EXCEEDED) {
         // curl refuses an announced size before any body arrives.

@@ -4,7 +4,9 @@
 /// name, and for S3 the SigV4 signing and the store's error format.
 #pragma once
 
+#include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ferry/bytes.hpp"
@@ -33,6 +35,10 @@ request s3_object_request(std::string_view url);
 
 /// Throws the `ferry::s3_error` that an S3 error response (`status`, its body) describes.
 [[noreturn]] void throw_s3_error(const request& r, int status, const std::string& status_text,
-                                 const std::string& body);
+                                 const std::string& body, std::chrono::milliseconds retry_after);
+
+/// A `Retry-After` header's value (delay-seconds or an HTTP-date) as a wait from now; 0 for none
+/// or an unreadable one, at most an hour.
+std::chrono::milliseconds parse_retry_after(std::string_view value);
 
 }  // namespace ferry::ops::detail

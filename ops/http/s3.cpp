@@ -133,7 +133,7 @@ request s3_object_request(std::string_view url) {
 }
 
 void throw_s3_error(const request& r, int status, const std::string& status_text,
-                    const std::string& body) {
+                    const std::string& body, std::chrono::milliseconds retry_after) {
     const std::string code = xml_text(body, "Code");
     const std::string message = xml_text(body, "Message");
     std::string what = "read_url: '" + r.display + "': " + status_text;
@@ -143,7 +143,9 @@ void throw_s3_error(const request& r, int status, const std::string& status_text
     const bool transient = http_error::transient_status(status) || code == "SlowDown" ||
                            code == "RequestTimeout" || code == "InternalError" ||
                            code == "ServiceUnavailable" || code == "RequestTimeTooSkewed";
-    throw s3_error(r.display, status, code, what, transient);
+    s3_error e(r.display, status, code, what, transient);
+    e.set_retry_after(retry_after);
+    throw e;
 }
 
 }  // namespace ferry::ops::detail

@@ -7,10 +7,14 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cerrno>
+#include <chrono>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "../../engine/attempts.hpp"
 #include "support.hpp"
 
 namespace bdata = boost::unit_test::data;
@@ -214,6 +218,60 @@ BOOST_AUTO_TEST_CASE(retry_never_calls_again_with_a_moved_from_element) {
     const auto f = p.failures();
     const bool failed_with_original_error = f.size() == 1 && f[0].message == "flaky";
     BOOST_TEST((delivered || failed_with_original_error));
+}
+
+// A failure that says how long to wait (ferry::error::retry_after, an HTTP Retry-After) is
+// retried no sooner, however short the policy's backoff; on every stage path (plain and timed).
+BOOST_DATA_TEST_CASE(retry_waits_at_least_what_the_failure_asks, bdata::make({0, 5000}),
+                     timeout_ms) {
+    attempt_counter attempts;
+    std::vector<std::chrono::steady_clock::time_point> at;
+    std::mutex m;
+    auto p = ferry::from(iota(3))
+                 .map(
+                     [&](int x) {
+                         if (x == 1) {
+                             const std::lock_guard lock(m);
+                             at.push_back(std::chrono::steady_clock::now());
+                         }
+                         if (x == 1 && attempts(x) == 1) {
+                             ferry::io_error e("busy");
+                             e.set_retry_after(300ms);
+                             throw e;
+                         }
+                         return x;
+                     },
+                     {.on_error = ferry::retry{.attempts = 2, .backoff = 1ms},
+                      .timeout = std::chrono::milliseconds(timeout_ms)})
+                 .build({.threads = 2, .logger = quiet});
+    BOOST_TEST(drain(p) == iota(3), boost::test_tools::per_element());
+    BOOST_REQUIRE(at.size() == 2U);
+    BOOST_TEST((at[1] - at[0] >= 300ms));
+}
+
+// Jitter scales each pause by a factor in [1 - jitter, 1], spread over that range; retry_after
+// is a floor under it.
+BOOST_AUTO_TEST_CASE(jitter_spreads_pauses_within_its_range) {
+    ferry::error_policy policy = ferry::retry{.backoff = 1000ms, .jitter = 0.5};
+    const auto plain = std::make_exception_ptr(std::runtime_error("x"));
+    double lo = 1e9;
+    double hi = 0;
+    for (int i = 0; i < 2000; ++i) {
+        const double ms = ferry::detail::pause_before_retry(policy, 1000ms, plain).count();
+        BOOST_TEST_REQUIRE(ms >= 500.0);
+        BOOST_TEST_REQUIRE(ms <= 1000.0);
+        lo = std::min(lo, ms);
+        hi = std::max(hi, ms);
+    }
+    BOOST_TEST(lo < 550.0);
+    BOOST_TEST(hi > 950.0);
+    ferry::io_error slow("slow down");
+    slow.set_retry_after(5000ms);
+    BOOST_TEST(
+        ferry::detail::pause_before_retry(policy, 1000ms, std::make_exception_ptr(slow)).count() ==
+        5000.0);
+    const ferry::error_policy none = ferry::retry{.backoff = 1000ms};
+    BOOST_TEST(ferry::detail::pause_before_retry(none, 1000ms, plain).count() == 1000.0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

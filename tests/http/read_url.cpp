@@ -4,10 +4,13 @@
 /// bounded time on stalls, size limits, keep-alive reuse, and a handle that survives failures.
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
+#include <ferry/ferry.hpp>
 #include <ferry/http.hpp>
 #include <filesystem>
 #include <fstream>
@@ -281,6 +284,53 @@ BOOST_AUTO_TEST_CASE(reads_file_urls_and_refuses_other_schemes) {
     const ferry::http_error e = expect_http_error([&] { (void)ferry::ops::read_url(missing); });
     BOOST_TEST(contains(e.what(), missing));
     BOOST_CHECK_THROW((void)ferry::ops::read_url("ftp://127.0.0.1/x"), ferry::http_error);
+}
+
+// A Retry-After header, in seconds or as an HTTP-date, becomes the error's retry_after(); a
+// retry policy then waits that long, however short its backoff, and the item arrives.
+BOOST_AUTO_TEST_CASE(retry_after_is_honoured) {
+    std::atomic<int> calls{0};
+    http_server server([&](const http_request& r) {
+        if (r.target == "/seconds") {
+            return http_response{.status = 503, .headers = {{"Retry-After", "2"}}};
+        }
+        if (r.target == "/date") {
+            char date[64];
+            const std::time_t later = std::time(nullptr) + 30;
+            std::tm tm{};
+            ::gmtime_r(&later, &tm);
+            std::strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+            return http_response{.status = 429, .headers = {{"Retry-After", date}}};
+        }
+        if (r.target == "/garbage") {
+            return http_response{.status = 503, .headers = {{"Retry-After", "soon"}}};
+        }
+        // /once: busy for a second the first time, then there.
+        if (calls++ == 0) return http_response{.status = 503, .headers = {{"Retry-After", "1"}}};
+        return http_response{.body = "here"};
+    });
+    BOOST_TEST(expect_http_error([&] {
+                   (void)ferry::ops::read_url(server.url("/seconds"));
+               }).retry_after() == std::chrono::milliseconds(2000));
+    const auto by_date =
+        expect_http_error([&] { (void)ferry::ops::read_url(server.url("/date")); }).retry_after();
+    BOOST_TEST(by_date.count() > 25000);
+    BOOST_TEST(by_date.count() <= 30000);
+    BOOST_TEST(expect_http_error([&] { (void)ferry::ops::read_url(server.url("/garbage")); })
+                   .retry_after()
+                   .count() == 0);
+    auto pipe =
+        ferry::from(std::vector<std::string>{server.url("/once")})
+            .map(ferry::ops::read_url,
+                 {.on_error = ferry::retry{.attempts = 2, .backoff = std::chrono::milliseconds(1)},
+                  .executor = ferry::io})
+            .build();
+    const auto t0 = steady::now();
+    std::vector<std::string> got;
+    for (auto& b : pipe) got.push_back(as_string(b));
+    BOOST_TEST(seconds_since(t0) >= 1.0);
+    BOOST_TEST(got == std::vector<std::string>{"here"});
+    BOOST_TEST(calls.load() == 2);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
