@@ -3,8 +3,9 @@
 /// `interpolation::antialias`: Pillow's bilinear resample, step for step (Pillow's
 /// libImaging/Resample.c: precompute_coeffs, normalize_coeffs_8bpc, ImagingResampleInner), so
 /// that the pixels are Pillow's. Two separable passes over 8-bit pixels with precomputed
-/// fixed-point coefficients; on x86-64 the inner loops are SSE2 and give exactly the integers
-/// of the scalar loops (the scalar loops do gray images, tails, and other CPUs).
+/// fixed-point coefficients. On x86-64 the vertical pass is SSE2 and the horizontal pass of
+/// 3- and 4-channel images SSSE3 (where the CPU has it), with exactly the integers of the scalar
+/// loops, which do the rest (gray images, short rows, other CPUs).
 #include "resample.hpp"
 
 #include <algorithm>
@@ -17,6 +18,11 @@
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
 #define FERRY_RESAMPLE_SSE2 1
+#if defined(__GNUC__)
+#include <tmmintrin.h>
+// SSSE3 by function attribute, chosen at run time: the library is built for baseline x86-64.
+#define FERRY_RESAMPLE_SSSE3 1
+#endif
 #endif
 
 namespace ferry::ops {
@@ -99,8 +105,8 @@ struct out_rows {
 
 /// One row of the horizontal pass, any channel count: Pillow's ImagingResampleHorizontal_8bpc.
 void horizontal_row_scalar(const std::uint8_t* in, std::uint8_t* out, int out_width, int channels,
-                           const axis_filter& f, int from = 0) {
-    for (int xx = from; xx < out_width; ++xx) {
+                           const axis_filter& f) {
+    for (int xx = 0; xx < out_width; ++xx) {
         const std::int32_t* k =
             &f.k[static_cast<std::size_t>(xx) * static_cast<std::size_t>(f.taps)];
         const std::uint8_t* p =
@@ -115,11 +121,11 @@ void horizontal_row_scalar(const std::uint8_t* in, std::uint8_t* out, int out_wi
     }
 }
 
-/// One row of the vertical pass over `bytes` bytes, from byte `from`: Pillow's
+/// One row of the vertical pass over `bytes` bytes: Pillow's
 /// ImagingResampleVertical_8bpc (each byte of the row is a sample, whatever the channel).
 void vertical_row_scalar(const rows& in, std::uint8_t* out, std::size_t bytes,
-                         const std::int32_t* k, int first, int n, std::size_t from = 0) {
-    for (std::size_t i = from; i < bytes; ++i) {
+                         const std::int32_t* k, int first, int n) {
+    for (std::size_t i = 0; i < bytes; ++i) {
         std::int32_t sum = half;
         for (int t = 0; t < n; ++t) sum += in.at(first + t)[i] * k[t];
         out[i] = clip8(sum);
@@ -155,48 +161,88 @@ __m128i levels(__m128i hi, __m128i lo) {
     return _mm_srai_epi32(sum, precision_bits);
 }
 
-std::uint32_t load4(const std::uint8_t* p) {
-    std::uint32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
+#ifdef FERRY_RESAMPLE_SSSE3
+
+/// An axis_filter's coefficients as the horizontal loops read them: for output pixel `i`, the
+/// tap_pairs of taps (0, 1), (2, 3), ... at `at(i)`.
+struct pair_table {
+    std::size_t pairs;
+    std::vector<tap_pair> k;
+    explicit pair_table(const axis_filter& f)
+        : pairs(static_cast<std::size_t>(f.taps) / 2), k(f.first.size() * pairs) {
+        for (std::size_t i = 0; i < k.size(); ++i) k[i] = pair_of(f.k[2 * i], f.k[2 * i + 1]);
+    }
+    const tap_pair* at(int i) const { return &k[static_cast<std::size_t>(i) * pairs]; }
+};
+
+/// Stores the 3 or 4 levels in `v`'s lanes as output pixel `xx` of `out`: 4 bytes but for the
+/// row's last pixel (for RGB the fourth byte is the next pixel's, written after).
+void store_pixel(__m128i v, std::uint8_t* out, int xx, int out_width, std::size_t c) {
+    const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(v, v), v);
+    const auto px = static_cast<std::uint32_t>(_mm_cvtsi128_si32(bytes));
+    std::memcpy(out + static_cast<std::size_t>(xx) * c, &px, xx + 1 < out_width ? 4 : c);
+}
+
+/// How far past a row's start the horizontal SIMD loops may read (at most 8 bytes past the
+/// row; the extra pixels carry weight zero): rows closer than this to the end of the image's
+/// buffer are read from a padded copy.
+std::size_t horizontal_reach(std::size_t row_bytes) {
+    return row_bytes + 16;
 }
 
 /// The horizontal pass of one row of 3- or 4-channel pixels: the channels of a pixel are the
-/// lanes. A pixel is read as 4 bytes (for RGB, one past it), and taps come in pairs (the second
-/// of an odd count has weight zero), so reads reach `(in_width + 1) * channels + 1` bytes past
-/// `in`: the caller pads the last rows. Writes 4 bytes per pixel but the last.
-void horizontal_row_sse2(const std::uint8_t* in, std::uint8_t* out, int out_width, int channels,
-                         const axis_filter& f) {
-    const __m128i zero = _mm_setzero_si128();
+/// lanes. SSSE3's byte shuffle brings the pixels of two taps side by side as int16 (one 16-byte
+/// load and two shuffles for four taps), _mm_madd_epi16 takes them with their coefficients.
+__attribute__((target("ssse3"))) void horizontal_row_ssse3(const std::uint8_t* in,
+                                                           std::uint8_t* out, int out_width,
+                                                           int channels, const axis_filter& f,
+                                                           const pair_table& pairs) {
     const auto c = static_cast<std::size_t>(channels);
+    // Pixels (0, 1) and (2, 3) of the 16 bytes as int16 {p0.c0, p1.c0, p0.c1, p1.c1, ...};
+    // -1 makes a zero byte.
+    const __m128i first_two =
+        c == 3 ? _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1)
+               : _mm_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
+    const __m128i next_two =
+        c == 3 ? _mm_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1)
+               : _mm_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
     for (int xx = 0; xx < out_width; ++xx) {
-        const std::int32_t* k =
-            &f.k[static_cast<std::size_t>(xx) * static_cast<std::size_t>(f.taps)];
+        const tap_pair* kk = pairs.at(xx);
         const std::uint8_t* p =
             in + static_cast<std::size_t>(f.first[static_cast<std::size_t>(xx)]) * c;
         const int n = f.count[static_cast<std::size_t>(xx)];
-        __m128i hi = zero;
-        __m128i lo = zero;
-        for (int t = 0; t < n; t += 2, p += 2 * c) {
-            const tap_pair kk = pair_of(k[t], k[t + 1]);
-            const __m128i a = _mm_cvtsi32_si128(static_cast<int>(load4(p)));
-            const __m128i b = _mm_cvtsi32_si128(static_cast<int>(load4(p + c)));
-            // {a0, b0, a1, b1, a2, b2, a3, b3} as int16: channel by channel, the two taps.
-            const __m128i ab = _mm_unpacklo_epi8(_mm_unpacklo_epi8(a, b), zero);
-            hi = _mm_add_epi32(hi, _mm_madd_epi16(ab, kk.hi));
-            lo = _mm_add_epi32(lo, _mm_madd_epi16(ab, kk.lo));
+        __m128i hi = _mm_setzero_si128();
+        __m128i lo = _mm_setzero_si128();
+        int t = 0;
+        // Four taps while three or more are left (a fourth past the count has weight zero).
+        for (; t + 2 < n; t += 4, p += 4 * c, kk += 2) {
+            const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+            const __m128i a = _mm_shuffle_epi8(v, first_two);
+            const __m128i b = _mm_shuffle_epi8(v, next_two);
+            hi = _mm_add_epi32(hi, _mm_madd_epi16(a, kk[0].hi));
+            lo = _mm_add_epi32(lo, _mm_madd_epi16(a, kk[0].lo));
+            hi = _mm_add_epi32(hi, _mm_madd_epi16(b, kk[1].hi));
+            lo = _mm_add_epi32(lo, _mm_madd_epi16(b, kk[1].lo));
         }
-        const __m128i v = levels(hi, lo);
-        const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(v, v), zero);
-        const auto px = static_cast<std::uint32_t>(_mm_cvtsi128_si32(bytes));
-        std::uint8_t* o = out + static_cast<std::size_t>(xx) * c;
-        if (xx + 1 < out_width) {
-            std::memcpy(o, &px, 4);
-        } else {
-            std::memcpy(o, &px, c);
+        if (t < n) {
+            const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+            const __m128i a = _mm_shuffle_epi8(v, first_two);
+            hi = _mm_add_epi32(hi, _mm_madd_epi16(a, kk[0].hi));
+            lo = _mm_add_epi32(lo, _mm_madd_epi16(a, kk[0].lo));
         }
+        store_pixel(levels(hi, lo), out, xx, out_width, c);
     }
 }
+
+bool has_ssse3() {
+    static const bool yes = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("ssse3") != 0;
+    }();
+    return yes;
+}
+
+#endif
 
 /// The vertical pass of one output row, 16 bytes at a time (any channel count: every byte is a
 /// sample); a tail shorter than 16 is redone from `bytes - 16` (same values) or left to the
@@ -242,12 +288,10 @@ void horizontal_pass(const image& src, int y0, int count, const out_rows& out, i
                      const axis_filter& f) {
     const int channels = src.channels();
     const rows in{src.data().data(), src.row_bytes()};
-#ifdef FERRY_RESAMPLE_SSE2
-    if (channels == 3 || channels == 4) {
-        // How far past a row's start horizontal_row_sse2 reads; the last rows, where that would
-        // leave the image's buffer, are read from a padded copy.
-        const std::size_t reach =
-            (static_cast<std::size_t>(src.width()) + 1) * static_cast<std::size_t>(channels) + 1;
+#ifdef FERRY_RESAMPLE_SSSE3
+    if ((channels == 3 || channels == 4) && has_ssse3()) {
+        const pair_table pairs(f);
+        const std::size_t reach = horizontal_reach(src.row_bytes());
         std::vector<std::uint8_t> padded;
         for (int y = 0; y < count; ++y) {
             const std::uint8_t* row = in.at(y0 + y);
@@ -256,7 +300,7 @@ void horizontal_pass(const image& src, int y0, int count, const out_rows& out, i
                 std::memcpy(padded.data(), row, src.row_bytes());
                 row = padded.data();
             }
-            horizontal_row_sse2(row, out.at(y), out_width, channels, f);
+            horizontal_row_ssse3(row, out.at(y), out_width, channels, f, pairs);
         }
         return;
     }
