@@ -19,8 +19,9 @@
 #include <emmintrin.h>
 #define FERRY_RESAMPLE_SSE2 1
 #if defined(__GNUC__)
-#include <tmmintrin.h>
-// SSSE3 by function attribute, chosen at run time: the library is built for baseline x86-64.
+#include <immintrin.h>
+// SSSE3 and AVX2 by function attribute, chosen at run time: the library is built for baseline
+// x86-64.
 #define FERRY_RESAMPLE_SSSE3 1
 #endif
 #endif
@@ -39,8 +40,9 @@ std::uint8_t clip8(std::int32_t sum) {
 }
 
 /// The filter along one axis: output pixel `i` is the sum over `t < count[i]` of source pixel
-/// `first[i] + t` times `k[i * taps + t]` (a fraction of 2^22). `taps` is even, the entries past
-/// `count[i]` are zero, so that the SSE2 loops can take taps in pairs.
+/// `first[i] + t` times `k[i * taps + t]` (a fraction of 2^22). `taps` is even and above every
+/// count (at most ksize), the entries past `count[i]` are zero: the SIMD loops take taps in
+/// pairs and fours, the last of which may lie past the count.
 struct axis_filter {
     int taps = 0;
     std::vector<int> first;
@@ -59,7 +61,7 @@ axis_filter precompute(int in_size, float in0, float in1, int out_size) {
     const double support = filterscale;  // the triangle's support (1) times the scale
     const int ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
     axis_filter f;
-    f.taps = ksize + 1;  // even: see axis_filter
+    f.taps = ksize + 1;  // see axis_filter
     f.first.resize(static_cast<std::size_t>(out_size));
     f.count.resize(static_cast<std::size_t>(out_size));
     f.k.assign(static_cast<std::size_t>(out_size) * static_cast<std::size_t>(f.taps), 0);
@@ -163,51 +165,78 @@ __m128i levels(__m128i hi, __m128i lo) {
 
 #ifdef FERRY_RESAMPLE_SSSE3
 
-/// An axis_filter's coefficients as the horizontal loops read them: for output pixel `i`, the
-/// tap_pairs of taps (0, 1), (2, 3), ... at `at(i)`.
+/// An axis_filter's coefficients as the horizontal loops read them, the tap_pairs of each
+/// output pixel, those of pixels 2m and 2m + 1 interleaved so that one 256-bit load takes both:
+/// for pixel pair m and tap pair j, {hi of 2m, hi of 2m + 1, lo of 2m, lo of 2m + 1}.
 struct pair_table {
+    struct lane {
+        __m128i v;
+    };
     std::size_t pairs;
-    std::vector<tap_pair> k;
+    std::vector<lane> k;
     explicit pair_table(const axis_filter& f)
-        : pairs(static_cast<std::size_t>(f.taps) / 2), k(f.first.size() * pairs) {
-        for (std::size_t i = 0; i < k.size(); ++i) k[i] = pair_of(f.k[2 * i], f.k[2 * i + 1]);
+        : pairs(static_cast<std::size_t>(f.taps) / 2),
+          k((f.first.size() + 1) / 2 * 2 * pairs * 2, lane{_mm_setzero_si128()}) {
+        const std::size_t taps = static_cast<std::size_t>(f.taps);
+        for (std::size_t i = 0; i < f.first.size(); ++i) {
+            lane* to = at(i);
+            for (std::size_t j = 0; j < pairs; ++j) {
+                const tap_pair kk = pair_of(f.k[i * taps + 2 * j], f.k[i * taps + 2 * j + 1]);
+                to[4 * j].v = kk.hi;
+                to[4 * j + 2].v = kk.lo;
+            }
+        }
     }
-    const tap_pair* at(int i) const { return &k[static_cast<std::size_t>(i) * pairs]; }
+    /// Pixel i's hi of tap pair j at [4 j], its lo at [4 j + 2].
+    lane* at(std::size_t i) { return &k[(i / 2 * pairs) * 4 + i % 2]; }
+    const lane* at(std::size_t i) const { return &k[(i / 2 * pairs) * 4 + i % 2]; }
 };
 
-/// Stores the 3 or 4 levels in `v`'s lanes as output pixel `xx` of `out`: 4 bytes but for the
-/// row's last pixel (for RGB the fourth byte is the next pixel's, written after).
-void store_pixel(__m128i v, std::uint8_t* out, int xx, int out_width, std::size_t c) {
-    const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(v, v), v);
+/// Stores the 3 or 4 levels of `bytes`' low lanes as output pixel `xx` of `out`: 4 bytes but for
+/// the row's last pixel (for RGB the fourth byte is the next pixel's, written after).
+void store_pixel(__m128i bytes, std::uint8_t* out, int xx, int out_width, std::size_t c) {
     const auto px = static_cast<std::uint32_t>(_mm_cvtsi128_si32(bytes));
     std::memcpy(out + static_cast<std::size_t>(xx) * c, &px, xx + 1 < out_width ? 4 : c);
 }
 
-/// How far past a row's start the horizontal SIMD loops may read (at most 8 bytes past the
-/// row; the extra pixels carry weight zero): rows closer than this to the end of the image's
-/// buffer are read from a padded copy.
-std::size_t horizontal_reach(std::size_t row_bytes) {
-    return row_bytes + 16;
+/// How far past a row's start the horizontal SIMD loops read: a pixel's taps are taken four at
+/// a time from 16-byte loads, up to its partner's count where two pixels go together (AVX2).
+/// The extra pixels carry weight zero; rows closer than this to the end of the image's buffer
+/// are read from a padded copy.
+std::size_t horizontal_reach(const axis_filter& f, std::size_t channels) {
+    std::size_t reach = 0;
+    for (std::size_t i = 0; i < f.first.size(); ++i) {
+        const std::size_t partner = std::min(i ^ 1U, f.first.size() - 1);
+        const auto n = static_cast<std::size_t>(std::max(f.count[i], f.count[partner]));
+        reach = std::max(reach, static_cast<std::size_t>(f.first[i]) + (n + 3) / 4 * 4);
+    }
+    return reach * channels + 16;
 }
 
-/// The horizontal pass of one row of 3- or 4-channel pixels: the channels of a pixel are the
-/// lanes. SSSE3's byte shuffle brings the pixels of two taps side by side as int16 (one 16-byte
-/// load and two shuffles for four taps), _mm_madd_epi16 takes them with their coefficients.
+/// Byte shuffles that turn pixels (0, 1) and (2, 3) of 16 bytes into int16
+/// {p0.c0, p1.c0, p0.c1, p1.c1, ...}: the pair layout of _mm_madd_epi16. -1 makes a zero.
+__m128i first_two_of(std::size_t c) {
+    return c == 3 ? _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1)
+                  : _mm_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
+}
+__m128i next_two_of(std::size_t c) {
+    return c == 3 ? _mm_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1)
+                  : _mm_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
+}
+
+/// The horizontal pass of one row of 3- or 4-channel pixels, from output pixel `from`: the
+/// channels of a pixel are the lanes. SSSE3's byte shuffle brings the pixels of two taps side by
+/// side as int16 (one 16-byte load and two shuffles for four taps), _mm_madd_epi16 takes them
+/// with their coefficients.
 __attribute__((target("ssse3"))) void horizontal_row_ssse3(const std::uint8_t* in,
                                                            std::uint8_t* out, int out_width,
                                                            int channels, const axis_filter& f,
-                                                           const pair_table& pairs) {
+                                                           const pair_table& pairs, int from) {
     const auto c = static_cast<std::size_t>(channels);
-    // Pixels (0, 1) and (2, 3) of the 16 bytes as int16 {p0.c0, p1.c0, p0.c1, p1.c1, ...};
-    // -1 makes a zero byte.
-    const __m128i first_two =
-        c == 3 ? _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1)
-               : _mm_setr_epi8(0, -1, 4, -1, 1, -1, 5, -1, 2, -1, 6, -1, 3, -1, 7, -1);
-    const __m128i next_two =
-        c == 3 ? _mm_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1)
-               : _mm_setr_epi8(8, -1, 12, -1, 9, -1, 13, -1, 10, -1, 14, -1, 11, -1, 15, -1);
-    for (int xx = 0; xx < out_width; ++xx) {
-        const tap_pair* kk = pairs.at(xx);
+    const __m128i first_two = first_two_of(c);
+    const __m128i next_two = next_two_of(c);
+    for (int xx = from; xx < out_width; ++xx) {
+        const pair_table::lane* kk = pairs.at(static_cast<std::size_t>(xx));
         const std::uint8_t* p =
             in + static_cast<std::size_t>(f.first[static_cast<std::size_t>(xx)]) * c;
         const int n = f.count[static_cast<std::size_t>(xx)];
@@ -215,29 +244,92 @@ __attribute__((target("ssse3"))) void horizontal_row_ssse3(const std::uint8_t* i
         __m128i lo = _mm_setzero_si128();
         int t = 0;
         // Four taps while three or more are left (a fourth past the count has weight zero).
-        for (; t + 2 < n; t += 4, p += 4 * c, kk += 2) {
+        for (; t + 2 < n; t += 4, p += 4 * c, kk += 8) {
             const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
             const __m128i a = _mm_shuffle_epi8(v, first_two);
             const __m128i b = _mm_shuffle_epi8(v, next_two);
-            hi = _mm_add_epi32(hi, _mm_madd_epi16(a, kk[0].hi));
-            lo = _mm_add_epi32(lo, _mm_madd_epi16(a, kk[0].lo));
-            hi = _mm_add_epi32(hi, _mm_madd_epi16(b, kk[1].hi));
-            lo = _mm_add_epi32(lo, _mm_madd_epi16(b, kk[1].lo));
+            hi = _mm_add_epi32(hi, _mm_madd_epi16(a, kk[0].v));
+            lo = _mm_add_epi32(lo, _mm_madd_epi16(a, kk[2].v));
+            hi = _mm_add_epi32(hi, _mm_madd_epi16(b, kk[4].v));
+            lo = _mm_add_epi32(lo, _mm_madd_epi16(b, kk[6].v));
         }
         if (t < n) {
             const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
             const __m128i a = _mm_shuffle_epi8(v, first_two);
-            hi = _mm_add_epi32(hi, _mm_madd_epi16(a, kk[0].hi));
-            lo = _mm_add_epi32(lo, _mm_madd_epi16(a, kk[0].lo));
+            hi = _mm_add_epi32(hi, _mm_madd_epi16(a, kk[0].v));
+            lo = _mm_add_epi32(lo, _mm_madd_epi16(a, kk[2].v));
         }
-        store_pixel(levels(hi, lo), out, xx, out_width, c);
+        const __m128i v = levels(hi, lo);
+        store_pixel(_mm_packus_epi16(_mm_packs_epi32(v, v), v), out, xx, out_width, c);
     }
+}
+
+/// 16 bytes from `a` in the low lane, 16 from `b` in the high one.
+__attribute__((target("avx2"))) __m256i load2(const std::uint8_t* a, const std::uint8_t* b) {
+    return _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1);
+}
+
+/// horizontal_row_ssse3 for two output pixels at once, one per 128-bit lane; returns where it
+/// stopped (an odd last pixel is left to horizontal_row_ssse3).
+__attribute__((target("avx2"))) int horizontal_row_avx2(const std::uint8_t* in, std::uint8_t* out,
+                                                        int out_width, int channels,
+                                                        const axis_filter& f,
+                                                        const pair_table& pairs) {
+    const auto c = static_cast<std::size_t>(channels);
+    const __m256i first_two = _mm256_broadcastsi128_si256(first_two_of(c));
+    const __m256i next_two = _mm256_broadcastsi128_si256(next_two_of(c));
+    const __m256i round = _mm256_set1_epi32(half);
+    int xx = 0;
+    for (; xx + 1 < out_width; xx += 2) {
+        const auto i = static_cast<std::size_t>(xx);
+        const auto* kk = reinterpret_cast<const __m256i*>(pairs.at(i));
+        const std::uint8_t* p0 = in + static_cast<std::size_t>(f.first[i]) * c;
+        const std::uint8_t* p1 = in + static_cast<std::size_t>(f.first[i + 1]) * c;
+        // The longer count of the two: the other pixel's extra taps have weight zero.
+        const int n = std::max(f.count[i], f.count[i + 1]);
+        __m256i hi = _mm256_setzero_si256();
+        __m256i lo = _mm256_setzero_si256();
+        int t = 0;
+        for (; t + 2 < n; t += 4, p0 += 4 * c, p1 += 4 * c, kk += 4) {
+            const __m256i v = load2(p0, p1);
+            const __m256i a = _mm256_shuffle_epi8(v, first_two);
+            const __m256i b = _mm256_shuffle_epi8(v, next_two);
+            hi = _mm256_add_epi32(hi, _mm256_madd_epi16(a, _mm256_loadu_si256(kk)));
+            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(a, _mm256_loadu_si256(kk + 1)));
+            hi = _mm256_add_epi32(hi, _mm256_madd_epi16(b, _mm256_loadu_si256(kk + 2)));
+            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(b, _mm256_loadu_si256(kk + 3)));
+        }
+        if (t < n) {
+            const __m256i v = load2(p0, p1);
+            const __m256i a = _mm256_shuffle_epi8(v, first_two);
+            hi = _mm256_add_epi32(hi, _mm256_madd_epi16(a, _mm256_loadu_si256(kk)));
+            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(a, _mm256_loadu_si256(kk + 1)));
+        }
+        const __m256i sum = _mm256_srai_epi32(
+            _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi, 15), lo), round),
+            precision_bits);
+        const __m256i packed = _mm256_packs_epi32(sum, sum);
+        const __m256i bytes = _mm256_packus_epi16(packed, packed);
+        store_pixel(_mm256_castsi256_si128(bytes), out, xx, out_width, c);
+        store_pixel(_mm256_extracti128_si256(bytes, 1), out, xx + 1, out_width, c);
+    }
+    return xx;
 }
 
 bool has_ssse3() {
     static const bool yes = [] {
         __builtin_cpu_init();
         return __builtin_cpu_supports("ssse3") != 0;
+    }();
+    return yes;
+}
+
+bool has_avx2() {
+    static const bool yes = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") != 0;
     }();
     return yes;
 }
@@ -291,7 +383,8 @@ void horizontal_pass(const image& src, int y0, int count, const out_rows& out, i
 #ifdef FERRY_RESAMPLE_SSSE3
     if ((channels == 3 || channels == 4) && has_ssse3()) {
         const pair_table pairs(f);
-        const std::size_t reach = horizontal_reach(src.row_bytes());
+        const std::size_t reach = horizontal_reach(f, static_cast<std::size_t>(channels));
+        const bool avx2 = has_avx2();
         std::vector<std::uint8_t> padded;
         for (int y = 0; y < count; ++y) {
             const std::uint8_t* row = in.at(y0 + y);
@@ -300,7 +393,9 @@ void horizontal_pass(const image& src, int y0, int count, const out_rows& out, i
                 std::memcpy(padded.data(), row, src.row_bytes());
                 row = padded.data();
             }
-            horizontal_row_ssse3(row, out.at(y), out_width, channels, f, pairs);
+            const int from =
+                avx2 ? horizontal_row_avx2(row, out.at(y), out_width, channels, f, pairs) : 0;
+            horizontal_row_ssse3(row, out.at(y), out_width, channels, f, pairs, from);
         }
         return;
     }
