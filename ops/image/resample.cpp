@@ -163,10 +163,8 @@ __m128i levels(__m128i hi, __m128i lo) {
     return _mm_srai_epi32(sum, precision_bits);
 }
 
-#ifdef FERRY_RESAMPLE_SSSE3
-
-/// An axis_filter's coefficients as the horizontal loops read them, the tap_pairs of each
-/// output pixel, those of pixels 2m and 2m + 1 interleaved so that one 256-bit load takes both:
+/// An axis_filter's coefficients as the SIMD loops read them, the tap_pairs of each output
+/// pixel, those of pixels 2m and 2m + 1 interleaved so that one 256-bit load takes both:
 /// for pixel pair m and tap pair j, {hi of 2m, hi of 2m + 1, lo of 2m, lo of 2m + 1}.
 struct pair_table {
     struct lane {
@@ -191,6 +189,8 @@ struct pair_table {
     lane* at(std::size_t i) { return &k[(i / 2 * pairs) * 4 + i % 2]; }
     const lane* at(std::size_t i) const { return &k[(i / 2 * pairs) * 4 + i % 2]; }
 };
+
+#ifdef FERRY_RESAMPLE_SSSE3
 
 /// Stores the 3 or 4 levels of `bytes`' low lanes as output pixel `xx` of `out`: 4 bytes but for
 /// the row's last pixel (for RGB the fourth byte is the next pixel's, written after).
@@ -336,23 +336,25 @@ bool has_avx2() {
 
 #endif
 
-/// The vertical pass of one output row, 16 bytes at a time (any channel count: every byte is a
-/// sample); a tail shorter than 16 is redone from `bytes - 16` (same values) or left to the
-/// scalar loop. Taps come in pairs; an odd last tap is paired with itself at weight zero.
+/// The vertical pass of one output row from byte `from`, 16 bytes at a time (any channel count:
+/// every byte is a sample); a tail shorter than 16 is redone from `bytes - 16` (same values), a
+/// row shorter than 16 left to the scalar loop. Taps come in pairs; an odd last tap is paired with
+/// itself at weight zero.
 void vertical_row_sse2(const rows& in, std::uint8_t* out, std::size_t bytes, const std::int32_t* k,
-                       int first, int n) {
+                       const pair_table::lane* kk, int first, int n, std::size_t from) {
     if (bytes < 16) {
         vertical_row_scalar(in, out, bytes, k, first, n);
         return;
     }
     const __m128i zero = _mm_setzero_si128();
-    for (std::size_t i = 0; i < bytes; i += 16) {
+    for (std::size_t i = from; i < bytes; i += 16) {
         if (i + 16 > bytes) i = bytes - 16;
         __m128i hi[4] = {zero, zero, zero, zero};
         __m128i lo[4] = {zero, zero, zero, zero};
         for (int t = 0; t < n; t += 2) {
             const bool pair = t + 1 < n;
-            const tap_pair kk = pair_of(k[t], pair ? k[t + 1] : 0);
+            const __m128i khi = kk[2 * t].v;
+            const __m128i klo = kk[2 * t + 2].v;
             const __m128i a =
                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(in.at(first + t) + i));
             const __m128i b =
@@ -363,8 +365,8 @@ void vertical_row_sse2(const rows& in, std::uint8_t* out, std::size_t bytes, con
             const __m128i w[4] = {_mm_unpacklo_epi8(ab_lo, zero), _mm_unpackhi_epi8(ab_lo, zero),
                                   _mm_unpacklo_epi8(ab_hi, zero), _mm_unpackhi_epi8(ab_hi, zero)};
             for (int j = 0; j < 4; ++j) {
-                hi[j] = _mm_add_epi32(hi[j], _mm_madd_epi16(w[j], kk.hi));
-                lo[j] = _mm_add_epi32(lo[j], _mm_madd_epi16(w[j], kk.lo));
+                hi[j] = _mm_add_epi32(hi[j], _mm_madd_epi16(w[j], khi));
+                lo[j] = _mm_add_epi32(lo[j], _mm_madd_epi16(w[j], klo));
             }
         }
         const __m128i low8 = _mm_packs_epi32(levels(hi[0], lo[0]), levels(hi[1], lo[1]));
@@ -372,6 +374,56 @@ void vertical_row_sse2(const rows& in, std::uint8_t* out, std::size_t bytes, con
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_packus_epi16(low8, high8));
     }
 }
+
+#ifdef FERRY_RESAMPLE_SSSE3
+
+/// vertical_row_sse2 on 32 bytes at a time, one 16-byte half per 128-bit lane, over the whole
+/// 32-byte blocks of the row; returns where it stopped (vertical_row_sse2 does the rest).
+__attribute__((target("avx2"))) std::size_t vertical_row_avx2(const rows& in, std::uint8_t* out,
+                                                              std::size_t bytes,
+                                                              const pair_table::lane* kk, int first,
+                                                              int n) {
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i round = _mm256_set1_epi32(half);
+    const std::size_t whole = bytes / 32 * 32;
+    for (std::size_t i = 0; i < whole; i += 32) {
+        __m256i hi[4] = {zero, zero, zero, zero};
+        __m256i lo[4] = {zero, zero, zero, zero};
+        for (int t = 0; t < n; t += 2) {
+            const bool pair = t + 1 < n;
+            const __m256i khi = _mm256_broadcastsi128_si256(kk[2 * t].v);
+            const __m256i klo = _mm256_broadcastsi128_si256(kk[2 * t + 2].v);
+            const __m256i a =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.at(first + t) + i));
+            const __m256i b =
+                pair
+                    ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.at(first + t + 1) + i))
+                    : a;
+            // Within each lane, as in vertical_row_sse2; lane 1 holds bytes 16..31.
+            const __m256i ab_lo = _mm256_unpacklo_epi8(a, b);
+            const __m256i ab_hi = _mm256_unpackhi_epi8(a, b);
+            const __m256i w[4] = {
+                _mm256_unpacklo_epi8(ab_lo, zero), _mm256_unpackhi_epi8(ab_lo, zero),
+                _mm256_unpacklo_epi8(ab_hi, zero), _mm256_unpackhi_epi8(ab_hi, zero)};
+            for (int j = 0; j < 4; ++j) {
+                hi[j] = _mm256_add_epi32(hi[j], _mm256_madd_epi16(w[j], khi));
+                lo[j] = _mm256_add_epi32(lo[j], _mm256_madd_epi16(w[j], klo));
+            }
+        }
+        __m256i v[4];
+        for (int j = 0; j < 4; ++j) {
+            v[j] = _mm256_srai_epi32(
+                _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi[j], 15), lo[j]), round),
+                precision_bits);
+        }
+        const __m256i bytes32 =
+            _mm256_packus_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), bytes32);
+    }
+    return whole;
+}
+
+#endif
 
 #endif
 
@@ -409,13 +461,20 @@ void horizontal_pass(const image& src, int y0, int count, const out_rows& out, i
 /// row `shift`.
 void vertical_pass(const rows& in, int shift, const out_rows& out, int out_height,
                    std::size_t bytes, const axis_filter& f) {
-    for (int yy = 0; yy < out_height; ++yy) {
-        const std::int32_t* k =
-            &f.k[static_cast<std::size_t>(yy) * static_cast<std::size_t>(f.taps)];
-        const int first = f.first[static_cast<std::size_t>(yy)] - shift;
-        const int n = f.count[static_cast<std::size_t>(yy)];
 #ifdef FERRY_RESAMPLE_SSE2
-        vertical_row_sse2(in, out.at(yy), bytes, k, first, n);
+    const pair_table pairs(f);
+#endif
+    for (int yy = 0; yy < out_height; ++yy) {
+        const auto i = static_cast<std::size_t>(yy);
+        const std::int32_t* k = &f.k[i * static_cast<std::size_t>(f.taps)];
+        const int first = f.first[i] - shift;
+        const int n = f.count[i];
+#ifdef FERRY_RESAMPLE_SSE2
+        std::size_t from = 0;
+#ifdef FERRY_RESAMPLE_SSSE3
+        if (has_avx2()) from = vertical_row_avx2(in, out.at(yy), bytes, pairs.at(i), first, n);
+#endif
+        vertical_row_sse2(in, out.at(yy), bytes, k, pairs.at(i), first, n, from);
 #else
         vertical_row_scalar(in, out.at(yy), bytes, k, first, n);
 #endif
