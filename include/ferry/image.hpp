@@ -98,12 +98,12 @@ enum class interpolation : std::uint8_t {
     area,  ///< averages the source pixels each output pixel covers: antialiases strong
            ///< downscales (use it where Pillow/torchvision would antialias)
     lanczos,
-    antialias,  ///< Pillow's `Image.resize(size, BILINEAR)`, pixel for pixel (a crop is its
-                ///< `box=`): a triangle filter whose support widens with the downscale
-                ///< factor, so it antialiases, in two separable passes with fixed-point
-                ///< coefficients. The one to compare with Pillow's and torchvision's
-                ///< antialiased resize. Channels are filtered independently (Pillow
-                ///< premultiplies RGBA by alpha first)
+    antialias,  ///< Pillow's `Image.resize(size, BILINEAR)`, pixel for pixel (for a crop,
+                ///< `im.crop(box).resize(...)`, as torchvision's RandomResizedCrop): a
+                ///< triangle filter whose support widens with the downscale factor, so it
+                ///< antialiases, in two separable passes with fixed-point coefficients. The
+                ///< one to compare with Pillow's and torchvision's antialiased resize.
+                ///< Channels are filtered independently (Pillow premultiplies RGBA by alpha)
 };
 
 /// What a file holds, read from its header without decoding the pixels.

@@ -29,10 +29,10 @@ std::uint8_t clip8(std::int32_t sum) {
 /// Pillow's precompute_coeffs with the bilinear (triangle) filter and normalize_coeffs_8bpc:
 /// the support is 1 source pixel, times the downscale factor when shrinking, so every source
 /// pixel under an output pixel counts; each output's weights are normalised to sum to 1 before
-/// they are rounded to 22 bits. `in0`, `in1` are floats as in Pillow, where `in1 - in0` is a
-/// float subtraction.
-axis_filter precompute(int in_size, float in0, float in1, int out_size) {
-    const double scale = static_cast<double>(in1 - in0) / out_size;
+/// they are rounded to 22 bits. Pillow's box is the whole image here (a crop is cropped
+/// first, as torchvision does), so its start is 0 and its size `in_size`.
+axis_filter precompute(int in_size, int out_size) {
+    const double scale = static_cast<double>(in_size) / out_size;
     const double filterscale = std::max(scale, 1.0);
     const double support = filterscale;  // the triangle's support (1) times the scale
     const int ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
@@ -44,7 +44,7 @@ axis_filter precompute(int in_size, float in0, float in1, int out_size) {
     std::vector<double> w(static_cast<std::size_t>(ksize));
     const double ss = 1.0 / filterscale;
     for (int xx = 0; xx < out_size; ++xx) {
-        const double center = in0 + (xx + 0.5) * scale;
+        const double center = (xx + 0.5) * scale;
         // Pillow's rounding: a cast to int (toward zero), then the clamp.
         const int xmin = std::max(static_cast<int>(center - support + 0.5), 0);
         const int n = std::min(static_cast<int>(center + support + 0.5), in_size) - xmin;
@@ -97,15 +97,14 @@ void vertical_row_scalar(const rows& in, std::uint8_t* out, std::size_t bytes,
     }
 }
 
-/// The horizontal pass: source rows `y0 .. y0 + count` to rows `0 .. count` of `out`.
-void horizontal_pass(const image& src, int y0, int count, const out_rows& out, int out_width,
+/// The horizontal pass: rows `y0 .. y0 + count` of `src` to rows `0 .. count` of `out`.
+void horizontal_pass(const source& src, int y0, int count, const out_rows& out, int out_width,
                      const axis_filter& f) {
 #ifdef FERRY_RESAMPLE_X86
     if (horizontal_pass_x86(src, y0, count, out, out_width, f)) return;
 #endif
-    const rows in{src.data().data(), src.row_bytes()};
     for (int y = 0; y < count; ++y) {
-        horizontal_row_scalar(in.at(y0 + y), out.at(y), out_width, src.channels(), f);
+        horizontal_row_scalar(src.row(y0 + y), out.at(y), out_width, src.channels, f);
     }
 }
 
@@ -123,37 +122,35 @@ void vertical_pass(const rows& in, int shift, const out_rows& out, int out_heigh
     }
 }
 
-/// Whether an axis is an identity: a whole-pixel offset and as many pixels out as in (Pillow
-/// runs such a pass too, and it copies: weights 1 and 0).
-bool identity(float from, float to, int out_size) {
-    return from == std::floor(from) && to - from == static_cast<float>(out_size);
-}
-
 }  // namespace
 
-image resample_antialias(const image& src, const resample_region& region, int width, int height) {
-    const int channels = src.channels();
-    const std::size_t out_bytes =
-        static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
-    image out(width, height, src.format());
+image resample_antialias(const image& img, const crop_box& box, int width, int height) {
+    const int channels = img.channels();
+    const auto c = static_cast<std::size_t>(channels);
+    const source src{img.data().data() + static_cast<std::size_t>(box.y) * img.row_bytes() +
+                         static_cast<std::size_t>(box.x) * c,
+                     img.row_bytes(),
+                     box.width,
+                     box.height,
+                     channels,
+                     img.data().data() + img.data().size()};
+    const std::size_t out_bytes = static_cast<std::size_t>(width) * c;
+    image out(width, height, img.format());
     const out_rows dst{out.data().data(), out.row_bytes()};
-    const bool need_horizontal = !identity(region.x0, region.x1, width);
-    const bool need_vertical = !identity(region.y0, region.y1, height);
-    const auto x0 = static_cast<std::size_t>(region.x0) * static_cast<std::size_t>(channels);
-    const auto y0 = static_cast<int>(region.y0);
+    // Pillow skips a pass along an axis whose size does not change (it would copy).
+    const bool need_horizontal = box.width != width;
+    const bool need_vertical = box.height != height;
     if (!need_horizontal && !need_vertical) {
-        for (int y = 0; y < height; ++y)
-            std::memcpy(dst.at(y), src.row(y0 + y).data() + x0, out_bytes);
+        for (int y = 0; y < height; ++y) std::memcpy(dst.at(y), src.row(y), out_bytes);
         return out;
     }
     if (!need_vertical) {
-        horizontal_pass(src, y0, height, dst, width,
-                        precompute(src.width(), region.x0, region.x1, width));
+        horizontal_pass(src, 0, height, dst, width, precompute(box.width, width));
         return out;
     }
-    const axis_filter fy = precompute(src.height(), region.y0, region.y1, height);
+    const axis_filter fy = precompute(box.height, height);
     if (!need_horizontal) {
-        vertical_pass({src.data().data() + x0, src.row_bytes()}, 0, dst, height, out_bytes, fy);
+        vertical_pass({src.data, src.stride}, 0, dst, height, out_bytes, fy);
         return out;
     }
     // Horizontally, only the source rows the vertical pass reads.
@@ -162,7 +159,7 @@ image resample_antialias(const image& src, const resample_region& region, int wi
     const auto tmp = std::make_unique_for_overwrite<std::uint8_t[]>(
         out_bytes * static_cast<std::size_t>(std::max(last - first, 0)));
     horizontal_pass(src, first, last - first, {tmp.get(), out_bytes}, width,
-                    precompute(src.width(), region.x0, region.x1, width));
+                    precompute(box.width, width));
     vertical_pass({tmp.get(), out_bytes}, first, dst, height, out_bytes, fy);
     return out;
 }

@@ -9,8 +9,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "ferry/image.hpp"
-
 #if defined(__x86_64__) && defined(__GNUC__)
 // SIMD loops for x86-64: SSE2 always, SSSE3 and AVX2 by function attribute where the CPU has
 // them (the library is built for baseline x86-64).
@@ -42,6 +40,19 @@ struct rows {
     const std::uint8_t* at(int y) const { return data + static_cast<std::size_t>(y) * stride; }
 };
 
+/// The pixels a resample reads: `width x height` pixels of `channels` bytes from `data`, rows
+/// `stride` bytes apart, inside an image whose buffer ends at `end` (the SIMD loops read a little
+/// past a row, and copy the rows where that would leave the buffer).
+struct source {
+    const std::uint8_t* data;
+    std::size_t stride;
+    int width;
+    int height;
+    int channels;
+    const std::uint8_t* end;
+    const std::uint8_t* row(int y) const { return data + static_cast<std::size_t>(y) * stride; }
+};
+
 struct out_rows {
     std::uint8_t* data;
     std::size_t stride;
@@ -49,10 +60,10 @@ struct out_rows {
 };
 
 #ifdef FERRY_RESAMPLE_X86
-/// The horizontal pass, source rows `y0 .. y0 + count` of `src` to rows `0 .. count` of `out`,
+/// The horizontal pass, rows `y0 .. y0 + count` of `src` to rows `0 .. count` of `out`,
 /// in SIMD where it applies (3 or 4 channels, a CPU with SSSE3): false, and nothing done,
 /// elsewhere.
-bool horizontal_pass_x86(const image& src, int y0, int count, const out_rows& out, int out_width,
+bool horizontal_pass_x86(const source& src, int y0, int count, const out_rows& out, int out_width,
                          const axis_filter& f);
 /// The vertical pass, `out`'s rows (`bytes` each) from the rows of `in`, whose row 0 is source
 /// row `shift`, in SIMD where it applies (rows of 16 bytes or more): false, and nothing done,

@@ -295,20 +295,20 @@ __attribute__((target("avx2"))) std::size_t vertical_row_avx2(const rows& in, st
 
 }  // namespace
 
-bool horizontal_pass_x86(const image& src, int y0, int count, const out_rows& out, int out_width,
+bool horizontal_pass_x86(const source& src, int y0, int count, const out_rows& out, int out_width,
                          const axis_filter& f) {
-    const int channels = src.channels();
+    const int channels = src.channels;
     if ((channels != 3 && channels != 4) || !has_ssse3()) return false;
-    const rows in{src.data().data(), src.row_bytes()};
     const pair_table pairs(f);
     const std::size_t reach = horizontal_reach(f, static_cast<std::size_t>(channels));
+    const auto row_bytes = static_cast<std::size_t>(src.width) * static_cast<std::size_t>(channels);
     const bool avx2 = has_avx2();
     std::vector<std::uint8_t> padded;
     for (int y = 0; y < count; ++y) {
-        const std::uint8_t* row = in.at(y0 + y);
-        if (static_cast<std::size_t>(src.height() - y0 - y) * in.stride < reach) {
+        const std::uint8_t* row = src.row(y0 + y);
+        if (static_cast<std::size_t>(src.end - row) < reach) {
             padded.assign(reach, 0);
-            std::memcpy(padded.data(), row, src.row_bytes());
+            std::memcpy(padded.data(), row, row_bytes);
             row = padded.data();
         }
         const int from =

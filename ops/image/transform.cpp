@@ -61,15 +61,12 @@ int cv_interpolation(interpolation i) {
     return cv::INTER_LINEAR;
 }
 
-/// The `box` region of `img` resized to `width x height`: Pillow's filter for `antialias`,
-/// cv::resize for the others.
+/// The `box` region of `img` resized to `width x height` as if cropped first (as torchvision
+/// does; the filters see no pixel outside the box): Pillow's filter for `antialias`, cv::resize
+/// for the others.
 image resample(const image& img, const crop_box& box, int width, int height, interpolation interp) {
     if (interp == interpolation::antialias) {
-        return resample_antialias(
-            img,
-            {static_cast<float>(box.x), static_cast<float>(box.y),
-             static_cast<float>(box.x + box.width), static_cast<float>(box.y + box.height)},
-            width, height);
+        return resample_antialias(img, box, width, height);
     }
     image out(width, height, img.format());
     cv::Mat dst = view(out);

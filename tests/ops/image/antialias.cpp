@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// `interpolation::antialias` against Pillow: ferry's resize, random_resized_crop and
-/// decode_image(.resize) give exactly the pixels of Pillow's `Image.resize(size, BILINEAR, box)`
-/// (the bound is 0: same filter, same fixed-point arithmetic). Pillow runs in python3 (the
-/// Debian package python3-pil; FERRY_TEST_PYTHON names another interpreter).
+/// decode_image(.resize) give exactly the pixels of Pillow's `Image.resize(size, BILINEAR)` (of
+/// the crop, for a crop; the bound is 0: same filter, same fixed-point arithmetic). Pillow runs in
+/// python3 (the Debian package python3-pil; FERRY_TEST_PYTHON names another interpreter).
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -20,7 +20,7 @@ using namespace ops_test;
 
 namespace {
 
-/// One resize for Pillow: the `box` region of `in` to `width x height`.
+/// One resize for Pillow: the `box` region of `in`, cropped, to `width x height`.
 struct pillow_job {
     ferry::image in;
     ferry::crop_box box;
@@ -40,7 +40,7 @@ for line in open(sys.argv[1]):
     src, dst, c, w, h, x0, y0, x1, y1, ow, oh = line.split()
     c, w, h, x0, y0, x1, y1, ow, oh = map(int, (c, w, h, x0, y0, x1, y1, ow, oh))
     im = Image.frombytes(MODES[c], (w, h), open(src, "rb").read())
-    out = im.resize((ow, oh), BILINEAR, box=(x0, y0, x1, y1))
+    out = im.crop((x0, y0, x1, y1)).resize((ow, oh), BILINEAR)
     open(dst, "wb").write(out.tobytes())
 )";
 
@@ -160,10 +160,10 @@ BOOST_AUTO_TEST_CASE(resize_equals_pillow_bilinear) {
     check_equal_to_pillow(jobs, got);
 }
 
-// random_resized_crop(..., antialias) is Pillow's resize of the crop box (`box=`): the boxes
-// torchvision draws, to 224 and 112, down and up; the same pixels as Pillow, so the same as
-// torchvision's RandomResizedCrop on PIL images for the same box.
-BOOST_AUTO_TEST_CASE(random_resized_crop_equals_pillow_with_box) {
+// random_resized_crop(..., antialias) is Pillow's resize of the crop (`im.crop(box).resize`, what
+// torchvision's RandomResizedCrop does on PIL images; the filter sees no pixel outside the box):
+// the boxes torchvision draws, to 224 and 112, down and up.
+BOOST_AUTO_TEST_CASE(random_resized_crop_equals_pillow_crop_then_resize) {
     std::vector<pillow_job> jobs;
     std::vector<ferry::image> got;
     for (const auto format : {ferry::pixel_format::rgb, ferry::pixel_format::gray}) {
