@@ -74,7 +74,13 @@ struct pair_table {
 /// the row's last pixel (for RGB the fourth byte is the next pixel's, written after).
 void store_pixel(__m128i bytes, std::uint8_t* out, int xx, int out_width, std::size_t c) {
     const auto px = static_cast<std::uint32_t>(_mm_cvtsi128_si32(bytes));
-    std::memcpy(out + static_cast<std::size_t>(xx) * c, &px, xx + 1 < out_width ? 4 : c);
+    std::uint8_t* to = out + static_cast<std::size_t>(xx) * c;
+    // Constant sizes: a variable one would be a call to memcpy per pixel.
+    if (xx + 1 < out_width || c == 4) {
+        std::memcpy(to, &px, 4);
+    } else {
+        std::memcpy(to, &px, 3);
+    }
 }
 
 /// How far past a row's start the horizontal SIMD loops read: a pixel's taps are taken four at
