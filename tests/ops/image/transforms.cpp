@@ -105,7 +105,7 @@ BOOST_AUTO_TEST_CASE(resize_keeps_the_pixel_format) {
         const ferry::image in = test_image(format);
         for (const auto interp : {ferry::interpolation::nearest, ferry::interpolation::bilinear,
                                   ferry::interpolation::bicubic, ferry::interpolation::area,
-                                  ferry::interpolation::lanczos}) {
+                                  ferry::interpolation::lanczos, ferry::interpolation::antialias}) {
             const ferry::image out = ferry::ops::resize(in, 45, 23, interp);
             BOOST_TEST(out.format() == format);
             BOOST_TEST(out.width() == 45);
