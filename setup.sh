@@ -40,7 +40,7 @@ readonly packages=(
     libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
     zlib1g-dev libcli11-dev dataset-fashion-mnist
     libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
-    ffmpeg libjpeg-turbo-progs
+    ffmpeg libjpeg-turbo-progs python3-pil
     libcurl4-openssl-dev
     libarchive-dev zstd python3-boto3
     libopenmpi-dev openmpi-bin

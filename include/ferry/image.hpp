@@ -98,10 +98,12 @@ enum class interpolation : std::uint8_t {
     area,  ///< averages the source pixels each output pixel covers: antialiases strong
            ///< downscales (use it where Pillow/torchvision would antialias)
     lanczos,
-    antialias,  ///< like `area` (nearly the same pixels) but fast at any factor: whole
-                ///< k x k blocks are averaged while the image is at least twice the target,
-                ///< then `area` does the rest (Pillow's "reducing gap"); the one to compare
-                ///< with Pillow's and torchvision's antialiased resize
+    antialias,  ///< Pillow's `Image.resize(size, BILINEAR)`, pixel for pixel (for a crop,
+                ///< `im.crop(box).resize(...)`, as torchvision's RandomResizedCrop): a
+                ///< triangle filter whose support widens with the downscale factor, so it
+                ///< antialiases, in two separable passes with fixed-point coefficients. The
+                ///< one to compare with Pillow's and torchvision's antialiased resize.
+                ///< Channels are filtered independently (Pillow premultiplies RGBA by alpha)
 };
 
 /// What a file holds, read from its header without decoding the pixels.
@@ -250,8 +252,8 @@ struct FERRY_API to_tensor_fn {
 /// \endcode
 inline constexpr detail::decode_image_fn decode_image{};
 
-/// Resizes to `width x height` (bilinear by default; `interpolation::area` to antialias a
-/// strong downscale). Throws `ferry::invalid_argument` on a non-positive size.
+/// Resizes to `width x height` (bilinear by default; `interpolation::antialias` to antialias a
+/// downscale as Pillow does). Throws `ferry::invalid_argument` on a non-positive size.
 [[nodiscard]] FERRY_API image resize(const image& img, int width, int height,
                                      interpolation interp = interpolation::bilinear);
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ferry/error.hpp"
+#include "resample.hpp"
 
 namespace ferry::ops {
 namespace {
@@ -54,66 +55,25 @@ int cv_interpolation(interpolation i) {
             return cv::INTER_AREA;
         case interpolation::lanczos:
             return cv::INTER_LANCZOS4;
-        case interpolation::antialias:
-            return cv::INTER_AREA;
+        case interpolation::antialias:  // resample_antialias's, not OpenCV's
+            break;
     }
     return cv::INTER_LINEAR;
 }
 
-/// Averages each `kx` x `ky` block of `src` (8-bit, any channel count; a last partial block is
-/// averaged over what it has) into one pixel: the cheap first step of `antialias`.
-cv::Mat box_reduce(const cv::Mat& src, int kx, int ky) {
-    const int c = src.channels();
-    const int w = (src.cols + kx - 1) / kx;
-    const int h = (src.rows + ky - 1) / ky;
-    cv::Mat dst(h, w, src.type());
-    std::vector<std::uint32_t> acc(static_cast<std::size_t>(src.cols) *
-                                   static_cast<std::size_t>(c));
-    for (int oy = 0; oy < h; ++oy) {
-        const int y0 = oy * ky;
-        const int rows = std::min(ky, src.rows - y0);
-        std::fill(acc.begin(), acc.end(), 0U);
-        for (int y = y0; y < y0 + rows; ++y) {
-            const std::uint8_t* r = src.ptr<std::uint8_t>(y);
-            for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += r[i];
-        }
-        std::uint8_t* d = dst.ptr<std::uint8_t>(oy);
-        for (int ox = 0; ox < w; ++ox) {
-            const int x0 = ox * kx;
-            const int cols = std::min(kx, src.cols - x0);
-            const auto n = static_cast<std::uint32_t>(rows * cols);
-            for (int k = 0; k < c; ++k) {
-                std::uint32_t sum = 0;
-                for (int x = x0; x < x0 + cols; ++x) {
-                    sum += acc[static_cast<std::size_t>(x) * static_cast<std::size_t>(c) +
-                               static_cast<std::size_t>(k)];
-                }
-                d[ox * c + k] = static_cast<std::uint8_t>((sum + n / 2) / n);
-            }
-        }
-    }
-    return dst;
-}
-
-/// cv::resize, plus `antialias`: an integer box reduction while the image is at least twice the
-/// target, then INTER_AREA for the rest (Pillow's "reducing gap" idea). INTER_AREA alone gives
-/// nearly the same pixels but is several times slower at non-integer factors.
-void resample(const cv::Mat& src, cv::Mat& dst, cv::Size size, interpolation interp) {
+/// The `box` region of `img` resized to `width x height` as if cropped first (as torchvision
+/// does; the filters see no pixel outside the box): Pillow's filter for `antialias`, cv::resize
+/// for the others.
+image resample(const image& img, const crop_box& box, int width, int height, interpolation interp) {
     if (interp == interpolation::antialias) {
-        const int kx = std::max(1, src.cols / size.width);
-        const int ky = std::max(1, src.rows / size.height);
-        if (kx >= 2 || ky >= 2) {
-            // Whole blocks only: the few pixels left over (fewer than one block, so less than one
-            // output pixel) are trimmed evenly from both edges, so that every reduced pixel
-            // stands for the same area and the second step's geometry stays exact.
-            const int tx = src.cols % kx;
-            const int ty = src.rows % ky;
-            const cv::Mat whole = src(cv::Rect(tx / 2, ty / 2, src.cols - tx, src.rows - ty));
-            cv::resize(box_reduce(whole, kx, ky), dst, size, 0, 0, cv::INTER_AREA);
-            return;
-        }
+        return resample_antialias(img, box, width, height);
     }
-    cv::resize(src, dst, size, 0, 0, cv_interpolation(interp));
+    image out(width, height, img.format());
+    cv::Mat dst = view(out);
+    // Straight from the region (an OpenCV ROI), without copying it first.
+    cv::resize(view(img)(cv::Rect(box.x, box.y, box.width, box.height)), dst,
+               cv::Size(width, height), 0, 0, cv_interpolation(interp));
+    return out;
 }
 
 /// Python's round(): halves go to the even neighbour (torchvision's crop arithmetic uses it).
@@ -184,10 +144,7 @@ image resize(const image& img, int width, int height, interpolation interp) {
                                std::to_string(height) + " is not positive");
     }
     if (img.width() == width && img.height() == height) return img;
-    image out(width, height, img.format());
-    cv::Mat dst = view(out);
-    resample(view(img), dst, cv::Size(width, height), interp);
-    return out;
+    return resample(img, {0, 0, img.width(), img.height()}, width, height, interp);
 }
 
 image crop(const image& img, const crop_box& box) {
@@ -294,12 +251,7 @@ image random_resized_crop(const image& img, int width, int height, std::mt19937_
         throw invalid_argument("random_resized_crop: target " + std::to_string(width) + "x" +
                                std::to_string(height) + " is not positive");
     }
-    // Resize straight from the region (an OpenCV ROI) instead of copying the crop first.
-    image out(width, height, img.format());
-    cv::Mat dst = view(out);
-    resample(view(img)(cv::Rect(box.x, box.y, box.width, box.height)), dst, cv::Size(width, height),
-             options.interp);
-    return out;
+    return resample(img, box, width, height, options.interp);
 }
 
 tensor normalize(const image& img, const normalize_options& options) {
