@@ -73,4 +73,8 @@ crop_box stored_crop(const crop_box& box, int orientation, int width, int height
 /// is no larger. `from` must be `rgb` or `rgba`.
 image convert(image&& img, pixel_format to);
 
+/// `cmyk` (4 channels: C, M, Y, K as libjpeg hands back CMYK and YCCK JPEGs, inverted the way
+/// Adobe stores them) as `to`.
+image cmyk_to(const image& cmyk, pixel_format to);
+
 }  // namespace ferry::ops::codec

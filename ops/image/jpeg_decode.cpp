@@ -191,29 +191,13 @@ J_COLOR_SPACE color_space_of(pixel_format f) {
     return JCS_EXT_RGB;
 }
 
-/// `cmyk` (4 channels, as libjpeg hands back CMYK and YCCK files) as `to`. Adobe's convention
-/// (what Photoshop writes and libjpeg hands back): inverted CMYK. The same arithmetic as OpenCV,
-/// so both decoders agree.
-image cmyk_to(const image& cmyk, pixel_format to) {
-    image rgb(cmyk.width(), cmyk.height(), pixel_format::rgb);
-    const std::uint8_t* src = cmyk.data().data();
-    std::uint8_t* dst = rgb.data().data();
-    const std::size_t pixels =
-        static_cast<std::size_t>(cmyk.width()) * static_cast<std::size_t>(cmyk.height());
-    for (std::size_t i = 0; i < pixels; ++i, src += 4, dst += 3) {
-        const int k = src[3];
-        for (int c = 0; c < 3; ++c)
-            dst[c] = static_cast<std::uint8_t>(k - (((255 - src[c]) * k) >> 8));
-    }
-    return to == pixel_format::rgb ? std::move(rgb) : convert(std::move(rgb), to);
-}
-
 JDIMENSION div_round_up(JDIMENSION a, JDIMENSION b) {
     return (a + b - 1) / b;
 }
 
-/// Whether `jpeg_crop_scanline(d, x, width)` gives the pixels of the full-width decode, for the
-/// decompressor `d` just started. libjpeg-turbo 2.1 sets each component's cropped width
+/// Whether `jpeg_crop_scanline(d, x, width)` narrows the decode and gives the pixels of the
+/// full-width decode, for the decompressor `d` just started. libjpeg-turbo 2.1 sets each
+/// component's cropped width
 /// (`downsampled_width`) to `width * h / max_h`, leaving out the component's DCT scale, which
 /// differs from the smallest one when DCT scaling lets libjpeg-turbo shrink a subsampled
 /// component's upsampling (4x2 or 2x4 sampling, or 4x1,2x1,1x1 at 1/2 and below). That width
@@ -230,7 +214,9 @@ bool crop_is_exact(const jpeg_decompress_struct& d, JDIMENSION x, JDIMENSION wid
         d.comps_in_scan == 1 && d.num_components == 1 ? min_size : min_size * max_h;
     const JDIMENSION left = x / align * align;
     const JDIMENSION cropped = width + x - left;
-    if (cropped == d.output_width) return true;  // jpeg_crop_scanline changes nothing
+    // Aligned, the crop is the whole width: full rows are the same columns, without the widths
+    // jpeg_crop_scanline would still recompute (it only skips that for an unaligned full width).
+    if (cropped >= d.output_width) return false;
     for (int ci = 0; ci < d.num_components; ++ci) {
         const jpeg_component_info& c = d.comp_info[ci];
         const auto h = static_cast<JDIMENSION>(c.h_samp_factor);
@@ -245,6 +231,22 @@ bool crop_is_exact(const jpeg_decompress_struct& d, JDIMENSION x, JDIMENSION wid
     return true;
 }
 
+/// Whether jpeg_skip_scanlines can be trusted on the decompressor `d` just started.
+/// libjpeg-turbo 2.1 mis-skips when a component whose DCT scale DCT scaling changed is still
+/// upsampled vertically (2x4 sampling at 1/2: chroma upsampled 1x2, with context rows): in a
+/// progressive file it can loop forever near the end of an iMCU row, in a baseline one it reads
+/// past the data ("premature end of data segment"). There the rows are read and dropped.
+bool skip_is_safe(const jpeg_decompress_struct& d) {
+    for (int ci = 0; ci < d.num_components; ++ci) {
+        const jpeg_component_info& c = d.comp_info[ci];
+        if (c.DCT_scaled_size != d.min_DCT_scaled_size &&
+            c.v_samp_factor * c.DCT_scaled_size != d.max_v_samp_factor * d.min_DCT_scaled_size) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /// What `start` is asked for and answers.
 struct decode_plan {
     int denom = 1;  ///< DCT scale 1/denom
@@ -254,6 +256,8 @@ struct decode_plan {
     JDIMENSION x = 0;
     JDIMENSION width = 0;
     JDIMENSION skip_rows = 0;  ///< rows above the region (scaled)
+    JDIMENSION drop_rows = 0;  ///< answer: rows above the region still to read and drop
+    bool can_skip = true;      ///< answer: whether jpeg_skip_scanlines may be used
 };
 
 /// Starts the decompression at 1/`plan.denom`, restricted to the columns `plan.x`,
@@ -278,7 +282,14 @@ bool start(decoder_state& s, decode_plan& plan) {
             plan.width = d->output_width;
         }
     }
-    if (plan.skip_rows > 0) jpeg_skip_scanlines(d, plan.skip_rows);
+    plan.can_skip = skip_is_safe(*d);
+    if (plan.skip_rows > 0) {
+        if (plan.can_skip) {
+            jpeg_skip_scanlines(d, plan.skip_rows);
+        } else {
+            plan.drop_rows = plan.skip_rows;
+        }
+    }
     return true;
 }
 
@@ -296,6 +307,8 @@ struct row_output {
     std::size_t from = 0;
     JSAMPROW* pointers = nullptr;  ///< room for `chunk` row pointers
     int chunk = 1;
+    JDIMENSION drop_rows = 0;  ///< rows to read into `scratch` and drop first
+    bool can_skip = true;      ///< see `skip_is_safe`
 };
 
 /// Reads the result's rows (see `row_output`). Then, when `strict`, reads the rest of the
@@ -306,6 +319,10 @@ struct row_output {
 bool read_rows(decoder_state& s, const row_output& o, bool strict) {
     if (setjmp(s.jump)) return false;
     j_decompress_ptr d = &s.cinfo;
+    JSAMPROW row = o.scratch;
+    for (JDIMENSION y = 0; y < o.drop_rows; ++y) {
+        if (jpeg_read_scanlines(d, &row, 1) != 1) ERREXIT(d, JERR_INPUT_EMPTY);
+    }
     for (int y = 0; y < o.rows;) {
         const int n = std::min(o.chunk, o.rows - y);
         for (int k = 0; k < n; ++k) {
@@ -325,16 +342,17 @@ bool read_rows(decoder_state& s, const row_output& o, bool strict) {
         }
         y += got;
     }
-    if (!strict) {
+    // A multi-scan file was read up to its EOI marker by jpeg_start_decompress: nothing below
+    // the region is left unread.
+    if (!strict || jpeg_has_multiple_scans(d)) {
         jpeg_abort_decompress(d);
         return true;
     }
-    if (d->output_scanline + 1 < d->output_height) {
+    if (o.can_skip && d->output_scanline + 1 < d->output_height) {
         // Not to the very end: skipping the last row marks the input finished without reading
         // it (libjpeg-turbo's jpeg_skip_scanlines), and truncation there would go unnoticed.
         jpeg_skip_scanlines(d, d->output_height - 1 - d->output_scanline);
     }
-    JSAMPROW row = o.scratch;
     while (d->output_scanline < d->output_height) {
         if (jpeg_read_scanlines(d, &row, 1) != 1) ERREXIT(d, JERR_INPUT_EMPTY);
     }
@@ -430,6 +448,8 @@ image decode(byte_span data, const request& req, bool may_trim) {
              static_cast<std::size_t>(channels);
     // Direct: every row at once, as one jpeg_read_scanlines call can fill them.
     o.chunk = o.direct ? want.height : std::min(16, want.height);
+    o.drop_rows = plan.drop_rows;
+    o.can_skip = plan.can_skip;
     // The scratch rows are needed even when direct: the strict read of the last row uses one.
     std::vector<unsigned char> scratch(o.scratch_row *
                                        static_cast<std::size_t>(o.direct ? 1 : o.chunk));
