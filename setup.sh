@@ -215,7 +215,8 @@ test_mode() {
                 "build-fuzz/${name}-corpus" "$@"
             done_parts+=("fuzz: ${name} ${seconds}s")
         }
-        fuzz decode_image "$image_seconds" tests/fuzz/corpus tests/fuzz/regressions
+        fuzz decode_image "$image_seconds" tests/fuzz/corpus tests/fuzz/jpeg_sampling \
+            tests/fuzz/regressions
         fuzz decode_media "$media_seconds" tests/fuzz/media_corpus tests/fuzz/media_regressions
         fuzz tar_samples "$shards_seconds" tests/fuzz/shards_corpus
     fi
