@@ -20,7 +20,6 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -126,45 +125,65 @@ struct made {
     std::map<int, ferry::image> djpeg;  ///< by scale denominator
 };
 
-const made& make(const spec& s) {
-    static temp_dir dir;
-    static std::mutex mutex;
-    static std::map<std::string, made> cache;
-    std::lock_guard lock(mutex);
-    if (auto it = cache.find(s.name()); it != cache.end()) return it->second;
-
-    const fs::path ppm = dir.path() / ("src-" + std::to_string(s.width) + ".ppm");
-    if (!fs::exists(ppm)) {
-        const cv::Mat bgr = photo(s.width, s.height, 3, 11);
-        std::string bytes =
-            "P6\n" + std::to_string(s.width) + " " + std::to_string(s.height) + "\n255\n";
-        for (int y = 0; y < s.height; ++y) {
-            for (int x = 0; x < s.width; ++x) {
-                const auto& p = bgr.at<cv::Vec3b>(y, x);
-                bytes +=
-                    {static_cast<char>(p[2]), static_cast<char>(p[1]), static_cast<char>(p[0])};
-            }
+/// Writes `photo(width, height)` as a binary PPM (RGB), cjpeg's input.
+void write_ppm(const fs::path& path, int width, int height) {
+    const cv::Mat bgr = photo(width, height, 3, 11);
+    std::string bytes = "P6\n" + std::to_string(width) + " " + std::to_string(height) + "\n255\n";
+    for (int y = 0; y < height; ++y) {
+        for (int x = 0; x < width; ++x) {
+            const auto& p = bgr.at<cv::Vec3b>(y, x);
+            bytes += {static_cast<char>(p[2]), static_cast<char>(p[1]), static_cast<char>(p[0])};
         }
-        std::ofstream(ppm, std::ios::binary) << bytes;
     }
-    const fs::path jpg = dir.path() / ("f" + std::to_string(cache.size()) + ".jpg");
-    std::string args = s.progressive ? "-progressive " : "";
-    if (s.gray()) {
-        args += "-grayscale ";
-        if (s.sampling != "gray") args += "-sample " + s.sampling.substr(5) + " ";
-    } else {
-        args += "-sample " + s.sampling + " ";
-    }
-    run("cjpeg -quality 90 " + args + "-outfile " + jpg.string() + " " + ppm.string());
-    made m;
-    m.jpeg = read_bytes(jpg);
-    for (const int d : {1, 2, 4, 8}) {
-        const fs::path out = dir.path() / "out.pnm";
-        run("djpeg -scale 1/" + std::to_string(d) + " -outfile " + out.string() + " " +
-            jpg.string());
-        m.djpeg.emplace(d, read_pnm(out));
-    }
-    return cache.emplace(s.name(), std::move(m)).first->second;
+    std::ofstream(path, std::ios::binary) << bytes;
+}
+
+/// Every spec's JPEG and djpeg's decodes, made on first use by one shell script (a process per
+/// command would cost more than all the decoding here).
+const std::map<std::string, made>& all_made() {
+    static const std::map<std::string, made> cache = [] {
+        const temp_dir dir;
+        std::string script = "set -e\n";
+        std::size_t k = 0;
+        for (const spec& s : specs()) {
+            const fs::path ppm = dir.path() / ("src-" + std::to_string(s.width) + ".ppm");
+            if (!fs::exists(ppm)) write_ppm(ppm, s.width, s.height);
+            std::string args = s.progressive ? "-progressive " : "";
+            if (s.gray()) {
+                args += "-grayscale ";
+                if (s.sampling != "gray") args += "-sample " + s.sampling.substr(5) + " ";
+            } else {
+                args += "-sample " + s.sampling + " ";
+            }
+            const std::string jpg = (dir.path() / ("f" + std::to_string(k) + ".jpg")).string();
+            script += "cjpeg -quality 90 " + args + "-outfile " + jpg + " " + ppm.string() + "\n";
+            for (const int d : {1, 2, 4, 8}) {
+                script += "djpeg -scale 1/" + std::to_string(d) + " -outfile " + jpg + "." +
+                          std::to_string(d) + ".pnm " + jpg + "\n";
+            }
+            ++k;
+        }
+        const fs::path sh = dir.path() / "make.sh";
+        std::ofstream(sh) << script;
+        run("sh " + sh.string());
+        std::map<std::string, made> out;
+        k = 0;
+        for (const spec& s : specs()) {
+            const fs::path jpg = dir.path() / ("f" + std::to_string(k++) + ".jpg");
+            made m;
+            m.jpeg = read_bytes(jpg);
+            for (const int d : {1, 2, 4, 8}) {
+                m.djpeg.emplace(d, read_pnm(jpg.string() + "." + std::to_string(d) + ".pnm"));
+            }
+            out.emplace(s.name(), std::move(m));
+        }
+        return out;
+    }();
+    return cache;
+}
+
+const made& make(const spec& s) {
+    return all_made().at(s.name());
 }
 
 /// The format djpeg writes a spec's file in: gray for gray files, else RGB.
