@@ -101,11 +101,9 @@ class FerryConan(ConanFile):
         tc.cache_variables["FERRY_BUILD_PERF"] = False
         tc.generate()
         deps = CMakeDeps(self)
-        # ferry's build looks for libjpeg-turbo::jpeg and ::turbojpeg; libjpeg-turbo's recipe
-        # names its static libraries ::jpeg-static and ::turbojpeg-static.
+        # ferry's build looks for libjpeg-turbo::jpeg; libjpeg-turbo's recipe names its static
+        # library ::jpeg-static.
         deps.set_property("libjpeg-turbo::jpeg", "cmake_target_name", "libjpeg-turbo::jpeg")
-        deps.set_property("libjpeg-turbo::turbojpeg", "cmake_target_name",
-                          "libjpeg-turbo::turbojpeg")
         deps.generate()
         # FFmpeg is found through pkg-config (cmake/ferry-video-deps.cmake); CMakeToolchain
         # puts the generators folder, where these .pc files go, on PKG_CONFIG_PATH.
@@ -144,8 +142,8 @@ class FerryConan(ConanFile):
             image = self.cpp_info.components["image"]
             image.set_property("cmake_target_name", "ferry::image")
             image.libs = ["ferry_image"]
-            image.requires = ["core", "libjpeg-turbo::jpeg", "libjpeg-turbo::turbojpeg",
-                              "libpng::libpng", "libwebp::webp", "opencv::opencv_imgproc"]
+            image.requires = ["core", "libjpeg-turbo::jpeg", "libpng::libpng", "libwebp::webp",
+                              "opencv::opencv_imgproc"]
         if self.options.video:
             video = self.cpp_info.components["video"]
             video.set_property("cmake_target_name", "ferry::video")

@@ -37,7 +37,7 @@ export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"
 readonly packages=(
     build-essential g++ cmake ninja-build pkg-config
     libtbb-dev libboost-test-dev librange-v3-dev libdlpack-dev
-    libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+    libjpeg62-turbo-dev libpng-dev libwebp-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
     zlib1g-dev libcli11-dev dataset-fashion-mnist
     libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
     ffmpeg libjpeg-turbo-progs python3-pil
@@ -215,7 +215,8 @@ test_mode() {
                 "build-fuzz/${name}-corpus" "$@"
             done_parts+=("fuzz: ${name} ${seconds}s")
         }
-        fuzz decode_image "$image_seconds" tests/fuzz/corpus tests/fuzz/regressions
+        fuzz decode_image "$image_seconds" tests/fuzz/corpus tests/fuzz/jpeg_sampling \
+            tests/fuzz/regressions
         fuzz decode_media "$media_seconds" tests/fuzz/media_corpus tests/fuzz/media_regressions
         fuzz tar_samples "$shards_seconds" tests/fuzz/shards_corpus
     fi

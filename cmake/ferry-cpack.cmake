@@ -39,10 +39,10 @@ set(_ferry_deb_run_depends libc6 libstdc++6 libgcc-s1 libtbb12)
 # ferry-*-deps.cmake files it includes), the same for static and shared builds.
 set(_ferry_deb_dev_depends libtbb-dev)
 if(TARGET ferry_image)
-  list(APPEND _ferry_deb_run_depends libturbojpeg0 libjpeg62-turbo libpng16-16 libwebp7
+  list(APPEND _ferry_deb_run_depends libjpeg62-turbo libpng16-16 libwebp7
     libopencv-imgproc406 libopencv-core406)
-  list(APPEND _ferry_deb_dev_depends libturbojpeg0-dev "libjpeg62-turbo-dev | libjpeg-dev"
-    libpng-dev libwebp-dev libopencv-imgproc-dev)
+  list(APPEND _ferry_deb_dev_depends "libjpeg62-turbo-dev | libjpeg-dev" libpng-dev libwebp-dev
+    libopencv-imgproc-dev)
 endif()
 if(TARGET ferry_video)
   list(APPEND _ferry_deb_run_depends libavformat59 libavcodec59 libswscale6 libswresample4

@@ -1,20 +1,38 @@
 # SPDX-License-Identifier: Apache-2.0
-# Finds what ferry::image links: libjpeg-turbo (TurboJPEG and libjpeg APIs), libpng, libwebp and
+# Finds what ferry::image links: libjpeg-turbo's libjpeg API, libpng, libwebp and
 # OpenCV's core and imgproc modules. Debian's per-module OpenCV packages (libopencv-imgproc-dev,
 # ...) ship no OpenCVConfig.cmake (only the full libopencv-dev does), so OpenCV is found by its
 # headers and libraries here and wrapped in imported targets:
+#   libjpeg-turbo::jpeg (where libjpeg-turbo's own CMake package does not define it),
 #   ferry_deps::opencv_core, ferry_deps::opencv_imgproc, ferry_deps::opencv_imgcodecs (if
 #   present; tests only), ferry_deps::webp
 # Used by ferry's own build and by the installed ferryConfig.cmake (static builds).
 include_guard(GLOBAL)
 
-find_package(libjpeg-turbo 2.1 CONFIG REQUIRED)
-# Whole images decode through the TurboJPEG API, regions (decode_options::crop) through the
-# libjpeg API (jpeg_crop_scanline, jpeg_skip_scanlines), which libturbojpeg does not export:
-# ferry::image links both (Debian: libturbojpeg0-dev and libjpeg62-turbo-dev).
-if(NOT TARGET libjpeg-turbo::jpeg OR NOT TARGET libjpeg-turbo::turbojpeg)
-  message(FATAL_ERROR "ferry::image needs libjpeg-turbo's libjpeg and TurboJPEG libraries "
-                      "(Debian: libjpeg62-turbo-dev and libturbojpeg0-dev; `bash setup.sh deps`)")
+# JPEG decoding (whole images, regions with jpeg_crop_scanline and jpeg_skip_scanlines, DCT
+# scaling) uses libjpeg-turbo's libjpeg API, 2.1 or later, and not its TurboJPEG API. Its CMake
+# package where there is one (vcpkg, Conan, a source build; Debian ships it only with
+# libturbojpeg0-dev, which ferry does not need), else pkg-config's libjpeg (Debian:
+# libjpeg62-turbo-dev).
+find_package(libjpeg-turbo 2.1 CONFIG QUIET)
+if(NOT TARGET libjpeg-turbo::jpeg AND TARGET libjpeg-turbo::jpeg-static)
+  # vcpkg's static triplets name the static library only.
+  add_library(libjpeg-turbo::jpeg INTERFACE IMPORTED)
+  set_property(TARGET libjpeg-turbo::jpeg PROPERTY
+    INTERFACE_LINK_LIBRARIES libjpeg-turbo::jpeg-static)
+endif()
+if(NOT TARGET libjpeg-turbo::jpeg)
+  find_package(PkgConfig QUIET)
+  if(PKG_CONFIG_FOUND)
+    pkg_check_modules(FERRY_LIBJPEG QUIET IMPORTED_TARGET "libjpeg >= 2.1")
+  endif()
+  if(NOT TARGET PkgConfig::FERRY_LIBJPEG)
+    message(FATAL_ERROR "ferry::image needs libjpeg-turbo's libjpeg, 2.1 or later "
+                        "(Debian: libjpeg62-turbo-dev; `bash setup.sh deps`)")
+  endif()
+  add_library(libjpeg-turbo::jpeg INTERFACE IMPORTED)
+  set_property(TARGET libjpeg-turbo::jpeg PROPERTY
+    INTERFACE_LINK_LIBRARIES PkgConfig::FERRY_LIBJPEG)
 endif()
 find_package(PNG 1.6 REQUIRED)
 

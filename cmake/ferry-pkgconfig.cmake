@@ -9,7 +9,7 @@
 # A file lists what the libraries of *this* install need. A static library's own dependencies
 # go in Libs.private, which `pkg-config --static` adds; a shared library names them itself
 # (DT_NEEDED), so its file lists none. The dependencies are named by their pkg-config modules
-# (Debian's names: tbb, libturbojpeg, libcurl, ...), but written as those modules' Libs,
+# (Debian's names: tbb, libjpeg, libcurl, ...), but written as those modules' Libs,
 # resolved here, not as Requires.private: under --static, pkg-config would follow
 # Requires.private into each dependency's own Libs.private (libcurl's -lpsl -lgssapi_krb5 ...,
 # FFmpeg's codecs), asking for a fully static link and -dev packages that a static libferry,
@@ -153,7 +153,7 @@ if(TARGET ferry_image)
   ferry_pkgconfig_file(ferry-image TARGET ferry_image
     DESCRIPTION "ferry's image decode and transforms (ferry::image)"
     REQUIRES "ferry-core = ${PROJECT_VERSION}"
-    STATIC_MODULES "libturbojpeg >= 2.1" "libjpeg" "libpng >= 1.6" "libwebp"
+    STATIC_MODULES "libjpeg >= 2.1" "libpng >= 1.6" "libwebp"
     STATIC_LIBS "${_ferry_pc_opencv}")
 endif()
 

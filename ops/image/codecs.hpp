@@ -55,6 +55,15 @@ image decode_webp(byte_span data, const request& req);
 image_info probe_bmp(byte_span data);
 image decode_bmp(byte_span data, const request& req);
 
+/// Whether a JPEG's marker segments run up to the start of the image data (SOS) inside `data`
+/// (false: the file ends inside its header).
+bool jpeg_header_complete(byte_span data) noexcept;
+
+/// Where a JPEG cut inside a marker segment after its first scan (a table between the scans of
+/// a progressive file) still ends cleanly: the offset of that segment's marker; 0 when the
+/// bytes end inside entropy-coded data, at a segment boundary, or the walk finds no markers.
+std::size_t jpeg_complete_prefix(byte_span data) noexcept;
+
 /// `box` (in the coordinates of the image as seen after EXIF `orientation`) in the coordinates
 /// of the stored `width x height` image. Throws `ferry::invalid_argument` when the box is empty
 /// or does not lie inside the image as seen.
@@ -63,5 +72,9 @@ crop_box stored_crop(const crop_box& box, int orientation, int width, int height
 /// Converts packed 3- or 4-channel RGB(A) pixels (`from`) to `to`, in place where the result
 /// is no larger. `from` must be `rgb` or `rgba`.
 image convert(image&& img, pixel_format to);
+
+/// `cmyk` (4 channels: C, M, Y, K as libjpeg hands back CMYK and YCCK JPEGs, inverted the way
+/// Adobe stores them) as `to`.
+image cmyk_to(const image& cmyk, pixel_format to);
 
 }  // namespace ferry::ops::codec

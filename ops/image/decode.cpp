@@ -123,6 +123,23 @@ image convert(image&& img, pixel_format to) {
     return out;
 }
 
+/// `cmyk` (4 channels, as libjpeg hands back CMYK and YCCK files) as `to`. Adobe's convention
+/// (what Photoshop writes and libjpeg hands back): inverted CMYK. The same arithmetic as OpenCV,
+/// so both decoders agree.
+image cmyk_to(const image& cmyk, pixel_format to) {
+    image rgb(cmyk.width(), cmyk.height(), pixel_format::rgb);
+    const std::uint8_t* src = cmyk.data().data();
+    std::uint8_t* dst = rgb.data().data();
+    const std::size_t pixels =
+        static_cast<std::size_t>(cmyk.width()) * static_cast<std::size_t>(cmyk.height());
+    for (std::size_t i = 0; i < pixels; ++i, src += 4, dst += 3) {
+        const int k = src[3];
+        for (int c = 0; c < 3; ++c)
+            dst[c] = static_cast<std::uint8_t>(k - (((255 - src[c]) * k) >> 8));
+    }
+    return to == pixel_format::rgb ? std::move(rgb) : convert(std::move(rgb), to);
+}
+
 crop_box stored_crop(const crop_box& box, int orientation, int width, int height) {
     const bool swap = orientation >= 5 && orientation <= 8;
     const int seen_w = swap ? height : width;

@@ -315,6 +315,34 @@ BOOST_AUTO_TEST_CASE(lenient_decoding_returns_a_truncated_jpeg_at_full_size) {
     BOOST_TEST(p.height() == 61);
 }
 
+// strict = false keeps the scans a progressive JPEG holds wherever it is cut after its first
+// scan, also inside a table between two scans (libjpeg reads its fake end marker as the table
+// and fails there; the decoder decodes up to the table instead). Strict decoding fails.
+BOOST_AUTO_TEST_CASE(lenient_decoding_keeps_a_progressive_jpeg_cut_between_scans) {
+    const file_bytes& prog = sample_named("jpeg_progressive").file;
+    const ferry::image whole = decode_image(as_span(prog));
+    // Where the second scan starts: the first SOS, then the next marker after its data.
+    std::size_t second = 0;
+    for (std::size_t i = 2, sos = 0; i + 1 < prog.size() && second == 0; ++i) {
+        if (prog[i] != 0xFF) continue;
+        if (prog[i + 1] == 0xDA && sos == 0) {
+            sos = i;
+        } else if (sos != 0 && prog[i + 1] != 0x00 && (prog[i + 1] < 0xD0 || prog[i + 1] > 0xD7)) {
+            second = i;
+        }
+    }
+    BOOST_TEST_REQUIRE(second > 0);
+    int cuts = 0;
+    for (std::size_t n = second + 1; n < prog.size(); n += 7) {
+        const file_bytes cut = prefix(prog, n);
+        BOOST_CHECK_THROW((void)decode_image(as_span(cut)), ferry::decode_error);
+        const ferry::image img = decode_image(as_span(cut), {.strict = false});
+        BOOST_TEST(img.size() == whole.size(), "cut at " << n);
+        ++cuts;
+    }
+    BOOST_TEST(cuts > 10);
+}
+
 // Every sample, truncated at 10 offsets and with 20 seeded byte flips (10 anywhere, 10 in the
 // first 100 bytes), strict and lenient: each decode throws decode_error or returns a valid image,
 // and probe_image throws decode_error or answers. Nothing else, no crash (this runs under ASan).

@@ -7,7 +7,6 @@
 /// both ferry and OpenCV use libjpeg-turbo / libwebp, so the mean absolute difference to
 /// OpenCV's decode must be at most 1 level (a different IDCT or upsampling choice stays below
 /// that; a wrong colour conversion or a stride bug does not).
-#include <turbojpeg.h>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -146,7 +145,7 @@ BOOST_AUTO_TEST_CASE(cmyk_jpeg_multiplies_by_inverted_k) {
                 want.at<cv::Vec3b>(y, x)[c] = static_cast<std::uint8_t>((p[c] * k + 127) / 255);
         }
     }
-    const file_bytes f = turbo_jpeg(cmyk, TJSAMP_444, 95);
+    const file_bytes f = write_jpeg(cmyk, jpeg_subsampling::s444, 95);
     const ferry::image img = decode_image(as_span(f));
     check_pixels(img, reference_decode(f, cv::IMREAD_COLOR), 1.0, -1, "cmyk vs OpenCV");
     check_pixels(img, want, 4.0, -1, "cmyk vs R = C * K / 255");

@@ -16,7 +16,6 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <turbojpeg.h>
 #include <algorithm>
 #include <cmath>
 #include <iostream>

@@ -4,8 +4,6 @@
 /// are checked on, the boxes that catch edge cases, and the scale rules of the contract.
 #pragma once
 
-#include <turbojpeg.h>
-
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -48,16 +46,16 @@ inline const std::map<std::string, file_bytes>& jpegs() {
         }
         const cv::Mat& big = large_photo();
         m["large_420"] = large_jpeg();
-        m["large_444"] = turbo_jpeg(big, TJSAMP_444, 90);
-        m["large_422"] = turbo_jpeg(big, TJSAMP_422, 90);
-        m["large_440"] = turbo_jpeg(big, TJSAMP_440, 90);
-        m["large_411"] = turbo_jpeg(big, TJSAMP_411, 90);
-        m["large_gray"] = turbo_jpeg(big, TJSAMP_GRAY, 90);
+        m["large_444"] = write_jpeg(big, jpeg_subsampling::s444, 90);
+        m["large_422"] = write_jpeg(big, jpeg_subsampling::s422, 90);
+        m["large_440"] = write_jpeg(big, jpeg_subsampling::s440, 90);
+        m["large_411"] = write_jpeg(big, jpeg_subsampling::s411, 90);
+        m["large_gray"] = write_jpeg(big, jpeg_subsampling::gray, 90);
         m["large_progressive"] =
             encode(".jpg", big, {cv::IMWRITE_JPEG_QUALITY, 90, cv::IMWRITE_JPEG_PROGRESSIVE, 1});
         m["large_restart"] =
             encode(".jpg", big, {cv::IMWRITE_JPEG_QUALITY, 90, cv::IMWRITE_JPEG_RST_INTERVAL, 3});
-        m["large_cmyk"] = turbo_jpeg(cmyk_photo(400, 300), TJSAMP_420, 90);
+        m["large_cmyk"] = write_jpeg(cmyk_photo(400, 300), jpeg_subsampling::s420, 90);
         return m;
     }();
     return files;

@@ -4,8 +4,6 @@
 #include "samples.hpp"
 
 #include <png.h>
-#include <turbojpeg.h>
-
 #include <algorithm>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -95,7 +93,7 @@ std::vector<sample> make_samples() {
          .source_max_tol = -1});
     add({.name = "jpeg_444",
          .format = "jpeg",
-         .file = turbo_jpeg(bgr, TJSAMP_444, 95),
+         .file = write_jpeg(bgr, jpeg_subsampling::s444, 95),
          .channels = 3,
          .lossy = true,
          .source = rgb,
@@ -103,7 +101,7 @@ std::vector<sample> make_samples() {
          .source_max_tol = -1});
     add({.name = "jpeg_422",
          .format = "jpeg",
-         .file = turbo_jpeg(bgr, TJSAMP_422, 95),
+         .file = write_jpeg(bgr, jpeg_subsampling::s422, 95),
          .channels = 3,
          .lossy = true,
          .source = rgb,
@@ -133,7 +131,7 @@ std::vector<sample> make_samples() {
         }
         add({.name = "jpeg_cmyk",
              .format = "jpeg",
-             .file = turbo_jpeg(cmyk, TJSAMP_444, 95),
+             .file = write_jpeg(cmyk, jpeg_subsampling::s444, 95),
              .channels = 4,
              .lossy = true,
              .source = rgb,

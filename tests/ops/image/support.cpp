@@ -4,10 +4,17 @@
 #include "support.hpp"
 
 #include <png.h>
-#include <turbojpeg.h>
+
+// jpeglib.h needs FILE and size_t declared first.
+#include <cstddef>
+#include <cstdio>
+
+#include <jpeglib.h>
 
 #include <algorithm>
 #include <cmath>
+#include <csetjmp>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <numbers>
@@ -107,22 +114,89 @@ file_bytes encode(const std::string& ext, const cv::Mat& m, const std::vector<in
     return {buf.begin(), buf.end()};
 }
 
-file_bytes turbo_jpeg(const cv::Mat& m, int subsampling, int quality) {
-    tjhandle h = tjInitCompress();
-    if (h == nullptr) throw std::runtime_error("tjInitCompress failed");
+namespace {
+
+/// A libjpeg compressor writing to memory. `compress` calls setjmp: it holds no object with a
+/// destructor (libjpeg reports errors by longjmp).
+struct jpeg_writer {
+    jpeg_compress_struct c{};
+    jpeg_error_mgr err{};
+    std::jmp_buf jump{};
+    char message[JMSG_LENGTH_MAX] = {};
     unsigned char* buf = nullptr;
     unsigned long size = 0;
-    const int pf = m.channels() == 4 ? TJPF_CMYK : TJPF_BGR;
-    const int rc = tjCompress2(h, m.data, m.cols, static_cast<int>(m.step), m.rows, pf, &buf, &size,
-                               subsampling, quality, TJFLAG_ACCURATEDCT);
-    if (rc != 0) {
-        const std::string why = tjGetErrorStr2(h);
-        tjDestroy(h);
-        throw std::runtime_error("tjCompress2 failed: " + why);
+};
+
+void on_writer_error(j_common_ptr c) {
+    auto* w = reinterpret_cast<jpeg_writer*>(reinterpret_cast<char*>(c) - offsetof(jpeg_writer, c));
+    (*c->err->format_message)(c, w->message);
+    std::longjmp(w->jump, 1);
+}
+
+bool compress(jpeg_writer& w, const cv::Mat& m, jpeg_subsampling sampling, int quality) {
+    w.c.err = jpeg_std_error(&w.err);
+    w.err.error_exit = on_writer_error;
+    if (setjmp(w.jump)) return false;
+    jpeg_create_compress(&w.c);
+    jpeg_mem_dest(&w.c, &w.buf, &w.size);
+    const bool cmyk = m.channels() == 4;
+    w.c.image_width = static_cast<JDIMENSION>(m.cols);
+    w.c.image_height = static_cast<JDIMENSION>(m.rows);
+    w.c.input_components = cmyk ? 4 : 3;
+    w.c.in_color_space = cmyk ? JCS_CMYK : JCS_EXT_BGR;
+    jpeg_set_defaults(&w.c);
+    if (sampling == jpeg_subsampling::gray) {
+        jpeg_set_colorspace(&w.c, JCS_GRAYSCALE);
+    } else if (cmyk) {
+        jpeg_set_colorspace(&w.c, JCS_YCCK);  // with an Adobe marker, as Photoshop writes it
     }
-    file_bytes out(buf, buf + size);
-    tjFree(buf);
-    tjDestroy(h);
+    jpeg_set_quality(&w.c, quality, TRUE);
+    w.c.dct_method = JDCT_ISLOW;
+    // Luma's factors (and K's, in CMYK, as TurboJPEG lays them out); chroma 1x1.
+    int h = 1;
+    int v = 1;
+    switch (sampling) {
+        case jpeg_subsampling::s422:
+            h = 2;
+            break;
+        case jpeg_subsampling::s420:
+            h = v = 2;
+            break;
+        case jpeg_subsampling::s440:
+            v = 2;
+            break;
+        case jpeg_subsampling::s411:
+            h = 4;
+            break;
+        default:
+            break;
+    }
+    for (int ci = 0; ci < w.c.num_components; ++ci) {
+        const bool full = ci == 0 || ci == 3;
+        w.c.comp_info[ci].h_samp_factor = full ? h : 1;
+        w.c.comp_info[ci].v_samp_factor = full ? v : 1;
+    }
+    jpeg_start_compress(&w.c, TRUE);
+    while (w.c.next_scanline < w.c.image_height) {
+        JSAMPROW row =
+            const_cast<unsigned char*>(m.ptr<unsigned char>(static_cast<int>(w.c.next_scanline)));
+        jpeg_write_scanlines(&w.c, &row, 1);
+    }
+    jpeg_finish_compress(&w.c);
+    return true;
+}
+
+}  // namespace
+
+file_bytes write_jpeg(const cv::Mat& m, jpeg_subsampling sampling, int quality) {
+    jpeg_writer w;
+    const bool ok = compress(w, m, sampling, quality);
+    file_bytes out;
+    if (ok) out.assign(w.buf, w.buf + w.size);
+    const std::string why = w.message;
+    jpeg_destroy_compress(&w.c);
+    std::free(w.buf);
+    if (!ok) throw std::runtime_error("libjpeg compression failed: " + why);
     return out;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// Helpers for the image tests: photo-like test content, encoders for every format and variant
-/// ferry decodes (OpenCV, libpng, TurboJPEG, hand-assembled BMP and EXIF), OpenCV as the
+/// ferry decodes (OpenCV, libpng, libjpeg, hand-assembled BMP and EXIF), OpenCV as the
 /// independent reference decoder, and pixel comparisons.
 #pragma once
 
@@ -40,9 +40,12 @@ cv::Mat photo16(int width, int height, std::uint32_t seed);
 
 /// `cv::imencode` that must succeed.
 file_bytes encode(const std::string& ext, const cv::Mat& m, const std::vector<int>& params = {});
-/// A JPEG from TurboJPEG: `m` is BGR (CV_8UC3) or C,M,Y,K (CV_8UC4, written as an Adobe CMYK
-/// JPEG), `subsampling` a TJSAMP_* value.
-file_bytes turbo_jpeg(const cv::Mat& m, int subsampling, int quality);
+/// Chroma subsampling for `write_jpeg`, in TurboJPEG's names: luma (and K) sampled 1x1, 2x1,
+/// 2x2, 1x2, 4x1; chroma 1x1. `gray` writes one component.
+enum class jpeg_subsampling { s444, s422, s420, s440, s411, gray };
+/// A JPEG written with libjpeg (accurate integer DCT): `m` is BGR (CV_8UC3) or C,M,Y,K
+/// (CV_8UC4, written as an Adobe YCCK JPEG).
+file_bytes write_jpeg(const cv::Mat& m, jpeg_subsampling sampling, int quality);
 /// A PNG written with libpng's classic API: `rows` holds `height` rows already packed the way
 /// PNG stores them for `color_type`/`bit_depth` (16-bit samples big-endian).
 file_bytes write_png(int width, int height, int color_type, int bit_depth,

@@ -75,10 +75,10 @@ endfunction()
 set(want_runtime "libc6" "libstdc\\+\\+6" "libtbb[0-9]+")
 set(want_dev "${runtime} \\(= ${VERSION}\\)" "libtbb-dev")
 if("image" IN_LIST COMPONENTS)
-  list(APPEND want_runtime "libturbojpeg0" "libjpeg62-turbo" "libpng16-16" "libwebp[0-9]+"
+  list(APPEND want_runtime "libjpeg62-turbo" "libpng16-16" "libwebp[0-9]+"
     "libopencv-imgproc[0-9.]+" "libopencv-core[0-9.]+")
-  list(APPEND want_dev "libturbojpeg0-dev" "libjpeg62-turbo-dev( \\| libjpeg-dev)?" "libpng-dev"
-    "libwebp-dev" "libopencv-imgproc-dev")
+  list(APPEND want_dev "libjpeg62-turbo-dev( \\| libjpeg-dev)?" "libpng-dev" "libwebp-dev"
+    "libopencv-imgproc-dev")
 endif()
 if("video" IN_LIST COMPONENTS)
   foreach(lib avformat avcodec swscale swresample avutil)

@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// JPEG decoding and probing through libjpeg-turbo's libjpeg API: whole images, regions
+/// (`decode_options::crop`, with `jpeg_crop_scanline` and `jpeg_skip_scanlines`) and DCT-scaled
+/// decodes (1/2, 1/4, 1/8), for every sampling factor and colour space libjpeg-turbo decodes.
+/// libjpeg reports errors by longjmp: as in png.cpp, the functions that call setjmp hold no C++
+/// object with a destructor, and every allocation is made outside them.
+
+// jpeglib.h needs FILE and size_t declared first.
+#include <cstddef>
+#include <cstdio>
+
+#include <jerror.h>
+#include <jpeglib.h>
+
+#include <algorithm>
+#include <csetjmp>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "codecs.hpp"
+#include "exif.hpp"
+
+namespace ferry::ops::codec {
+namespace {
+
+/// A progressive file with more scans than this is refused (each scan is a pass over the
+/// coefficients; thousands of tiny scans are a denial-of-service pattern, not a photograph).
+/// TurboJPEG's TJFLAG_LIMITSCANS bound.
+constexpr int max_scans = 500;
+
+/// A libjpeg decompressor and what its callbacks report. The setjmp functions below take it by
+/// reference and hold no object with a destructor themselves.
+struct decoder_state {
+    jpeg_decompress_struct cinfo{};
+    jpeg_error_mgr err{};
+    jpeg_progress_mgr progress{};
+    std::jmp_buf jump{};
+    bool strict = true;
+    bool warned = false;  ///< libjpeg papered over damage (lenient mode goes on)
+    bool stopped_on_warning = false;
+    bool data_ended = false;  ///< the bytes ran out (libjpeg went on with a fake EOI marker)
+    bool created = false;     ///< jpeg_create_decompress succeeded: destroy it
+    char message[JMSG_LENGTH_MAX] = {};
+
+    decoder_state() = default;
+    decoder_state(const decoder_state&) = delete;
+    decoder_state& operator=(const decoder_state&) = delete;
+    ~decoder_state() {
+        if (created) jpeg_destroy_decompress(&cinfo);
+    }
+};
+
+decoder_state& state_of(j_common_ptr cinfo) {
+    // `err` is the first thing the callbacks get; the state is found from the decompressor.
+    return *reinterpret_cast<decoder_state*>(reinterpret_cast<char*>(cinfo) -
+                                             offsetof(decoder_state, cinfo));
+}
+
+void on_error_exit(j_common_ptr cinfo) {
+    decoder_state& s = state_of(cinfo);
+    (*cinfo->err->format_message)(cinfo, s.message);
+    std::longjmp(s.jump, 1);
+}
+
+void on_emit_message(j_common_ptr cinfo, int level) {
+    if (level >= 0) return;  // trace messages
+    decoder_state& s = state_of(cinfo);
+    if (!s.warned) (*cinfo->err->format_message)(cinfo, s.message);
+    s.warned = true;
+    if (cinfo->err->msg_code == JWRN_JPEG_EOF) s.data_ended = true;
+    if (s.strict) {
+        s.stopped_on_warning = true;
+        std::longjmp(s.jump, 1);
+    }
+}
+
+void on_output_message(j_common_ptr /*cinfo*/) {}  // nothing goes to stderr
+
+void on_progress(j_common_ptr cinfo) {
+    auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
+    if (d->input_scan_number > max_scans) {
+        decoder_state& s = state_of(cinfo);
+        std::snprintf(s.message, sizeof s.message, "progressive JPEG image has more than %d scans",
+                      max_scans);
+        std::longjmp(s.jump, 1);
+    }
+}
+
+/// One decompressor per thread, reused: jpeg_create_decompress allocates libjpeg's pools
+/// (~tens of KB), which costs as much as decoding a thumbnail. After any failure or warning it
+/// is destroyed and made anew: a decompressor left by a longjmp is in whatever state the error
+/// found it in, and libjpeg-turbo 2.1 does not always recover from that (a header read that
+/// failed is not reset, and the next file would be read from that broken state).
+std::unique_ptr<decoder_state>& thread_slot() {
+    thread_local std::unique_ptr<decoder_state> slot;
+    return slot;
+}
+
+/// Creates the decompressor (a function of its own: jpeg_create_decompress can fail by longjmp
+/// when out of memory). False on error.
+bool create_decompressor(decoder_state& s) {
+    s.cinfo.err = jpeg_std_error(&s.err);
+    s.err.error_exit = on_error_exit;
+    s.err.emit_message = on_emit_message;
+    s.err.output_message = on_output_message;
+    if (setjmp(s.jump)) return false;
+    jpeg_create_decompress(&s.cinfo);
+    s.created = true;
+    s.progress.progress_monitor = on_progress;
+    s.cinfo.progress = &s.progress;
+    return true;
+}
+
+decoder_state& thread_decoder(bool strict) {
+    auto& slot = thread_slot();
+    if (!slot) {
+        auto fresh = std::make_unique<decoder_state>();
+        if (!create_decompressor(*fresh)) {
+            fail("jpeg", std::string("cannot create a decompressor: ") + fresh->message);
+        }
+        slot = std::move(fresh);
+    }
+    decoder_state& s = *slot;
+    // Back to the start state, whatever the last decode left (a header read, then a refused
+    // size or box, leaves it mid-way); jpeg_abort_decompress cannot fail.
+    jpeg_abort_decompress(&s.cinfo);
+    s.strict = strict;
+    s.warned = false;
+    s.stopped_on_warning = false;
+    s.data_ended = false;
+    s.message[0] = '\0';
+    return s;
+}
+
+/// Fails with libjpeg's message, first discarding the thread's decompressor.
+[[noreturn]] void fail_and_reset(decoder_state& s, const std::string& prefix) {
+    std::string why = prefix;
+    why += s.stopped_on_warning ? "truncated or corrupt data: " : "";
+    why += s.message;
+    thread_slot().reset();
+    fail("jpeg", why);
+}
+
+/// Reads the header of `data`. False (with `s.message`) on error.
+bool read_header_of(decoder_state& s, byte_span data) {
+    if (setjmp(s.jump)) return false;
+    jpeg_mem_src(&s.cinfo, reinterpret_cast<const unsigned char*>(data.data()),
+                 static_cast<unsigned long>(data.size()));
+    return jpeg_read_header(&s.cinfo, TRUE) == JPEG_HEADER_OK;
+}
+
+/// The thread's decompressor with the header of `data` read; fails with a message that says
+/// "truncated" when the bytes end before the image data starts (a header cut short reads as
+/// anything from "Bogus DQT index" to a missing frame).
+decoder_state& read_header(byte_span data, bool strict) {
+    decoder_state& s = thread_decoder(strict);
+    const auto cut = [&] {
+        return std::string(
+            jpeg_header_complete(data) ? "" : "truncated data: the file ends inside the header; ");
+    };
+    if (!read_header_of(s, data)) fail_and_reset(s, cut() + "bad header: ");
+    if (s.cinfo.image_width == 0 || s.cinfo.image_height == 0) {
+        thread_slot().reset();
+        fail("jpeg", cut() + "bad header: no frame size (no SOF marker)");
+    }
+    return s;
+}
+
+bool is_cmyk(J_COLOR_SPACE space) {
+    return space == JCS_CMYK || space == JCS_YCCK;
+}
+
+/// The size libjpeg-turbo produces for `dim` at 1/`denom`.
+int scaled(int dim, int denom) {
+    return (dim + denom - 1) / denom;
+}
+
+J_COLOR_SPACE color_space_of(pixel_format f) {
+    switch (f) {
+        case pixel_format::rgb:
+            return JCS_EXT_RGB;
+        case pixel_format::bgr:
+            return JCS_EXT_BGR;
+        case pixel_format::gray:
+            return JCS_GRAYSCALE;
+        case pixel_format::rgba:
+            return JCS_EXT_RGBA;  // libjpeg-turbo fills alpha with 255
+    }
+    return JCS_EXT_RGB;
+}
+
+JDIMENSION div_round_up(JDIMENSION a, JDIMENSION b) {
+    return (a + b - 1) / b;
+}
+
+/// Whether `jpeg_crop_scanline(d, x, width)` narrows the decode and gives the pixels of the
+/// full-width decode, for the decompressor `d` just started. libjpeg-turbo 2.1 sets each
+/// component's cropped width
+/// (`downsampled_width`) to `width * h / max_h`, leaving out the component's DCT scale, which
+/// differs from the smallest one when DCT scaling lets libjpeg-turbo shrink a subsampled
+/// component's upsampling (4x2 or 2x4 sampling, or 4x1,2x1,1x1 at 1/2 and below). That width
+/// is harmless where the component is not upsampled (4:2:0 at 1/2), but fancy upsampling reads
+/// it as the component's right edge, so the pixels past it come out wrong; and a cropped width
+/// under 2 samples makes libjpeg choose another upsampler for the narrow strip. Both are
+/// refused here (the caller then decodes full rows and copies the region out), whichever
+/// formula the library in use has.
+bool crop_is_exact(const jpeg_decompress_struct& d, JDIMENSION x, JDIMENSION width) {
+    const auto min_size = static_cast<JDIMENSION>(d.min_DCT_scaled_size);
+    const auto max_h = static_cast<JDIMENSION>(d.max_h_samp_factor);
+    const auto max_v = static_cast<JDIMENSION>(d.max_v_samp_factor);
+    const JDIMENSION align =
+        d.comps_in_scan == 1 && d.num_components == 1 ? min_size : min_size * max_h;
+    const JDIMENSION left = x / align * align;
+    const JDIMENSION cropped = width + x - left;
+    // Aligned, the crop is the whole width: full rows are the same columns, without the widths
+    // jpeg_crop_scanline would still recompute (it only skips that for an unaligned full width).
+    if (cropped >= d.output_width) return false;
+    for (int ci = 0; ci < d.num_components; ++ci) {
+        const jpeg_component_info& c = d.comp_info[ci];
+        const auto h = static_cast<JDIMENSION>(c.h_samp_factor);
+        const auto v = static_cast<JDIMENSION>(c.v_samp_factor);
+        const auto size = static_cast<JDIMENSION>(c.DCT_scaled_size);
+        const JDIMENSION as_21 = div_round_up(cropped * h, max_h);
+        const JDIMENSION exact = div_round_up(cropped * h * size, max_h * min_size);
+        const bool not_upsampled = h * size == max_h * min_size && v * size == max_v * min_size;
+        if (as_21 != exact && !not_upsampled) return false;
+        if ((as_21 < 2 || exact < 2) && c.downsampled_width >= 2) return false;
+    }
+    return true;
+}
+
+/// Whether jpeg_skip_scanlines can be trusted on the decompressor `d` just started.
+/// libjpeg-turbo 2.1 mis-skips when a component whose DCT scale DCT scaling changed is still
+/// upsampled vertically (2x4 sampling at 1/2: chroma upsampled 1x2, with context rows): in a
+/// progressive file it can loop forever near the end of an iMCU row, in a baseline one it reads
+/// past the data ("premature end of data segment"). There the rows are read and dropped.
+bool skip_is_safe(const jpeg_decompress_struct& d) {
+    for (int ci = 0; ci < d.num_components; ++ci) {
+        const jpeg_component_info& c = d.comp_info[ci];
+        if (c.DCT_scaled_size != d.min_DCT_scaled_size &&
+            c.v_samp_factor * c.DCT_scaled_size != d.max_v_samp_factor * d.min_DCT_scaled_size) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/// What `start` is asked for and answers.
+struct decode_plan {
+    int denom = 1;  ///< DCT scale 1/denom
+    J_COLOR_SPACE out_space = JCS_EXT_RGB;
+    /// Columns to decode (scaled): in, then as libjpeg widened them (to the left, to an iMCU
+    /// boundary); the whole width when the crop would not be exact.
+    JDIMENSION x = 0;
+    JDIMENSION width = 0;
+    JDIMENSION skip_rows = 0;  ///< rows above the region (scaled)
+    JDIMENSION drop_rows = 0;  ///< answer: rows above the region still to read and drop
+    bool can_skip = true;      ///< answer: whether jpeg_skip_scanlines may be used
+};
+
+/// Starts the decompression at 1/`plan.denom`, restricted to the columns `plan.x`,
+/// `plan.width` where that is exact, and skips to row `plan.skip_rows`. False (with
+/// `s.message`) on error.
+bool start(decoder_state& s, decode_plan& plan) {
+    if (setjmp(s.jump)) return false;
+    j_decompress_ptr d = &s.cinfo;
+    d->scale_num = 1;
+    d->scale_denom = static_cast<unsigned int>(plan.denom);
+    d->out_color_space = plan.out_space;
+    // The accurate integer IDCT and fancy (smooth) upsampling: djpeg's defaults, and what the
+    // TurboJPEG API decodes with.
+    d->dct_method = JDCT_ISLOW;
+    d->do_fancy_upsampling = TRUE;
+    jpeg_start_decompress(d);
+    if (plan.width < d->output_width) {
+        if (crop_is_exact(*d, plan.x, plan.width)) {
+            jpeg_crop_scanline(d, &plan.x, &plan.width);
+        } else {
+            plan.x = 0;
+            plan.width = d->output_width;
+        }
+    }
+    plan.can_skip = skip_is_safe(*d);
+    if (plan.skip_rows > 0) {
+        if (plan.can_skip) {
+            jpeg_skip_scanlines(d, plan.skip_rows);
+        } else {
+            plan.drop_rows = plan.skip_rows;
+        }
+    }
+    return true;
+}
+
+/// Where `read_rows` puts the rows: straight into the result when the decoded columns are
+/// exactly the result's, else `chunk` rows at a time into `scratch` (rows of `scratch_row`
+/// bytes), from which `row_bytes` bytes at `from` of each row are copied to the result. Rows
+/// are read several at a time: one jpeg_read_scanlines call per row costs ~10% of a decode.
+struct row_output {
+    unsigned char* out = nullptr;  ///< the result's first row
+    std::size_t row_bytes = 0;     ///< the result's row size
+    int rows = 0;
+    bool direct = false;
+    unsigned char* scratch = nullptr;
+    std::size_t scratch_row = 0;
+    std::size_t from = 0;
+    JSAMPROW* pointers = nullptr;  ///< room for `chunk` row pointers
+    int chunk = 1;
+    JDIMENSION drop_rows = 0;  ///< rows to read into `scratch` and drop first
+    bool can_skip = true;      ///< see `skip_is_safe`
+};
+
+/// Reads the result's rows (see `row_output`). Then, when `strict`, reads the rest of the
+/// entropy data (jpeg_skip_scanlines to the last row, which decodes the skipped rows' Huffman
+/// data without transforming it; then that row, then up to the EOI marker), so damage below a
+/// region is still noticed, as in a whole-image decode; otherwise stops there. False (with
+/// `s.message`) on error, or on a warning when strict.
+bool read_rows(decoder_state& s, const row_output& o, bool strict) {
+    if (setjmp(s.jump)) return false;
+    j_decompress_ptr d = &s.cinfo;
+    JSAMPROW row = o.scratch;
+    for (JDIMENSION y = 0; y < o.drop_rows; ++y) {
+        if (jpeg_read_scanlines(d, &row, 1) != 1) ERREXIT(d, JERR_INPUT_EMPTY);
+    }
+    for (int y = 0; y < o.rows;) {
+        const int n = std::min(o.chunk, o.rows - y);
+        for (int k = 0; k < n; ++k) {
+            o.pointers[k] = o.direct ? o.out + static_cast<std::size_t>(y + k) * o.row_bytes
+                                     : o.scratch + static_cast<std::size_t>(k) * o.scratch_row;
+        }
+        const auto got =
+            static_cast<int>(jpeg_read_scanlines(d, o.pointers, static_cast<JDIMENSION>(n)));
+        // 0 rows only comes from a suspending data source, which the memory source is not.
+        if (got <= 0) ERREXIT(d, JERR_INPUT_EMPTY);
+        if (!o.direct) {
+            for (int k = 0; k < got; ++k) {
+                std::memcpy(o.out + static_cast<std::size_t>(y + k) * o.row_bytes,
+                            o.scratch + static_cast<std::size_t>(k) * o.scratch_row + o.from,
+                            o.row_bytes);
+            }
+        }
+        y += got;
+    }
+    // A multi-scan file was read up to its EOI marker by jpeg_start_decompress: nothing below
+    // the region is left unread.
+    if (!strict || jpeg_has_multiple_scans(d)) {
+        jpeg_abort_decompress(d);
+        return true;
+    }
+    if (o.can_skip && d->output_scanline + 1 < d->output_height) {
+        // Not to the very end: skipping the last row marks the input finished without reading
+        // it (libjpeg-turbo's jpeg_skip_scanlines), and truncation there would go unnoticed.
+        jpeg_skip_scanlines(d, d->output_height - 1 - d->output_scanline);
+    }
+    while (d->output_scanline < d->output_height) {
+        if (jpeg_read_scanlines(d, &row, 1) != 1) ERREXIT(d, JERR_INPUT_EMPTY);
+    }
+    jpeg_finish_decompress(d);
+    return true;
+}
+
+image decode(byte_span data, const request& req, bool may_trim);
+
+/// A decode that failed: lenient, after the bytes ran out inside a table between two scans of
+/// a progressive file (libjpeg then reads its fake EOI marker as the table and fails, e.g. on a
+/// "Bogus Huffman table definition"), the file is decoded again up to that table, so it keeps
+/// the scans that are there, as a cut inside a scan does; otherwise fails with libjpeg's message.
+image decode_or_fail(decoder_state& s, byte_span data, const request& req, bool may_trim) {
+    if (!req.strict && s.data_ended && may_trim) {
+        const std::size_t clean_end = jpeg_complete_prefix(data);
+        if (clean_end > 0 && clean_end < data.size()) {
+            thread_slot().reset();
+            return decode(data.first(clean_end), req, false);
+        }
+    }
+    fail_and_reset(s, "");
+}
+
+image decode(byte_span data, const request& req, bool may_trim) {
+    decoder_state& s = read_header(data, req.strict);
+    const int full_w = static_cast<int>(s.cinfo.image_width);
+    const int full_h = static_cast<int>(s.cinfo.image_height);
+    check_pixels("jpeg", full_w, full_h, req.max_pixels);
+    const crop_box box = req.crop != nullptr
+                             ? stored_crop(*req.crop, req.orientation, full_w, full_h)
+                             : crop_box{0, 0, full_w, full_h};
+
+    // The box at 1/d, rounded outward: [floor(x / d), ceil((x + w) / d)); the whole image at
+    // 1/d when there is no crop.
+    const auto scaled_box = [&](int d) {
+        const int x0 = box.x / d;
+        const int y0 = box.y / d;
+        const int x1 = (box.x + box.width + d - 1) / d;
+        const int y1 = (box.y + box.height + d - 1) / d;
+        return crop_box{x0, y0, x1 - x0, y1 - y0};
+    };
+    // The smallest power-of-two reduction that still covers the request: libjpeg-turbo then
+    // runs a 4x4, 2x2 or 1x1 inverse DCT per block instead of 8x8 — most of the decode's work.
+    int denom = 1;
+    if (req.at_least.width > 0 && req.at_least.height > 0) {
+        for (int d : {8, 4, 2}) {
+            const crop_box b = scaled_box(d);
+            if (b.width >= req.at_least.width && b.height >= req.at_least.height) {
+                denom = d;
+                break;
+            }
+        }
+    }
+    const crop_box want = scaled_box(denom);
+    const int out_w = scaled(full_w, denom);
+    const int out_h = scaled(full_h, denom);
+
+    const bool cmyk = is_cmyk(s.cinfo.jpeg_color_space);
+    decode_plan plan;
+    plan.denom = denom;
+    // CMYK has no conversion to RGB in libjpeg: decode to CMYK, convert below.
+    plan.out_space = cmyk ? JCS_CMYK : color_space_of(req.format);
+    // A region decodes a margin of one iMCU (16 pixels at most, at this scale) beyond its right
+    // edge, and one pixel before its left edge (libjpeg rounds that down to an iMCU boundary):
+    // fancy upsampling of subsampled chroma reads the neighbouring chroma sample, and at the
+    // edges of what libjpeg decodes it repeats the edge sample instead, which would make the
+    // region's outermost columns differ from the whole image's.
+    const int margin = std::max(1, 16 / denom);
+    const int left = req.crop != nullptr ? std::max(0, want.x - 1) : 0;
+    const int right = req.crop != nullptr ? std::min(out_w, want.x + want.width + margin) : out_w;
+    plan.x = static_cast<JDIMENSION>(left);
+    plan.width = static_cast<JDIMENSION>(right - left);
+    plan.skip_rows = static_cast<JDIMENSION>(want.y);
+    if (!start(s, plan)) return decode_or_fail(s, data, req, may_trim);
+
+    const int channels = static_cast<int>(s.cinfo.output_components);
+    const pixel_format target = cmyk ? pixel_format::rgba : req.format;
+    image out(want.width, want.height, target);
+    if (channels != out.channels() || static_cast<int>(s.cinfo.output_height) != out_h ||
+        static_cast<int>(plan.x) > want.x ||
+        static_cast<int>(plan.x + plan.width) < want.x + want.width) {
+        thread_slot().reset();
+        fail("jpeg", "unexpected decoder geometry");  // not expected from libjpeg-turbo 2.1
+    }
+    row_output o;
+    o.out = out.data().data();
+    o.row_bytes = out.row_bytes();
+    o.rows = want.height;
+    o.direct = static_cast<int>(plan.x) == want.x && static_cast<int>(plan.width) == want.width;
+    o.scratch_row = static_cast<std::size_t>(plan.width) * static_cast<std::size_t>(channels);
+    o.from = static_cast<std::size_t>(want.x - static_cast<int>(plan.x)) *
+             static_cast<std::size_t>(channels);
+    // Direct: every row at once, as one jpeg_read_scanlines call can fill them.
+    o.chunk = o.direct ? want.height : std::min(16, want.height);
+    o.drop_rows = plan.drop_rows;
+    o.can_skip = plan.can_skip;
+    // The scratch rows are needed even when direct: the strict read of the last row uses one.
+    std::vector<unsigned char> scratch(o.scratch_row *
+                                       static_cast<std::size_t>(o.direct ? 1 : o.chunk));
+    std::vector<JSAMPROW> pointers(static_cast<std::size_t>(o.chunk));
+    o.scratch = scratch.data();
+    o.pointers = pointers.data();
+    if (!read_rows(s, o, req.strict)) return decode_or_fail(s, data, req, may_trim);
+    if (s.warned) thread_slot().reset();  // lenient: the image is kept, the decompressor is not
+    if (!cmyk) return out;
+    return cmyk_to(out, req.format);
+}
+
+}  // namespace
+
+image_info probe_jpeg(byte_span data) {
+    // Lenient: a header libjpeg warns about still has a size (decode_image decides).
+    decoder_state& s = read_header(data, false);
+    image_info info;
+    info.format = "jpeg";
+    info.width = static_cast<int>(s.cinfo.image_width);
+    info.height = static_cast<int>(s.cinfo.image_height);
+    const J_COLOR_SPACE space = s.cinfo.jpeg_color_space;
+    info.channels = space == JCS_GRAYSCALE ? 1 : is_cmyk(space) ? 4 : 3;
+    info.bit_depth = 8;
+    info.orientation = jpeg_orientation(data);
+    if (s.warned) thread_slot().reset();
+    return info;
+}
+
+image decode_jpeg(byte_span data, const request& req) {
+    return decode(data, req, true);
+}
+
+}  // namespace ferry::ops::codec

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// jpeg_decode: microseconds per image for `decode_image` on the ImageNet-like JPEG set
+/// (500x375, quality 90, 4:2:0, photo-like content; see photo_set.hpp), sequentially on the
+/// calling thread, four ways:
+///
+///  * `whole`      `decode_image(bytes)`: full size, RGB;
+///  * `1/2 scale`  `decode_image(bytes, {.reduce_to = {250, 188}})`: libjpeg-turbo's 1/2 DCT
+///                 scaling (250x188);
+///  * `region`     `decode_image(bytes, {.crop = 224x224 at (138, 75)})`;
+///  * `1/2 region` the same box with `.reduce_to = {112, 112}`.
+///
+/// The baseline, measured in the same run and interleaved with ferry's: the libjpeg API called
+/// directly (jpeg_mem_src, RGB out, the accurate integer IDCT, fancy upsampling, one buffer
+/// reused), whole and at 1/2 scale — the least any decoder built on libjpeg-turbo can take.
+/// Files are read into memory first: this measures decoding only.
+///
+/// Usage: jpeg_decode [--images N] [--reps R] [--dir DIR]
+///   --images  how many JPEGs to generate and decode (default 300)
+///   --reps    timed repetitions per variant (default 5); the median is reported
+///   --dir     where the generated set lives (default $TMPDIR/ferry-image-pipeline, shared with
+///             image_pipeline); files already there with the right name are reused
+
+// jpeglib.h needs FILE and size_t declared first.
+#include <cstddef>
+#include <cstdio>
+
+#include <jpeglib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ferry/ferry.hpp"
+#include "ferry/image.hpp"
+#include "photo_set.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using bench_clock = std::chrono::steady_clock;
+
+/// Decodes `data` with the libjpeg API at 1/`denom` into `out` (reused); the pixels decoded.
+/// The set is generated here and well-formed: libjpeg's default error handler (exit) is fine.
+std::size_t libjpeg_decode(const ferry::bytes& data, unsigned denom,
+                           std::vector<unsigned char>& out) {
+    jpeg_decompress_struct cinfo{};
+    jpeg_error_mgr err{};
+    cinfo.err = jpeg_std_error(&err);
+    jpeg_create_decompress(&cinfo);
+    jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(data.data()),
+                 static_cast<unsigned long>(data.size()));
+    jpeg_read_header(&cinfo, TRUE);
+    cinfo.scale_num = 1;
+    cinfo.scale_denom = denom;
+    cinfo.out_color_space = JCS_EXT_RGB;
+    cinfo.dct_method = JDCT_ISLOW;
+    jpeg_start_decompress(&cinfo);
+    const std::size_t row = std::size_t{cinfo.output_width} * 3;
+    out.resize(row * cinfo.output_height);
+    std::vector<JSAMPROW> rows(cinfo.output_height);
+    for (JDIMENSION y = 0; y < cinfo.output_height; ++y) rows[y] = out.data() + y * row;
+    while (cinfo.output_scanline < cinfo.output_height) {
+        jpeg_read_scanlines(&cinfo, rows.data() + cinfo.output_scanline,
+                            cinfo.output_height - cinfo.output_scanline);
+    }
+    const std::size_t pixels = std::size_t{cinfo.output_width} * cinfo.output_height;
+    jpeg_finish_decompress(&cinfo);
+    jpeg_destroy_decompress(&cinfo);
+    return pixels;
+}
+
+struct variant {
+    std::string name;
+    std::function<std::size_t(const ferry::bytes&)> decode;  ///< pixels decoded
+    int baseline = -1;       ///< the variant this one is divided by (-1: none)
+    std::vector<double> us;  ///< µs per image, per repetition
+    std::size_t pixels = 0;  ///< pixels per pass over the set
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int images = 300;
+    int reps = 5;
+    const char* tmp = std::getenv("TMPDIR");
+    fs::path dir = fs::path(tmp != nullptr ? tmp : "/tmp") / "ferry-image-pipeline";
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string_view a = argv[i];
+        if (a == "--images") {
+            images = std::max(1, std::atoi(argv[i + 1]));
+        } else if (a == "--reps") {
+            reps = std::max(1, std::atoi(argv[i + 1]));
+        } else if (a == "--dir") {
+            dir = argv[i + 1];
+        } else {
+            std::cerr << "unknown option " << a << '\n';
+            return 2;
+        }
+    }
+    std::vector<ferry::bytes> files;
+    for (const auto& p : ferry_perf::photo_set(dir, images))
+        files.push_back(ferry::ops::read_file(p));
+
+    std::vector<unsigned char> buffer;
+    const ferry::crop_box box{138, 75, 224, 224};
+    auto pixels = [](const ferry::image& img) {
+        return static_cast<std::size_t>(img.width()) * static_cast<std::size_t>(img.height());
+    };
+    std::vector<variant> variants;
+    auto add = [&](std::string name, std::function<std::size_t(const ferry::bytes&)> decode,
+                   int baseline) {
+        variant v;
+        v.name = std::move(name);
+        v.decode = std::move(decode);
+        v.baseline = baseline;
+        variants.push_back(std::move(v));
+    };
+    namespace ops = ferry::ops;
+    add(
+        "libjpeg API, whole", [&](const ferry::bytes& b) { return libjpeg_decode(b, 1, buffer); },
+        -1);
+    add(
+        "decode_image, whole", [&](const ferry::bytes& b) { return pixels(ops::decode_image(b)); },
+        0);
+    add(
+        "libjpeg API, 1/2 scale",
+        [&](const ferry::bytes& b) { return libjpeg_decode(b, 2, buffer); }, -1);
+    add(
+        "decode_image, 1/2 scale",
+        [&](const ferry::bytes& b) {
+            return pixels(ops::decode_image(b, {.reduce_to = {250, 188}}));
+        },
+        2);
+    add(
+        "decode_image, region 224x224",
+        [&](const ferry::bytes& b) { return pixels(ops::decode_image(b, {.crop = box})); }, 0);
+    add(
+        "decode_image, region at 1/2",
+        [&](const ferry::bytes& b) {
+            return pixels(ops::decode_image(b, {.reduce_to = {112, 112}, .crop = box}));
+        },
+        2);
+
+    for (auto& v : variants) {  // untimed warm-up
+        for (const auto& b : files) v.pixels += v.decode(b);
+    }
+    for (int r = 0; r < reps; ++r) {
+        for (auto& v : variants) {
+            std::size_t got = 0;
+            const auto t0 = bench_clock::now();
+            for (const auto& b : files) got += v.decode(b);
+            const double s = std::chrono::duration<double>(bench_clock::now() - t0).count();
+            if (got != v.pixels) {
+                std::cerr << v.name << ": decoded " << got << " pixels, the warm-up " << v.pixels
+                          << '\n';
+                return 1;
+            }
+            v.us.push_back(s * 1e6 / static_cast<double>(files.size()));
+        }
+    }
+
+    std::printf("%zu JPEGs (500x375, q90, 4:2:0), median of %d runs\n\n", files.size(), reps);
+    std::printf("| variant | µs/image | min – max | ÷ libjpeg API |\n|---|---:|---:|---:|\n");
+    for (const variant& v : variants) {
+        const double m = median(v.us);
+        const auto [lo, hi] = std::minmax_element(v.us.begin(), v.us.end());
+        if (v.baseline < 0) {
+            std::printf("| %s | %.0f | %.0f – %.0f | — |\n", v.name.c_str(), m, *lo, *hi);
+        } else {
+            std::printf("| %s | %.0f | %.0f – %.0f | %.2f |\n", v.name.c_str(), m, *lo, *hi,
+                        m / median(variants[static_cast<std::size_t>(v.baseline)].us));
+        }
+    }
+    return 0;
+}
