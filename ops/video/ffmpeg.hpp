@@ -224,6 +224,15 @@ inline double seconds(std::int64_t ts, AVRational tb) {
 
 }  // namespace ferry::ops::av
 
+namespace ferry::ops {
+
+/// `demux_video`, counting a truncated result in the stage's stats only when `note` is true
+/// (`load_video` counts its clip once).
+packets demux_packets(const std::filesystem::path& path, const demux_options& options, bool note);
+packets demux_packets(std::span<const std::byte> data, const demux_options& options, bool note);
+
+}  // namespace ferry::ops
+
 namespace ferry::detail {
 
 /// What `ferry::packets` holds.
@@ -236,9 +245,26 @@ struct packets_state {
     /// In decode order, from the keyframe at or before the window's start.
     std::vector<ops::av::packet_ptr> packets;
     std::size_t bytes = 0;
-    /// Presentation timestamps (in `time_base`) of the window's frames, ascending: frame `i` of
-    /// the window is the one whose timestamp is `frame_pts[i]`.
+    /// The window `[start_ts, end_ts)` in `time_base` (the int64 limits where it is open).
+    std::int64_t start_ts = 0;
+    std::int64_t end_ts = 0;
+    /// One frame's duration in `time_base` from the frame rate (0: unknown). A decoded frame
+    /// without a timestamp gets the previous frame's plus this, as the ffmpeg CLI gives it.
+    std::int64_t frame_duration = 0;
+    /// True: every packet has its own presentation timestamp, and frame `i` of the window is the
+    /// one whose timestamp is `frame_pts[i]` (ascending), so a decoder can start at any keyframe
+    /// and still tell the frames apart. False: `frame_pts` are the timestamps of the window's
+    /// frames as they came out of a decoder fed every packet in order from the first, and frame
+    /// `i` is the `i`-th of them (see ops/video/frames.hpp).
+    bool timed = true;
+    /// The window's frames in presentation order: see `timed`.
     std::vector<std::int64_t> frame_pts;
+    /// Frames of the window past this many are not the window's (0: no limit): reading stopped
+    /// early (`max_frames`), so later frames may lack packets that come after them in decode
+    /// order.
+    std::int64_t frame_limit = 0;
+    /// Why the packets are truncated (empty: they are not), for `packets::truncation()`.
+    std::string truncation;
 };
 
 }  // namespace ferry::detail
