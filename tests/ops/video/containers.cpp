@@ -12,7 +12,7 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
-#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ferry/error.hpp>
 #include <ferry/video.hpp>
@@ -92,18 +92,21 @@ const std::vector<sample> samples{
     {"mp4/h264, an edit list discards 5 frames", ".mp4", x264, damage::edit_list},
 };
 
-/// What `cmd` writes to stdout; fails the test when it fails.
-std::vector<std::uint8_t> output_of(const std::string& cmd) {
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    BOOST_TEST_REQUIRE(pipe != nullptr, "cannot run: " << cmd);
-    std::vector<std::uint8_t> out;
-    std::uint8_t buf[65536];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) {
-        out.insert(out.end(), buf, buf + n);
+/// Runs the shell `commands` all at once (ffmpeg starts slowly; the matrix has dozens) and waits
+/// for them; fails the test when one fails.
+void run_all(const std::vector<std::string>& commands) {
+    std::string script;
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+        script += "( " + commands[i] + " || echo " + std::to_string(i) + " >> " +
+                  scratch("matrix-failed").string() + " ) &\n";
     }
-    const int rc = ::pclose(pipe);
-    BOOST_TEST_REQUIRE(rc == 0, "command failed (" << rc << "): " << cmd);
-    return out;
+    script += "wait\n";
+    const auto path = scratch("matrix.sh");
+    std::ofstream(path) << script;
+    const int rc = std::system(("sh " + path.string()).c_str());
+    BOOST_TEST_REQUIRE(rc == 0);
+    std::ifstream failed(scratch("matrix-failed"));
+    for (std::size_t i; failed >> i;) BOOST_TEST_REQUIRE(false, "command failed: " << commands[i]);
 }
 
 std::vector<std::uint8_t> bytes_of(const std::filesystem::path& path) {
@@ -127,47 +130,66 @@ void patch_u32(std::vector<std::uint8_t>& data, const std::string& chunk, std::s
     for (int i = 0; i < 4; ++i) data[pos + static_cast<std::size_t>(i)] = (value >> (8 * i)) & 0xff;
 }
 
-/// The file for `s`: 24 frames of `testsrc2` at 64x48, 25 fps, encoded and then damaged.
-std::filesystem::path make(const sample& s, std::size_t i) {
-    const auto path = scratch("matrix" + std::to_string(i) + s.ext);
+std::filesystem::path file_of(std::size_t i) {
+    return scratch("matrix" + std::to_string(i) + samples[i].ext);
+}
+
+/// Makes every file of the matrix once per run: 24 frames of `testsrc2` at 64x48, 25 fps,
+/// encoded and then damaged; and ffmpeg's frames of each (`matrixN.rgb`).
+void make_all() {
+    static bool done = false;
+    if (done) return;
+    done = true;
     const std::string ffmpeg = "ffmpeg -hide_banner -loglevel error -nostdin -y ";
     const std::string source = "-f lavfi -i testsrc2=size=" + std::to_string(width) + "x" +
-                               std::to_string(height) + ":rate=25 -frames:v ";
-    if (s.harm == damage::edit_list) {
-        // Stream copy from 0.2 s: the packets from the keyframe before it stay (later frames
-        // need them) and the edit list marks the five before 0.2 s as discarded.
-        const auto whole = scratch("matrix" + std::to_string(i) + "-whole" + s.ext);
-        (void)output_of(ffmpeg + source + std::to_string(frames) + " " + s.codec + " " +
-                        whole.string());
-        (void)output_of(ffmpeg + "-ss 0.2 -i " + whole.string() + " -c copy " + path.string());
-        return path;
+                               std::to_string(height) + ":rate=25 -frames:v " +
+                               std::to_string(frames) + " ";
+    std::vector<std::string> encode;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        const sample& s = samples[i];
+        const auto path = file_of(i).string();
+        if (s.harm == damage::edit_list) {
+            // Stream copy from 0.2 s: the packets from the keyframe before it stay (later frames
+            // need them) and the edit list marks the five before 0.2 s as discarded.
+            const auto whole = scratch("matrix" + std::to_string(i) + "-whole" + s.ext).string();
+            encode.push_back(ffmpeg + source + s.codec + " " + whole + " && " + ffmpeg +
+                             "-ss 0.2 -i " + whole + " -c copy " + path);
+        } else {
+            encode.push_back(ffmpeg + source + s.codec + " " + path);
+        }
     }
-    (void)output_of(ffmpeg + source + std::to_string(frames) + " " + s.codec + " " + path.string());
-    if (s.harm == damage::none) return path;
-    auto data = bytes_of(path);
-    switch (s.harm) {
-        case damage::avi_frames_444:
-        case damage::avi_frames_5: {
+    run_all(encode);
+    std::vector<std::string> decode;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        const sample& s = samples[i];
+        auto data = bytes_of(file_of(i));
+        if (s.harm == damage::avi_frames_444 || s.harm == damage::avi_frames_5) {
             const std::uint32_t n = s.harm == damage::avi_frames_444 ? 444 : 5;
             patch_u32(data, "avih", 8 + 16, n);  // dwTotalFrames
             patch_u32(data, "strh", 8 + 32, n);  // the video stream's dwLength
-            break;
-        }
-        case damage::cut_at_70_percent:
+            write(file_of(i), data);
+        } else if (s.harm == damage::cut_at_70_percent) {
             data.resize(data.size() * 7 / 10);
-            break;
-        default:
-            break;
+            write(file_of(i), data);
+        }
+        decode.push_back("ffmpeg -hide_banner -loglevel quiet -nostdin -i " + file_of(i).string() +
+                         " -map 0:v:0 -vsync passthrough -sws_flags bilinear -f rawvideo "
+                         "-pix_fmt rgb24 -y " +
+                         scratch("matrix" + std::to_string(i) + ".rgb").string());
     }
-    write(path, data);
-    return path;
+    run_all(decode);
 }
 
-/// ffmpeg's frames of `path`, rgb24, as the CLI writes them.
-std::vector<std::uint8_t> reference(const std::filesystem::path& path) {
-    return output_of("ffmpeg -hide_banner -loglevel quiet -nostdin -i " + path.string() +
-                     " -map 0:v:0 -vsync passthrough -sws_flags bilinear -f rawvideo -pix_fmt "
-                     "rgb24 -");
+/// Sample `i`'s file.
+std::filesystem::path make(std::size_t i) {
+    make_all();
+    return file_of(i);
+}
+
+/// ffmpeg's frames of sample `i`, rgb24, as the CLI writes them.
+std::vector<std::uint8_t> reference(std::size_t i) {
+    make_all();
+    return bytes_of(scratch("matrix" + std::to_string(i) + ".rgb"));
 }
 
 /// Checks that each frame of `clip` is frame `want[t]` of the reference.
@@ -194,8 +216,8 @@ BOOST_AUTO_TEST_SUITE(containers)
 BOOST_DATA_TEST_CASE(decodes_what_ffmpeg_decodes, bdata::xrange(samples.size()), i) {
     const sample& s = samples[i];
     BOOST_TEST_CONTEXT(s.name) {
-        const auto path = make(s, i);
-        const auto ref = reference(path);
+        const auto path = make(i);
+        const auto ref = reference(i);
         BOOST_TEST_REQUIRE(ref.size() % frame_bytes == 0U);
         const auto n = static_cast<std::int64_t>(ref.size() / frame_bytes);
 
@@ -254,8 +276,8 @@ BOOST_DATA_TEST_CASE(windows_agree_with_the_whole_file, bdata::xrange(samples.si
     const sample& s = samples[i];
     if (s.harm != damage::none) return;
     BOOST_TEST_CONTEXT(s.name) {
-        const auto path = make(s, i);
-        const auto ref = reference(path);
+        const auto path = make(i);
+        const auto ref = reference(i);
         const auto whole = ferry::ops::decode_video(ferry::ops::demux_video(path));
         // Stream timestamps: MPEG-TS starts at 1.4 s, B-frames in MP4 shift the first.
         const double start = whole.timestamps().front() + 0.4;
