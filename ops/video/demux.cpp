@@ -136,15 +136,7 @@ reading read_packets(const av::input& in, int index, const demux_options& opt,
         const int ret = av_read_frame(fmt, pkt.get());
         if (ret == AVERROR_EOF) break;
         if (ret < 0) {
-            // A stall or a stop is an error; damaged or cut data ends the input, as the ffmpeg
-            // CLI ends it, keeping what was read.
-            if (in.source->stalled() || in.source->cancelled()) {
-                in.fail(op, "reading packet " + std::to_string(r.read), ret);
-            }
-            r.error = av::error_text(ret);
-            if (std::string line = av::take_log_line(); !line.empty()) {
-                r.error += " (FFmpeg: " + line + ")";
-            }
+            r.error = in.read_failure(op, "reading packet " + std::to_string(r.read), ret);
             break;
         }
         if (pkt->stream_index != index) {
@@ -206,16 +198,8 @@ reading read_packets(const av::input& in, int index, const demux_options& opt,
 /// container declares (by more than two frames); empty otherwise.
 std::string short_of_declared(const AVFormatContext* fmt, const AVStream* st,
                               const ferry::detail::packets_state& s, const demux_options& opt) {
-    double declared = -1.0;
-    if (st->duration != AV_NOPTS_VALUE && st->duration > 0) {
-        const std::int64_t first = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
-        declared = av::seconds(first + st->duration, st->time_base);
-    } else if (fmt->nb_streams == 1 && fmt->duration != AV_NOPTS_VALUE && fmt->duration > 0 &&
-               fmt->duration_estimation_method != AVFMT_DURATION_FROM_BITRATE) {
-        // The container's duration is the longest stream's: only a lone stream's own.
-        const std::int64_t first = fmt->start_time != AV_NOPTS_VALUE ? fmt->start_time : 0;
-        declared = static_cast<double>(first + fmt->duration) / AV_TIME_BASE;
-    }
+    // The container's duration is its longest stream's: only a lone stream's own.
+    const double declared = av::declared_end(fmt, st, fmt->nb_streams == 1);
     if (declared < 0.0 || s.frame_pts.empty()) return {};
     const double frame = av::seconds(s.frame_duration, s.time_base);
     const double wanted = opt.end ? std::min(declared, *opt.end) : declared;

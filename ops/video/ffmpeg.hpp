@@ -197,7 +197,15 @@ struct input {
     /// Throws `errc::cancelled` when the call was told to give up, `io_error` when the source
     /// stalled, else `decode_error` with `what` and `code`.
     [[noreturn]] void fail(const char* op, const std::string& what, int code) const;
+    /// After `av_read_frame` failed with `code`: a stall or a stop throws as `fail` does; damaged
+    /// or cut data ends the input, as the ffmpeg CLI ends it, keeping what was read: returns
+    /// why (`av_strerror`'s text and FFmpeg's log line).
+    std::string read_failure(const char* op, const std::string& what, int code) const;
 };
+
+/// Where `st` ends, in seconds, as its container declares it: the stream's own duration, else
+/// (with `container_too`) the container's unless it is a guess from the bit rate; -1 when none.
+double declared_end(const AVFormatContext* fmt, const AVStream* st, bool container_too);
 
 /// Opens `source` and reads the container header (`avformat_open_input` only): zero bytes, an
 /// unknown format and a corrupt header are `decode_error`s; a stall is an `io_error`.
