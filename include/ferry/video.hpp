@@ -47,9 +47,11 @@ struct frame_size {
 /// swscale's resampling filters.
 enum class scale_filter : std::uint8_t { nearest, bilinear, bicubic, area, lanczos };
 
-/// Which frames `decode_video` returns. Frame indices count the frames of the demuxed window in
-/// presentation order (0 = the first frame at or after `demux_options::start`; without a window,
-/// the stream's own frame numbers).
+/// Which frames `decode_video` returns. Frame indices count the frames of the demuxed window that
+/// decode, in presentation order (0 = the first frame at or after `demux_options::start`; without
+/// a window, the stream's own frame numbers): the frames the `ffmpeg` CLI writes with `-vsync
+/// passthrough`, not the frames a container header declares. A selection that needs more frames
+/// than decode is a `ferry::decode_error`.
 /// \code
 ///   frame_selection::all()                  // every frame
 ///   frame_selection::indices({0, 10, 20})   // these frames, in this order
@@ -106,6 +108,12 @@ struct demux_options {
     std::chrono::milliseconds timeout{10'000};
     /// Streams whose header declares more pixels per frame than this are refused.
     std::uint64_t max_pixels = 64'000'000;
+    /// A cut or damaged file: false (the default) returns the packets that could be read, as the
+    /// ffmpeg CLI does, with `packets::truncated()` set and the stage's `stage_stats::truncated`
+    /// counted; true makes it a `ferry::decode_error`. Cut means a packet could not be read, or
+    /// the data ends before the frame count or duration the container declares (by more than two
+    /// frames) when read to its end.
+    bool strict = false;
 };
 
 /// How `decode_video` decodes.
@@ -125,6 +133,11 @@ struct video_decode_options {
     /// The decoded clip may not exceed this many bytes (T x H x W x C); more is refused before
     /// allocating.
     std::uint64_t max_bytes = 4ULL << 30;
+    /// A cut or damaged input: false (the default) returns the selected frames of those that
+    /// decode, with `video_clip::truncated()` set and the stage's `stage_stats::truncated`
+    /// counted; true makes it a `ferry::decode_error`. Truncated means the packets are
+    /// (`packets::truncated()`), or a packet failed to decode (the decoder skipped it).
+    bool strict = false;
 };
 
 /// `load_video`'s options: the options of the two steps it runs, each exactly as `demux_video`
@@ -141,7 +154,7 @@ struct video_decode_options {
 /// (the default) is derived from `decode.select`, so the demuxer stops reading as soon as the
 /// selection's last frame is certain; set, it is used as given. The two `max_pixels` are the
 /// two steps' own limits (the stream's declared size, the decoded frames); both are 64 million
-/// pixels by default.
+/// pixels by default. Either step's `strict` makes both strict.
 struct video_options {
     demux_options demux{};
     video_decode_options decode{};
@@ -164,7 +177,14 @@ class FERRY_API packets {
     [[nodiscard]] std::size_t size() const noexcept;
     /// Compressed bytes held.
     [[nodiscard]] std::size_t bytes() const noexcept;
-    /// Frames in the window (packets whose presentation time is in it).
+    /// Frames in the window that decode. Where every packet carries a presentation timestamp
+    /// (MP4, MOV, Matroska, WebM, MPEG-TS, FLV, Ogg), these are the packets whose timestamp is in
+    /// the window, counted without decoding (packets an edit list discards are not frames); a
+    /// damaged packet found later by `decode_video` can make the clip's frames fewer (it is then
+    /// `truncated()`). Where packets lack timestamps (MPEG program and elementary streams, AVI
+    /// with B-frames, raw H.264), `demux_video` decodes the packets once to count them. A count
+    /// in the container's header is never used: it is at most an estimate. With
+    /// `demux_options::max_frames`, at most that many (the frames certain when reading stopped).
     [[nodiscard]] std::int64_t frames() const noexcept;
     /// The stream's index in its container.
     [[nodiscard]] int stream() const noexcept;
@@ -177,6 +197,12 @@ class FERRY_API packets {
     [[nodiscard]] double frame_rate() const noexcept;
     /// What the packets came from: the path, or `"<memory>"`; used in error messages.
     [[nodiscard]] const std::string& source() const noexcept;
+    /// True when the input was cut or damaged (see `demux_options::strict`): these are the
+    /// packets that could be read.
+    [[nodiscard]] bool truncated() const noexcept;
+    /// Why `truncated()`, e.g. `"the container declares 444 frames, the data holds 68"`; empty
+    /// when it is not.
+    [[nodiscard]] const std::string& truncation() const noexcept;
 
     [[nodiscard]] const detail::packets_state* state() const noexcept { return state_.get(); }
 
@@ -231,6 +257,11 @@ class FERRY_API video_clip {
     [[nodiscard]] const std::vector<double>& timestamps() const noexcept { return timestamps_; }
     /// The stream's average frame rate (0 when unknown).
     [[nodiscard]] double frame_rate() const noexcept { return frame_rate_; }
+    /// True when the input was cut or damaged: these are selected frames of those that decoded
+    /// (see `video_decode_options::strict`).
+    [[nodiscard]] bool truncated() const noexcept { return truncated_; }
+    /// Set by the decoder.
+    void set_truncated(bool truncated) noexcept { truncated_ = truncated; }
 
     /// A `u8` tensor `[frames, height, width, channels]`: no copy from an rvalue, one from an
     /// lvalue.
@@ -257,6 +288,7 @@ class FERRY_API video_clip {
     std::vector<std::int64_t> indices_;
     std::vector<double> timestamps_;
     double frame_rate_ = 0.0;  ///< a move leaves it in the source
+    bool truncated_ = false;
 };
 
 /// Decoded audio: float32 samples, `channels() x samples()`, channel-major (all of channel 0,
@@ -383,9 +415,11 @@ inline constexpr detail::demux_video_fn demux_video{};
 
 /// Decodes the selected frames of `pkts` into one contiguous uint8 clip, scaling and converting
 /// each frame with swscale straight into the clip's buffer. Sparse selections jump from keyframe
-/// to keyframe instead of decoding everything in between. Throws `ferry::decode_error` when a
-/// selected frame cannot be decoded (with FFmpeg's reason) and `ferry::invalid_argument` for a
-/// selection beyond the window's frames.
+/// to keyframe instead of decoding everything in between, where the packets' timestamps say
+/// which frame is which; where they do not, or a jump does not give the frames the timestamps
+/// promised, the frames are decoded in order from the first packet instead (slower, same frames,
+/// those the `ffmpeg` CLI gives). Throws `ferry::decode_error` when fewer frames decode than the
+/// selection needs (with FFmpeg's reason for the last damaged packet).
 inline constexpr detail::decode_video_fn decode_video{};
 
 /// `demux_video` then `decode_video` in one call; the demuxer stops as soon as the selection's

@@ -153,15 +153,7 @@ class audio_decoder {
             const int ret = av_read_frame(in_.format.get(), pkt.get());
             if (ret == AVERROR_EOF) break;
             if (ret < 0) {
-                // A stall or a stop is an error; damaged or cut data ends the input, as the
-                // ffmpeg CLI ends it, keeping what decoded.
-                if (in_.source->stalled() || in_.source->cancelled()) {
-                    in_.fail(op, "reading a packet", ret);
-                }
-                read_error_ = av::error_text(ret);
-                if (std::string line = av::take_log_line(); !line.empty()) {
-                    read_error_ += " (FFmpeg: " + line + ")";
-                }
+                read_error_ = in_.read_failure(op, "reading a packet", ret);
                 break;
             }
             if (pkt->stream_index == index_) send(pkt.get());
@@ -298,14 +290,7 @@ class audio_decoder {
         if (done()) return {};  // the window's end was reached
         const AVFormatContext* fmt = in_.format.get();
         const AVStream* st = fmt->streams[index_];
-        double declared = -1.0;
-        if (st->duration != AV_NOPTS_VALUE && st->duration > 0) {
-            const std::int64_t first = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
-            declared = av::seconds(first + st->duration, st->time_base);
-        } else if (fmt->duration != AV_NOPTS_VALUE && fmt->duration > 0 &&
-                   fmt->duration_estimation_method != AVFMT_DURATION_FROM_BITRATE) {
-            declared = static_cast<double>(fmt->duration) / AV_TIME_BASE;
-        }
+        const double declared = av::declared_end(fmt, st, true);
         if (declared < 0.0) return {};
         const double wanted = opt_.end ? std::min(declared, *opt_.end) : declared;
         const double decoded = static_cast<double>(base_ + total()) / out_rate_;

@@ -1,76 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// `decode_video` and `load_video`: the selected frames of a packet set, decoded with libavcodec
-/// (jumping from keyframe to keyframe for sparse selections) and scaled and converted by swscale
-/// straight into the clip's buffer; and the `ferry::video_clip` value type.
+/// (jumping from keyframe to keyframe where timestamps tell the frames apart, else in order from
+/// the first packet) and scaled and converted by swscale straight into the clip's buffer.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
 
-#include "ffmpeg.hpp"
+#include "frames.hpp"
 
 namespace ferry {
-
-int channels_of(frame_format f) noexcept {
-    return f == frame_format::gray ? 1 : 3;
-}
-
-const char* to_string(frame_format f) noexcept {
-    switch (f) {
-        case frame_format::rgb:
-            return "rgb";
-        case frame_format::bgr:
-            return "bgr";
-        case frame_format::gray:
-            return "gray";
-    }
-    return "?";
-}
-
-// --- video_clip ----------------------------------------------------------------------------------
-
-video_clip::video_clip(int frames, int width, int height, frame_format format)
-    : frames_(frames), width_(width), height_(height), format_(format) {
-    if (frames <= 0 || width <= 0 || height <= 0) {
-        throw invalid_argument("video_clip: " + std::to_string(frames) + " frames of " +
-                               std::to_string(width) + "x" + std::to_string(height) +
-                               " is not a positive size");
-    }
-    std::size_t bytes = 0;
-    if (__builtin_mul_overflow(frame_bytes(), static_cast<std::size_t>(frames), &bytes)) {
-        throw invalid_argument("video_clip: size overflows");
-    }
-    buf_ = detail::owned_buffer<scale_slack>(bytes);
-}
-
-// Moves stay noexcept (std::vector<video_clip> moves, rather than copies, when it grows).
-static_assert(std::is_nothrow_move_constructible_v<video_clip> &&
-              std::is_nothrow_move_assignable_v<video_clip>);
-
-buffer video_clip::release() noexcept {
-    frames_ = width_ = height_ = 0;
-    indices_.clear();
-    timestamps_.clear();
-    return buf_.release();
-}
-
-void video_clip::set_frame_info(std::vector<std::int64_t> indices, std::vector<double> timestamps,
-                                double frame_rate) {
-    indices_ = std::move(indices);
-    timestamps_ = std::move(timestamps);
-    frame_rate_ = frame_rate;
-}
-
-tensor video_clip::to_tensor() && {
-    if (empty()) throw invalid_argument("video_clip::to_tensor: the clip is empty");
-    std::vector<std::int64_t> shape{frames_, height_, width_, channels()};
-    return tensor(release(), dtype::u8, std::move(shape));
-}
-
-tensor video_clip::to_tensor() const& {
-    return video_clip(*this).to_tensor();
-}
 
 // --- decode_video --------------------------------------------------------------------------------
 
@@ -78,47 +18,6 @@ namespace ops {
 namespace {
 
 constexpr const char* op = "decode_video";
-
-/// The window's frame index for each output frame.
-std::vector<std::int64_t> selected(const frame_selection& sel, std::int64_t frames,
-                                   const std::string& source) {
-    std::vector<std::int64_t> out;
-    const auto beyond = [&](std::int64_t i) {
-        return invalid_argument(std::string(op) + ": " + source + ": frame " + std::to_string(i) +
-                                " is selected but the window has " + std::to_string(frames) +
-                                " frames");
-    };
-    switch (sel.mode()) {
-        case frame_selection::kind::all:
-            out.resize(static_cast<std::size_t>(frames));
-            for (std::int64_t i = 0; i < frames; ++i) out[static_cast<std::size_t>(i)] = i;
-            break;
-        case frame_selection::kind::indices:
-            out = sel.frames();
-            if (out.empty()) throw invalid_argument(std::string(op) + ": no frames selected");
-            for (std::int64_t i : out) {
-                if (i >= frames) throw beyond(i);
-            }
-            break;
-        case frame_selection::kind::uniform:
-            for (int i = 0; i < sel.count(); ++i) {
-                const double at = sel.count() == 1
-                                      ? 0.0
-                                      : static_cast<double>(i) * static_cast<double>(frames - 1) /
-                                            static_cast<double>(sel.count() - 1);
-                out.push_back(std::llround(at));
-            }
-            break;
-        case frame_selection::kind::clip:
-            for (int i = 0; i < sel.count(); ++i) {
-                const std::int64_t f = static_cast<std::int64_t>(i) * sel.stride();
-                if (f >= frames) throw beyond(f);
-                out.push_back(f);
-            }
-            break;
-    }
-    return out;
-}
 
 int sws_flags(scale_filter f) {
     switch (f) {
@@ -151,77 +50,124 @@ AVPixelFormat output_format(frame_format f) {
 class decoder {
   public:
     decoder(const ferry::detail::packets_state& s, const video_decode_options& opt)
-        : s_(s), opt_(opt) {
-        const AVCodec* codec = avcodec_find_decoder(s.params->codec_id);
-        if (codec == nullptr) {
-            throw decode_error(std::string(op) + ": " + s.source + ": no decoder for codec " +
-                               avcodec_get_name(s.params->codec_id));
-        }
-        ctx_.reset(avcodec_alloc_context3(codec));
-        if (!ctx_) throw std::bad_alloc();
-        if (const int ret = avcodec_parameters_to_context(ctx_.get(), s.params.get()); ret < 0) {
-            av::throw_decode(op, s.source, "bad codec parameters", ret);
-        }
-        ctx_->pkt_timebase = s.time_base;
-        ctx_->thread_count = std::max(1, opt.threads);
-        ctx_->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
-        if (opt.max_pixels != 0) {
-            ctx_->max_pixels = static_cast<std::int64_t>(
-                std::min<std::uint64_t>(opt.max_pixels, std::uint64_t{1} << 62));
-        }
-        if (const int ret = avcodec_open2(ctx_.get(), codec, nullptr); ret < 0) {
-            av::throw_decode(op, s.source,
-                             std::string("cannot open the ") + codec->name + " decoder", ret);
-        }
-        frame_ = av::make_frame();
-    }
+        : s_(s), opt_(opt), frame_(av::make_frame()) {}
 
-    video_clip run() {
-        const auto frames = static_cast<std::int64_t>(s_.frame_pts.size());
-        slots_ = selected(opt_.select, frames, s_.source);
-        // The distinct frames to decode, ascending; each fills one or more output slots.
-        targets_ = slots_;
-        std::sort(targets_.begin(), targets_.end());
-        targets_.erase(std::unique(targets_.begin(), targets_.end()), targets_.end());
-        filled_.assign(targets_.size(), -1);
-
-        // Keyframes in decode order, with their presentation times (ascending in closed GOPs).
-        for (std::size_t i = 0; i < s_.packets.size(); ++i) {
-            const AVPacket* p = s_.packets[i].get();
-            if ((p->flags & AV_PKT_FLAG_KEY) != 0) {
-                keys_.push_back(i);
-                key_pts_.push_back(p->pts != AV_NOPTS_VALUE ? p->pts : p->dts);
+    /// The clip; `note`: count a truncated one in the stage's stats.
+    video_clip run(bool note) {
+        if (!(s_.timed && fast())) verified();
+        std::string cut = s_.truncation;
+        const auto window = static_cast<std::int64_t>(s_.frame_pts.size());
+        if (cut.empty() && decoded_ >= 0 && decoded_ < window) {
+            cut = "only " + std::to_string(decoded_) + " of the window's " +
+                  std::to_string(window) + " frames decode" + trouble_.reason();
+        }
+        if (cut.empty() && trouble_.code != 0) cut = "damaged data was skipped" + trouble_.reason();
+        av::take_log_line();
+        if (!cut.empty()) {
+            if (opt_.strict) {
+                throw decode_error(std::string(op) + ": " + s_.source + ": truncated: " + cut +
+                                   " (video_decode_options::strict)");
             }
+            clip_.set_truncated(true);
+            if (note) this_call::note_truncated();
         }
-
-        for (current_ = 0; current_ < targets_.size(); ++current_) {
-            if (filled_[current_] >= 0) continue;
-            const std::int64_t pts = target_pts(current_);
-            // Jump to the last keyframe at or before the target when it lies ahead of what has
-            // been sent: the frames in between are not needed.
-            const auto k = std::upper_bound(key_pts_.begin(), key_pts_.end(), pts);
-            if (k != key_pts_.begin()) {
-                const std::size_t key = keys_[static_cast<std::size_t>(k - key_pts_.begin()) - 1];
-                if (key > next_ && !draining_) {
-                    if (sent_any_) avcodec_flush_buffers(ctx_.get());
-                    next_ = key;
-                }
-            }
-            while (filled_[current_] < 0 && step()) {
-            }
-            if (filled_[current_] < 0) missing(current_);
-        }
-
         std::vector<double> times;
         times.reserve(slots_.size());
         for (std::int64_t i : slots_) {
-            times.push_back(av::seconds(s_.frame_pts[static_cast<std::size_t>(i)], s_.time_base));
+            const auto t = static_cast<std::size_t>(
+                std::lower_bound(targets_.begin(), targets_.end(), i) - targets_.begin());
+            times.push_back(av::seconds(times_[t], s_.time_base));
         }
         clip_.set_frame_info(slots_, std::move(times), s_.frame_rate);
         return std::move(clip_);
     }
 
   private:
+    /// Picks the selection's frames over a window of `frames` frames.
+    void select(std::int64_t frames) {
+        slots_ = av::select_frames(opt_.select, frames, op, s_.source);
+        // The distinct frames to decode, ascending; each fills one or more output slots.
+        targets_ = slots_;
+        std::sort(targets_.begin(), targets_.end());
+        targets_.erase(std::unique(targets_.begin(), targets_.end()), targets_.end());
+        filled_.assign(targets_.size(), -1);
+        times_.assign(targets_.size(), 0);
+    }
+
+    /// The fast path, for packets whose timestamps say which frame is which: from keyframe to
+    /// keyframe, each frame found by its timestamp. False when a selected frame did not come
+    /// out where its timestamp promised (a damaged packet, a stream whose decoder drops or
+    /// retimes frames); the verified path then starts over.
+    bool fast() {
+        ctx_ = av::open_decoder(s_, opt_.threads, opt_.max_pixels, op);
+        select(static_cast<std::int64_t>(s_.frame_pts.size()));
+        // Keyframes in decode order, with their presentation times (ascending in closed GOPs).
+        std::vector<std::size_t> keys;
+        std::vector<std::int64_t> key_pts;
+        for (std::size_t i = 0; i < s_.packets.size(); ++i) {
+            const AVPacket* p = s_.packets[i].get();
+            if ((p->flags & AV_PKT_FLAG_KEY) != 0) {
+                keys.push_back(i);
+                key_pts.push_back(p->pts != AV_NOPTS_VALUE ? p->pts : p->dts);
+            }
+        }
+        for (current_ = 0; current_ < targets_.size(); ++current_) {
+            if (filled_[current_] >= 0) continue;
+            const std::int64_t pts = target_pts(current_);
+            // Jump to the last keyframe at or before the target when it lies ahead of what has
+            // been sent: the frames in between are not needed.
+            const auto k = std::upper_bound(key_pts.begin(), key_pts.end(), pts);
+            if (k != key_pts.begin()) {
+                const std::size_t key = keys[static_cast<std::size_t>(k - key_pts.begin()) - 1];
+                if (key > next_ && !draining_) {
+                    if (sent_any_) avcodec_flush_buffers(ctx_.get());
+                    next_ = key;
+                }
+            }
+            while (filled_[current_] < 0 && !lost_ && step()) {
+            }
+            if (filled_[current_] < 0) return false;
+        }
+        for (std::size_t t = 0; t < targets_.size(); ++t) times_[t] = target_pts(t);
+        return true;
+    }
+
+    /// The verified path: every packet decoded in order from the first, frame `i` the `i`-th
+    /// of the window to come out (what the ffmpeg CLI gives). Where the demuxer did not count
+    /// the frames so (it trusted the timestamps), a first pass counts them.
+    void verified() {
+        clip_ = video_clip();
+        sws_.reset();
+        trouble_ = {};
+        std::int64_t frames = static_cast<std::int64_t>(s_.frame_pts.size());
+        if (s_.timed) {
+            auto counter = av::open_decoder(s_, opt_.threads, 0, op);
+            frames = av::decode_in_order(
+                s_, counter.get(), trouble_,
+                [](std::int64_t, const AVFrame*, std::int64_t) { return true; }, op);
+            decoded_ = frames;
+        }
+        select(frames);
+        ctx_ = av::open_decoder(s_, opt_.threads, opt_.max_pixels, op);
+        std::size_t next = 0;  // the next target to fill
+        const std::int64_t seen = av::decode_in_order(
+            s_, ctx_.get(), trouble_,
+            [&](std::int64_t k, const AVFrame* f, std::int64_t ts) {
+                if (k == targets_[next]) {
+                    times_[next] = ts;
+                    convert(f, next);
+                    ++next;
+                }
+                return next < targets_.size();
+            },
+            op);
+        if (next < targets_.size()) {
+            throw decode_error(std::string(op) + ": " + s_.source + ": frame " +
+                               std::to_string(targets_[next]) + " is selected but " +
+                               std::to_string(seen) + " frames decode" + trouble_.reason());
+        }
+    }
+
     [[nodiscard]] std::int64_t target_pts(std::size_t t) const {
         return s_.frame_pts[static_cast<std::size_t>(targets_[t])];
     }
@@ -256,11 +202,12 @@ class decoder {
     void take(const AVFrame* f) {
         const std::int64_t pts =
             f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
-        if (pts == AV_NOPTS_VALUE) return;
+        if (pts == AV_NOPTS_VALUE || lost_) return;
         // Frames come out in presentation order: one past the current target means the target
-        // was lost (a damaged packet), and waiting longer would decode the rest for nothing.
+        // was lost, and waiting longer would decode the rest for nothing.
         if (current_ < targets_.size() && filled_[current_] < 0 && pts > target_pts(current_)) {
-            missing(current_);
+            lost_ = true;
+            return;
         }
         const auto it =
             std::lower_bound(targets_.begin() + static_cast<std::ptrdiff_t>(current_),
@@ -352,15 +299,6 @@ class decoder {
         clip_ = video_clip(static_cast<int>(slots_.size()), w, h, opt_.format);
     }
 
-    [[noreturn]] void missing(std::size_t t) {
-        std::string what = "frame " + std::to_string(targets_[t]) + " (at " +
-                           std::to_string(av::seconds(target_pts(t), s_.time_base)) +
-                           " s) could not be decoded";
-        what += trouble_.reason();
-        av::take_log_line();
-        throw decode_error(std::string(op) + ": " + s_.source + ": " + what);
-    }
-
     const ferry::detail::packets_state& s_;
     const video_decode_options& opt_;
     av::codec_ptr ctx_;
@@ -374,23 +312,21 @@ class decoder {
     std::vector<std::int64_t> slots_;
     std::vector<std::int64_t> targets_;
     std::vector<std::int64_t> filled_;
-    std::vector<std::size_t> keys_;
-    std::vector<std::int64_t> key_pts_;
+    std::vector<std::int64_t> times_;  ///< each target's timestamp (in the stream's time base)
     std::size_t current_ = 0;
     std::size_t next_ = 0;
     bool draining_ = false;
     bool sent_any_ = false;
+    bool lost_ = false;          ///< the fast path lost a selected frame
+    std::int64_t decoded_ = -1;  ///< frames the verified path found, where it counted them
     av::decode_trouble trouble_;
 };
 
-}  // namespace
-
-namespace detail {
-
-video_clip decode_video_fn::operator()(const packets& pkts,
-                                       const video_decode_options& options) const {
-    if (pkts.empty())
+/// `decode_video`, counting a truncated clip in the stage's stats only when `note` is true.
+video_clip decode_packets(const packets& pkts, const video_decode_options& options, bool note) {
+    if (pkts.empty()) {
         throw invalid_argument(std::string(op) + ": no packets (empty ferry::packets)");
+    }
     av::init_logging();
     av::take_log_line();
     if ((options.resize.width != 0 || options.resize.height != 0) &&
@@ -399,28 +335,49 @@ video_clip decode_video_fn::operator()(const packets& pkts,
             std::string(op) + ": resize {" + std::to_string(options.resize.width) + ", " +
             std::to_string(options.resize.height) + "} must be positive (or {0, 0} for none)");
     }
-    return decoder(*pkts.state(), options).run();
+    return decoder(*pkts.state(), options).run(note);
 }
 
-namespace {
-
-/// The demux options with `max_frames` derived from the selection unless it is set.
+/// The demux options with `max_frames` derived from the selection unless it is set, and strict
+/// where either step is.
 demux_options demux_part(const video_options& o) {
     demux_options d = o.demux;
     if (d.max_frames == 0) d.max_frames = o.decode.select.frames_needed();
+    d.strict = d.strict || o.decode.strict;
     return d;
+}
+
+/// The decode options, strict where either step is.
+video_decode_options decode_part(const video_options& o) {
+    video_decode_options d = o.decode;
+    d.strict = d.strict || o.demux.strict;
+    return d;
+}
+
+/// `load_video`: one truncated clip counts once, however many steps saw the cut.
+video_clip load(const packets& pkts, const video_options& options) {
+    video_clip clip = decode_packets(pkts, decode_part(options), false);
+    if (clip.truncated()) this_call::note_truncated();
+    return clip;
 }
 
 }  // namespace
 
+namespace detail {
+
+video_clip decode_video_fn::operator()(const packets& pkts,
+                                       const video_decode_options& options) const {
+    return decode_packets(pkts, options, true);
+}
+
 video_clip load_video_fn::operator()(const std::filesystem::path& path,
                                      const video_options& options) const {
-    return decode_video(demux_video(path, demux_part(options)), options.decode);
+    return load(demux_packets(path, demux_part(options), false), options);
 }
 
 video_clip load_video_fn::operator()(std::span<const std::byte> data,
                                      const video_options& options) const {
-    return decode_video(demux_video(data, demux_part(options)), options.decode);
+    return load(demux_packets(data, demux_part(options), false), options);
 }
 
 }  // namespace detail

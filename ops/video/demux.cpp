@@ -1,65 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// `demux_video`: one video stream's packets in a time window, read through ferry's own
-/// AVIOContext; `frame_selection` and the `ferry::packets` accessors.
+/// AVIOContext, with the window's frames (counted by decoding where packets lack timestamps) and
+/// what cut the input short; and the `ferry::packets` accessors.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
-#include "ffmpeg.hpp"
+#include "frames.hpp"
 
 namespace ferry {
-
-// --- frame_selection -----------------------------------------------------------------------------
-
-frame_selection frame_selection::indices(std::vector<std::int64_t> frames) {
-    for (std::size_t i = 0; i < frames.size(); ++i) {
-        if (frames[i] < 0) {
-            throw invalid_argument("frame_selection::indices: index " + std::to_string(i) + " is " +
-                                   std::to_string(frames[i]) + "; frames count from 0");
-        }
-    }
-    frame_selection s;
-    s.kind_ = kind::indices;
-    s.frames_ = std::move(frames);
-    return s;
-}
-
-frame_selection frame_selection::uniform(int count) {
-    if (count <= 0) {
-        throw invalid_argument("frame_selection::uniform: count " + std::to_string(count) +
-                               " must be positive");
-    }
-    frame_selection s;
-    s.kind_ = kind::uniform;
-    s.count_ = count;
-    return s;
-}
-
-frame_selection frame_selection::clip(int count, int stride) {
-    if (count <= 0 || stride <= 0) {
-        throw invalid_argument("frame_selection::clip: count " + std::to_string(count) +
-                               " and stride " + std::to_string(stride) + " must be positive");
-    }
-    frame_selection s;
-    s.kind_ = kind::clip;
-    s.count_ = count;
-    s.stride_ = stride;
-    return s;
-}
-
-std::int64_t frame_selection::frames_needed() const noexcept {
-    switch (kind_) {
-        case kind::all:
-        case kind::uniform:
-            return 0;
-        case kind::indices:
-            return frames_.empty() ? 0 : *std::max_element(frames_.begin(), frames_.end()) + 1;
-        case kind::clip:
-            return static_cast<std::int64_t>(count_ - 1) * stride_ + 1;
-    }
-    return 0;
-}
 
 // --- packets -------------------------------------------------------------------------------------
 
@@ -97,6 +48,12 @@ double packets::frame_rate() const noexcept {
 const std::string& packets::source() const noexcept {
     return state_ ? state_->source : no_source;
 }
+bool packets::truncated() const noexcept {
+    return state_ && !state_->truncation.empty();
+}
+const std::string& packets::truncation() const noexcept {
+    return state_ ? state_->truncation : no_source;
+}
 
 // --- demux_video ---------------------------------------------------------------------------------
 
@@ -116,11 +73,8 @@ std::string seconds_text(double s) {
     return text;
 }
 
-packets demux(av::input in, const demux_options& opt) {
-    if (opt.end && *opt.end <= opt.start) {
-        throw invalid_argument(std::string(op) + ": end " + seconds_text(*opt.end) +
-                               " is not after start " + seconds_text(opt.start));
-    }
+/// The video stream to read: `opt.stream`, or FFmpeg's best one. Others are discarded.
+int select_stream(const av::input& in, const demux_options& opt) {
     AVFormatContext* fmt = in.format.get();
     int index = opt.stream;
     if (index >= 0) {
@@ -137,8 +91,7 @@ packets demux(av::input in, const demux_options& opt) {
         index = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
         if (index < 0) in.fail(op, "no video stream", index);
     }
-    AVStream* st = fmt->streams[index];
-    const AVCodecParameters* par = st->codecpar;
+    const AVCodecParameters* par = fmt->streams[index]->codecpar;
     if (par->width < 0 || par->height < 0) {
         av::throw_decode(
             op, in.name,
@@ -155,117 +108,272 @@ packets demux(av::input in, const demux_options& opt) {
     for (unsigned i = 0; i < fmt->nb_streams; ++i) {
         if (static_cast<int>(i) != index) fmt->streams[i]->discard = AVDISCARD_ALL;
     }
+    return index;
+}
 
-    auto state = std::make_shared<ferry::detail::packets_state>();
-    state->source = in.name;
-    state->stream = index;
-    state->time_base = st->time_base;
-    const AVRational rate = av_guess_frame_rate(fmt, st, nullptr);
-    state->frame_rate = rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0.0;
-    state->params.reset(avcodec_parameters_alloc());
-    if (!state->params) throw std::bad_alloc();
-    if (const int ret = avcodec_parameters_copy(state->params.get(), par); ret < 0) {
-        av::throw_decode(op, in.name, "cannot copy the codec parameters", ret);
-    }
+/// Frames the decoder may hold back or drop beyond `max_frames` where packets lack timestamps:
+/// reading stops once this many more packets than needed are in.
+constexpr std::int64_t reorder_slack = 16;
 
-    const AVRational tb = st->time_base;
-    const bool windowed = opt.start > 0.0 || opt.end.has_value();
-    const std::int64_t start_ts =
-        opt.start > 0.0 ? to_ts(opt.start, tb) : std::numeric_limits<std::int64_t>::min();
-    const std::int64_t end_ts =
-        opt.end ? to_ts(*opt.end, tb) : std::numeric_limits<std::int64_t>::max();
-    if (opt.start > 0.0) {
-        // The keyframe at or before the start; where the container cannot seek, read from the
-        // beginning instead (slower, same result).
-        if (av_seek_frame(fmt, index, start_ts, AVSEEK_FLAG_BACKWARD) < 0) {
-            av_seek_frame(fmt, index, std::numeric_limits<std::int64_t>::min(),
-                          AVSEEK_FLAG_BACKWARD);
-        }
-        av::take_log_line();
-    }
+/// Reads the stream's packets into `state`; what reading saw.
+struct reading {
+    std::int64_t read = 0;      ///< packets of the stream read
+    bool stopped = false;       ///< the window's end or `max_frames` ended reading early
+    bool untimed = false;       ///< a frame's packet has no presentation timestamp
+    std::int64_t corrupt = -1;  ///< the first packet FFmpeg flagged incomplete (-1: none)
+    std::string error;          ///< why reading failed before the end (empty: it did not)
+};
 
+reading read_packets(const av::input& in, int index, const demux_options& opt,
+                     ferry::detail::packets_state& state) {
+    AVFormatContext* fmt = in.format.get();
+    reading r;
     auto pkt = av::make_packet();
-    std::int64_t read = 0;
+    std::int64_t after_start = 0;   // packets at or after the window's start (untimed rule)
     std::vector<std::int64_t> nth;  // scratch for the max_frames test
     for (;;) {
         av::check_cancelled(op, in.name);
         const int ret = av_read_frame(fmt, pkt.get());
         if (ret == AVERROR_EOF) break;
         if (ret < 0) {
-            in.fail(
-                op,
-                "reading packet " + std::to_string(read) + " of stream " + std::to_string(index),
-                ret);
+            r.error = in.read_failure(op, "reading packet " + std::to_string(r.read), ret);
+            break;
         }
         if (pkt->stream_index != index) {
             av_packet_unref(pkt.get());
             continue;
         }
-        ++read;
-        const std::int64_t pts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
-        const std::int64_t dts = pkt->dts != AV_NOPTS_VALUE ? pkt->dts : pts;
+        ++r.read;
+        const std::int64_t dts = pkt->dts != AV_NOPTS_VALUE ? pkt->dts : pkt->pts;
         // Decode order: once a packet's decode time is past the window's end (or past the last
         // frame needed), every later frame is too, since presentation never precedes decoding.
-        if (dts != AV_NOPTS_VALUE && dts >= end_ts) break;
-        if (opt.max_frames > 0 &&
-            static_cast<std::int64_t>(state->frame_pts.size()) >= opt.max_frames &&
-            dts != AV_NOPTS_VALUE) {
-            nth = state->frame_pts;
-            const auto k = nth.begin() + (opt.max_frames - 1);
-            std::nth_element(nth.begin(), k, nth.end());
-            if (dts > *k) break;
+        if (dts != AV_NOPTS_VALUE && dts >= state.end_ts) {
+            r.stopped = true;
+            break;
+        }
+        if (opt.max_frames > 0) {
+            if (r.untimed) {
+                if (after_start >= opt.max_frames + reorder_slack) {
+                    r.stopped = true;
+                    break;
+                }
+            } else if (static_cast<std::int64_t>(state.frame_pts.size()) >= opt.max_frames &&
+                       dts != AV_NOPTS_VALUE) {
+                nth = state.frame_pts;
+                const auto k = nth.begin() + (opt.max_frames - 1);
+                std::nth_element(nth.begin(), k, nth.end());
+                if (dts > *k) {
+                    r.stopped = true;
+                    break;
+                }
+            }
         }
         // Decoding starts at a keyframe; what precedes the first one cannot be decoded.
-        if (state->packets.empty() && (pkt->flags & AV_PKT_FLAG_KEY) == 0) {
+        if (state.packets.empty() && (pkt->flags & AV_PKT_FLAG_KEY) == 0) {
             av_packet_unref(pkt.get());
             continue;
         }
-        if (pts == AV_NOPTS_VALUE) {
-            av::throw_decode(op, in.name,
-                             "packet " + std::to_string(read - 1) + " has no timestamp", 0);
+        if ((pkt->flags & AV_PKT_FLAG_CORRUPT) != 0 && r.corrupt < 0) r.corrupt = r.read - 1;
+        // A packet an edit list discards is decoded (later frames may need it) but is no frame.
+        if ((pkt->flags & AV_PKT_FLAG_DISCARD) == 0) {
+            if (pkt->pts == AV_NOPTS_VALUE) r.untimed = true;
+            if (dts == AV_NOPTS_VALUE ? state.start_ts == std::numeric_limits<std::int64_t>::min()
+                                      : dts >= state.start_ts) {
+                ++after_start;
+            }
+            if (pkt->pts != AV_NOPTS_VALUE && pkt->pts >= state.start_ts &&
+                pkt->pts < state.end_ts) {
+                state.frame_pts.push_back(pkt->pts);
+            }
         }
-        if (pts >= start_ts && pts < end_ts) state->frame_pts.push_back(pts);
-        state->bytes += static_cast<std::size_t>(pkt->size);
+        state.bytes += static_cast<std::size_t>(pkt->size);
         auto kept = av::make_packet();
         av_packet_move_ref(kept.get(), pkt.get());
-        state->packets.push_back(std::move(kept));
+        state.packets.push_back(std::move(kept));
     }
-    std::sort(state->frame_pts.begin(), state->frame_pts.end());
-    state->frame_pts.erase(std::unique(state->frame_pts.begin(), state->frame_pts.end()),
-                           state->frame_pts.end());
+    return r;
+}
 
-    if (state->frame_pts.empty()) {
+/// "the stream declares ..., the data ends at ..." when the frames end before the duration the
+/// container declares (by more than two frames); empty otherwise.
+std::string short_of_declared(const AVFormatContext* fmt, const AVStream* st,
+                              const ferry::detail::packets_state& s, const demux_options& opt) {
+    // The container's duration is its longest stream's: only a lone stream's own.
+    const double declared = av::declared_end(fmt, st, fmt->nb_streams == 1);
+    if (declared < 0.0 || s.frame_pts.empty()) return {};
+    const double frame = av::seconds(s.frame_duration, s.time_base);
+    const double wanted = opt.end ? std::min(declared, *opt.end) : declared;
+    const double ends =
+        av::seconds(*std::max_element(s.frame_pts.begin(), s.frame_pts.end()), s.time_base) + frame;
+    if (ends + 2.0 * frame + 1e-3 >= wanted) return {};
+    char text[128];
+    std::snprintf(text, sizeof text, "the stream declares %.3f s, the data ends at %.3f s",
+                  declared, ends);
+    return text;
+}
+
+/// Keyframe seeks `demux` tries before it reads from the beginning.
+constexpr int max_seeks = 4;
+constexpr std::int64_t min_ts = std::numeric_limits<std::int64_t>::min();
+
+/// Seeks to the keyframe at or before `ts` (`min_ts`: the beginning). Where the container cannot
+/// seek, reading goes on from where it is: the window's frames are still picked by time.
+void position(AVFormatContext* fmt, int index, std::int64_t ts) {
+    if (ts != min_ts && av_seek_frame(fmt, index, ts, AVSEEK_FLAG_BACKWARD) >= 0) {
+        av::take_log_line();
+        return;
+    }
+    if (avformat_seek_file(fmt, index, min_ts, min_ts, min_ts, 0) < 0 &&
+        av_seek_frame(fmt, index, min_ts, AVSEEK_FLAG_BACKWARD) < 0) {
+        av_seek_frame(fmt, -1, 0, AVSEEK_FLAG_BYTE);
+    }
+    av::take_log_line();
+}
+
+packets demux(av::input in, const demux_options& opt, bool note) {
+    if (opt.end && *opt.end <= opt.start) {
+        throw invalid_argument(std::string(op) + ": end " + seconds_text(*opt.end) +
+                               " is not after start " + seconds_text(opt.start));
+    }
+    AVFormatContext* fmt = in.format.get();
+    const int index = select_stream(in, opt);
+    AVStream* st = fmt->streams[index];
+
+    auto state = std::make_shared<ferry::detail::packets_state>();
+    state->source = in.name;
+    state->stream = index;
+    state->time_base = st->time_base;
+    const AVRational rate = av_guess_frame_rate(fmt, st, nullptr);
+    const bool rated = rate.num > 0 && rate.den > 0;
+    state->frame_rate = rated ? av_q2d(rate) : 0.0;
+    state->frame_duration = rated ? av_rescale_q(1, av_inv_q(rate), st->time_base) : 0;
+    state->params.reset(avcodec_parameters_alloc());
+    if (!state->params) throw std::bad_alloc();
+    if (const int ret = avcodec_parameters_copy(state->params.get(), st->codecpar); ret < 0) {
+        av::throw_decode(op, in.name, "cannot copy the codec parameters", ret);
+    }
+
+    const AVRational tb = st->time_base;
+    const bool windowed = opt.start > 0.0 || opt.end.has_value();
+    state->start_ts =
+        opt.start > 0.0 ? to_ts(opt.start, tb) : std::numeric_limits<std::int64_t>::min();
+    state->end_ts = opt.end ? to_ts(*opt.end, tb) : std::numeric_limits<std::int64_t>::max();
+    // The keyframe at or before the start, found from the container's index. An index may be
+    // wrong (a keyframe's decode time listed where its presentation time belongs, so frames
+    // shown before it are lost) or missing (raw streams): where the frames read begin after the
+    // start, seek to an earlier keyframe, and in the end read from the beginning.
+    std::int64_t seek_to = state->start_ts;
+    reading r;
+    av::decode_trouble trouble;
+    for (int attempt = 0;; ++attempt) {
+        const bool from_start = attempt == max_seeks;
+        if (opt.start > 0.0) position(fmt, index, from_start ? min_ts : seek_to);
+        state->packets.clear();
+        state->frame_pts.clear();
+        state->bytes = 0;
+        state->frame_limit = 0;
+        r = read_packets(in, index, opt, *state);
+        if (r.stopped && opt.max_frames > 0) state->frame_limit = opt.max_frames;
+        auto& pts = state->frame_pts;
+        std::sort(pts.begin(), pts.end());
+        // Timestamps identify frames only where every frame has its own; otherwise the frames
+        // are those a decoder gives, counted by decoding (MPEG program streams, AVI, raw H.264).
+        // A cut file's last packet may be partial, so its frames are counted by decoding too.
+        const bool cut_short =
+            !r.error.empty() || r.corrupt >= 0 ||
+            (!r.stopped && opt.start <= 0.0 && st->nb_frames > 0 && r.read < st->nb_frames);
+        state->timed =
+            !r.untimed && !cut_short && std::adjacent_find(pts.begin(), pts.end()) == pts.end();
+        std::int64_t first = AV_NOPTS_VALUE;  // the first frame's presentation time
+        trouble = {};
+        if (!state->packets.empty() && !state->timed) {
+            trouble = av::count_frames(*state, op, first);
+        } else if (!state->packets.empty()) {
+            first = state->packets.front()->pts;
+        }
+        if (opt.start <= 0.0 || from_start) break;
+        if (!in.source->seekable()) break;  // a pipe: what was read is gone
+        std::int64_t key_ts = AV_NOPTS_VALUE;
+        if (!state->packets.empty()) {
+            const AVPacket* key = state->packets.front().get();
+            key_ts = key->dts != AV_NOPTS_VALUE ? key->dts : key->pts;
+            if (key_ts == AV_NOPTS_VALUE || first == AV_NOPTS_VALUE) {
+                // No timestamps to seek by (raw streams): frames are timed by counting them
+                // from the beginning.
+                attempt = max_seeks - 1;
+                continue;
+            }
+            // Early enough: the frames begin at or before the start, or at the stream's first.
+            if (first <= state->start_ts) break;
+            if (st->start_time != AV_NOPTS_VALUE && first <= st->start_time) break;
+        }
+        // The seek landed past the start (or past the window): 1, 2, 4 ... s further back.
+        seek_to = std::min({seek_to, key_ts != AV_NOPTS_VALUE ? key_ts : seek_to,
+                            first != AV_NOPTS_VALUE ? first : seek_to}) -
+                  av_rescale_q(std::int64_t{1} << attempt, AVRational{1, 1}, tb);
+    }
+    auto& pts = state->frame_pts;
+    if (state->frame_limit > 0 && static_cast<std::int64_t>(pts.size()) > state->frame_limit) {
+        pts.resize(static_cast<std::size_t>(state->frame_limit));
+    }
+
+    if (pts.empty()) {
         std::string what = "no decodable video frames";
         if (windowed) {
             what += " in the window [" + seconds_text(opt.start) + ", " +
                     (opt.end ? seconds_text(*opt.end) : std::string("end")) + ")";
         }
+        what += trouble.reason();
+        if (!r.error.empty()) what += "; reading stopped: " + r.error;
         av::throw_decode(op, in.name, what, 0);
     }
-    // A container that states its frame count (MP4) and delivered fewer was cut short.
-    if (!windowed && opt.max_frames == 0 && st->nb_frames > 0 && read < st->nb_frames) {
-        av::throw_decode(op, in.name,
-                         "truncated: the container declares " + std::to_string(st->nb_frames) +
-                             " frames, the data holds " + std::to_string(read),
-                         0);
+
+    // What cut the input short. A header's frame count or duration is an estimate of what the
+    // data holds, never the frames: a shortfall only marks the packets truncated.
+    std::string& cut = state->truncation;
+    if (!r.error.empty()) {
+        cut = "packet " + std::to_string(r.read) + " could not be read: " + r.error;
+    } else if (r.corrupt >= 0) {
+        cut = "packet " + std::to_string(r.corrupt) + " is incomplete";
+    } else if (!r.stopped && opt.start <= 0.0 && st->nb_frames > 0 && r.read < st->nb_frames) {
+        cut = "the container declares " + std::to_string(st->nb_frames) +
+              " frames, the data holds " + std::to_string(r.read);
+    } else if (!r.stopped) {
+        cut = short_of_declared(fmt, st, *state, opt);
+    }
+    if (cut.empty() && trouble.code != 0) cut = "damaged data was skipped" + trouble.reason();
+    if (!cut.empty()) {
+        if (opt.strict) {
+            throw decode_error(std::string(op) + ": " + in.name + ": truncated: " + cut +
+                               " (demux_options::strict)");
+        }
+        if (note) this_call::note_truncated();
     }
     return packets(std::move(state));
 }
 
 }  // namespace
 
+packets demux_packets(const std::filesystem::path& path, const demux_options& options, bool note) {
+    return demux(av::open_input(av::open_file(path, options.timeout, op), path.string(), op),
+                 options, note);
+}
+
+packets demux_packets(std::span<const std::byte> data, const demux_options& options, bool note) {
+    return demux(av::open_input(av::open_memory(data, options.timeout, op), "<memory>", op),
+                 options, note);
+}
+
 namespace detail {
 
 packets demux_video_fn::operator()(const std::filesystem::path& path,
                                    const demux_options& options) const {
-    return demux(av::open_input(av::open_file(path, options.timeout, op), path.string(), op),
-                 options);
+    return demux_packets(path, options, true);
 }
 
 packets demux_video_fn::operator()(std::span<const std::byte> data,
                                    const demux_options& options) const {
-    return demux(av::open_input(av::open_memory(data, options.timeout, op), "<memory>", op),
-                 options);
+    return demux_packets(data, options, true);
 }
 
 }  // namespace detail

@@ -264,6 +264,26 @@ void input::fail(const char* op, const std::string& what, int code) const {
     throw_decode(op, name, what, code);
 }
 
+std::string input::read_failure(const char* op, const std::string& what, int code) const {
+    if (source && (source->stalled() || source->cancelled())) fail(op, what, code);
+    std::string why = error_text(code);
+    if (std::string line = take_log_line(); !line.empty()) why += " (FFmpeg: " + line + ")";
+    return why;
+}
+
+double declared_end(const AVFormatContext* fmt, const AVStream* st, bool container_too) {
+    if (st->duration != AV_NOPTS_VALUE && st->duration > 0) {
+        const std::int64_t first = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
+        return seconds(first + st->duration, st->time_base);
+    }
+    if (container_too && fmt->duration != AV_NOPTS_VALUE && fmt->duration > 0 &&
+        fmt->duration_estimation_method != AVFMT_DURATION_FROM_BITRATE) {
+        const std::int64_t first = fmt->start_time != AV_NOPTS_VALUE ? fmt->start_time : 0;
+        return static_cast<double>(first + fmt->duration) / AV_TIME_BASE;
+    }
+    return -1.0;
+}
+
 input open_container(std::unique_ptr<byte_source> source, std::string name, const char* op) {
     init_logging();
     take_log_line();

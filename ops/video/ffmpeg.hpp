@@ -197,7 +197,15 @@ struct input {
     /// Throws `errc::cancelled` when the call was told to give up, `io_error` when the source
     /// stalled, else `decode_error` with `what` and `code`.
     [[noreturn]] void fail(const char* op, const std::string& what, int code) const;
+    /// After `av_read_frame` failed with `code`: a stall or a stop throws as `fail` does; damaged
+    /// or cut data ends the input, as the ffmpeg CLI ends it, keeping what was read: returns
+    /// why (`av_strerror`'s text and FFmpeg's log line).
+    std::string read_failure(const char* op, const std::string& what, int code) const;
 };
+
+/// Where `st` ends, in seconds, as its container declares it: the stream's own duration, else
+/// (with `container_too`) the container's unless it is a guess from the bit rate; -1 when none.
+double declared_end(const AVFormatContext* fmt, const AVStream* st, bool container_too);
 
 /// Opens `source` and reads the container header (`avformat_open_input` only): zero bytes, an
 /// unknown format and a corrupt header are `decode_error`s; a stall is an `io_error`.
@@ -224,6 +232,15 @@ inline double seconds(std::int64_t ts, AVRational tb) {
 
 }  // namespace ferry::ops::av
 
+namespace ferry::ops {
+
+/// `demux_video`, counting a truncated result in the stage's stats only when `note` is true
+/// (`load_video` counts its clip once).
+packets demux_packets(const std::filesystem::path& path, const demux_options& options, bool note);
+packets demux_packets(std::span<const std::byte> data, const demux_options& options, bool note);
+
+}  // namespace ferry::ops
+
 namespace ferry::detail {
 
 /// What `ferry::packets` holds.
@@ -236,9 +253,26 @@ struct packets_state {
     /// In decode order, from the keyframe at or before the window's start.
     std::vector<ops::av::packet_ptr> packets;
     std::size_t bytes = 0;
-    /// Presentation timestamps (in `time_base`) of the window's frames, ascending: frame `i` of
-    /// the window is the one whose timestamp is `frame_pts[i]`.
+    /// The window `[start_ts, end_ts)` in `time_base` (the int64 limits where it is open).
+    std::int64_t start_ts = 0;
+    std::int64_t end_ts = 0;
+    /// One frame's duration in `time_base` from the frame rate (0: unknown). A decoded frame
+    /// without a timestamp gets the previous frame's plus this, as the ffmpeg CLI gives it.
+    std::int64_t frame_duration = 0;
+    /// True: every packet has its own presentation timestamp, and frame `i` of the window is the
+    /// one whose timestamp is `frame_pts[i]` (ascending), so a decoder can start at any keyframe
+    /// and still tell the frames apart. False: `frame_pts` are the timestamps of the window's
+    /// frames as they came out of a decoder fed every packet in order from the first, and frame
+    /// `i` is the `i`-th of them (see ops/video/frames.hpp).
+    bool timed = true;
+    /// The window's frames in presentation order: see `timed`.
     std::vector<std::int64_t> frame_pts;
+    /// Frames of the window past this many are not the window's (0: no limit): reading stopped
+    /// early (`max_frames`), so later frames may lack packets that come after them in decode
+    /// order.
+    std::int64_t frame_limit = 0;
+    /// Why the packets are truncated (empty: they are not), for `packets::truncation()`.
+    std::string truncation;
 };
 
 }  // namespace ferry::detail

@@ -2,10 +2,10 @@
 /// \file
 /// libFuzzer target for `demux_video` + `decode_video` (through `load_video`), `decode_audio` and
 /// `probe_video` from memory: any input must give a clip, audio or video_info whose fields agree
-/// with each other, a `ferry::decode_error`, or a `ferry::invalid_argument` (a selection past the
-/// frames the input holds, a clip over `max_bytes`); any other exception escapes and counts as a
-/// crash, and so do a crash, a leak, an out-of-bounds access and an allocation past libFuzzer's
-/// limit. The last byte also picks the
+/// with each other, a `ferry::decode_error` (also for a selection past the frames that decode),
+/// or a `ferry::invalid_argument` (a clip over `max_bytes`); any other exception escapes and
+/// counts as a crash, and so do a crash, a leak, an out-of-bounds access and an allocation past
+/// libFuzzer's limit. The last byte also picks the
 /// options (the whole input is decoded, so the seed files stay valid media): the frame
 /// selection, scaling, pixel format, a time window, decoder threads, and the audio's rate and
 /// channels. FFmpeg itself is not instrumented; ferry's glue around it is.

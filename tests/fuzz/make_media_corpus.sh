@@ -17,6 +17,11 @@ ff "${video[@]}" -c:v libx264 -preset ultrafast -g 2 -pix_fmt yuv420p -bf 2 h264
 ff "${video[@]}" -c:v libvpx-vp9 -g 2 -b:v 20k vp9.webm
 ff "${video[@]}" -c:v mpeg4 -g 2 -q:v 20 mpeg4.avi
 ff "${video[@]}" -frames:v 2 -pix_fmt yuv420p rawvideo.y4m
+# Packets without presentation timestamps: frames counted by decoding in order.
+ff "${video[@]}" -c:v mpeg4 -g 3 -bf 1 -q:v 20 mpeg4-bframes.avi
+ff "${video[@]}" -c:v mpeg2video -g 3 -bf 1 -q:v 20 mpeg2.mpg
+ff "${video[@]}" -c:v mpeg1video -g 3 -bf 1 -q:v 20 mpeg1.m1v
+ff "${video[@]}" -c:v libx264 -preset ultrafast -g 2 -pix_fmt yuv420p h264.h264
 ff "${video[@]}" "${tone[@]}" -c:v libvpx-vp9 -b:v 20k -c:a libopus -shortest video+audio.webm
 ff "${tone[@]}" -c:a flac tone.mka  # raw .flac would carry 8 KB of padding
 ff "${tone[@]}" -c:a pcm_s16le tone.wav

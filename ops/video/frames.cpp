@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// `frame_selection`, the frame indices it selects, and the verified order of a window's frames
+/// (every packet decoded in order from the first): see frames.hpp.
+#include "frames.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ferry {
+
+// --- frame_selection -----------------------------------------------------------------------------
+
+frame_selection frame_selection::indices(std::vector<std::int64_t> frames) {
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        if (frames[i] < 0) {
+            throw invalid_argument("frame_selection::indices: index " + std::to_string(i) + " is " +
+                                   std::to_string(frames[i]) + "; frames count from 0");
+        }
+    }
+    frame_selection s;
+    s.kind_ = kind::indices;
+    s.frames_ = std::move(frames);
+    return s;
+}
+
+frame_selection frame_selection::uniform(int count) {
+    if (count <= 0) {
+        throw invalid_argument("frame_selection::uniform: count " + std::to_string(count) +
+                               " must be positive");
+    }
+    frame_selection s;
+    s.kind_ = kind::uniform;
+    s.count_ = count;
+    return s;
+}
+
+frame_selection frame_selection::clip(int count, int stride) {
+    if (count <= 0 || stride <= 0) {
+        throw invalid_argument("frame_selection::clip: count " + std::to_string(count) +
+                               " and stride " + std::to_string(stride) + " must be positive");
+    }
+    frame_selection s;
+    s.kind_ = kind::clip;
+    s.count_ = count;
+    s.stride_ = stride;
+    return s;
+}
+
+std::int64_t frame_selection::frames_needed() const noexcept {
+    switch (kind_) {
+        case kind::all:
+        case kind::uniform:
+            return 0;
+        case kind::indices:
+            return frames_.empty() ? 0 : *std::max_element(frames_.begin(), frames_.end()) + 1;
+        case kind::clip:
+            return static_cast<std::int64_t>(count_ - 1) * stride_ + 1;
+    }
+    return 0;
+}
+
+namespace ops::av {
+
+std::vector<std::int64_t> select_frames(const frame_selection& sel, std::int64_t frames,
+                                        const char* op, const std::string& source) {
+    std::vector<std::int64_t> out;
+    const auto fewer = [&](std::int64_t i) {
+        return decode_error(std::string(op) + ": " + source + ": frame " + std::to_string(i) +
+                            " is selected but the window has " + std::to_string(frames) +
+                            " frames that decode");
+    };
+    switch (sel.mode()) {
+        case frame_selection::kind::all:
+            out.resize(static_cast<std::size_t>(frames));
+            for (std::int64_t i = 0; i < frames; ++i) out[static_cast<std::size_t>(i)] = i;
+            if (out.empty()) throw fewer(0);
+            break;
+        case frame_selection::kind::indices:
+            out = sel.frames();
+            if (out.empty()) throw invalid_argument(std::string(op) + ": no frames selected");
+            for (std::int64_t i : out) {
+                if (i >= frames) throw fewer(i);
+            }
+            break;
+        case frame_selection::kind::uniform:
+            if (frames <= 0) throw fewer(0);
+            for (int i = 0; i < sel.count(); ++i) {
+                const double at = sel.count() == 1
+                                      ? 0.0
+                                      : static_cast<double>(i) * static_cast<double>(frames - 1) /
+                                            static_cast<double>(sel.count() - 1);
+                out.push_back(std::llround(at));
+            }
+            break;
+        case frame_selection::kind::clip:
+            for (int i = 0; i < sel.count(); ++i) {
+                const std::int64_t f = static_cast<std::int64_t>(i) * sel.stride();
+                if (f >= frames) throw fewer(f);
+                out.push_back(f);
+            }
+            break;
+    }
+    return out;
+}
+
+codec_ptr open_decoder(const ferry::detail::packets_state& s, int threads, std::uint64_t max_pixels,
+                       const char* op) {
+    const AVCodec* codec = avcodec_find_decoder(s.params->codec_id);
+    if (codec == nullptr) {
+        throw decode_error(std::string(op) + ": " + s.source + ": no decoder for codec " +
+                           avcodec_get_name(s.params->codec_id));
+    }
+    codec_ptr ctx(avcodec_alloc_context3(codec));
+    if (!ctx) throw std::bad_alloc();
+    if (const int ret = avcodec_parameters_to_context(ctx.get(), s.params.get()); ret < 0) {
+        throw_decode(op, s.source, "bad codec parameters", ret);
+    }
+    ctx->pkt_timebase = s.time_base;
+    ctx->thread_count = std::max(1, threads);
+    ctx->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    if (max_pixels != 0) {
+        ctx->max_pixels =
+            static_cast<std::int64_t>(std::min<std::uint64_t>(max_pixels, std::uint64_t{1} << 62));
+    }
+    if (const int ret = avcodec_open2(ctx.get(), codec, nullptr); ret < 0) {
+        throw_decode(op, s.source, std::string("cannot open the ") + codec->name + " decoder", ret);
+    }
+    return ctx;
+}
+
+std::int64_t decode_in_order(const ferry::detail::packets_state& s, AVCodecContext* ctx,
+                             decode_trouble& trouble, const frame_sink& take, const char* op,
+                             std::int64_t* first_ts) {
+    auto frame = make_frame();
+    if (first_ts != nullptr) *first_ts = AV_NOPTS_VALUE;
+    std::int64_t k = 0;
+    std::int64_t last = AV_NOPTS_VALUE;
+    bool stop = false;
+    const auto on_frame = [&](const AVFrame* f) {
+        if (stop) return;
+        std::int64_t ts =
+            f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
+        if (ts == AV_NOPTS_VALUE) ts = last != AV_NOPTS_VALUE ? last + s.frame_duration : 0;
+        if (first_ts != nullptr && last == AV_NOPTS_VALUE) *first_ts = ts;
+        last = ts;
+        if (ts < s.start_ts || ts >= s.end_ts) return;
+        if (s.frame_limit > 0 && k >= s.frame_limit) {
+            stop = true;
+            return;
+        }
+        if (!take(k, f, ts)) stop = true;
+        ++k;
+    };
+    for (const auto& pkt : s.packets) {
+        check_cancelled(op, s.source);
+        send_packet(ctx, pkt.get(), frame.get(), trouble, on_frame);
+        receive_frames(ctx, frame.get(), trouble, on_frame);
+        if (stop) return k;
+    }
+    send_packet(ctx, nullptr, frame.get(), trouble, on_frame);
+    receive_frames(ctx, frame.get(), trouble, on_frame);
+    return k;
+}
+
+decode_trouble count_frames(ferry::detail::packets_state& s, const char* op,
+                            std::int64_t& first_ts) {
+    // One decoder thread: demuxing is one stage call's work. The loop filter only changes pixels,
+    // never which frames come out, so counting skips it.
+    auto ctx = open_decoder(s, 1, 0, op);
+    ctx->skip_loop_filter = AVDISCARD_ALL;
+    decode_trouble trouble;
+    std::vector<std::int64_t> pts;
+    decode_in_order(
+        s, ctx.get(), trouble,
+        [&](std::int64_t, const AVFrame*, std::int64_t ts) {
+            pts.push_back(ts);
+            return true;
+        },
+        op, &first_ts);
+    s.frame_pts = std::move(pts);
+    take_log_line();
+    return trouble;
+}
+
+}  // namespace ops::av
+}  // namespace ferry

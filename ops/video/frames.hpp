@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Which frames a window holds and which of them a selection wants: the frame indices of a
+/// `frame_selection`, and the verified order — every packet decoded in order from the first, the
+/// frames numbered as they come out (what the ffmpeg CLI writes with `-vsync passthrough`). The
+/// demuxer counts frames with it where packets lack timestamps; the decoder falls back to it where
+/// keyframe jumps cannot be trusted. Internal to ops/video/.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ffmpeg.hpp"
+
+namespace ferry::ops::av {
+
+/// The window's frame index for each output slot of `sel` over a window of `frames` frames.
+/// A selection that needs more frames than the window has is a `decode_error` naming the frame
+/// and the count.
+std::vector<std::int64_t> select_frames(const frame_selection& sel, std::int64_t frames,
+                                        const char* op, const std::string& source);
+
+/// A decoder for `s`'s stream with `threads` threads and FFmpeg's own `max_pixels` check.
+codec_ptr open_decoder(const ferry::detail::packets_state& s, int threads, std::uint64_t max_pixels,
+                       const char* op);
+
+/// Called with the window's `k`-th frame in the verified order, the frame and its timestamp (in
+/// the stream's time base); returns false to stop decoding.
+using frame_sink = std::function<bool(std::int64_t k, const AVFrame* frame, std::int64_t ts)>;
+
+/// Feeds every packet of `s` to `ctx` in order from the first, then drains it, and passes each
+/// frame of the window to `take`. A frame's timestamp is its best-effort timestamp, or the
+/// previous frame's plus `s.frame_duration` where it has none. Damaged packets are noted in
+/// `trouble` and skipped. Returns the window's frames seen; `first_ts`, where given, is set to
+/// the first frame's timestamp (in the window or not; AV_NOPTS_VALUE when none came out).
+std::int64_t decode_in_order(const ferry::detail::packets_state& s, AVCodecContext* ctx,
+                             decode_trouble& trouble, const frame_sink& take, const char* op,
+                             std::int64_t* first_ts = nullptr);
+
+/// Sets `s.frame_pts` to the timestamps of the window's frames in the verified order, by
+/// decoding `s`'s packets once (no conversion), and `first_ts` as `decode_in_order` does.
+/// Returns what went wrong while decoding.
+decode_trouble count_frames(ferry::detail::packets_state& s, const char* op,
+                            std::int64_t& first_ts);
+
+}  // namespace ferry::ops::av
