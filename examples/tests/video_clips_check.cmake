@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# ctest check for the README's video example (cmake -P this file):
+# ctest check for the video example of ops/README.md (cmake -P this file):
 #   -DPROGRAM=<video_clips> -DFFMPEG=<ffmpeg> -DWORK=<scratch> -DSOURCE=<examples/video_clips.cpp>
-#   -DREADME=<README.md>
+#   -DREADME=<ops/README.md>
 # 1. The README shows the example's stage verbatim: the lines between "// [readme-video]" and
 #    "// [/readme-video]" in the source, unindented, are a block of the README.
 # 2. Run on a folder made here by the ffmpeg CLI: a clip in each common container and codec, a
@@ -33,7 +33,7 @@ string(SUBSTRING "${block}" 1 -1 block)
 file(READ ${README} readme)
 string(FIND "${readme}" "${block}" at)
 if(at LESS 0)
-  fail("README.md does not show the example's stage verbatim; expected this block:\n${block}")
+  fail("${README} does not show the example's stage verbatim; expected this block:\n${block}")
 endif()
 message(STATUS "README block found (${indent_length} spaces of indentation removed)")
 
