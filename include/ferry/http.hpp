@@ -63,6 +63,11 @@ struct http_options {
     /// lie within the resource is an `http_error` that is not transient (HTTP 416, or fewer
     /// bytes than `length` where the resource ends); a `206` cut short is a truncated body.
     std::optional<byte_range> range{};
+    /// Adapt to throttling per host (AIMD): an HTTP 429 or 503 halves how many `read_url` calls
+    /// may be in flight to that host (at least 1; from what was in flight at the first one),
+    /// each other answer raises the limit by 1/limit, and calls over it wait (a stop request
+    /// ends the wait). Limits are per process; `ferry::ops::http_hosts()` shows them.
+    bool adaptive = true;
 };
 
 /// `read_url` failed: an HTTP status of 400 or more, a transport error (refused, timed out,
@@ -166,6 +171,18 @@ inline constexpr detail::read_url_fn read_url{};
 }  // namespace ops
 
 namespace ops {
+
+/// One host's requests as `read_url` adapts to it (see `http_options::adaptive`).
+struct http_host {
+    std::string host;             ///< `scheme://host[:port]`
+    int limit = 0;                ///< calls allowed in flight; 0: no limit (never throttled)
+    int in_flight = 0;            ///< calls in flight now
+    std::uint64_t requests = 0;   ///< calls so far
+    std::uint64_t throttled = 0;  ///< answers that were 429 or 503
+};
+
+/// Every host `read_url` has called with `adaptive` on, and how it stands: to see throttling.
+[[nodiscard]] FERRY_API std::vector<http_host> http_hosts();
 
 /// Byte ranges of URLs, for readers that stream a resource in chunks — such as
 /// `ferry::sources::tar_options::read_remote`, which reads tar shards from `s3://` or `https://`:

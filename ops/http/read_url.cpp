@@ -17,6 +17,7 @@
 #include "ferry/http.hpp"
 #include "ferry/this_call.hpp"
 #include "ferry/version.hpp"
+#include "host_limits.hpp"
 #include "range.hpp"
 #include "request.hpp"
 #include "s3_text.hpp"
@@ -397,6 +398,7 @@ bytes fetch(const request& r, const http_options& options) {
     set(c, CURLOPT_XFERINFOFUNCTION, &on_progress);
     set(c, CURLOPT_NOPROGRESS, 0L);
 
+    host_slot slot(options.adaptive ? host_of(r.url) : std::string(), where);
     const CURLcode rc = perform(m, c, where);
     if (t.exception) std::rethrow_exception(t.exception);
     if (rc == CURLE_ABORTED_BY_CALLBACK) {
@@ -404,6 +406,7 @@ bytes fetch(const request& r, const http_options& options) {
     }
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    slot.answered(status);
     const auto st = static_cast<int>(status);
     const std::string curl_says = errors[0] != '\0' ? std::string(errors) : curl_easy_strerror(rc);
 

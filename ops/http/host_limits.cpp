@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Per-host AIMD limits on `read_url` calls in flight (see host_limits.hpp).
+
+#include "host_limits.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <limits>
+#include <map>
+#include <mutex>
+
+#include "ferry/error.hpp"
+#include "ferry/http.hpp"
+#include "ferry/this_call.hpp"
+
+namespace ferry::ops::detail {
+
+namespace {
+
+constexpr double unlimited = std::numeric_limits<double>::infinity();
+// Past this many, a host that has not throttled for a while is unlimited again.
+constexpr double ceiling = 4096;
+
+struct host_state {
+    double limit = unlimited;
+    int in_flight = 0;
+    std::uint64_t requests = 0;
+    std::uint64_t throttled = 0;
+    // Bumped at each decrease: the throttled answers of calls that started before it are the
+    // same burst, already answered for, and do not halve the limit again.
+    std::uint64_t generation = 0;
+};
+
+struct registry {
+    std::mutex mutex;
+    std::condition_variable freed;
+    std::map<std::string, host_state, std::less<>> hosts;
+};
+
+registry& hosts() {
+    static registry r;  // lives as long as any thread may call read_url
+    return r;
+}
+
+}  // namespace
+
+std::string host_of(std::string_view url) {
+    const auto scheme = url.find("://");
+    if (scheme == std::string_view::npos || url.substr(0, scheme) == "file") return {};
+    const auto end = url.find_first_of("/?#", scheme + 3);
+    return std::string(url.substr(0, end));
+}
+
+host_slot::host_slot(std::string host, const std::string& where) : host_(std::move(host)) {
+    if (host_.empty()) return;
+    auto& r = hosts();
+    std::unique_lock lock(r.mutex);
+    for (;;) {
+        host_state& h = r.hosts[host_];
+        if (h.in_flight < h.limit) {
+            ++h.in_flight;
+            ++h.requests;
+            generation_ = h.generation;
+            return;
+        }
+        if (this_call::stop_requested()) {
+            host_.clear();
+            throw error(errc::cancelled, where + "cancelled: the pipeline is stopping");
+        }
+        // Woken by a freed slot; the timeout is for a stop request, which nothing signals.
+        r.freed.wait_for(lock, std::chrono::milliseconds(20));
+    }
+}
+
+host_slot::~host_slot() {
+    if (host_.empty()) return;
+    auto& r = hosts();
+    {
+        const std::lock_guard lock(r.mutex);
+        --r.hosts[host_].in_flight;
+    }
+    r.freed.notify_all();
+}
+
+void host_slot::answered(long status) {
+    if (host_.empty() || status == 0) return;
+    auto& r = hosts();
+    const std::lock_guard lock(r.mutex);
+    host_state& h = r.hosts[host_];
+    if (status == 429 || status == 503) {
+        ++h.throttled;
+        if (generation_ == h.generation) {
+            // Multiplicative decrease, from what was in flight when the store said "too many".
+            const double from = std::isinf(h.limit) ? static_cast<double>(h.in_flight) : h.limit;
+            h.limit = std::max(1.0, std::floor(from / 2));
+            ++h.generation;
+        }
+    } else if (!std::isinf(h.limit)) {
+        h.limit += 1.0 / h.limit;  // additive increase: about +1 per limit's worth of answers
+        if (h.limit >= ceiling) h.limit = unlimited;
+    }
+}
+
+}  // namespace ferry::ops::detail
+
+namespace ferry::ops {
+
+std::vector<http_host> http_hosts() {
+    auto& r = detail::hosts();
+    const std::lock_guard lock(r.mutex);
+    std::vector<http_host> out;
+    for (const auto& [name, h] : r.hosts) {
+        out.push_back({name, std::isinf(h.limit) ? 0 : static_cast<int>(h.limit), h.in_flight,
+                       h.requests, h.throttled});
+    }
+    return out;
+}
+
+}  // namespace ferry::ops
