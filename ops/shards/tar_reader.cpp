@@ -26,14 +26,7 @@ constexpr std::size_t block_bytes = 256 * 1024;
 
 tar_reader::tar_reader(const std::string& file, std::string shard, std::uint64_t max_member_bytes)
     : shard_(std::move(shard)), max_member_bytes_(max_member_bytes) {
-    a_ = archive_read_new();
-    if (a_ == nullptr) {
-        open_error_ = std::make_exception_ptr(io_error(
-            "tar_samples: shard '" + shard_ + "': libarchive could not allocate a reader"));
-        return;
-    }
-    archive_read_support_filter_all(a_);
-    archive_read_support_format_tar(a_);
+    if (!new_archive()) return;
     if (archive_read_open_filename(a_, file.c_str(), block_bytes) != ARCHIVE_OK) {
         open_failed(archive_errno(a_), archive_error_string(a_));
     }
@@ -46,15 +39,21 @@ tar_reader::tar_reader(sources::range_reader read, std::size_t chunk, std::strin
     remote_->read = std::move(read);
     remote_->chunk = chunk;
     remote_->shard = shard_;
+    if (!new_archive()) return;
+    if (remote_->open(a_) != ARCHIVE_OK) open_failed(archive_errno(a_), archive_error_string(a_));
+}
+
+bool tar_reader::new_archive() {
     a_ = archive_read_new();
     if (a_ == nullptr) {
         open_error_ = std::make_exception_ptr(io_error(
             "tar_samples: shard '" + shard_ + "': libarchive could not allocate a reader"));
-        return;
+        return false;
     }
+    // Any compression libarchive knows, recognised from the bytes; tar formats only.
     archive_read_support_filter_all(a_);
     archive_read_support_format_tar(a_);
-    if (remote_->open(a_) != ARCHIVE_OK) open_failed(archive_errno(a_), archive_error_string(a_));
+    return true;
 }
 
 void tar_reader::open_failed(int err, const char* text) {

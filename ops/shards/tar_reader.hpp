@@ -55,8 +55,8 @@ class tar_reader {
     struct remote;  ///< a remote shard's read state (tar_remote.hpp)
 
   private:
-
     member fail(std::string name, const std::string& what, bool io);
+    bool new_archive();  ///< a_ for tar with every filter; false (open_error_ set) on failure
     void open_failed(int err, const char* text);
     [[nodiscard]] std::exception_ptr read_error() const;
     std::string where(const std::string& name) const;

@@ -17,51 +17,18 @@
 #include <vector>
 
 #include "../support/expect.hpp"
+#include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
 
+using ferry_test::as_string;
+using ferry_test::contains;
 using ferry_test::http_request;
 using ferry_test::http_response;
 using ferry_test::http_server;
+using ferry_test::random_body;
+using ferry_test::ranged;
 
 namespace {
-
-std::string as_string(const ferry::bytes& b) {
-    return {reinterpret_cast<const char*>(b.data()), b.size()};
-}
-
-std::string random_body(std::size_t n, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::string out(n, '\0');
-    for (auto& c : out) c = static_cast<char>(rng() & 0xFF);
-    return out;
-}
-
-bool contains(const std::string& s, std::string_view part) {
-    return s.find(part) != std::string::npos;
-}
-
-/// A server that serves `body` and honours `Range: bytes=a-b` / `bytes=a-` as RFC 9110 says:
-/// 206 with Content-Range (the end clamped to the body's), 416 for a start past the end.
-http_response ranged(const std::string& body, const http_request& r) {
-    const std::string range = r.header("range");
-    if (range.empty()) return {.body = body};
-    std::uint64_t first = 0;
-    std::uint64_t last = body.size() - 1;
-    const auto dash = range.find('-');
-    std::from_chars(range.data() + 6, range.data() + dash, first);
-    if (dash + 1 < range.size())
-        std::from_chars(range.data() + dash + 1, range.data() + range.size(), last);
-    if (first >= body.size()) {
-        return {.status = 416,
-                .headers = {{"Content-Range", "bytes */" + std::to_string(body.size())}}};
-    }
-    last = std::min<std::uint64_t>(last, body.size() - 1);
-    return {.status = 206,
-            .body = body.substr(first, last - first + 1),
-            .headers = {{"Content-Range", "bytes " + std::to_string(first) + "-" +
-                                              std::to_string(last) + "/" +
-                                              std::to_string(body.size())}}};
-}
 
 ferry::bytes read(const std::string& url, std::uint64_t offset, std::uint64_t length) {
     return ferry::ops::read_url(url,

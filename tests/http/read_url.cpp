@@ -20,26 +20,18 @@
 #include <vector>
 
 #include "../support/expect.hpp"
+#include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
 
+using ferry_test::as_string;
+using ferry_test::contains;
 using ferry_test::http_request;
 using ferry_test::http_response;
 using ferry_test::http_server;
+using ferry_test::random_body;
 using steady = std::chrono::steady_clock;
 
 namespace {
-
-std::string as_string(const ferry::bytes& b) {
-    return {reinterpret_cast<const char*>(b.data()), b.size()};
-}
-
-/// Deterministic pseudo-random bytes (all 256 values occur).
-std::string random_body(std::size_t n, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::string out(n, '\0');
-    for (auto& c : out) c = static_cast<char>(rng() & 0xFF);
-    return out;
-}
 
 /// Runs `f`, which must throw ferry::http_error; returns it.
 template <typename F>
@@ -51,10 +43,6 @@ ferry::http_error expect_http_error(F&& f) {
 
 double seconds_since(steady::time_point t0) {
     return std::chrono::duration<double>(steady::now() - t0).count();
-}
-
-bool contains(const std::string& s, std::string_view part) {
-    return s.find(part) != std::string::npos;
 }
 
 }  // namespace

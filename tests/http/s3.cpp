@@ -16,9 +16,12 @@
 #include <vector>
 
 #include "../support/expect.hpp"
+#include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
 #include "s3_support.hpp"
 
+using ferry_test::as_string;
+using ferry_test::contains;
 using ferry_test::http_request;
 using ferry_test::http_response;
 using ferry_test::http_server;
@@ -28,14 +31,6 @@ namespace {
 
 constexpr const char* key_id = "AKIDEXAMPLE";
 constexpr const char* secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
-
-std::string as_string(const ferry::bytes& b) {
-    return {reinterpret_cast<const char*>(b.data()), b.size()};
-}
-
-bool contains(const std::string& s, std::string_view part) {
-    return s.find(part) != std::string::npos;
-}
 
 std::string json_string(const std::string& s) {
     std::string out = "\"";
