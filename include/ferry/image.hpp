@@ -168,7 +168,8 @@ struct decode_options {
     /// `apply_orientation`). A JPEG decodes only the rows and iMCU columns the box touches
     /// (libjpeg's `jpeg_crop_scanline` and `jpeg_skip_scanlines`): no inverse DCT, upsampling
     /// or colour conversion outside it, though the entropy data before the box must still be
-    /// read — and, when `strict`, the rest of it, so damage anywhere is still an error. PNG,
+    /// read; when `strict`, the rest is checked as `check_rest` says (by default, a scan for
+    /// the EOI marker, so a truncated file is still an error). PNG,
     /// WebP and BMP are decoded whole, then cropped (the same pixels, no speed-up).
     ///
     /// With `reduce_to` (or `resize`), the JPEG is decoded at the smallest DCT scale 1/d
@@ -184,6 +185,24 @@ struct decode_options {
     ///   224}});
     /// \endcode
     std::optional<crop_box> crop{};
+    /// JPEG only: how far under the target (`resize` or `reduce_to`) a DCT-scaled decode may
+    /// come, as a fraction of it, so that libjpeg-turbo's SIMD 1/2, 1/4 and 1/8 scales are
+    /// taken when they nearly cover the target (then `resize` scales up the little that is
+    /// missing; with `reduce_to` alone the result may be that much smaller than asked). 0, the
+    /// default, never comes under the target; at most 0.5. perf/README.md gives the quality each
+    /// value costs against the full decode and resize.
+    double scale_slack = 0;
+    /// JPEG only: libjpeg-turbo's fast integer inverse DCT (`JDCT_IFAST`) and plain (not
+    /// fancy) chroma upsampling, `tjbench -fastdct -fastupsample`: less CPU per image, pixels
+    /// within a few levels of the accurate decode (perf/README.md gives the difference).
+    bool fast = false;
+    /// JPEG only, when `strict` and `crop` decodes part of a baseline JPEG: what is checked below
+    /// the region. false (the default): the rest of the data is scanned for the EOI marker,
+    /// which finds a truncated file (the common damage) in microseconds; damage inside the
+    /// entropy data below the region, which cannot change the pixels returned, goes unnoticed.
+    /// true: the rest of the entropy data is decoded as in a whole-image decode (its Huffman
+    /// data, not its pixels), so any damage anywhere is an error, at ~15% more CPU per image.
+    bool check_rest = false;
 };
 
 /// Options for `normalize`.
@@ -221,6 +240,13 @@ struct decode_random_resized_crop_options {
     std::uint64_t max_pixels = 128'000'000;
     /// As `decode_options::strict`.
     bool strict = true;
+    /// As `decode_options::scale_slack`: how far under `width x height` the DCT-scaled region
+    /// may come before the final resize.
+    double scale_slack = 0;
+    /// As `decode_options::fast`.
+    bool fast = false;
+    /// As `decode_options::check_rest`.
+    bool check_rest = false;
 };
 
 namespace ops {

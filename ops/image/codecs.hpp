@@ -25,6 +25,13 @@ struct request {
     /// zero = full size).
     image_size at_least{};
     bool strict = true;
+    /// JPEG only: the result may come this fraction under `at_least` (decode_options::scale_slack).
+    double slack = 0;
+    /// JPEG only: fast IDCT and plain upsampling (decode_options::fast).
+    bool fast = false;
+    /// JPEG only: a strict region decode reads the rest of the entropy data instead of scanning
+    /// it for the EOI marker (decode_options::check_rest).
+    bool check_rest = false;
     /// Refuse images with more pixels than this, before allocating them.
     std::uint64_t max_pixels = 0;
     /// When set, only this region (as `decode_options::crop`: full-size coordinates of the

@@ -249,12 +249,19 @@ image decode_image_fn::operator()(std::span<const std::byte> data,
                                   const decode_options& options) const {
     check_size_option(options.resize, "resize");
     check_size_option(options.reduce_to, "reduce_to");
+    if (!(options.scale_slack >= 0 && options.scale_slack <= 0.5)) {
+        throw invalid_argument("decode_image: scale_slack " + std::to_string(options.scale_slack) +
+                               " is outside [0, 0.5]");
+    }
     const format f = sniff(data);
     const int orientation = options.apply_orientation ? orientation_of(f, data) : 1;
 
     codec::request req;
     req.format = options.format;
     req.strict = options.strict;
+    req.slack = options.scale_slack;
+    req.fast = options.fast;
+    req.check_rest = options.check_rest;
     req.max_pixels = options.max_pixels;
     const image_size target = set(options.resize) ? options.resize : options.reduce_to;
     if (set(target)) {
@@ -312,7 +319,10 @@ image decode_random_resized_crop(std::span<const std::byte> data, int width, int
                                     .reduce_to = {width, height},
                                     .max_pixels = options.max_pixels,
                                     .strict = options.strict,
-                                    .crop = box});
+                                    .crop = box,
+                                    .scale_slack = options.scale_slack,
+                                    .fast = options.fast,
+                                    .check_rest = options.check_rest});
     if (img.width() != width || img.height() != height) {
         img = resize(img, width, height, options.interp);
     }

@@ -14,6 +14,7 @@
 #include <jpeglib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csetjmp>
 #include <cstring>
 #include <memory>
@@ -21,152 +22,15 @@
 
 #include "codecs.hpp"
 #include "exif.hpp"
+#include "jpeg_state.hpp"
 
 namespace ferry::ops::codec {
 namespace {
 
-/// A progressive file with more scans than this is refused (each scan is a pass over the
-/// coefficients; thousands of tiny scans are a denial-of-service pattern, not a photograph).
-/// TurboJPEG's TJFLAG_LIMITSCANS bound.
-constexpr int max_scans = 500;
-
-/// A libjpeg decompressor and what its callbacks report. The setjmp functions below take it by
-/// reference and hold no object with a destructor themselves.
-struct decoder_state {
-    jpeg_decompress_struct cinfo{};
-    jpeg_error_mgr err{};
-    jpeg_progress_mgr progress{};
-    std::jmp_buf jump{};
-    bool strict = true;
-    bool warned = false;  ///< libjpeg papered over damage (lenient mode goes on)
-    bool stopped_on_warning = false;
-    bool data_ended = false;  ///< the bytes ran out (libjpeg went on with a fake EOI marker)
-    bool created = false;     ///< jpeg_create_decompress succeeded: destroy it
-    char message[JMSG_LENGTH_MAX] = {};
-
-    decoder_state() = default;
-    decoder_state(const decoder_state&) = delete;
-    decoder_state& operator=(const decoder_state&) = delete;
-    ~decoder_state() {
-        if (created) jpeg_destroy_decompress(&cinfo);
-    }
-};
-
-decoder_state& state_of(j_common_ptr cinfo) {
-    // `err` is the first thing the callbacks get; the state is found from the decompressor.
-    return *reinterpret_cast<decoder_state*>(reinterpret_cast<char*>(cinfo) -
-                                             offsetof(decoder_state, cinfo));
-}
-
-void on_error_exit(j_common_ptr cinfo) {
-    decoder_state& s = state_of(cinfo);
-    (*cinfo->err->format_message)(cinfo, s.message);
-    std::longjmp(s.jump, 1);
-}
-
-void on_emit_message(j_common_ptr cinfo, int level) {
-    if (level >= 0) return;  // trace messages
-    decoder_state& s = state_of(cinfo);
-    if (!s.warned) (*cinfo->err->format_message)(cinfo, s.message);
-    s.warned = true;
-    if (cinfo->err->msg_code == JWRN_JPEG_EOF) s.data_ended = true;
-    if (s.strict) {
-        s.stopped_on_warning = true;
-        std::longjmp(s.jump, 1);
-    }
-}
-
-void on_output_message(j_common_ptr /*cinfo*/) {}  // nothing goes to stderr
-
-void on_progress(j_common_ptr cinfo) {
-    auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
-    if (d->input_scan_number > max_scans) {
-        decoder_state& s = state_of(cinfo);
-        std::snprintf(s.message, sizeof s.message, "progressive JPEG image has more than %d scans",
-                      max_scans);
-        std::longjmp(s.jump, 1);
-    }
-}
-
-/// One decompressor per thread, reused: jpeg_create_decompress allocates libjpeg's pools
-/// (~tens of KB), which costs as much as decoding a thumbnail. After any failure or warning it
-/// is destroyed and made anew: a decompressor left by a longjmp is in whatever state the error
-/// found it in, and libjpeg-turbo 2.1 does not always recover from that (a header read that
-/// failed is not reset, and the next file would be read from that broken state).
-std::unique_ptr<decoder_state>& thread_slot() {
-    thread_local std::unique_ptr<decoder_state> slot;
-    return slot;
-}
-
-/// Creates the decompressor (a function of its own: jpeg_create_decompress can fail by longjmp
-/// when out of memory). False on error.
-bool create_decompressor(decoder_state& s) {
-    s.cinfo.err = jpeg_std_error(&s.err);
-    s.err.error_exit = on_error_exit;
-    s.err.emit_message = on_emit_message;
-    s.err.output_message = on_output_message;
-    if (setjmp(s.jump)) return false;
-    jpeg_create_decompress(&s.cinfo);
-    s.created = true;
-    s.progress.progress_monitor = on_progress;
-    s.cinfo.progress = &s.progress;
-    return true;
-}
-
-decoder_state& thread_decoder(bool strict) {
-    auto& slot = thread_slot();
-    if (!slot) {
-        auto fresh = std::make_unique<decoder_state>();
-        if (!create_decompressor(*fresh)) {
-            fail("jpeg", std::string("cannot create a decompressor: ") + fresh->message);
-        }
-        slot = std::move(fresh);
-    }
-    decoder_state& s = *slot;
-    // Back to the start state, whatever the last decode left (a header read, then a refused
-    // size or box, leaves it mid-way); jpeg_abort_decompress cannot fail.
-    jpeg_abort_decompress(&s.cinfo);
-    s.strict = strict;
-    s.warned = false;
-    s.stopped_on_warning = false;
-    s.data_ended = false;
-    s.message[0] = '\0';
-    return s;
-}
-
-/// Fails with libjpeg's message, first discarding the thread's decompressor.
-[[noreturn]] void fail_and_reset(decoder_state& s, const std::string& prefix) {
-    std::string why = prefix;
-    why += s.stopped_on_warning ? "truncated or corrupt data: " : "";
-    why += s.message;
-    thread_slot().reset();
-    fail("jpeg", why);
-}
-
-/// Reads the header of `data`. False (with `s.message`) on error.
-bool read_header_of(decoder_state& s, byte_span data) {
-    if (setjmp(s.jump)) return false;
-    jpeg_mem_src(&s.cinfo, reinterpret_cast<const unsigned char*>(data.data()),
-                 static_cast<unsigned long>(data.size()));
-    return jpeg_read_header(&s.cinfo, TRUE) == JPEG_HEADER_OK;
-}
-
-/// The thread's decompressor with the header of `data` read; fails with a message that says
-/// "truncated" when the bytes end before the image data starts (a header cut short reads as
-/// anything from "Bogus DQT index" to a missing frame).
-decoder_state& read_header(byte_span data, bool strict) {
-    decoder_state& s = thread_decoder(strict);
-    const auto cut = [&] {
-        return std::string(
-            jpeg_header_complete(data) ? "" : "truncated data: the file ends inside the header; ");
-    };
-    if (!read_header_of(s, data)) fail_and_reset(s, cut() + "bad header: ");
-    if (s.cinfo.image_width == 0 || s.cinfo.image_height == 0) {
-        thread_slot().reset();
-        fail("jpeg", cut() + "bad header: no frame size (no SOF marker)");
-    }
-    return s;
-}
+using jpeg::decoder_state;
+using jpeg::fail_and_reset;
+using jpeg::read_header;
+using jpeg::thread_slot;
 
 bool is_cmyk(J_COLOR_SPACE space) {
     return space == JCS_CMYK || space == JCS_YCCK;
@@ -237,6 +101,14 @@ bool crop_is_exact(const jpeg_decompress_struct& d, JDIMENSION x, JDIMENSION wid
 /// progressive file it can loop forever near the end of an iMCU row, in a baseline one it reads
 /// past the data ("premature end of data segment"). There the rows are read and dropped.
 bool skip_is_safe(const jpeg_decompress_struct& d) {
+    // Plain upsampling of subsampled YCbCr to 3-channel colour is libjpeg-turbo's merged
+    // upsampler (upsampling and colour conversion in one), and jpeg_skip_scanlines reads past
+    // its buffers there (valgrind: an invalid read in 2.1.5; rows after the skip then come out
+    // wrong now and then).
+    if (!d.do_fancy_upsampling && d.jpeg_color_space == JCS_YCbCr && d.num_components == 3 &&
+        (d.max_h_samp_factor > 1 || d.max_v_samp_factor > 1)) {
+        return false;
+    }
     for (int ci = 0; ci < d.num_components; ++ci) {
         const jpeg_component_info& c = d.comp_info[ci];
         if (c.DCT_scaled_size != d.min_DCT_scaled_size &&
@@ -249,7 +121,8 @@ bool skip_is_safe(const jpeg_decompress_struct& d) {
 
 /// What `start` is asked for and answers.
 struct decode_plan {
-    int denom = 1;  ///< DCT scale 1/denom
+    int denom = 1;      ///< DCT scale 1/denom
+    bool fast = false;  ///< fast IDCT, plain upsampling
     J_COLOR_SPACE out_space = JCS_EXT_RGB;
     /// Columns to decode (scaled): in, then as libjpeg widened them (to the left, to an iMCU
     /// boundary); the whole width when the crop would not be exact.
@@ -270,9 +143,10 @@ bool start(decoder_state& s, decode_plan& plan) {
     d->scale_denom = static_cast<unsigned int>(plan.denom);
     d->out_color_space = plan.out_space;
     // The accurate integer IDCT and fancy (smooth) upsampling: djpeg's defaults, and what the
-    // TurboJPEG API decodes with.
-    d->dct_method = JDCT_ISLOW;
-    d->do_fancy_upsampling = TRUE;
+    // TurboJPEG API decodes with; with `fast`, the fast integer IDCT and plain upsampling
+    // (tjbench -fastdct -fastupsample).
+    d->dct_method = plan.fast ? JDCT_IFAST : JDCT_ISLOW;
+    d->do_fancy_upsampling = plan.fast ? FALSE : TRUE;
     jpeg_start_decompress(d);
     if (plan.width < d->output_width) {
         if (crop_is_exact(*d, plan.x, plan.width)) {
@@ -311,12 +185,33 @@ struct row_output {
     bool can_skip = true;      ///< see `skip_is_safe`
 };
 
-/// Reads the result's rows (see `row_output`). Then, when `strict`, reads the rest of the
-/// entropy data (jpeg_skip_scanlines to the last row, which decodes the skipped rows' Huffman
-/// data without transforming it; then that row, then up to the EOI marker), so damage below a
-/// region is still noticed, as in a whole-image decode; otherwise stops there. False (with
-/// `s.message`) on error, or on a warning when strict.
-bool read_rows(decoder_state& s, const row_output& o, bool strict) {
+/// Whether the data libjpeg has not read yet holds an EOI marker. Entropy-coded data never
+/// holds 0xFF 0xD9 (an 0xFF there is followed by 0x00 or a restart marker's 0xD0..0xD7), so the
+/// first such pair is the end of the image; it is almost always the last two bytes.
+bool eoi_follows(const jpeg_decompress_struct& d) {
+    if (d.unread_marker == JPEG_EOI) return true;
+    const unsigned char* p = d.src->next_input_byte;
+    std::size_t n = d.src->bytes_in_buffer;
+    if (n >= 2 && p[n - 2] == 0xFF && p[n - 1] == JPEG_EOI) return true;
+    while (n >= 2) {
+        const auto* ff = static_cast<const unsigned char*>(std::memchr(p, 0xFF, n - 1));
+        if (ff == nullptr) return false;
+        if (ff[1] == JPEG_EOI) return true;
+        const auto step = static_cast<std::size_t>(ff - p) + 1;
+        p += step;
+        n -= step;
+    }
+    return false;
+}
+
+/// Reads the result's rows (see `row_output`). Then, when `strict`, makes sure of the rest of
+/// a region's data: with `check_rest`, reads the rest of the entropy data (jpeg_skip_scanlines
+/// to the last row, which decodes the skipped rows' Huffman data without transforming it; then
+/// that row, then up to the EOI marker), so damage below a region is noticed as in a
+/// whole-image decode; without it, only looks for the EOI marker in the bytes left (a truncated
+/// file has none; the message is libjpeg's for a whole decode of it). False (with `s.message`)
+/// on error, or on a warning when strict.
+bool read_rows(decoder_state& s, const row_output& o, bool strict, bool check_rest) {
     if (setjmp(s.jump)) return false;
     j_decompress_ptr d = &s.cinfo;
     JSAMPROW row = o.scratch;
@@ -345,6 +240,15 @@ bool read_rows(decoder_state& s, const row_output& o, bool strict) {
     // A multi-scan file was read up to its EOI marker by jpeg_start_decompress: nothing below
     // the region is left unread.
     if (!strict || jpeg_has_multiple_scans(d)) {
+        jpeg_abort_decompress(d);
+        return true;
+    }
+    if (!check_rest && d->output_scanline < d->output_height) {
+        if (!eoi_follows(*d)) {
+            std::snprintf(s.message, sizeof s.message, "Premature end of JPEG file");
+            s.stopped_on_warning = true;
+            return false;
+        }
         jpeg_abort_decompress(d);
         return true;
     }
@@ -397,11 +301,17 @@ image decode(byte_span data, const request& req, bool may_trim) {
     };
     // The smallest power-of-two reduction that still covers the request: libjpeg-turbo then
     // runs a 4x4, 2x2 or 1x1 inverse DCT per block instead of 8x8 — most of the decode's work.
+    // With a slack, a scale whose result comes at most that fraction under the target will do.
     int denom = 1;
     if (req.at_least.width > 0 && req.at_least.height > 0) {
+        const auto need = [&](int target) {
+            return std::max(1, static_cast<int>(std::ceil(target * (1.0 - req.slack) - 1e-9)));
+        };
+        const int need_w = need(req.at_least.width);
+        const int need_h = need(req.at_least.height);
         for (int d : {8, 4, 2}) {
             const crop_box b = scaled_box(d);
-            if (b.width >= req.at_least.width && b.height >= req.at_least.height) {
+            if (b.width >= need_w && b.height >= need_h) {
                 denom = d;
                 break;
             }
@@ -414,6 +324,7 @@ image decode(byte_span data, const request& req, bool may_trim) {
     const bool cmyk = is_cmyk(s.cinfo.jpeg_color_space);
     decode_plan plan;
     plan.denom = denom;
+    plan.fast = req.fast;
     // CMYK has no conversion to RGB in libjpeg: decode to CMYK, convert below.
     plan.out_space = cmyk ? JCS_CMYK : color_space_of(req.format);
     // A region decodes a margin of one iMCU (16 pixels at most, at this scale) beyond its right
@@ -456,7 +367,7 @@ image decode(byte_span data, const request& req, bool may_trim) {
     std::vector<JSAMPROW> pointers(static_cast<std::size_t>(o.chunk));
     o.scratch = scratch.data();
     o.pointers = pointers.data();
-    if (!read_rows(s, o, req.strict)) return decode_or_fail(s, data, req, may_trim);
+    if (!read_rows(s, o, req.strict, req.check_rest)) return decode_or_fail(s, data, req, may_trim);
     if (s.warned) thread_slot().reset();  // lenient: the image is kept, the decompressor is not
     if (!cmyk) return out;
     return cmyk_to(out, req.format);
