@@ -5,7 +5,8 @@
 /// a leak or an out-of-bounds access. The last byte also picks the options (the whole input is
 /// decoded, so the seed files stay valid images), so the scaled-decode, gray, RGBA and lenient
 /// paths are fuzzed too, and region decoding (`decode_options::crop`, a box inside the image as
-/// its header tells it) and `decode_random_resized_crop`.
+/// its header tells it) and `decode_random_resized_crop`; the byte before it picks `fast`,
+/// `scale_slack` and `check_rest`.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +30,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if ((selector & 0x08) != 0) options.reduce_to = {3, 3};
     options.strict = (selector & 0x10) == 0;
     options.apply_orientation = (selector & 0x20) == 0;
+    // The byte before picks the speed options: fast IDCT, a scale slack, the full check below a
+    // region.
+    const std::uint8_t speed = size >= 2 ? data[size - 2] : 0;
+    options.fast = (speed & 0x01) != 0;
+    options.scale_slack = (speed & 0x02) != 0 ? 0.3 : 0.0;
+    options.check_rest = (speed & 0x04) != 0;
     std::optional<ferry::image_info> info;
     try {
         info = ferry::ops::probe_image(bytes);
@@ -44,8 +51,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if ((selector & 0x80) != 0) {
         try {
             std::mt19937_64 rng(selector);
-            const ferry::image img = ferry::ops::decode_random_resized_crop(
-                bytes, 9, 7, rng, {.max_pixels = options.max_pixels, .strict = options.strict});
+            const ferry::image img =
+                ferry::ops::decode_random_resized_crop(bytes, 9, 7, rng,
+                                                       {.max_pixels = options.max_pixels,
+                                                        .strict = options.strict,
+                                                        .scale_slack = options.scale_slack,
+                                                        .fast = options.fast,
+                                                        .check_rest = options.check_rest});
             if (img.width() != 9 || img.height() != 7) std::abort();
         } catch (const ferry::decode_error&) {
         }

@@ -290,8 +290,8 @@ BOOST_DATA_TEST_CASE(damaged_jpegs_with_a_crop_fail_cleanly_or_give_the_region,
                  to_mat(ferry::ops::crop(whole, boxes[0])), 0, 0, name + " intact, afterwards");
 }
 
-// Strict decoding still notices damage below the region (the rest of the entropy data is read):
-// a file cut at 90% is a decode_error saying truncated, even for a region at the top.
+// Strict decoding still notices a cut below the region (the EOI marker is missing): a file cut
+// at 90% is a decode_error saying truncated, even for a region at the top.
 BOOST_DATA_TEST_CASE(strict_region_notices_truncation_below_the_region, bdata::make(jpeg_names),
                      name) {
     const file_bytes& f = jpegs().at(name);
