@@ -40,8 +40,9 @@ struct ledger {
         s.outputs = outputs.load();
         s.epochs = epochs.load();
     }
-    /// Items of `s` produced and not yet delivered, filtered, failed or cancelled: those of a
-    /// stopped epoch's calls in progress, or everything of an abandoned epoch once nothing runs.
+    /// Items of `s` produced and not yet delivered, filtered, failed or cancelled: on their way
+    /// in a running epoch; in a stopped one, those inside calls still in progress or queued
+    /// behind them until the calls end and the monitor reclaims them (`pending`).
     [[nodiscard]] static std::uint64_t unaccounted(const pipeline_stats& s) noexcept {
         const auto accounted = s.delivered + s.filtered + s.failed + s.cancelled;
         return s.produced > accounted ? s.produced - accounted : 0;

@@ -152,6 +152,7 @@ void pipeline_runtime::finish_epoch() {
     elapsed_ns_.fetch_add(clock::now().time_since_epoch().count() - epoch_start_,
                           std::memory_order_relaxed);
     epoch_running_ = false;
+    stop_settled_ = false;
     {
         std::lock_guard lock(source_mutex_);
         cursor_ = nullptr;
@@ -184,6 +185,28 @@ void pipeline_runtime::abandon_epoch() noexcept {
 
 void pipeline_runtime::abort_epoch_locked() noexcept {
     if (!epoch_running_) return;
+    reclaim_epoch_locked();
+    finish_epoch();
+}
+
+void pipeline_runtime::settle_stopped_epoch() noexcept {
+    if (!stopping_ || !epoch_running_ || stop_settled_) return;
+    // A call in progress holds up the graph's wait: settle once none runs (nothing starts a call
+    // after a stop). Calls of timed map, filter and flat_map stages do not: an abort lets go of
+    // their items. A map_async call does, and its timeout or polled future needs this thread.
+    if (source_busy_.load(std::memory_order_relaxed)) return;
+    for (const auto& st : stages_) {
+        if (st.deadlines && st.spec.kind != stage_kind::map_async) continue;
+        if (st.counters.sum(&counter_shard::active) != 0) return;
+    }
+    std::unique_lock control(control_mutex_, std::try_to_lock);
+    if (!control.owns_lock() || !epoch_running_ || stop_settled_) return;
+    reclaim_epoch_locked();
+    stop_settled_ = true;
+}
+
+void pipeline_runtime::reclaim_epoch_locked() noexcept {
+    if (stop_settled_) return;  // already reclaimed; nothing has run since
     aborting_ = true;
     graph_->cancel();
     // Calls that ran past their timeout, or may, hold up no wait for the graph: their items are
@@ -228,7 +251,6 @@ void pipeline_runtime::abort_epoch_locked() noexcept {
     halted_ = false;
     halt_after_ = std::numeric_limits<std::uint64_t>::max();
     aborting_ = false;
-    finish_epoch();
 }
 
 void pipeline_runtime::stop() noexcept {

@@ -291,7 +291,15 @@ class pipeline_runtime final : public runtime {
     void start_epoch();
     void finish_epoch();
     void abort_epoch_locked() noexcept;
+    /// The first half of an abort: waits for the graph, clears every buffer and counts what was
+    /// still in it as cancelled; the epoch stays open (a stopped epoch's `state()` still names
+    /// its position). Under control_mutex_.
+    void reclaim_epoch_locked() noexcept;
     void cancel_for_stop() noexcept;
+    /// A stopped epoch whose calls have all ended: its items still in the graph (queued, never
+    /// to run) are counted cancelled now rather than at destruction, so `pending` reaches 0.
+    /// From the monitor; does nothing while a call runs or the consumer holds the control mutex.
+    void settle_stopped_epoch() noexcept;
     /// At an epoch's end: the error to throw when more than `max_epoch_failure_rate` of its items
     /// failed, else null.
     [[nodiscard]] std::exception_ptr epoch_failure() const;
@@ -359,6 +367,8 @@ class pipeline_runtime final : public runtime {
     std::atomic<bool> halted_{false};  ///< a stage failed: the source stops producing
     std::atomic<std::uint64_t> halt_after_{std::numeric_limits<std::uint64_t>::max()};
     std::atomic<bool> epoch_running_{false};
+    /// A stopped epoch's leftovers are counted (settle_stopped_epoch): nothing more to reclaim.
+    std::atomic<bool> stop_settled_{false};
     std::exception_ptr fatal_;  ///< sticky stage_error
     std::atomic<std::uint64_t> epoch_{0};
     std::atomic<clock::rep> epoch_start_{0};  ///< steady_clock ticks

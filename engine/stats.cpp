@@ -114,12 +114,13 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
     std::snprintf(
         line, sizeof line,
         "items: %llu produced = %llu delivered + %llu filtered + %llu failed + %llu "
-        "cancelled; %llu outputs in %.2fs (%.0f items/s); threads %d, in_flight %zu, "
-        "full %s, consumer waited %s, first output after %s",
+        "cancelled + %llu pending; %llu outputs in %.2fs (%.0f items/s); threads %d, "
+        "in_flight %zu, full %s, consumer waited %s, first output after %s",
         static_cast<unsigned long long>(s.produced), static_cast<unsigned long long>(s.delivered),
         static_cast<unsigned long long>(s.filtered), static_cast<unsigned long long>(s.failed),
-        static_cast<unsigned long long>(s.cancelled), static_cast<unsigned long long>(s.outputs),
-        secs, secs > 0 ? static_cast<double>(s.delivered) / secs : 0.0, s.threads, s.in_flight,
+        static_cast<unsigned long long>(s.cancelled), static_cast<unsigned long long>(s.pending),
+        static_cast<unsigned long long>(s.outputs), secs,
+        secs > 0 ? static_cast<double>(s.delivered) / secs : 0.0, s.threads, s.in_flight,
         percent(s.full).c_str(), duration_text(s.consumer_wait).c_str(),
         duration_text(s.first_output).c_str());
     os << line;

@@ -54,19 +54,31 @@ struct stage_stats {
     std::uint64_t oldest_item = 0;
 };
 
-/// Whole-pipeline counters, in source items (a batch of 32 delivered counts 32). Once no epoch
-/// runs (after an epoch's end, a `break`, `stop()` or a failure ended it):
-/// `produced == delivered + filtered + failed + cancelled`; while one runs, the difference is
-/// what is on its way. `cancelled` counts items of epochs ended early, each where it was dropped
-/// (a stage skipping work that would be wasted, or the end of the epoch reclaiming what was
-/// still inside the graph): at most `in_flight` per such epoch.
+/// Whole-pipeline counters, in source items (a batch of 32 delivered counts 32). Always
+/// `produced == delivered + filtered + failed + cancelled + pending`, and `pending` is 0 once no
+/// epoch runs and no call of a stopped one does.
+/// \code
+///   pipe.stop();  // from another thread; the loop ends, calls in progress run on
+///   auto s = pipe.stats();
+///   // s.pending: items still inside those calls (or queued behind them); once the calls have
+///   // returned, ferry counts them as cancelled and s.pending is 0.
+/// \endcode
 struct FERRY_API pipeline_stats {
     std::vector<stage_stats> stages;
     std::uint64_t produced = 0;
     std::uint64_t delivered = 0;
     std::uint64_t filtered = 0;
     std::uint64_t failed = 0;
+    /// Items of epochs ended early, each counted where it was dropped (a stage skipping work
+    /// that would be wasted, a call's result after a stop, or the end of the epoch reclaiming
+    /// what was still inside the graph): at most `in_flight` per such epoch.
     std::uint64_t cancelled = 0;
+    /// Items produced and not yet delivered, filtered, failed or cancelled: at most `in_flight`.
+    /// While an epoch runs, what is on its way. After `stop()`, the items of calls still in
+    /// progress and of what waits behind them: ferry counts them as cancelled (within ~10 ms)
+    /// once those calls have returned, or when the pipeline is destroyed. 0 after an epoch's
+    /// end, a `break` or a failure.
+    std::uint64_t pending = 0;
     std::uint64_t outputs = 0;  ///< elements handed to the consumer (batches count once)
     std::uint64_t epochs = 0;   ///< epochs started
     int threads = 0;

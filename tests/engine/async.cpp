@@ -24,15 +24,14 @@ namespace async_test {
 std::vector<int> drain_until_stage_error(ferry::pipeline<int>& p, const std::string& stage,
                                          std::uint64_t item, const std::string& cause) {
     std::vector<int> got;
-    try {
+    const auto e = expect_throw<ferry::stage_error>([&] {
         while (auto x = p.next()) got.push_back(*x);
-        BOOST_FAIL("expected a stage_error");
-    } catch (const ferry::stage_error& e) {
-        BOOST_TEST(e.stage() == stage);
-        BOOST_TEST(e.item() == item);
-        BOOST_TEST(e.cause() == cause);
-        BOOST_TEST(nests<bad_record>(e));
-    }
+    });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(e->stage() == stage);
+    BOOST_TEST(e->item() == item);
+    BOOST_TEST(e->cause() == cause);
+    BOOST_TEST(nests<bad_record>(*e));
     return got;
 }
 

@@ -8,21 +8,6 @@
 
 using namespace ferry_test;
 
-namespace {
-
-/// The invalid_argument that `f` throws, or an empty optional.
-template <class F>
-std::optional<ferry::invalid_argument> rejected(F&& f) {
-    try {
-        f();
-    } catch (const ferry::invalid_argument& e) {
-        return e;
-    }
-    return std::nullopt;
-}
-
-}  // namespace
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(batching)
 
@@ -57,10 +42,10 @@ BOOST_AUTO_TEST_CASE(drop_last_drops_the_partial_batch_as_filtered) {
 // An in_flight smaller than a batch could never fill it: build() says so.
 BOOST_AUTO_TEST_CASE(in_flight_smaller_than_a_batch_is_rejected_at_build) {
     const auto b = ferry::from(iota(10)).batch(32);
-    const auto e = rejected([&] { (void)b.build({.in_flight = 31}); });
+    const auto e = expect_throw<ferry::invalid_argument>([&] { (void)b.build({.in_flight = 31}); });
     BOOST_REQUIRE(e.has_value());
     BOOST_TEST((e->code() == ferry::errc::invalid_argument));
-    BOOST_TEST(std::string(e->what()).find("in_flight") != std::string::npos, e->what());
+    BOOST_TEST(e.what().find("in_flight") != std::string::npos, e.what());
     auto p = b.build({.in_flight = 32});
     BOOST_TEST(drain_flat(p) == iota(10), boost::test_tools::per_element());
 }
@@ -81,9 +66,11 @@ BOOST_AUTO_TEST_CASE(nested_batches_need_the_product_in_flight) {
 
 // batch(0) is refused.
 BOOST_AUTO_TEST_CASE(batch_of_zero_is_rejected) {
-    const auto e = rejected([] { (void)ferry::from(iota(10)).batch(0); });
+    const auto e =
+        expect_throw<ferry::invalid_argument>([] { (void)ferry::from(iota(10)).batch(0); });
     BOOST_REQUIRE(e.has_value());
     BOOST_TEST((e->code() == ferry::errc::invalid_argument));
+    BOOST_TEST(e.what().find("batch") != std::string::npos, e.what());
 }
 
 // Options that cannot work are refused at build() with invalid_argument.

@@ -96,18 +96,16 @@ BOOST_AUTO_TEST_CASE(a_failure_rate_over_the_window_fails_the_stage) {
                       .failure_window = 10})
                  .build({.threads = 1, .logger = quiet});
     std::vector<int> got;
-    try {
+    const auto e = expect_throw<ferry::stage_error>([&] {
         while (auto x = p.next()) got.push_back(*x);
-        BOOST_FAIL("expected a stage_error");
-    } catch (const ferry::stage_error& e) {
-        // Items 50, 51, 52 are skipped (3 of 10 is not over 30%); 53 makes it 4 of 10.
-        BOOST_TEST(e.stage() == "rpc");
-        BOOST_TEST(e.item() == 53U);
-        const std::string what = e.what();
-        BOOST_TEST(what.find("failure rate budget of 30% exhausted (4 of the last 10 items "
+    });
+    BOOST_REQUIRE(e.has_value());
+    // Items 50, 51, 52 are skipped (3 of 10 is not over 30%); 53 makes it 4 of 10.
+    BOOST_TEST(e->stage() == "rpc");
+    BOOST_TEST(e->item() == 53U);
+    BOOST_TEST(e.what().find("failure rate budget of 30% exhausted (4 of the last 10 items "
                              "failed); last error: timeout") != std::string::npos,
-                   what);
-    }
+               e.what());
     BOOST_TEST(got == iota(50));
     BOOST_TEST(p.stats().failed == 4U);
 }
@@ -124,6 +122,39 @@ BOOST_AUTO_TEST_CASE(failures_under_the_rate_pass_however_many) {
                  .build({.threads = 2, .logger = quiet});
     BOOST_TEST(drain(p).size() == 800U);
     BOOST_TEST(p.stats().failed == 200U);
+}
+
+// The rate is judged only over a full window: two failures among the first items (100% of
+// what the stage has seen, 2% of a window of 100) do not end a run under a 1% budget, while the
+// same two failures once the window is full do.
+BOOST_AUTO_TEST_CASE(two_early_failures_do_not_end_a_run_under_a_rate_budget) {
+    auto failing_at = [](int first) {
+        return ferry::from(iota(300))
+            .map(
+                [first](int x) {
+                    if (x == first || x == first + 1) throw flaky("early");
+                    return x;
+                },
+                {.name = "rpc",
+                 .on_error = ferry::skip,
+                 .max_failure_rate = 0.01,
+                 .failure_window = 100})
+            .build({.threads = 1, .logger = quiet});
+    };
+    auto early = failing_at(0);
+    std::vector<int> expected = iota(300);
+    expected.erase(expected.begin(), expected.begin() + 2);
+    BOOST_TEST(drain(early) == expected, boost::test_tools::per_element());
+    BOOST_TEST(early.stats().failed == 2U);
+
+    auto late = failing_at(150);
+    const auto e = expect_throw<ferry::stage_error>([&] { (void)drain(late); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(e->stage() == "rpc");
+    BOOST_TEST(e->item() == 151U);
+    BOOST_TEST(e.what().find("failure rate budget of 1% exhausted (2 of the last 100 items "
+                             "failed)") != std::string::npos,
+               e.what());
 }
 
 // Options beyond sane bounds are invalid_argument at build(), before any thread is made.

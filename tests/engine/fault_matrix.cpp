@@ -16,9 +16,17 @@
 ///    300 ms unless stopped;
 ///  * garbage: returns -1, which the next stage rejects under the same policy (a decode_error is
 ///    not transient: retry then skips it); garbage from the last stage reaches the consumer.
-/// Policies: fail, skip, retry{3 attempts, then skip} on the faulty stage and the one after it
-/// (map_async refuses retry at build()). Exits: run to the end, break after the first batch,
-/// stop() from another thread after the first batch, destroy after the first batch.
+/// Policies: fail, skip, retry{3 attempts, then skip} on the faulty stage and the one after it.
+/// map_async refuses retry at build() (its input is handed over): under retry it skips, and the
+/// stage after it (after_batch) retries. Exits: run to the end, break, stop() from another
+/// thread, destroy (with the epoch running). A throw or garbage exits after the batch that holds
+/// item 7 (batch 1), so its error has surfaced by then; a hang exits after batch 0, while the
+/// call may still hang, so that the exit itself must cut it short.
+///
+/// Every cell ends with the accounting checked: produced equals the source's pulls, counted here,
+/// and delivered + filtered + failed + cancelled + pending == produced, with pending 0 once the
+/// calls of a stopped epoch have returned; a destroyed pipeline's stats are taken just before
+/// its destruction, with the epoch still running.
 
 #include <boost/test/unit_test.hpp>
 
@@ -111,12 +119,13 @@ std::string describe(const cell& c) {
 /// The policy of stage `s` in cell `c`: the cell's on the faulty stage and on the one after it
 /// (which sees the garbage), fail elsewhere (where nothing goes wrong).
 ferry::error_policy policy_of(const cell& c, where s) {
+    const bool after_async = c.at == where::async && c.pol == policy::retry && s == where::batch;
     const bool faulty_or_next =
-        s == c.at || (c.f == fault::garbage && static_cast<int>(s) == static_cast<int>(c.at) + 1);
+        s == c.at || after_async ||
+        (c.f == fault::garbage && static_cast<int>(s) == static_cast<int>(c.at) + 1);
     if (!faulty_or_next) return ferry::fail;
-    // map_async refuses retry: where it only checks another stage's garbage, it skips instead
-    // (a decode_error is not retried anyway).
-    if (s == where::async && c.at != where::async && c.pol == policy::retry) return ferry::skip;
+    // map_async refuses retry: it skips instead, and the stage after it retries.
+    if (s == where::async && c.pol == policy::retry) return ferry::skip;
     switch (c.pol) {
         case policy::fail:
             return ferry::fail;
@@ -132,11 +141,20 @@ ferry::error_policy policy_of(const cell& c, where s) {
 struct outcome {
     std::optional<ferry::stage_error> stage_err;
     std::optional<std::string> other_err;  ///< any other exception out of the loop or build
-    std::vector<int> got;                  ///< items delivered, flattened
+    std::vector<int> got;                  ///< items delivered and kept, flattened
+    std::uint64_t taken = 0;               ///< items the consumer received (kept or not)
     int garbage_seen = 0;                  ///< negative items the consumer received
+    /// At the exit: once nothing is pending (stop: the calls have returned), or for a destroyed
+    /// pipeline just before its destruction.
     std::optional<ferry::pipeline_stats> stats;
     int pulls = 0;
 };
+
+/// The batches a cell takes before it leaves (break, stop, destroy): past the faulty item's
+/// batch for a throw or garbage, and only batch 0 for a hang, which the exit then cuts short.
+int exit_after(const cell& c) {
+    return c.f == fault::hangs ? 1 : 2;
+}
 
 /// Runs one cell; returns what it saw.
 outcome run(const cell& c) {
@@ -203,28 +221,36 @@ outcome run(const cell& c) {
                          stage(where::batch))
                      .build({.threads = 2, .in_flight = 16, .logger = quiet});
         std::thread stopper;
-        std::atomic<bool> first_batch{false};
+        std::atomic<bool> exit_point{false};
         if (c.exit == exit_by::stop_from_thread) {
             stopper = std::thread([&] {
-                while (!first_batch) std::this_thread::sleep_for(100us);
+                while (!exit_point) std::this_thread::sleep_for(100us);
                 p.stop();
             });
         }
+        // The loop's body: true once the cell has taken the batches it takes before it leaves.
+        int batches = 0;
+        auto take = [&](const std::vector<int>& b) {
+            ++batches;
+            o.taken += b.size();
+            for (const int x : b) o.garbage_seen += x < 0;
+            if (c.at == where::consumer && batches == 2) {
+                if (c.f == fault::throws) throw bad_record("consumer failed");
+                if (c.f == fault::hangs) std::this_thread::sleep_for(300ms);
+                if (c.f == fault::garbage) return false;  // drops the batch it was given
+            }
+            o.got.insert(o.got.end(), b.begin(), b.end());
+            return batches >= exit_after(c);
+        };
         try {
             if (c.exit == exit_by::destroy) {
-                if (auto b = p.next()) o.got.insert(o.got.end(), b->begin(), b->end());
+                while (auto b = p.next()) {
+                    if (take(*b)) break;
+                }
             } else {
-                int batches = 0;
                 for (auto& b : p) {
-                    ++batches;
-                    for (const int x : b) o.garbage_seen += x < 0;
-                    if (c.at == where::consumer && batches == 2) {
-                        if (c.f == fault::throws) throw bad_record("consumer failed");
-                        if (c.f == fault::hangs) std::this_thread::sleep_for(300ms);
-                        if (c.f == fault::garbage) continue;  // drops the batch it was given
-                    }
-                    o.got.insert(o.got.end(), b.begin(), b.end());
-                    first_batch = true;
+                    if (!take(b)) continue;
+                    exit_point = true;
                     if (c.exit == exit_by::break_early) break;
                 }
             }
@@ -233,9 +259,9 @@ outcome run(const cell& c) {
         } catch (const std::exception& e) {
             o.other_err = e.what();
         }
-        first_batch = true;
+        exit_point = true;
         if (stopper.joinable()) stopper.join();
-        if (c.exit != exit_by::destroy) o.stats = p.stats();
+        o.stats = c.exit == exit_by::destroy ? p.stats() : settled_stats(p);
     } catch (const std::exception& e) {
         o.other_err = e.what();  // build() refused the options
     }
@@ -243,10 +269,13 @@ outcome run(const cell& c) {
     return o;
 }
 
-/// Checks what a cell that ran to its end must show.
-void check_run_to_end(const cell& c, const outcome& o) {
+/// Checks where the error surfaced, and what was lost to it, in a cell that ran to its end or
+/// left after the fault (`to_end` false: a throw or garbage, with every exit but run to end).
+void check_error(const cell& c, const outcome& o, bool to_end) {
     const ferry::pipeline_stats& s = *o.stats;
-    const bool retried = c.pol == policy::retry && c.f != fault::garbage;
+    const bool retried = c.pol == policy::retry && c.f != fault::garbage && c.at != where::async;
+    // Items up to the end of the batch that holds the faulty one: what an early exit has seen.
+    const auto seen_items = static_cast<std::uint64_t>(to_end ? items : 8);
     // Where the error surfaces: the faulty stage, or for garbage the one after it.
     const where seen =
         c.f == fault::garbage ? static_cast<where>(static_cast<int>(c.at) + 1) : c.at;
@@ -256,7 +285,8 @@ void check_run_to_end(const cell& c, const outcome& o) {
             BOOST_TEST(o.other_err.value_or("") == "consumer failed");
         } else {
             BOOST_TEST(!o.stage_err.has_value());
-            BOOST_TEST(s.delivered == std::uint64_t{items});
+            BOOST_TEST(!o.other_err.has_value(), o.other_err.value_or(""));
+            if (to_end) BOOST_TEST(s.delivered == std::uint64_t{items});
         }
         return;
     }
@@ -276,28 +306,41 @@ void check_run_to_end(const cell& c, const outcome& o) {
         // Nothing checks after the last stage: the consumer gets it.
         BOOST_TEST(!o.stage_err.has_value());
         BOOST_TEST(o.garbage_seen == 1);
-        BOOST_TEST(s.delivered == std::uint64_t{items});
+        BOOST_TEST(s.failed == 0U);
+        if (to_end) BOOST_TEST(s.delivered == std::uint64_t{items});
         return;
     }
     switch (c.pol) {
         case policy::fail:
             BOOST_REQUIRE(o.stage_err.has_value());
             BOOST_TEST(o.stage_err->stage() == name(seen));
+            BOOST_TEST(o.stage_err->item() == (seen == where::batch ? 4U : std::uint64_t{faulty}));
             if (c.f == fault::hangs) BOOST_TEST(nests<ferry::timeout_error>(*o.stage_err));
-            BOOST_TEST(s.delivered < std::uint64_t{items});
+            // Ordered output: everything before the faulty item's output, nothing from it on.
+            BOOST_TEST(o.got == iota(4), boost::test_tools::per_element());
+            BOOST_TEST(s.failed == lost);
             break;
         case policy::skip:
         case policy::retry:
             BOOST_TEST(!o.stage_err.has_value());
             BOOST_TEST(!o.other_err.has_value(), o.other_err.value_or(""));
             if (retried) {
-                BOOST_TEST(o.got == iota(items), boost::test_tools::per_element());
-                BOOST_TEST(row_named(s, name(seen)).retries >= 1U);
+                BOOST_TEST(o.got.size() >= seen_items);
+                BOOST_TEST(o.got == iota(static_cast<int>(o.got.size())),
+                           boost::test_tools::per_element());
+                BOOST_TEST(row_named(s, name(seen)).retries == 1U);
                 BOOST_TEST(s.failed == 0U);
             } else {
                 BOOST_TEST(s.failed == lost);
-                BOOST_TEST(s.delivered == items - lost);
                 BOOST_TEST(row_named(s, name(seen)).failed == 1U);
+                if (to_end) BOOST_TEST(s.delivered == items - lost);
+                // The faulty item's output is missing, and only it.
+                std::vector<int> expected = iota(static_cast<int>(o.got.size() + lost));
+                std::erase_if(expected, [&](int x) {
+                    return seen == where::batch ? x >= 4 && x < 8 : x == faulty;
+                });
+                BOOST_TEST(o.got.size() + lost >= seen_items);
+                BOOST_TEST(o.got == expected, boost::test_tools::per_element());
             }
             break;
     }
@@ -334,20 +377,25 @@ BOOST_AUTO_TEST_CASE(every_fault_every_policy_every_exit) {
                         BOOST_TEST(back_to("/proc/self/fd", fds_before),
                                    entries("/proc/self/fd")
                                        << " descriptors, " << fds_before << " before");
-                        const bool async_retry = at == where::async && pol == policy::retry;
-                        if (async_retry) {
-                            // map_async hands its input over: build() refuses a retry.
-                            BOOST_TEST(o.other_err.value_or("").find(
-                                           "retry does not apply to map_async") !=
-                                       std::string::npos);
-                            continue;
-                        }
-                        if (!o.stats) continue;  // destroyed: counted by threads and time only
+                        BOOST_REQUIRE_MESSAGE(o.stats.has_value(), o.other_err.value_or(""));
                         const auto& s = *o.stats;
-                        BOOST_TEST(s.produced == std::uint64_t(o.pulls));
-                        BOOST_TEST(s.produced == s.delivered + s.filtered + s.failed + s.cancelled);
+                        BOOST_TEST(s.produced ==
+                                   s.delivered + s.filtered + s.failed + s.cancelled + s.pending);
+                        BOOST_TEST(s.delivered == o.taken);
                         BOOST_TEST(s.cancelled <= s.in_flight);
-                        if (ex == exit_by::run_to_end) check_run_to_end(c, o);
+                        BOOST_TEST(s.pending <= s.in_flight);
+                        if (ex == exit_by::destroy) {
+                            // Taken with the epoch running: the source may pull on after it.
+                            BOOST_TEST(s.produced <= std::uint64_t(o.pulls));
+                        } else {
+                            BOOST_TEST(s.produced == std::uint64_t(o.pulls));
+                            BOOST_TEST(s.pending == 0U);
+                        }
+                        if (ex == exit_by::run_to_end) {
+                            check_error(c, o, true);
+                        } else if (f != fault::hangs) {
+                            check_error(c, o, false);  // the fault came before the exit
+                        }
                     }
                 }
             }

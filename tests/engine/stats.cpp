@@ -291,6 +291,64 @@ BOOST_AUTO_TEST_CASE(on_report_fires_during_a_slow_run) {
     }
 }
 
+// An on_report callback that throws does not escape the monitor's thread (which would end the
+// process): the run delivers everything, reports go on, and the logger says it was ignored.
+BOOST_AUTO_TEST_CASE(a_throwing_on_report_does_not_escape_a_ferry_thread) {
+    log_capture log;
+    std::atomic<int> reports{0};
+    auto p = ferry::from(iota(40))
+                 .map(
+                     [](int x) {
+                         std::this_thread::sleep_for(3ms);
+                         return x;
+                     },
+                     {.name = "slow"})
+                 .build({.threads = 1,
+                         .logger = log.sink(),
+                         .on_report =
+                             [&](const ferry::pipeline_stats&) {
+                                 ++reports;
+                                 throw std::runtime_error("report sink is down");
+                             },
+                         .report_every = 10ms});
+    BOOST_TEST(drain(p) == iota(40), boost::test_tools::per_element());
+    BOOST_TEST(reports.load() >= 2);  // it went on reporting after the first throw
+    const auto lines = log.lines();
+    BOOST_TEST(std::any_of(lines.begin(), lines.end(), [](const auto& l) {
+        return l.second.find("on_report callback threw; ignored") != std::string::npos;
+    }));
+}
+
+// A call in progress counts in its stage's busy time and utilization while it runs, not only
+// once it returns: a call held for 150 ms shows as busy in stats taken during it.
+BOOST_AUTO_TEST_CASE(busy_time_and_utilization_include_a_running_call) {
+    waitable_count entered;
+    waitable_count let_go;
+    auto p = ferry::from(iota(1))
+                 .map(
+                     [&](int x) {
+                         entered.add();
+                         (void)let_go.wait_for(1);
+                         return x;
+                     },
+                     {.name = "held"})
+                 .build({.threads = 1});
+    std::vector<int> got;
+    std::thread consumer([&] { got = drain(p); });
+    BOOST_TEST_REQUIRE(entered.wait_for(1));
+    std::this_thread::sleep_for(150ms);
+    const auto s = p.stats();
+    let_go.add();
+    consumer.join();
+    const auto& held = row_named(s, "held");
+    BOOST_TEST(held.running == 1U);
+    BOOST_TEST(held.items_in == 1U);
+    BOOST_TEST(held.busy >= 150ms);      // the call has run at least as long as the wait above
+    BOOST_TEST(held.task_p99 >= 100ms);  // log-bucketed
+    BOOST_TEST(held.utilization > 0.5);  // its one slot was running the call nearly throughout
+    BOOST_TEST(got == iota(1));
+}
+
 // A custom logger receives a line for each skipped item, naming stage, item and cause.
 BOOST_AUTO_TEST_CASE(logger_receives_failure_lines) {
     log_capture log;

@@ -17,10 +17,13 @@ using namespace ferry_test;
 // Named, not anonymous: data test cases are templates with external linkage.
 namespace stop_test {
 
-/// An endless generator of 0, 1, 2, ... that takes `pause` per item.
-auto endless(std::chrono::microseconds pause = std::chrono::microseconds(0)) {
-    return [i = 0, pause]() mutable -> std::optional<int> {
+/// An endless generator of 0, 1, 2, ... that takes `pause` per item and counts its pulls in
+/// `pulls` (if any): what the pipeline's `produced` must equal.
+auto endless(std::chrono::microseconds pause = std::chrono::microseconds(0),
+             std::atomic<std::uint64_t>* pulls = nullptr) {
+    return [i = 0, pause, pulls]() mutable -> std::optional<int> {
         if (pause.count() > 0) std::this_thread::sleep_for(pause);
+        if (pulls != nullptr) ++*pulls;
         return i++;
     };
 }
@@ -127,7 +130,8 @@ BOOST_AUTO_TEST_SUITE(stop)
 
 // stop() from another thread makes a next() blocked on a slow source return nullopt promptly.
 BOOST_AUTO_TEST_CASE(stop_unblocks_a_waiting_next) {
-    auto p = ferry::from(endless(std::chrono::microseconds(2000)))
+    std::atomic<std::uint64_t> pulls{0};
+    auto p = ferry::from(endless(std::chrono::microseconds(2000), &pulls))
                  .filter([](int) { return false; })  // nothing ever reaches the consumer
                  .build({.threads = 2});
     stopper s(p, 30ms);
@@ -137,13 +141,19 @@ BOOST_AUTO_TEST_CASE(stop_unblocks_a_waiting_next) {
     BOOST_TEST(!got.has_value());
     BOOST_TEST(ms_between(s.called(), ended) <= stop_bound(2ms));  // the source's 2 ms pull
     BOOST_TEST(!p.next().has_value());
-    check_accounting(p.stats());
+    const auto st = settled_stats(p);
+    check_accounting(st);
+    BOOST_TEST(st.produced == pulls.load());
+    BOOST_TEST(st.cancelled <= st.in_flight);
 }
 
 // stop() from another thread ends a range-for over an endless source; what arrived before is
 // the source's prefix, in order; the pipeline stays stopped.
 BOOST_AUTO_TEST_CASE(stop_ends_a_loop_over_an_endless_source) {
-    auto p = ferry::from(endless()).map([](int x) { return x; }, 4).build({.threads = 2});
+    std::atomic<std::uint64_t> pulls{0};
+    auto p = ferry::from(endless(std::chrono::microseconds(0), &pulls))
+                 .map([](int x) { return x; }, 4)
+                 .build({.threads = 2});
     std::vector<int> got;
     stopper s(p, 20ms);
     for (int x : p) got.push_back(x);
@@ -155,7 +165,47 @@ BOOST_AUTO_TEST_CASE(stop_ends_a_loop_over_an_endless_source) {
     int after = 0;
     for (int x : p) after += 1 + x * 0;
     BOOST_TEST(after == 0);
-    check_accounting(p.stats());
+    const auto st = settled_stats(p);
+    check_accounting(st);
+    BOOST_TEST(st.produced == pulls.load());
+    BOOST_TEST(st.delivered == got.size());
+    BOOST_TEST(st.cancelled <= st.in_flight);
+}
+
+// After stop(), the items of calls still running are pending, not cancelled: a lost item cannot
+// hide in a count made up as the remainder. Once the calls return, ferry counts them (and what
+// was queued behind them) as cancelled where it drops them: pending reaches 0 without the
+// pipeline being destroyed, and produced equals the source's own count of pulls.
+BOOST_AUTO_TEST_CASE(items_of_calls_running_after_stop_are_pending_until_they_return) {
+    constexpr int conc = 2;
+    waitable_count entered;
+    waitable_count let_go;
+    std::atomic<std::uint64_t> pulls{0};
+    auto p = ferry::from(endless(std::chrono::microseconds(0), &pulls))
+                 .map(
+                     [&](int x) {
+                         entered.add();
+                         (void)let_go.wait_for(1);  // ignores stop(): runs on after it
+                         return x;
+                     },
+                     conc)
+                 .build({.threads = 4, .in_flight = 16, .fast_start = false});
+    stopper s(p, entered, conc);
+    int n = 0;
+    for (int x : p) n += 1 + x * 0;
+    s.join();
+    BOOST_TEST(n == 0);
+    const auto during = p.stats();
+    BOOST_TEST(during.pending >= std::uint64_t{conc});  // at least the held calls' items
+    BOOST_TEST(during.pending <= during.in_flight);
+    BOOST_TEST(during.produced == during.delivered + during.filtered + during.failed +
+                                      during.cancelled + during.pending);
+    let_go.add();
+    const auto after = settled_stats(p);
+    check_accounting(after);
+    BOOST_TEST(after.produced == pulls.load());
+    BOOST_TEST(after.cancelled == after.produced);  // nothing was delivered, filtered or failed
+    BOOST_TEST(after.cancelled <= after.in_flight);
 }
 
 // stop() before the first next() means the pipeline yields nothing.
