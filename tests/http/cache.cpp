@@ -172,7 +172,7 @@ BOOST_AUTO_TEST_CASE(lru_evicts_the_least_recently_used) {
 }
 
 // An object larger than the budget is answered but not kept: a whole read from the network, a
-// ranged one by a ranged request, and nothing stays in the folder.
+// ranged one by a ranged request, one of unannounced size too, and nothing stays in the folder.
 BOOST_AUTO_TEST_CASE(an_object_over_the_budget_is_served_not_kept) {
     scratch dir("ferry-cache-too-big");
     object_server s;
@@ -185,6 +185,13 @@ BOOST_AUTO_TEST_CASE(an_object_over_the_budget_is_served_not_kept) {
     BOOST_TEST(cache->stats().not_kept == 2U);
     BOOST_TEST(s.ranges == std::vector<std::string>{"bytes=40000-40099"},
                boost::test_tools::per_element());
+    // Without a Content-Length, the fill stops where the budget is passed.
+    ferry_test::http_server unsized([&](const ferry_test::http_request&) {
+        return ferry_test::http_response{.body = body, .content_length = -2};
+    });
+    BOOST_TEST(read(unsized.url("/u"), cache) == body);
+    BOOST_TEST(files_in(dir.path()).empty());
+    BOOST_TEST(cache->stats().not_kept == 3U);
 }
 
 // Names come from a hash, never from the URL's path: ../ and absolute-looking paths make flat
