@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,8 @@
 #include "ferry/export.hpp"
 
 namespace ferry {
+
+class object_cache;  // <ferry/cache.hpp>
 
 /// A byte range of a resource: `length` bytes from `offset` (0: to the end).
 struct byte_range {
@@ -68,6 +71,10 @@ struct http_options {
     /// each other answer raises the limit by 1/limit, and calls over it wait (a stop request
     /// ends the wait). Limits are per process; `ferry::ops::http_hosts()` shows them.
     bool adaptive = true;
+    /// A local cache (`ferry::ops::open_cache`, in <ferry/cache.hpp>) for `http(s)://` and
+    /// `s3://` objects: a hit is read from local disk with no request; a miss downloads the whole
+    /// object into it first (also for a `range`). Null: no cache.
+    std::shared_ptr<object_cache> cache{};
 };
 
 /// `read_url` failed: an HTTP status of 400 or more, a transport error (refused, timed out,

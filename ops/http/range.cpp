@@ -121,16 +121,22 @@ bytes take_range(ranged_body in, const byte_range& r, const std::string& url,
         return out;
     }
     // A 200 (or another 2xx): the server ignored the range and sent the whole resource.
-    if (r.at_most && in.got <= r.offset) return bytes();
-    if (in.got < r.offset || (r.length != 0 && in.got - r.offset < r.length && !r.at_most)) {
-        throw past_end(in.got);
-    }
-    const std::size_t n = r.length == 0 || in.got - r.offset < r.length
-                              ? in.got - r.offset
-                              : static_cast<std::size_t>(r.length);
+    const std::size_t n = range_within(r, in.got, in.status, url, where);
     bytes out(n);
     if (n != 0) std::memcpy(out.data(), in.body.data() + r.offset, n);
     return out;
+}
+
+std::uint64_t range_within(const byte_range& r, std::uint64_t size, int status,
+                           const std::string& url, const std::string& where) {
+    if (r.at_most && size <= r.offset) return 0;
+    if (size < r.offset || (r.length != 0 && size - r.offset < r.length && !r.at_most)) {
+        // The resource ends before the range does: asking again gives the same answer.
+        throw http_error(
+            url, status,
+            where + describe(r) + ": the resource has " + std::to_string(size) + " bytes", false);
+    }
+    return r.length == 0 || size - r.offset < r.length ? size - r.offset : r.length;
 }
 
 std::chrono::milliseconds parse_retry_after(std::string_view v) {

@@ -36,6 +36,11 @@ struct ranged_body {
     std::string content_range;
 };
 
+/// How many bytes from `r.offset` a resource of `size` bytes gives for `r`, or the `http_error`
+/// (naming `url`, with `status`) for a range past its end; 0 for an `at_most` range at or past it.
+std::uint64_t range_within(const byte_range& r, std::uint64_t size, int status,
+                           const std::string& url, const std::string& where);
+
 /// The range's bytes out of `in`, or an `http_error` naming `url`, the range and what came.
 bytes take_range(ranged_body in, const byte_range& r, const std::string& url,
                  const std::string& where);

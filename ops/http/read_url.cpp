@@ -14,6 +14,7 @@
 #include <exception>
 #include <string>
 
+#include "cached_fetch.hpp"
 #include "ferry/http.hpp"
 #include "ferry/this_call.hpp"
 #include "ferry/version.hpp"
@@ -132,6 +133,8 @@ struct transfer {
     std::string error_body;
     std::size_t error_bytes = 0;
     std::exception_ptr exception;
+    body_sink* sink = nullptr;  // where a 2xx body goes instead of `body`
+    std::string etag;           // the ETag header's value
 
     /// Every response (a redirect's, a `100 Continue`, the final one) starts afresh.
     void new_response(std::string line) {
@@ -154,7 +157,12 @@ struct transfer {
             curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
             curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &content_length);
             error_status = status >= 400;
-            if (!error_status) {
+            if (!error_status && sink != nullptr) {
+                if (sink->start && !sink->start(static_cast<std::int64_t>(content_length))) {
+                    sink->refused = true;
+                    return 0;
+                }
+            } else if (!error_status) {
                 if (max_bytes != 0 && content_length > 0 &&
                     static_cast<std::uint64_t>(content_length) > max_bytes) {
                     too_large = true;
@@ -177,6 +185,14 @@ struct transfer {
         if (max_bytes != 0 && got + n > max_bytes) {
             too_large = true;
             return 0;
+        }
+        if (sink != nullptr) {
+            if (!sink->write(reinterpret_cast<const std::byte*>(data), n)) {
+                sink->refused = true;
+                return 0;
+            }
+            got += n;
+            return n;
         }
         if (got + n > body.size()) {
             bytes bigger(std::max(body.size() * 2, got + n));
@@ -213,6 +229,13 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
             t.content_range.assign(data + 14, n - 14);
         } else if (n > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
             t.retry_after.assign(data + 12, n - 12);
+        } else if (n > 5 && strncasecmp(data, "etag:", 5) == 0) {
+            std::string_view v(data + 5, n - 5);
+            while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+            while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) {
+                v.remove_suffix(1);
+            }
+            t.etag.assign(v);
         }
     } catch (...) {
         t.exception = std::current_exception();
@@ -329,14 +352,21 @@ bytes read_url_fn::operator()(std::string_view url, const http_options& options)
                          "read_url: '" + std::string(url) + "': URL contains a NUL character",
                          false);
     }
-    if (url.starts_with("s3://")) return fetch(s3_object_request(url), options);
     request r;
-    r.url = std::string(url);
-    r.display = redact_url(url);
+    if (url.starts_with("s3://")) {
+        r = s3_object_request(url);
+    } else {
+        r.url = std::string(url);
+        r.display = redact_url(url);
+    }
+    // file:// is local already; every other scheme goes through the cache when there is one.
+    if (options.cache != nullptr && strncasecmp(r.url.c_str(), "file:", 5) != 0) {
+        return cached_fetch(*options.cache, r, options);
+    }
     return fetch(r, options);
 }
 
-bytes fetch(const request& r, const http_options& options) {
+bytes fetch(const request& r, const http_options& options, body_sink* sink) {
     const std::string where = "read_url: '" + r.display + "': ";
     thread_local thread_handle handle;
     CURL* const c = handle.easy();
@@ -345,6 +375,7 @@ bytes fetch(const request& r, const http_options& options) {
     transfer t;
     t.curl = c;
     t.max_bytes = options.max_bytes;
+    t.sink = sink;
     char errors[CURL_ERROR_SIZE] = {};
     header_list headers;
     for (const auto* list : {&options.headers, &r.headers}) {
@@ -408,6 +439,11 @@ bytes fetch(const request& r, const http_options& options) {
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     slot.answered(status);
     const auto st = static_cast<int>(status);
+    if (sink != nullptr) {
+        sink->status = st;
+        sink->etag = t.etag;
+        if (sink->refused) return bytes();
+    }
     const std::string curl_says = errors[0] != '\0' ? std::string(errors) : curl_easy_strerror(rc);
 
     // file:// with a range that starts past the file's end.
@@ -450,6 +486,7 @@ bytes fetch(const request& r, const http_options& options) {
                 " bytes (" + curl_says + ")");
     }
     if (rc != CURLE_OK) throw http_error(target, st, where + curl_says, transient_curl(rc));
+    if (sink != nullptr && status == 304) return bytes();  // the cache's copy is current
     if (status >= 300 && status < 400) {
         // Only reached with follow_redirects off: the redirect's own body is not the resource.
         throw http_error(
@@ -464,6 +501,7 @@ bytes fetch(const request& r, const http_options& options) {
                          where + "truncated body: got " + std::to_string(t.got) + " of " +
                              std::to_string(t.content_length) + " bytes");
     }
+    if (sink != nullptr) return bytes();
     if (options.range) {
         return take_range({st, std::move(t.body), t.got, std::move(t.content_range)},
                           *options.range, target, where);

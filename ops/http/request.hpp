@@ -5,6 +5,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,8 +29,21 @@ struct request {
     bool s3 = false;                   ///< errors come as S3's XML and become `ferry::s3_error`
 };
 
-/// Runs `r` with `options` (read_url's transfer).
-bytes fetch(const request& r, const http_options& options);
+/// Where a 2xx body goes instead of memory (the cache streams objects to disk through it), and
+/// what the cache learns of the response. `fetch` with a sink returns no bytes.
+struct body_sink {
+    /// Before the first byte, with the announced Content-Length (-1: none); false: stop.
+    std::function<bool(std::int64_t length)> start;
+    /// Each piece of the body, in order; false: stop (the transfer ends, `refused` is set).
+    std::function<bool(const std::byte* data, std::size_t n)> write;
+    // Set by fetch:
+    int status = 0;        ///< the final status; 304 (Not Modified) is returned, not thrown
+    std::string etag;      ///< the ETag header's value, as sent (quotes kept); empty: none
+    bool refused = false;  ///< `start` or `write` said stop; fetch returned without throwing
+};
+
+/// Runs `r` with `options` (read_url's transfer); with `sink`, the body goes there.
+bytes fetch(const request& r, const http_options& options, body_sink* sink = nullptr);
 
 /// The request for an `s3://bucket/key` URL (see read_url's documentation for the environment it
 /// reads). Throws `ferry::invalid_argument` for a URL without a bucket or key.

@@ -30,7 +30,14 @@ std::string uri_encode(std::string_view s, bool encode_slash) {
     return out;
 }
 
-std::string redact_url(std::string_view url) {
+namespace {
+
+enum class query_item : std::uint8_t { keep, redact, drop };
+
+/// `url` with each query item kept, its value replaced by `REDACTED`, or left out, as `what`
+/// says of its name (lower case).
+template <typename F>
+std::string rewrite_query(std::string_view url, F what) {
     const auto q = url.find('?');
     if (q == std::string_view::npos) return std::string(url);
     const auto hash = url.find('#', q);
@@ -45,18 +52,54 @@ std::string redact_url(std::string_view url) {
         const auto eq = item.find('=');
         std::string name(item.substr(0, eq));
         for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        const bool secret = name == "x-amz-signature" || name == "x-amz-credential" ||
-                            name == "x-amz-security-token" || name == "signature" ||
-                            name == "awsaccesskeyid";
-        if (secret && eq != std::string_view::npos) {
-            out += std::string(item.substr(0, eq + 1)) + "REDACTED";
-        } else {
-            out += item;
+        const query_item w = what(name);
+        if (w != query_item::drop) {
+            if (out.back() != '?') out += '&';
+            if (w == query_item::redact && eq != std::string_view::npos) {
+                out += std::string(item.substr(0, eq + 1)) + "REDACTED";
+            } else {
+                out += item;
+            }
         }
-        if (amp < query.size()) out += '&';
         at = amp + 1;
     }
     if (hash != std::string_view::npos) out += url.substr(hash);
+    return out;
+}
+
+bool credential_parameter(const std::string& name) {
+    return name == "x-amz-signature" || name == "x-amz-credential" ||
+           name == "x-amz-security-token" || name == "signature" || name == "awsaccesskeyid";
+}
+
+}  // namespace
+
+std::string redact_url(std::string_view url) {
+    return rewrite_query(url, [](const std::string& name) {
+        return credential_parameter(name) ? query_item::redact : query_item::keep;
+    });
+}
+
+std::string unsigned_url(std::string_view url) {
+    // user:password@ in the authority is a credential too.
+    std::string_view rest = url;
+    std::string head;
+    if (const auto scheme = url.find("://"); scheme != std::string_view::npos) {
+        const auto authority_end = url.find_first_of("/?#", scheme + 3);
+        const auto at = url.substr(0, authority_end).rfind('@');
+        if (at != std::string_view::npos && at > scheme) {
+            head = std::string(url.substr(0, scheme + 3));
+            rest = url.substr(at + 1);
+        }
+    }
+    std::string out =
+        head + rewrite_query(rest.substr(0, rest.find('#')), [](const std::string& n) {
+            const bool presigning = credential_parameter(n) || n == "x-amz-date" ||
+                                    n == "x-amz-expires" || n == "expires" ||
+                                    n == "x-amz-algorithm" || n == "x-amz-signedheaders";
+            return presigning ? query_item::drop : query_item::keep;
+        });
+    if (out.ends_with('?')) out.pop_back();
     return out;
 }
 

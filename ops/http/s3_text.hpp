@@ -39,6 +39,12 @@ std::string uri_encode(std::string_view s, bool encode_slash);
 /// `Signature`, `AWSAccessKeyId`; names compared without case), so messages can name it.
 std::string redact_url(std::string_view url);
 
+/// `url` without what presigning adds or a credential is (the query parameters `redact_url`
+/// redacts, and `X-Amz-Date`, `X-Amz-Expires`, `X-Amz-Algorithm`, `X-Amz-SignedHeaders`,
+/// `Expires`; a `user:password@`; the fragment): the same object under every presigning, and
+/// nothing secret in it. The cache's key.
+std::string unsigned_url(std::string_view url);
+
 /// The text of the first `<tag>...</tag>` in `xml` with entities decoded; empty when absent.
 std::string xml_text(std::string_view xml, std::string_view tag);
 

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// A local disk cache for remote objects and shards, shared by threads, pipelines and processes:
+/// `ferry::ops::open_cache`, `http_options::cache` and `ferry::ops::cached_ranges`. Link
+/// `ferry::http`.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "ferry/bytes.hpp"
+#include "ferry/export.hpp"
+#include "ferry/http.hpp"
+
+namespace ferry {
+
+/// Where and how big a cache is.
+struct cache_options {
+    /// The cache's folder, created if missing. Several processes may share one.
+    std::filesystem::path dir{};
+    /// Byte budget of the folder's entries (least recently used ones go first); 0: no limit.
+    std::uint64_t max_bytes = 0;
+    /// Ask the server on every hit whether the object changed (a conditional GET with
+    /// `If-None-Match: <ETag>`): 304 reads the local copy, 200 replaces it. An entry without an
+    /// ETag is fetched again. Off: a hit makes no request at all.
+    bool revalidate = false;
+};
+
+/// What this process's cache object has done (counters since `open_cache`), and how many entries
+/// the folder held at its last look (opening, or a fill's eviction pass).
+struct cache_stats {
+    std::uint64_t hits = 0;           ///< reads answered from the local file (304s included)
+    std::uint64_t misses = 0;         ///< reads that found no valid entry and fetched the object
+    std::uint64_t evictions = 0;      ///< entries this process removed to keep within the budget
+    std::uint64_t bytes_fetched = 0;  ///< bytes of objects downloaded into the cache
+    std::uint64_t bytes_stored = 0;   ///< bytes of objects that became entries
+    std::uint64_t entries = 0;        ///< entries in the folder at the last look
+    std::uint64_t revalidated = 0;    ///< hits confirmed by a 304 (with `revalidate`)
+    std::uint64_t not_kept = 0;       ///< objects larger than `max_bytes`: served, not kept
+    /// Reads where the cache failed (disk full, folder gone, ...) and the answer came from the
+    /// network instead.
+    std::uint64_t failures = 0;
+};
+
+namespace ops::detail {
+class cache_store;
+}
+
+/// A cache folder opened by `ferry::ops::open_cache`; share the `shared_ptr` between pipelines
+/// and threads. Entries are flat files in the folder named by the SHA-256 of the object's URL
+/// (never by its path), each holding the object's bytes followed by its URL, size and ETag.
+///
+/// Safety: an object is written under a temporary name in the folder and renamed into place, so
+/// no partial file is ever visible under an entry's name; a lock file (`flock`) serializes
+/// eviction; two processes filling one entry at once both succeed and leave one complete file.
+/// Temporary files of a process that died mid-write are removed by the next eviction pass.
+/// Recency is the entry's mtime, set on every hit.
+class FERRY_API object_cache {
+  public:
+    explicit object_cache(std::unique_ptr<ops::detail::cache_store> store);
+    object_cache(const object_cache&) = delete;
+    object_cache& operator=(const object_cache&) = delete;
+    ~object_cache();
+
+    /// This process's counters (see `cache_stats`).
+    [[nodiscard]] cache_stats stats() const;
+    /// The options it was opened with.
+    [[nodiscard]] const cache_options& options() const noexcept;
+    /// The file an object's entry lives in (whether or not it exists): to see what is cached.
+    [[nodiscard]] std::filesystem::path entry_path(std::string_view url) const;
+
+    /// For ferry::http's own code.
+    [[nodiscard]] ops::detail::cache_store& store() const noexcept { return *store_; }
+
+  private:
+    std::unique_ptr<ops::detail::cache_store> store_;
+};
+
+namespace ops {
+
+/// Opens (creating it if needed) a cache folder. Throws `ferry::io_error` naming the folder and
+/// the cause when it cannot be created or written, and removes temporary files left by
+/// processes that died mid-write.
+///
+/// With it in `http_options::cache`, `read_url` of an `http(s)://` or `s3://` URL answers from
+/// the local file when it can: a miss downloads the whole object into the cache (streamed to
+/// disk) and answers from there; a `range` is read from the local file, and on a miss the whole
+/// object is fetched first, so the next range is local. An object larger than `max_bytes` is
+/// answered from the network (a ranged read by a ranged request) and not kept. When the cache
+/// itself fails (disk full, folder removed), the answer comes from the network and
+/// `cache_stats::failures` counts it. The key is the URL without credentials or presigning
+/// (`X-Amz-Signature`, `X-Amz-Credential`, `X-Amz-Security-Token`, `X-Amz-Date`,
+/// `X-Amz-Expires`, `Signature`, `AWSAccessKeyId`, `Expires`, `user:password@`): a re-presigned
+/// URL hits the same entry, and no credential reaches the folder. `file://` URLs are not cached.
+/// \code
+///   auto cache = ferry::ops::open_cache({.dir = "/scratch/ferry-cache", .max_bytes = 200ull <<
+///   30}); auto b = ferry::ops::read_url("s3://bucket/a.jpg", {.cache = cache});
+///   cache->stats().hits;
+/// \endcode
+[[nodiscard]] FERRY_API std::shared_ptr<object_cache> open_cache(const cache_options& options);
+
+/// A `ferry::sources::tar_options::read_remote` that reads shards through a cache: the first read
+/// of a shard downloads all of it into the cache (streamed to disk in the transfer's pieces; the
+/// shard is never whole in memory), and every range after that (epoch 2, other pipelines or
+/// processes sharing the folder) is read from the local file, with no request. It is
+/// `ferry::ops::url_ranges` with `options.cache` set.
+/// \code
+///   auto cache = ferry::ops::open_cache({.dir = "/scratch/shards", .max_bytes = 500ull << 30});
+///   ferry::sources::tar_samples(shards, {.read_remote = ferry::ops::cached_ranges{cache}});
+/// \endcode
+struct cached_ranges {
+    std::shared_ptr<object_cache> cache;  ///< the cache (required)
+    http_options options{};               ///< each request's options (`range`, `cache` are set)
+    bytes operator()(const std::string& url, std::uint64_t offset, std::uint64_t length) const {
+        http_options o = options;
+        o.cache = cache;
+        o.range = byte_range{.offset = offset, .length = length, .at_most = true};
+        return read_url(url, o);
+    }
+};
+
+}  // namespace ops
+}  // namespace ferry

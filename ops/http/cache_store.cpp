@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The cache folder (see cache_store.hpp), and `object_cache` / `open_cache`, its public face.
+///
+/// Who may do what without the lock: anyone may open an entry and read it (a rename or an
+/// unlink by someone else leaves an open file readable), set its mtime, and write their own
+/// temporary file. Renames into place, removals and eviction happen under the lock (lock_mutex_
+/// within the process, flock on `.lock` between processes).
+#include "cache_store.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <vector>
+
+#include "cached_fetch.hpp"
+#include "ferry/this_call.hpp"
+#include "sha256.hpp"
+
+namespace ferry::ops::detail {
+
+namespace {
+
+constexpr char magic[8] = {'F', 'R', 'Y', 'C', 'A', 'C', 'H', '1'};
+constexpr std::size_t footer = 16;  // record length (u64 LE) + magic
+constexpr std::uint64_t max_record = 64 * 1024;
+constexpr const char* temp_prefix = ".tmp-";
+// A temporary file whose writer's flock is gone is removed once its writer's pid is gone too, or
+// after this long (a pid from another pid namespace sharing the folder): the flock is taken a
+// moment after the file is created, and this keeps that moment safe.
+constexpr auto orphan_age = std::chrono::seconds(60);
+
+std::string errno_text(int e) {
+    return std::strerror(e);
+}
+
+bool pwrite_all(int fd, const void* data, std::size_t n, std::uint64_t at) {
+    const auto* p = static_cast<const char*>(data);
+    while (n > 0) {
+        const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(at));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        p += w;
+        n -= static_cast<std::size_t>(w);
+        at += static_cast<std::uint64_t>(w);
+    }
+    return true;
+}
+
+bool pread_all(int fd, void* data, std::size_t n, std::uint64_t at) {
+    auto* p = static_cast<char*>(data);
+    while (n > 0) {
+        const ssize_t r = ::pread(fd, p, n, static_cast<off_t>(at));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        p += r;
+        n -= static_cast<std::size_t>(r);
+        at += static_cast<std::uint64_t>(r);
+    }
+    return true;
+}
+
+std::string encode(const entry_record& r) {
+    return "ferry-cache 1\n" + std::to_string(r.size) + "\n" + r.etag + "\n" + r.url;
+}
+
+std::optional<entry_record> decode(const std::string& s) {
+    const auto a = s.find('\n');
+    const auto b = a == std::string::npos ? a : s.find('\n', a + 1);
+    const auto c = b == std::string::npos ? b : s.find('\n', b + 1);
+    if (c == std::string::npos || s.compare(0, a, "ferry-cache 1") != 0) return std::nullopt;
+    entry_record r;
+    try {
+        std::size_t used = 0;
+        r.size = std::stoull(s.substr(a + 1, b - a - 1), &used);
+        if (used != b - a - 1) return std::nullopt;
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+    r.etag = s.substr(b + 1, c - b - 1);
+    r.url = s.substr(c + 1);
+    return r;
+}
+
+bool is_entry_name(const std::string& n) {
+    return n.size() == 64 && std::all_of(n.begin(), n.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
+}
+
+std::int64_t mtime_ns(const struct stat& st) {
+    return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+/// A fresh recency stamp: the wall clock in ns, strictly increasing within the process (file
+/// systems keep ns, but the kernel's own "now" is only as fine as its tick).
+std::int64_t next_stamp() {
+    static std::atomic<std::int64_t> last{0};
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    std::int64_t want = static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+    std::int64_t seen = last.load();
+    for (;;) {
+        const std::int64_t next = std::max(want, seen + 1);
+        if (last.compare_exchange_weak(seen, next)) return next;
+    }
+}
+
+/// mutex_ then flock: the folder's lock, for this process's threads and for other processes.
+class folder_lock {
+  public:
+    folder_lock(std::mutex& m, int fd) : hold_(m), fd_(fd) {
+        while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+        }
+    }
+    folder_lock(const folder_lock&) = delete;
+    folder_lock& operator=(const folder_lock&) = delete;
+    ~folder_lock() { ::flock(fd_, LOCK_UN); }
+
+  private:
+    std::lock_guard<std::mutex> hold_;
+    int fd_;
+};
+
+/// Whether a temporary file's writer is gone: its flock is free, and its pid (in the name,
+/// `.tmp-<pid>-...`) is not running or the file is old.
+bool orphaned(const std::filesystem::path& p, const std::string& name, const struct stat& st) {
+    const unique_fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (fd.get() < 0) return false;
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;  // its writer holds it
+    const auto age = std::chrono::system_clock::now().time_since_epoch() -
+                     std::chrono::nanoseconds(mtime_ns(st));
+    if (age > orphan_age) return true;
+    const long pid = std::strtol(name.c_str() + std::strlen(temp_prefix), nullptr, 10);
+    return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
+void unique_fd::reset() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+}
+
+cache_writer::cache_writer(std::filesystem::path temp, unique_fd fd, std::uint64_t max_bytes)
+    : temp_(std::move(temp)), fd_(std::move(fd)), max_bytes_(max_bytes) {}
+
+cache_writer::~cache_writer() {
+    if (!committed_) ::unlink(temp_.c_str());
+}
+
+bool cache_writer::write(const std::byte* data, std::size_t n) {
+    if (max_bytes_ != 0 && size_ + n > max_bytes_) {
+        too_big_ = true;
+        return false;
+    }
+    if (!pwrite_all(fd_.get(), data, n, size_)) return false;
+    size_ += n;
+    return true;
+}
+
+fill_turn::~fill_turn() {
+    if (store_ != nullptr) store_->end_turn(key_);
+}
+
+cache_store::cache_store(cache_options options) : options_(std::move(options)) {
+    const std::string where = "open_cache: '" + options_.dir.string() + "': ";
+    std::error_code ec;
+    std::filesystem::create_directories(options_.dir, ec);
+    if (ec) throw io_error(where + "cannot create the folder: " + ec.message(), false);
+    lock_fd_ = unique_fd(
+        ::open((options_.dir / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+    if (lock_fd_.get() < 0) {
+        throw io_error(where + "cannot write the lock file: " + errno_text(errno), false);
+    }
+    try {
+        const auto probe = begin("open_cache probe");
+        if (!probe->write(reinterpret_cast<const std::byte*>(magic), sizeof magic)) {
+            throw io_error(where + "cannot write to the folder: " + errno_text(errno), false);
+        }
+    } catch (const io_error& e) {
+        throw io_error(where + "cannot write to the folder: " + e.what(), false);
+    }
+    const folder_lock lock(lock_mutex_, lock_fd_.get());
+    sweep(std::string());
+}
+
+std::filesystem::path cache_store::path_of(const std::string& key) const {
+    return options_.dir / sha256_hex(key);
+}
+
+std::optional<cache_hit> cache_store::find(const std::string& key) {
+    const auto path = path_of(key);
+    unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (fd.get() < 0) return std::nullopt;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    const auto file_size = static_cast<std::uint64_t>(st.st_size);
+    char tail[footer];
+    std::uint64_t length = 0;
+    std::optional<entry_record> record;
+    if (file_size >= footer && pread_all(fd.get(), tail, footer, file_size - footer) &&
+        std::memcmp(tail + 8, magic, sizeof magic) == 0) {
+        for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<unsigned char>(tail[i]);
+        if (length <= max_record && length <= file_size - footer) {
+            std::string text(length, '\0');
+            if (pread_all(fd.get(), text.data(), length, file_size - footer - length)) {
+                record = decode(text);
+            }
+        }
+    }
+    if (record && record->url != key) return std::nullopt;  // another URL with this hash
+    if (!record || record->size + length + footer != file_size) {
+        remove_if_same(path, fd.get());
+        return std::nullopt;
+    }
+    return cache_hit{std::move(fd), std::move(*record)};
+}
+
+void cache_store::touch(int fd) {
+    const std::int64_t stamp = next_stamp();
+    const timespec times[2] = {{0, UTIME_OMIT},
+                               {static_cast<time_t>(stamp / 1'000'000'000), stamp % 1'000'000'000}};
+    ::futimens(fd, times);
+}
+
+std::unique_ptr<cache_writer> cache_store::begin(const std::string& key) {
+    const std::string name = temp_prefix + std::to_string(::getpid()) + "-" +
+                             std::to_string(temp_counter_.fetch_add(1)) + "-" +
+                             sha256_hex(key).substr(0, 16);
+    const auto temp = options_.dir / name;
+    unique_fd fd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+    if (fd.get() < 0) {
+        throw io_error("cache: '" + temp.string() + "': cannot create: " + errno_text(errno));
+    }
+    ::flock(fd.get(), LOCK_EX);  // while it is held, no sweep takes the file for an orphan
+    return std::make_unique<cache_writer>(temp, std::move(fd), options_.max_bytes);
+}
+
+bool cache_store::commit(cache_writer& w, const entry_record& r) {
+    const std::string text = encode(r);
+    char tail[footer];
+    std::uint64_t length = text.size();
+    for (int i = 0; i < 8; ++i) tail[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
+    std::memcpy(tail + 8, magic, sizeof magic);
+    if (!pwrite_all(w.fd(), text.data(), text.size(), w.size()) ||
+        !pwrite_all(w.fd(), tail, footer, w.size() + text.size())) {
+        return false;
+    }
+    const auto path = path_of(r.url);
+    const folder_lock lock(lock_mutex_, lock_fd_.get());
+    touch(w.fd());
+    if (::rename(w.temp_.c_str(), path.c_str()) != 0) return false;
+    w.committed_ = true;
+    counters.bytes_stored += r.size;
+    sweep(path.filename().string());
+    return true;
+}
+
+void cache_store::sweep(const std::string& keep) {
+    struct entry {
+        std::int64_t mtime;
+        std::uint64_t size;
+        std::string name;
+    };
+    std::vector<entry> entries;
+    std::uint64_t total = 0;
+    DIR* d = ::opendir(options_.dir.c_str());
+    if (d == nullptr) return;
+    while (const dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        const bool temp = name.starts_with(temp_prefix);
+        if (!temp && !is_entry_name(name)) continue;
+        const auto p = options_.dir / name;
+        struct stat st {};
+        if (::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (temp) {
+            if (orphaned(p, name, st)) ::unlink(p.c_str());
+            continue;
+        }
+        entries.push_back({mtime_ns(st), static_cast<std::uint64_t>(st.st_size), name});
+        total += static_cast<std::uint64_t>(st.st_size);
+    }
+    ::closedir(d);
+    std::sort(entries.begin(), entries.end(),
+              [](const entry& a, const entry& b) { return a.mtime < b.mtime; });
+    std::size_t left = entries.size();
+    for (const entry& e : entries) {
+        if (options_.max_bytes == 0 || total <= options_.max_bytes) break;
+        if (e.name == keep) continue;
+        if (::unlink((options_.dir / e.name).c_str()) == 0) {
+            ++counters.evictions;
+            --left;
+        }
+        total -= e.size;
+    }
+    counters.entries = left;
+}
+
+void cache_store::remove_if_same(const std::filesystem::path& p, int fd) {
+    const folder_lock lock(lock_mutex_, lock_fd_.get());
+    struct stat named {
+    }, open{};
+    // Only the file we found damaged: another writer may have renamed a good one in since.
+    if (::lstat(p.c_str(), &named) == 0 && ::fstat(fd, &open) == 0 && named.st_dev == open.st_dev &&
+        named.st_ino == open.st_ino) {
+        ::unlink(p.c_str());
+    }
+}
+
+fill_turn cache_store::take_turn(const std::string& key) {
+    std::unique_lock lock(turns_mutex_);
+    bool waited = false;
+    while (turns_.count(key) != 0) {
+        waited = true;
+        turns_cv_.wait_for(lock, std::chrono::milliseconds(50));
+        if (this_call::stop_requested()) return {nullptr, key, true};
+    }
+    turns_.insert(key);
+    return {this, key, waited};
+}
+
+void cache_store::end_turn(const std::string& key) {
+    {
+        const std::lock_guard lock(turns_mutex_);
+        turns_.erase(key);
+    }
+    turns_cv_.notify_all();
+}
+
+}  // namespace ferry::ops::detail
+
+namespace ferry {
+
+object_cache::object_cache(std::unique_ptr<ops::detail::cache_store> store)
+    : store_(std::move(store)) {}
+
+object_cache::~object_cache() = default;
+
+cache_stats object_cache::stats() const {
+    const auto& c = store_->counters;
+    return {.hits = c.hits.load(),
+            .misses = c.misses.load(),
+            .evictions = c.evictions.load(),
+            .bytes_fetched = c.bytes_fetched.load(),
+            .bytes_stored = c.bytes_stored.load(),
+            .entries = c.entries.load(),
+            .revalidated = c.revalidated.load(),
+            .not_kept = c.not_kept.load(),
+            .failures = c.failures.load()};
+}
+
+const cache_options& object_cache::options() const noexcept {
+    return store_->options();
+}
+
+std::filesystem::path object_cache::entry_path(std::string_view url) const {
+    return store_->path_of(ops::detail::cache_key(url));
+}
+
+std::shared_ptr<object_cache> ops::open_cache(const cache_options& options) {
+    return std::make_shared<object_cache>(std::make_unique<detail::cache_store>(options));
+}
+
+}  // namespace ferry

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The cache folder: entries (an object's bytes, then a record of its URL, size and ETag), the
+/// temporary files they are written to, the lock around renames and eviction, recency, and
+/// which thread of this process fills which entry.
+///
+/// An entry file is `<object bytes><record><u64 record length, little-endian><"FRYCACH1">`,
+/// named by the SHA-256 of the key (the URL without credentials). The record sits at the end so
+/// that any truncation or append shows: such a file is invalid, and removed.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "ferry/cache.hpp"
+
+namespace ferry::ops::detail {
+
+/// A file descriptor, closed when it goes.
+class unique_fd {
+  public:
+    unique_fd() = default;
+    explicit unique_fd(int fd) noexcept : fd_(fd) {}
+    unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+    unique_fd& operator=(unique_fd&& o) noexcept {
+        if (this != &o) {
+            reset();
+            fd_ = std::exchange(o.fd_, -1);
+        }
+        return *this;
+    }
+    ~unique_fd() { reset(); }
+    [[nodiscard]] int get() const noexcept { return fd_; }
+    void reset() noexcept;
+
+  private:
+    int fd_ = -1;
+};
+
+/// What an entry records of its object.
+struct entry_record {
+    std::string url;  ///< the key: the URL without credentials (compared on every read)
+    std::uint64_t size = 0;
+    std::string etag;  ///< as the server sent it; empty: none
+};
+
+/// A valid entry, open: readable even if it is replaced or evicted meanwhile.
+struct cache_hit {
+    unique_fd fd;
+    entry_record record;
+};
+
+/// An object being written to a temporary file in the folder (locked with flock while its
+/// writer lives, which is how a dead writer's file is told from a live one's). The file is
+/// removed when the writer goes, unless committed.
+class cache_writer {
+  public:
+    cache_writer(std::filesystem::path temp, unique_fd fd, std::uint64_t max_bytes);
+    cache_writer(const cache_writer&) = delete;
+    cache_writer& operator=(const cache_writer&) = delete;
+    ~cache_writer();
+
+    /// Appends; false when the object passes the budget (`too_big()`) or the write fails.
+    bool write(const std::byte* data, std::size_t n);
+    [[nodiscard]] bool too_big() const noexcept { return too_big_; }
+    [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
+    [[nodiscard]] int fd() const noexcept { return fd_.get(); }
+
+  private:
+    friend class cache_store;
+    std::filesystem::path temp_;
+    unique_fd fd_;
+    std::uint64_t max_bytes_;
+    std::uint64_t size_ = 0;
+    bool too_big_ = false;
+    bool committed_ = false;
+};
+
+class cache_store;
+
+/// This thread's turn to fill a key (see `cache_store::take_turn`); ends when it goes.
+class fill_turn {
+  public:
+    fill_turn(cache_store* store, std::string key, bool waited)
+        : store_(store), key_(std::move(key)), waited_(waited) {}
+    fill_turn(const fill_turn&) = delete;
+    fill_turn& operator=(const fill_turn&) = delete;
+    ~fill_turn();
+    /// Another thread was filling the key, and this one waited for it to end.
+    [[nodiscard]] bool waited() const noexcept { return waited_; }
+
+  private:
+    cache_store* store_;  // null: not this thread's turn (the wait was cut short by a stop)
+    std::string key_;
+    bool waited_;
+};
+
+/// This process's counters, as `cache_stats` reports them.
+struct cache_counters {
+    std::atomic<std::uint64_t> hits{0}, misses{0}, evictions{0}, bytes_fetched{0}, bytes_stored{0},
+        entries{0}, revalidated{0}, not_kept{0}, failures{0};
+};
+
+class cache_store {
+  public:
+    /// Creates the folder and its lock file, checks that it can be written, removes temporary
+    /// files of dead writers. Throws `ferry::io_error` naming the folder.
+    explicit cache_store(cache_options options);
+    cache_store(const cache_store&) = delete;
+    cache_store& operator=(const cache_store&) = delete;
+
+    [[nodiscard]] const cache_options& options() const noexcept { return options_; }
+    [[nodiscard]] std::filesystem::path path_of(const std::string& key) const;
+
+    /// The valid entry for `key`, or nullopt. A damaged one (size not its record's) is removed;
+    /// one whose record names another URL (a hash collision) is a miss and stays.
+    std::optional<cache_hit> find(const std::string& key);
+    /// Marks the entry open on `fd` as used now (its mtime: the LRU order).
+    void touch(int fd);
+    /// A temporary file for `key`'s object; throws `ferry::io_error` when none can be made.
+    std::unique_ptr<cache_writer> begin(const std::string& key);
+    /// Appends the record, renames the file into place and evicts least recently used entries
+    /// (never this one) down to the budget. False when that failed (the writer's file still
+    /// holds the object, to be read from its fd).
+    bool commit(cache_writer& w, const entry_record& r);
+    /// Waits while another thread of this process fills `key`, then holds the turn.
+    fill_turn take_turn(const std::string& key);
+
+    cache_counters counters;
+
+  private:
+    friend class fill_turn;
+    void end_turn(const std::string& key);
+    /// Under the lock: removes dead writers' temporary files, then entries, oldest first, until
+    /// the rest fit the budget (`keep` is never removed); counts what remains.
+    void sweep(const std::string& keep);
+    void remove_if_same(const std::filesystem::path& p, int fd);
+
+    cache_options options_;
+    unique_fd lock_fd_;
+    std::mutex lock_mutex_;  // flock excludes other processes, not threads sharing lock_fd_
+    std::mutex turns_mutex_;
+    std::condition_variable turns_cv_;
+    std::set<std::string> turns_;  // keys a thread of this process is filling
+    std::atomic<std::uint64_t> temp_counter_{0};
+};
+
+}  // namespace ferry::ops::detail

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// SHA-256 (FIPS 180-4), for the cache's file names: a name that says nothing of the URL, and
+/// collisions that do not happen by accident. Not for anything that needs constant time.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ferry::ops::detail {
+
+/// The SHA-256 of `data` as 64 lower-case hex digits.
+std::string sha256_hex(std::string_view data);
+
+}  // namespace ferry::ops::detail

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// What the cache tests share: a server of named objects that counts what it is asked and what
+/// it sends (ETags, 304s, ranges), a scratch folder, and a look at a cache folder's files.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../support/http_bodies.hpp"
+#include "../support/http_server.hpp"
+
+namespace ferry_test {
+
+/// Serves objects by target (query ignored), honouring Range and If-None-Match; counts GETs,
+/// body bytes sent and 304s.
+struct object_server {
+    struct object {
+        std::string body;
+        std::string etag;  ///< sent as the ETag header when not empty
+    };
+    std::mutex m;
+    std::map<std::string, object> objects;
+    std::vector<std::string> conditions;  ///< every If-None-Match received
+    std::vector<std::string> ranges;      ///< every Range received
+    std::atomic<int> gets{0};
+    std::atomic<int> not_modified{0};
+    std::atomic<std::size_t> sent{0};
+    http_server server{[this](const http_request& r) { return answer(r); }};
+
+    void put(const std::string& path, std::string body, std::string etag = {}) {
+        const std::lock_guard lock(m);
+        objects[path] = {std::move(body), std::move(etag)};
+    }
+    [[nodiscard]] std::string url(const std::string& path) const { return server.url(path); }
+
+    http_response answer(const http_request& r) {
+        ++gets;
+        object o;
+        {
+            const std::lock_guard lock(m);
+            const auto it = objects.find(r.target.substr(0, r.target.find('?')));
+            if (it == objects.end()) return {.status = 404, .body = "no such object"};
+            o = it->second;
+            if (!r.header("if-none-match").empty()) conditions.push_back(r.header("if-none-match"));
+            if (!r.header("range").empty()) ranges.push_back(r.header("range"));
+        }
+        if (!o.etag.empty() && r.header("if-none-match") == o.etag) {
+            ++not_modified;
+            return {.status = 304, .headers = {{"ETag", o.etag}}};
+        }
+        http_response reply = ranged(o.body, r);
+        if (!o.etag.empty()) reply.headers.emplace_back("ETag", o.etag);
+        sent += reply.body.size();
+        return reply;
+    }
+};
+
+/// A fresh folder under the system's temporary folder, removed with the object.
+class scratch {
+  public:
+    explicit scratch(const std::string& name)
+        : path_(std::filesystem::temp_directory_path() /
+                (name + "-" + std::to_string(::getpid()))) {
+        std::filesystem::remove_all(path_);
+        std::filesystem::create_directories(path_);
+    }
+    ~scratch() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    scratch(const scratch&) = delete;
+    scratch& operator=(const scratch&) = delete;
+    [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+    [[nodiscard]] std::filesystem::path operator/(const std::string& f) const { return path_ / f; }
+
+  private:
+    std::filesystem::path path_;
+};
+
+/// The names of everything in `dir`, recursively (relative, sorted), except its `.lock`.
+inline std::vector<std::string> files_in(const std::filesystem::path& dir) {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+        const std::string name = std::filesystem::relative(e.path(), dir).string();
+        if (name != ".lock") out.push_back(name);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+/// The names in `dir` that are temporary files (`.tmp-...`).
+inline std::vector<std::string> temp_files_in(const std::filesystem::path& dir) {
+    std::vector<std::string> out;
+    for (const auto& name : files_in(dir)) {
+        if (name.starts_with(".tmp-")) out.push_back(name);
+    }
+    return out;
+}
+
+/// A file's bytes.
+inline std::string file_text(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+}  // namespace ferry_test
