@@ -34,7 +34,8 @@ struct blocked_call_end {
     double loop_ms = 0;           ///< from being asked to the loop's end (stop only)
     double destroy_ms = 0;        ///< from being asked to the pipeline's destruction
     std::uint64_t delivered = 0;  ///< outputs after the first (stop only; none expected)
-    bool accounted = true;        ///< produced == delivered + filtered + failed + cancelled
+    bool accounted =
+        true;  ///< nothing pending, produced == delivered + filtered + failed + cancelled
     ferry::errc code = ferry::errc::io;  ///< the blocked call's error (io if it threw none)
     std::string message;                 ///< ... and its message
 };
@@ -92,8 +93,15 @@ blocked_call_end end_blocked_call(std::function<Out(const std::filesystem::path&
         }
         stopper.join();
         r.loop_ms = ms(steady::now() - asked);
-        const auto s = p->stats();
-        r.accounted = s.produced == s.delivered + s.filtered + s.failed + s.cancelled;
+        // The cancelled call's item is pending until the call returns; then every item has
+        // ended somewhere (polled: the call notices the stop within ferry's ~50 ms slice).
+        auto s = p->stats();
+        for (const auto by = steady::now() + cancel_bound; s.pending > 0 && steady::now() < by;
+             s = p->stats()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        r.accounted =
+            s.pending == 0 && s.produced == s.delivered + s.filtered + s.failed + s.cancelled;
     } else {
         asked = steady::now();
     }
