@@ -19,6 +19,8 @@
 ///                     box is drawn from the header, and only the crop is decoded (libjpeg's
 ///                     crop and skip of scanlines), at the smallest DCT scale that still covers
 ///                     224x224 — what DALI's fused image_random_crop does
+///  * `ferry-roi-fast` `ferry-roi` with `fast = true`: libjpeg-turbo's fast integer IDCT and
+///                     plain chroma upsampling (pixels within a few levels of the accurate decode)
 ///  * `sequential`     a plain loop making the same calls
 ///  * `tbb`            a hand-written tbb::parallel_pipeline (serial source, parallel
 ///                     read+decode+crop+flip, serial batch+collate) in a task_arena(threads)
@@ -85,9 +87,10 @@ std::mt19937_64 rng_for(std::size_t index) {
 
 /// How the decode stage gets from the file to the crop.
 enum class decode_mode {
-    full,     ///< decode_image, then random_resized_crop
-    reduced,  ///< the box from the header, a reduced-scale decode_image, crop, resize
-    roi,      ///< decode_random_resized_crop: only the crop is decoded
+    full,      ///< decode_image, then random_resized_crop
+    reduced,   ///< the box from the header, a reduced-scale decode_image, crop, resize
+    roi,       ///< decode_random_resized_crop: only the crop is decoded
+    roi_fast,  ///< roi with the fast IDCT and plain upsampling
 };
 
 /// decode -> random resized crop -> flip, as every C++ runner does it.
@@ -96,8 +99,9 @@ ferry::image transform(const ferry::bytes& b, std::size_t index, ferry::interpol
     std::mt19937_64 rng = rng_for(index);
     ferry::image img;
     ferry::crop_box box;
-    if (mode == decode_mode::roi) {
-        img = ferry::ops::decode_random_resized_crop(b, side, side, rng, {.interp = interp});
+    if (mode == decode_mode::roi || mode == decode_mode::roi_fast) {
+        img = ferry::ops::decode_random_resized_crop(
+            b, side, side, rng, {.interp = interp, .fast = mode == decode_mode::roi_fast});
     } else if (mode == decode_mode::reduced) {
         // Draw the crop on the full-size geometry, then decode at the smallest scale at which
         // the crop still has at least 224x224 pixels, and scale the box to that decode.
@@ -223,7 +227,7 @@ double cpu_seconds() {
 
 [[noreturn]] void usage(int code) {
     std::cerr << "usage: compare_runner --runner "
-                 "ferry|ferry-default|ferry-reduced|ferry-roi|sequential|tbb "
+                 "ferry|ferry-default|ferry-reduced|ferry-roi|ferry-roi-fast|sequential|tbb "
                  "--data DIR [--threads N] [--read N] [--interp bilinear|area|antialias] "
                  "[--no-fast-start] [--checksum]\n";
     std::exit(code);
@@ -290,6 +294,8 @@ int main(int argc, char** argv) {
         r = run_ferry(paths, o, true, decode_mode::reduced);
     } else if (o.runner == "ferry-roi") {
         r = run_ferry(paths, o, true, decode_mode::roi);
+    } else if (o.runner == "ferry-roi-fast") {
+        r = run_ferry(paths, o, true, decode_mode::roi_fast);
     } else if (o.runner == "sequential") {
         r = run_sequential(paths, o);
     } else if (o.runner == "tbb") {
