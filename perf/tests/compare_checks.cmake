@@ -42,4 +42,16 @@ foreach(interp bilinear antialias)
     endif()
   endforeach()
   message(STATUS "${interp}: 6 runners, 96 images each, batches identical (${reference})")
+  # The fast-IDCT runner delivers every image too, and other pixels (the option reaches libjpeg).
+  execute_process(COMMAND ${RUNNER} --runner ferry-roi-fast --data ${WORK} --threads 2
+                          --interp ${interp} --checksum
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    fail("ferry-roi-fast (${interp}): exit status ${rc}: ${err}")
+  endif()
+  string(JSON images GET "${out}" images)
+  string(JSON sum GET "${out}" checksum)
+  if(NOT images EQUAL 96 OR sum STREQUAL reference)
+    fail("ferry-roi-fast (${interp}): ${images} images, checksum ${sum} (the exact one: ${reference})")
+  endif()
 endforeach()
