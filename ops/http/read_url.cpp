@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// ferry::ops::read_url on libcurl: one easy handle and one multi handle per thread, reused so
-/// that the multi handle's connection cache keeps keep-alive connections (and TLS sessions)
-/// across calls. The transfer runs on the multi handle, polled in short slices, so that a call
-/// told to give up (`this_call::stop_requested()`) does so promptly even while no byte arrives.
+/// ferry::ops::read_url on libcurl: a request built from the URL and options, run on the
+/// thread's reused handles (curl_session.hpp), its body collected (or streamed to a cache file)
+/// and its failure named: status, S3 error document, transport error.
 #include <curl/curl.h>
 
 #include <strings.h>
@@ -15,6 +14,7 @@
 #include <string>
 
 #include "cached_fetch.hpp"
+#include "curl_session.hpp"
 #include "ferry/http.hpp"
 #include "ferry/this_call.hpp"
 #include "ferry/version.hpp"
@@ -25,83 +25,6 @@
 
 namespace ferry::ops::detail {
 namespace {
-
-/// curl_global_init must run once before any handle exists, and not concurrently with other
-/// curl calls on older libcurl: a function-local static gives both.
-void init_curl_once() {
-    static const CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (rc != CURLE_OK) {
-        throw io_error(std::string("read_url: curl_global_init failed: ") + curl_easy_strerror(rc));
-    }
-}
-
-/// The calling thread's easy and multi handles. The easy handle is reset after every call
-/// (`reset_after`), which clears every option (so nothing of a call, failed or not, such as its
-/// header list, limits or buffers, leaks into the next) but keeps the connection, DNS and
-/// TLS-session caches, which the two handles hold between them and which make the reuse pay.
-class thread_handle {
-  public:
-    thread_handle() = default;
-    thread_handle(const thread_handle&) = delete;
-    thread_handle& operator=(const thread_handle&) = delete;
-    ~thread_handle() {
-        // Each call removes its easy handle from the multi handle, so the order is free.
-        if (multi_ != nullptr) curl_multi_cleanup(multi_);
-        if (curl_ != nullptr) curl_easy_cleanup(curl_);
-    }
-
-    CURL* easy() {
-        if (curl_ == nullptr) {
-            init_curl_once();
-            curl_ = curl_easy_init();
-            if (curl_ == nullptr) throw io_error("read_url: curl_easy_init failed");
-        }
-        return curl_;
-    }
-
-    CURLM* multi() {
-        if (multi_ == nullptr) {
-            init_curl_once();
-            multi_ = curl_multi_init();
-            if (multi_ == nullptr) throw io_error("read_url: curl_multi_init failed");
-        }
-        return multi_;
-    }
-
-  private:
-    CURL* curl_ = nullptr;
-    CURLM* multi_ = nullptr;
-};
-
-/// Takes the easy handle off the multi handle however the transfer ends (halting it if it is
-/// still running); the connection stays in the multi handle's cache where it can be reused.
-struct remove_after {
-    CURLM* multi;
-    CURL* curl;
-    remove_after(CURLM* m, CURL* c) : multi(m), curl(c) {}
-    remove_after(const remove_after&) = delete;
-    remove_after& operator=(const remove_after&) = delete;
-    ~remove_after() { curl_multi_remove_handle(multi, curl); }
-};
-
-/// Resets the handle however the call ends, so that it holds no pointer into the finished call
-/// (error buffer, header list, callbacks' state).
-struct reset_after {
-    CURL* curl;
-    explicit reset_after(CURL* c) : curl(c) {}
-    reset_after(const reset_after&) = delete;
-    reset_after& operator=(const reset_after&) = delete;
-    ~reset_after() { curl_easy_reset(curl); }
-};
-
-/// Frees a request's header list however the call ends.
-struct header_list {
-    curl_slist* list = nullptr;
-    header_list() = default;
-    header_list(const header_list&) = delete;
-    header_list& operator=(const header_list&) = delete;
-    ~header_list() { curl_slist_free_all(list); }
-};
 
 // A body with an error status is kept only for a short excerpt in the message; past this much
 // the transfer is aborted (the connection is closed, the status is still reported).
@@ -290,58 +213,6 @@ std::string status_text(long status, const std::string& line) {
         }
     }
     return out;
-}
-
-template <typename T>
-void set(CURL* c, CURLoption option, T value) {
-    const CURLcode rc = curl_easy_setopt(c, option, value);
-    // Only an option this libcurl was built without can fail here (e.g. no TLS backend).
-    if (rc != CURLE_OK) {
-        throw io_error(std::string("read_url: curl_easy_setopt failed: ") + curl_easy_strerror(rc));
-    }
-}
-
-/// Asks curl to give up once the stage call should (stop(), destruction, an abandoned epoch,
-/// its stage's timeout) while bytes are flowing. While none arrive curl calls it only about once
-/// a second, so `perform` also asks between its waits.
-int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-    return this_call::stop_requested() ? 1 : 0;
-}
-
-// The longest `perform` waits on the sockets before it asks `this_call::stop_requested()`
-// again: the bound on how late a cancellation is seen on a silent connection.
-constexpr int poll_slice_ms = 50;
-
-[[noreturn]] void multi_failed(const std::string& where, const char* call, CURLMcode mc) {
-    throw io_error(where + call + " failed: " + curl_multi_strerror(mc));
-}
-
-/// Runs `c`'s transfer to its end on the multi handle `m` and returns its result, or
-/// CURLE_ABORTED_BY_CALLBACK once the call should give up (as the progress callback does).
-/// curl's own timeouts still apply: `curl_multi_poll` never waits past curl's next deadline.
-CURLcode perform(CURLM* m, CURL* c, const std::string& where) {
-    if (const CURLMcode mc = curl_multi_add_handle(m, c); mc != CURLM_OK) {
-        multi_failed(where, "curl_multi_add_handle", mc);
-    }
-    const remove_after removing(m, c);
-    for (;;) {
-        int running = 0;
-        if (const CURLMcode mc = curl_multi_perform(m, &running); mc != CURLM_OK) {
-            multi_failed(where, "curl_multi_perform", mc);
-        }
-        if (running == 0) break;
-        if (this_call::stop_requested()) return CURLE_ABORTED_BY_CALLBACK;
-        if (const CURLMcode mc = curl_multi_poll(m, nullptr, 0, poll_slice_ms, nullptr);
-            mc != CURLM_OK) {
-            multi_failed(where, "curl_multi_poll", mc);
-        }
-    }
-    // The message must be read before the handle is removed (removing frees it).
-    int queued = 0;
-    while (const CURLMsg* msg = curl_multi_info_read(m, &queued)) {
-        if (msg->msg == CURLMSG_DONE && msg->easy_handle == c) return msg->data.result;
-    }
-    return CURLE_FAILED_INIT;  // not reached: a transfer that ended has a CURLMSG_DONE
 }
 
 }  // namespace
