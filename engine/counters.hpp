@@ -18,6 +18,7 @@
 
 #include <oneapi/tbb/task_arena.h>
 
+#include "ferry/this_call.hpp"
 #include "trace.hpp"
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -276,6 +277,8 @@ class stage_counters {
     std::atomic<std::uint64_t> skipped{0};  ///< failures skipped: the budget's exact count
     /// Results its calls reported truncated (`this_call::note_truncated()`); rare, so unsharded.
     std::atomic<std::uint64_t> truncated{0};
+    /// What its calls counted by name (`this_call::count()`).
+    ferry::detail::call_counters named;
 
     std::mutex sample_mutex;
     std::uint64_t samples = 0;

@@ -144,6 +144,7 @@ stage_stats pipeline_runtime::row(const stage_runtime* st) const {
     r.filtered = c.sum(&counter_shard::filtered);
     r.retries = c.sum(&counter_shard::retries);
     r.truncated = c.truncated.load(std::memory_order_relaxed);
+    r.counters = c.named.snapshot();
     const double ns_per_tick = rate_.ns_per_tick();
     auto ns = [&](double t) {
         return std::chrono::nanoseconds(static_cast<std::int64_t>(t * ns_per_tick));

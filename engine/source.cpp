@@ -32,7 +32,8 @@ bool pipeline_runtime::source_pull(msg& out) {
     bool got = false;
     bool excluded = false;
     try {
-        const call_scope scope(&stopping_, &aborting_, nullptr, &source_counters_.truncated);
+        const call_scope scope(&stopping_, &aborting_, nullptr, &source_counters_.truncated,
+                               &source_counters_.named);
         got = skip_done_positions() && cursor_(b->value);
         // Named now, while the element is what the source made: a stage that fails it later
         // sees only what the stages before it turned it into.

@@ -69,7 +69,8 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
     auto backoff = std::chrono::duration<double, std::milli>(policy.backoff);
     // The call can learn that it should give up (this_call::stop_requested()), and, where its
     // callable takes it, which item it works on.
-    const call_scope scope(&stopping_, &aborting_, nullptr, &st.counters.truncated);
+    const call_scope scope(&stopping_, &aborting_, nullptr, &st.counters.truncated,
+                           &st.counters.named);
     std::optional<item_info> info;
     std::optional<item_scope> item;
     if (st.spec.wants_item) {

@@ -129,7 +129,7 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
     }
     os << '\n';
     for (const auto& r : s.stages) {
-        if (r.running == 0 && r.timeouts == 0 && r.truncated == 0) continue;
+        if (r.running == 0 && r.timeouts == 0 && r.truncated == 0 && r.counters.empty()) continue;
         os << "stage '" << r.name << "': ";
         const char* sep = "";
         if (r.running > 0) {
@@ -145,6 +145,11 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
         if (r.truncated > 0) {
             os << sep << r.truncated << " result" << (r.truncated == 1 ? "" : "s")
                << " truncated (input cut or damaged; decoded up to where it ends)";
+            sep = "; ";
+        }
+        for (const auto& [name, n] : r.counters) {
+            os << sep << name << " " << n;
+            sep = ", ";
         }
         os << '\n';
     }

@@ -134,7 +134,8 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
             it->attempts.push_back(at);
         }
         if (backoff_ms > 0) {
-            const call_scope scope(&stopping_, &aborting_, &at->give_up, &st.counters.truncated);
+            const call_scope scope(&stopping_, &aborting_, &at->give_up, &st.counters.truncated,
+                                   &st.counters.named);
             sleep_unless_stopped(std::chrono::duration<double, std::milli>(backoff_ms));
         }
         if (it->settled || aborting_ || stopping_) return;  // an abort lets go of the item
@@ -160,7 +161,8 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
         const auto t0 = ticks();
         w.begin_call(t0, it->item);
         try {
-            const call_scope scope(&stopping_, &aborting_, &at->give_up, &st.counters.truncated);
+            const call_scope scope(&stopping_, &aborting_, &at->give_up, &st.counters.truncated,
+                                   &st.counters.named);
             const item_scope item(it->info ? &*it->info : nullptr);
             std::optional<scoped_tensor_allocator> use;
             if (st.output_allocator) use.emplace(st.output_allocator);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ferry/error.hpp"
@@ -29,6 +30,9 @@ struct stage_stats {
     /// Results delivered although their input was cut or damaged (a video or audio file decoded
     /// up to where its data ends): counted by `ferry::this_call::note_truncated()`.
     std::uint64_t truncated = 0;
+    /// What the stage's calls counted by name with `ferry::this_call::count()` (e.g. `read_url`'s
+    /// `cache hits`, `cache misses`, `throttled`), in the order first counted.
+    std::vector<std::pair<std::string, std::uint64_t>> counters;
 
     std::chrono::nanoseconds task_mean{0};  ///< mean wall time of one call
     std::chrono::nanoseconds task_p50{0};   ///< median call time (log-bucketed, within ~10%)

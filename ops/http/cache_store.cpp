@@ -8,6 +8,8 @@
 /// within the process, flock on `.lock` between processes).
 #include "cache_store.hpp"
 
+#include "ferry/this_call.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -299,6 +301,7 @@ void cache_store::sweep(const std::string& keep) {
         if (e.name == keep) continue;
         if (::unlink((options_.dir / e.name).c_str()) == 0) {
             ++counters.evictions;
+            this_call::count("cache evictions");
             --left;
         }
         total -= e.size;

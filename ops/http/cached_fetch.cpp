@@ -8,6 +8,8 @@
 /// as it would without a cache.
 #include "cached_fetch.hpp"
 
+#include "ferry/this_call.hpp"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -61,6 +63,7 @@ struct cached_read {
     /// A cache failure: the network answers, and the failure is counted.
     bytes from_network() const {
         ++store.counters.failures;
+        this_call::count("cache failures");
         return fetch(r, plain);
     }
 
@@ -69,6 +72,7 @@ struct cached_read {
         auto out = read_local(hit.fd.get(), hit.record.size);
         if (!out) return from_network();
         ++store.counters.hits;
+        this_call::count("cache hits");
         return std::move(*out);
     }
 
@@ -104,18 +108,22 @@ struct cached_read {
         if (sink.status == 304) {
             if (old == nullptr) return from_network();
             ++store.counters.revalidated;
+            this_call::count("cache revalidated");
             return serve(*old);
         }
         if (sink.refused) {
             if (!too_big) return from_network();
             ++store.counters.not_kept;
+            this_call::count("cache too big to keep");
             return fetch(r, plain);
         }
         ++store.counters.misses;
+        this_call::count("cache misses");
         store.counters.bytes_fetched += w->size();
         // A commit that fails (folder gone, ...) still leaves the bytes in the open file.
         if (!store.commit(*w, {.url = key, .size = w->size(), .etag = sink.etag})) {
             ++store.counters.failures;
+            this_call::count("cache failures");
         }
         auto out = read_local(w->fd(), w->size());
         if (!out) return from_network();

@@ -309,6 +309,7 @@ bytes fetch(const request& r, const http_options& options, body_sink* sink) {
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     slot.answered(status);
+    if (status == 429 || status == 503) this_call::count("throttled");
     const auto st = static_cast<int>(status);
     if (sink != nullptr) {
         sink->status = st;

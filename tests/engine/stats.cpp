@@ -104,35 +104,6 @@ BOOST_AUTO_TEST_CASE(stages_count_items_in_and_out) {
     check_complete_accounting(s);
 }
 
-// Results a call reports truncated (this_call::note_truncated) are counted for its stage, with
-// every executor and with a timeout, and named in the printed stats; outside a call nothing
-// is counted.
-BOOST_AUTO_TEST_CASE(truncated_results_are_counted_per_stage) {
-    ferry::this_call::note_truncated();  // no stage call: ignored
-    auto note_every_third = [](int x) {
-        if (x % 3 == 0) ferry::this_call::note_truncated();
-        return x;
-    };
-    auto p = ferry::from(iota(90))
-                 .map(note_every_third, 4)
-                 .map(note_every_third, {.concurrency = 2, .executor = ferry::io})
-                 .map(note_every_third, {.timeout = std::chrono::seconds(30)})
-                 .map([](int x) { return x; })
-                 .build({.threads = 2});
-    BOOST_TEST(drain(p).size() == 90u);
-    const auto s = p.stats();
-    BOOST_TEST(s.stages.at(0).truncated == 0u);  // source
-    BOOST_TEST(s.stages.at(1).truncated == 30u);
-    BOOST_TEST(s.stages.at(2).truncated == 30u);
-    BOOST_TEST(s.stages.at(3).truncated == 30u);
-    BOOST_TEST(s.stages.at(4).truncated == 0u);
-    std::ostringstream text;
-    text << s;
-    BOOST_TEST(text.str().find("stage 'map#1': 30 results truncated") != std::string::npos,
-               text.str());
-    BOOST_TEST(text.str().find("stage 'map#4'") == std::string::npos, text.str());
-}
-
 // The printed table has a row for every stage, the item accounting, and a bottleneck line.
 BOOST_AUTO_TEST_CASE(printed_table_names_every_stage_and_the_bottleneck) {
     auto p = ferry::from(iota(100))

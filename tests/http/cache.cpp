@@ -6,8 +6,11 @@
 /// and what reaches the folder: flat hashed names, no credentials.
 #include <boost/test/unit_test.hpp>
 #include <ferry/cache.hpp>
+#include <ferry/ferry.hpp>
 #include <ferry/http.hpp>
 #include <filesystem>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -169,6 +172,40 @@ BOOST_AUTO_TEST_CASE(lru_evicts_the_least_recently_used) {
     BOOST_TEST(s.gets.load() == 5);
     BOOST_TEST(!std::filesystem::exists(cache->entry_path(s.url("/C"))));
     BOOST_TEST(cache->stats().evictions == 2U);
+}
+
+// In a pipeline, each fetch stage's stats show what the cache did for its calls (hits, misses,
+// evictions), and the printed stats name them on the stage's line.
+BOOST_AUTO_TEST_CASE(a_stage_reports_its_cache_hits_misses_and_evictions) {
+    scratch dir("ferry-cache-stats");
+    object_server s;
+    std::map<std::string, std::string> bodies;
+    for (const std::string k : {"A", "B", "C", "D"}) {
+        bodies[k] = random_body(10000, static_cast<std::uint32_t>(k[0]));
+        s.put("/" + k, bodies[k]);
+    }
+    const auto cache = ferry::ops::open_cache({.dir = dir.path(), .max_bytes = 3 * 10000 + 1000});
+    const std::vector<std::string> urls{s.url("/A"), s.url("/B"), s.url("/C"), s.url("/A"),
+                                        s.url("/D")};
+    auto p = ferry::from(urls)
+                 .map([&](const std::string& url) { return read(url, cache); },
+                      {.name = "fetch", .executor = ferry::io})
+                 .build();
+    std::vector<std::string> got;
+    for (const std::string& body : p) got.push_back(body);
+    BOOST_TEST((got == std::vector<std::string>{bodies["A"], bodies["B"], bodies["C"], bodies["A"],
+                                                bodies["D"]}));
+    const auto st = p.stats();
+    const auto& fetch = st.stages.at(1);
+    BOOST_TEST(fetch.name == "fetch");
+    using counts = std::vector<std::pair<std::string, std::uint64_t>>;
+    BOOST_TEST(
+        (fetch.counters == counts{{"cache misses", 4}, {"cache hits", 1}, {"cache evictions", 1}}));
+    std::ostringstream text;
+    text << st;
+    BOOST_TEST(text.str().find("stage 'fetch': cache misses 4, cache hits 1, cache evictions 1") !=
+                   std::string::npos,
+               text.str());
 }
 
 // An object larger than the budget is answered but not kept: a whole read from the network, a

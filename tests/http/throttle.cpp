@@ -43,7 +43,8 @@ struct throttling_server {
 };
 
 /// Runs `items` fetches at I/O concurrency 32 with a patient retry policy; returns the bodies.
-std::multiset<std::string> run(throttling_server& s, bool adaptive) {
+/// `throttled` gets the fetch stage's "throttled" counter (`this_call::count`; 0 when absent).
+std::multiset<std::string> run(throttling_server& s, bool adaptive, std::uint64_t& throttled) {
     std::vector<std::string> urls;
     for (int i = 0; i < items; ++i) urls.push_back(s.server.url("/item/" + std::to_string(i)));
     auto pipe = ferry::from(urls)
@@ -62,6 +63,11 @@ std::multiset<std::string> run(throttling_server& s, bool adaptive) {
                     .build({.logger = [](ferry::log_level, std::string_view) {}});
     std::multiset<std::string> got;
     for (auto& b : pipe) got.insert(b);
+    throttled = 0;
+    const ferry::pipeline_stats stats = pipe.stats();
+    for (const auto& [name, n] : stats.stages.at(1).counters) {
+        if (name == "throttled") throttled = n;
+    }
     return got;
 }
 
@@ -73,12 +79,18 @@ BOOST_AUTO_TEST_SUITE(http)
 // rejections (counted by the server) than the same job sends without adapting.
 BOOST_AUTO_TEST_CASE(a_throttled_host_gets_fewer_requests) {
     throttling_server adaptive;
-    const auto got = run(adaptive, true);
+    std::uint64_t counted = 0;
+    const auto got = run(adaptive, true, counted);
+    // The stage's stats count the 503s its calls met, as the server sent them (adapting or not).
+    BOOST_TEST(counted == static_cast<std::uint64_t>(adaptive.rejected.load()));
+    BOOST_TEST(counted > 0U);
     BOOST_TEST(got.size() == static_cast<std::size_t>(items));
     BOOST_TEST(std::set<std::string>(got.begin(), got.end()).size() ==
                static_cast<std::size_t>(items));
     throttling_server plain;
-    const auto got_plain = run(plain, false);
+    std::uint64_t counted_plain = 0;
+    const auto got_plain = run(plain, false, counted_plain);
+    BOOST_TEST(counted_plain == static_cast<std::uint64_t>(plain.rejected.load()));
     BOOST_TEST(got_plain.size() == static_cast<std::size_t>(items));
     BOOST_TEST_MESSAGE("rejected: adaptive " << adaptive.rejected.load() << ", plain "
                                              << plain.rejected.load());
