@@ -37,6 +37,19 @@ std::string read_range(const std::string& url, const std::shared_ptr<ferry::obje
               .cache = cache}));
 }
 
+/// Four objects of 10000 bytes, /A to /D, on `s`; their bodies by name.
+std::map<std::string, std::string> put_abcd(object_server& s) {
+    std::map<std::string, std::string> bodies;
+    for (const std::string k : {"A", "B", "C", "D"}) {
+        bodies[k] = random_body(10000, static_cast<std::uint32_t>(k[0]));
+        s.put("/" + k, bodies[k]);
+    }
+    return bodies;
+}
+
+/// A budget with room for three of them (an entry is the object plus a record of ~60 bytes).
+constexpr std::uint64_t three_objects = 3 * 10000 + 1000;
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(http)
@@ -149,13 +162,8 @@ BOOST_AUTO_TEST_CASE(revalidate_uses_the_etag) {
 BOOST_AUTO_TEST_CASE(lru_evicts_the_least_recently_used) {
     scratch dir("ferry-cache-lru");
     object_server s;
-    std::map<std::string, std::string> bodies;
-    for (const std::string k : {"A", "B", "C", "D"}) {
-        bodies[k] = random_body(10000, static_cast<std::uint32_t>(k[0]));
-        s.put("/" + k, bodies[k]);
-    }
-    // Entries are the object plus a record of about 60 bytes.
-    const auto cache = ferry::ops::open_cache({.dir = dir.path(), .max_bytes = 3 * 10000 + 1000});
+    std::map<std::string, std::string> bodies = put_abcd(s);
+    const auto cache = ferry::ops::open_cache({.dir = dir.path(), .max_bytes = three_objects});
     for (const std::string k : {"A", "B", "C", "A", "D"}) {
         BOOST_TEST(read(s.url("/" + k), cache) == bodies[k], k);
     }
@@ -179,12 +187,8 @@ BOOST_AUTO_TEST_CASE(lru_evicts_the_least_recently_used) {
 BOOST_AUTO_TEST_CASE(a_stage_reports_its_cache_hits_misses_and_evictions) {
     scratch dir("ferry-cache-stats");
     object_server s;
-    std::map<std::string, std::string> bodies;
-    for (const std::string k : {"A", "B", "C", "D"}) {
-        bodies[k] = random_body(10000, static_cast<std::uint32_t>(k[0]));
-        s.put("/" + k, bodies[k]);
-    }
-    const auto cache = ferry::ops::open_cache({.dir = dir.path(), .max_bytes = 3 * 10000 + 1000});
+    std::map<std::string, std::string> bodies = put_abcd(s);
+    const auto cache = ferry::ops::open_cache({.dir = dir.path(), .max_bytes = three_objects});
     const std::vector<std::string> urls{s.url("/A"), s.url("/B"), s.url("/C"), s.url("/A"),
                                         s.url("/D")};
     auto p = ferry::from(urls)
