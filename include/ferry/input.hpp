@@ -9,6 +9,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "ferry/detail/redact.hpp"
+
 namespace ferry {
 
 namespace detail {
@@ -46,8 +48,11 @@ void describe_into(const T& v, std::string& out) {
         } else {
             out.assign(std::string_view(v));
         }
+        if (may_hold_credentials(out)) out = redact_url(out);
     } else if constexpr (path_or_text<T>) {
         out.assign(std::string_view(v));
+        // A URL's credentials (presigned query, user:password@) never reach a failure record.
+        if (may_hold_credentials(out)) out = redact_url(out);
     } else {
         describe_into(v.path, out);
     }
@@ -56,7 +61,9 @@ void describe_into(const T& v, std::string& out) {
 }  // namespace detail
 
 /// The name ferry gives a `describable` element: the path or URL itself (a path in its generic
-/// form, e.g. `data/a.jpg`).
+/// form, e.g. `data/a.jpg`), a URL's credentials replaced by `REDACTED` (a presigned URL's
+/// `X-Amz-Signature`, `X-Amz-Credential`, `X-Amz-Security-Token`, `Signature`, `AWSAccessKeyId`
+/// values, the password of a `user:password@`).
 /// \code
 ///   ferry::input_name(std::filesystem::path("data/a.jpg"));   // "data/a.jpg"
 /// \endcode

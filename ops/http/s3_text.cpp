@@ -10,6 +10,10 @@
 
 namespace ferry::ops::detail {
 
+using ferry::detail::credential_parameter;
+using ferry::detail::query_item;
+using ferry::detail::rewrite_query;
+
 std::string uri_encode(std::string_view s, bool encode_slash) {
     static constexpr char hex[] = "0123456789ABCDEF";
     std::string out;
@@ -28,56 +32,6 @@ std::string uri_encode(std::string_view s, bool encode_slash) {
         }
     }
     return out;
-}
-
-namespace {
-
-enum class query_item : std::uint8_t { keep, redact, drop };
-
-/// `url` with each query item kept, its value replaced by `REDACTED`, or left out, as `what`
-/// says of its name (lower case).
-template <typename F>
-std::string rewrite_query(std::string_view url, F what) {
-    const auto q = url.find('?');
-    if (q == std::string_view::npos) return std::string(url);
-    const auto hash = url.find('#', q);
-    const std::string_view query =
-        url.substr(q + 1, hash == std::string_view::npos ? std::string_view::npos : hash - q - 1);
-    std::string out(url.substr(0, q + 1));
-    std::size_t at = 0;
-    while (at <= query.size()) {
-        auto amp = query.find('&', at);
-        if (amp == std::string_view::npos) amp = query.size();
-        const std::string_view item = query.substr(at, amp - at);
-        const auto eq = item.find('=');
-        std::string name(item.substr(0, eq));
-        for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        const query_item w = what(name);
-        if (w != query_item::drop) {
-            if (out.back() != '?') out += '&';
-            if (w == query_item::redact && eq != std::string_view::npos) {
-                out += std::string(item.substr(0, eq + 1)) + "REDACTED";
-            } else {
-                out += item;
-            }
-        }
-        at = amp + 1;
-    }
-    if (hash != std::string_view::npos) out += url.substr(hash);
-    return out;
-}
-
-bool credential_parameter(const std::string& name) {
-    return name == "x-amz-signature" || name == "x-amz-credential" ||
-           name == "x-amz-security-token" || name == "signature" || name == "awsaccesskeyid";
-}
-
-}  // namespace
-
-std::string redact_url(std::string_view url) {
-    return rewrite_query(url, [](const std::string& name) {
-        return credential_parameter(name) ? query_item::redact : query_item::keep;
-    });
 }
 
 std::string unsigned_url(std::string_view url) {

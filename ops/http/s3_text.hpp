@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ferry/detail/redact.hpp"
 #include "request.hpp"
 
 namespace ferry::ops::detail {
@@ -34,10 +35,8 @@ request s3_request(const s3_location& loc, std::string url, std::string display)
 /// do not).
 std::string uri_encode(std::string_view s, bool encode_slash);
 
-/// `url` with the values of its credential-bearing query parameters replaced by `REDACTED`
-/// (presigned URLs: `X-Amz-Signature`, `X-Amz-Credential`, `X-Amz-Security-Token`, and the older
-/// `Signature`, `AWSAccessKeyId`; names compared without case), so messages can name it.
-std::string redact_url(std::string_view url);
+/// `url` with its credentials REDACTED (ferry/detail/redact.hpp): what messages show of it.
+using ferry::detail::redact_url;
 
 /// `url` without what presigning adds or a credential is (the query parameters `redact_url`
 /// redacts, and `X-Amz-Date`, `X-Amz-Expires`, `X-Amz-Algorithm`, `X-Amz-SignedHeaders`,

@@ -176,6 +176,34 @@ BOOST_AUTO_TEST_CASE(path_and_labelled_file_elements_name_themselves) {
     BOOST_TEST(by_member.failures()[0].input == "y/b.jpg");
 }
 
+// A URL's credentials never reach a failure record: presigned query values and a password come
+// out REDACTED (names compared without case), other query parameters and paths as they are.
+BOOST_AUTO_TEST_CASE(url_inputs_are_named_without_their_credentials) {
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"https://b.s3.amazonaws.com/k.jpg?X-Amz-Credential=AKID%2Fx&x-amz-signature=abc123"
+         "&X-Amz-Security-Token=TOK&size=2",
+         "https://b.s3.amazonaws.com/k.jpg?X-Amz-Credential=REDACTED&x-amz-signature=REDACTED"
+         "&X-Amz-Security-Token=REDACTED&size=2"},
+        {"http://h/a?AWSAccessKeyId=AK&Signature=SIG&Expires=1#frag",
+         "http://h/a?AWSAccessKeyId=REDACTED&Signature=REDACTED&Expires=1#frag"},
+        {"https://user:pa55:word@host:8080/x.jpg", "https://user:REDACTED@host:8080/x.jpg"},
+        {"https://host/a@b.jpg?page=2", "https://host/a@b.jpg?page=2"},
+        {"data/me@home/?.jpg", "data/me@home/?.jpg"},
+    };
+    std::vector<std::string> urls;
+    for (const auto& c : cases) urls.push_back(c.first);
+    auto p = ferry::from(urls)
+                 .map([](const std::string&) -> int { throw ferry::io_error("gone", false); },
+                      {.on_error = ferry::skip})
+                 .build({.logger = quiet, .max_epoch_failure_rate = 1.0});
+    BOOST_TEST(drain(p).empty());
+    BOOST_REQUIRE(p.failures().size() == cases.size());
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        BOOST_TEST(p.failures()[i].input == cases[i].second);
+        BOOST_TEST(ferry::input_name(cases[i].first) == cases[i].second);
+    }
+}
+
 // Other elements are named by the user's describe function, called on the element the source
 // made; without one, failures carry no input and messages stay as they were.
 BOOST_AUTO_TEST_CASE(describe_names_other_elements) {

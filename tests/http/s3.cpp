@@ -8,10 +8,12 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
+#include <ferry/ferry.hpp>
 #include <ferry/http.hpp>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -255,6 +257,71 @@ BOOST_AUTO_TEST_CASE(presigned_url_credentials_are_redacted_in_errors) {
     for (const char* secret_part : {"0123456789abcdef", "SECRETTOKEN", "AKIDEXAMPLE"}) {
         BOOST_TEST(!contains(what, secret_part));
     }
+}
+
+// With credentials set, a pipeline whose S3, presigned and user:password reads fail keeps every
+// secret out of what it writes — failures(), log lines, the stats, the trace, the quarantine
+// file — while still naming each input (redacted).
+BOOST_AUTO_TEST_CASE(no_secret_reaches_logs_traces_or_the_quarantine_file) {
+    recording_server rec([](const http_request&) {
+        return s3_error_doc(403, "SignatureDoesNotMatch",
+                            "The request signature we calculated does not match.");
+    });
+    const scoped_env env({{"AWS_ENDPOINT_URL", rec.server.url("")},
+                          {"AWS_ACCESS_KEY_ID", key_id},
+                          {"AWS_SECRET_ACCESS_KEY", secret},
+                          {"AWS_SESSION_TOKEN", "SESSIONTOKEN123"}});
+    const std::string presigned = rec.server.url(
+        "/b/p.jpg?X-Amz-Credential=AKIDEXAMPLE%2F20261204%2Fus-east-1%2Fs3%2Faws4_request"
+        "&X-Amz-Security-Token=SECRETTOKEN&X-Amz-Signature=0123456789abcdef");
+    std::string with_password = rec.server.url("/b/u.jpg");
+    with_password.insert(with_password.find("://") + 3, "user:PASSWORD42@");
+    const auto quarantine = std::filesystem::temp_directory_path() /
+                            ("ferry-s3-secrets-" + std::to_string(::getpid()) + ".jsonl");
+    std::filesystem::remove(quarantine);
+    std::mutex lines_mutex;
+    std::vector<std::string> lines;
+    const std::vector<std::string> urls{"s3://b/a.jpg", presigned, with_password};
+    auto p = ferry::from(urls)
+                 .map([](const std::string& u) { return ferry::ops::read_url(u).size(); },
+                      {.name = "fetch", .on_error = ferry::skip, .executor = ferry::io})
+                 .build({.logger =
+                             [&](ferry::log_level, std::string_view line) {
+                                 const std::lock_guard lock(lines_mutex);
+                                 lines.emplace_back(line);
+                             },
+                         .trace_spans = 1000,
+                         .max_epoch_failure_rate = 1.0,
+                         .quarantine = quarantine});
+    for (const auto& n : p) (void)n;
+    BOOST_TEST(p.failures().size() == 3U);
+    std::ostringstream all;
+    for (const auto& f : p.failures()) all << f.input << ' ' << f.message << '\n';
+    for (const auto& l : lines) all << l << '\n';
+    all << p.stats();
+    p.write_trace(all);
+    all << std::ifstream(quarantine).rdbuf();
+    std::filesystem::remove(quarantine);
+    const std::string text = all.str();
+    std::vector<std::string> secrets{secret,        "SESSIONTOKEN123", "0123456789abcdef",
+                                     "SECRETTOKEN", "AKIDEXAMPLE%2F",  "PASSWORD42"};
+    {
+        const std::lock_guard lock(rec.m);
+        for (const auto& r : rec.seen) {
+            const std::string authorization = r.header("authorization");
+            if (const auto at = authorization.find("Signature="); at != std::string::npos) {
+                secrets.push_back(authorization.substr(at + 10));
+            }
+        }
+    }
+    BOOST_TEST(secrets.size() > 6U);  // the S3 read was signed
+    for (const auto& secret_part : secrets) {
+        BOOST_TEST(!contains(text, secret_part), secret_part << " in:\n" << text);
+    }
+    // Each input is still named, its credentials REDACTED.
+    BOOST_TEST(contains(text, "s3://b/a.jpg"));
+    BOOST_TEST(contains(text, "X-Amz-Signature=REDACTED"));
+    BOOST_TEST(contains(text, "user:REDACTED@"));
 }
 
 // list_objects pages through ListObjectsV2 with continuation tokens (signed queries an
