@@ -5,6 +5,7 @@
 /// removed) while the network answers. What must hold: every caller gets the whole object, no
 /// partial file ever carries an entry's name, no temporary file stays.
 #include <signal.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,20 +40,17 @@ std::string read(const std::string& url, const std::shared_ptr<ferry::object_cac
     return as_string(ferry::ops::read_url(url, {.cache = cache}));
 }
 
-/// In a forked child: reads `url` through a cache of its own on `dir`, on a fresh thread (the
-/// parent's curl handles, and their connections, stay the parent's), and exits 0 when the bytes
-/// are `want`.
-[[noreturn]] void child_reads(const std::string& url, const std::filesystem::path& dir,
-                              const std::string& want) {
-    int code = 3;
-    std::thread([&] {
-        try {
-            code = read(url, ferry::ops::open_cache({.dir = dir})) == want ? 0 : 1;
-        } catch (...) {
-            code = 2;
-        }
-    }).join();
-    ::_exit(code);
+/// Starts tests/http/cache_reader: another process that reads `url` through a cache of its own
+/// on `dir` and exits 0 when the bytes are `random_body(size, seed)`. -1 when it cannot start.
+pid_t spawn_reader(const std::string& url, const std::filesystem::path& dir, std::size_t size,
+                   std::uint32_t seed) {
+    std::vector<std::string> args{FERRY_CACHE_READER, url, dir.string(), std::to_string(size),
+                                  std::to_string(seed)};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    return ::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0 ? pid : -1;
 }
 
 int exit_code(pid_t pid) {
@@ -105,9 +103,8 @@ BOOST_AUTO_TEST_CASE(two_processes_filling_one_entry_leave_one_file) {
         cv.wait_for(lock, std::chrono::seconds(10), [&] { return asked >= 2; });
         return http_response{.body = body};
     });
-    const pid_t child = ::fork();
-    BOOST_TEST_REQUIRE(child >= 0);
-    if (child == 0) child_reads(server.url("/o"), dir.path(), body);
+    const pid_t child = spawn_reader(server.url("/o"), dir.path(), 1 << 20, 22);
+    BOOST_TEST_REQUIRE(child > 0);
     const auto cache = ferry::ops::open_cache({.dir = dir.path()});
     BOOST_TEST(read(server.url("/o"), cache) == body);
     BOOST_TEST(exit_code(child) == 0);
@@ -128,9 +125,8 @@ BOOST_AUTO_TEST_CASE(a_writer_killed_mid_write_leaves_no_entry) {
     http_server server([&](const http_request&) {
         return http_response{.body = body, .send_only = 4096, .after = http_response::then::stall};
     });
-    const pid_t child = ::fork();
-    BOOST_TEST_REQUIRE(child >= 0);
-    if (child == 0) child_reads(server.url("/slow"), dir.path(), body);
+    const pid_t child = spawn_reader(server.url("/slow"), dir.path(), 1 << 20, 23);
+    BOOST_TEST_REQUIRE(child > 0);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     bool writing = false;
     while (!writing && std::chrono::steady_clock::now() < until) {
