@@ -26,6 +26,12 @@ std::vector<std::string> names(const ferry::pipeline_stats& s) {
     return out;
 }
 
+/// A stage call slow enough for periodic reports to see it running.
+int slow_identity(int x) {
+    std::this_thread::sleep_for(3ms);
+    return x;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(engine)
@@ -240,12 +246,7 @@ BOOST_AUTO_TEST_CASE(on_report_fires_during_a_slow_run) {
     std::mutex mutex;
     std::vector<ferry::pipeline_stats> reports;
     auto p = ferry::from(iota(40))
-                 .map(
-                     [](int x) {
-                         std::this_thread::sleep_for(3ms);
-                         return x;
-                     },
-                     {.name = "slow"})
+                 .map(slow_identity, {.name = "slow"})
                  .build({.threads = 1,
                          .on_report =
                              [&](const ferry::pipeline_stats& s) {
@@ -268,12 +269,7 @@ BOOST_AUTO_TEST_CASE(a_throwing_on_report_does_not_escape_a_ferry_thread) {
     log_capture log;
     std::atomic<int> reports{0};
     auto p = ferry::from(iota(40))
-                 .map(
-                     [](int x) {
-                         std::this_thread::sleep_for(3ms);
-                         return x;
-                     },
-                     {.name = "slow"})
+                 .map(slow_identity, {.name = "slow"})
                  .build({.threads = 1,
                          .logger = log.sink(),
                          .on_report =
