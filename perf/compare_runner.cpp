@@ -127,7 +127,7 @@ ferry::image transform(const ferry::bytes& b, std::size_t index, ferry::interpol
         img = ferry::ops::decode_image(b);
         img = ferry::ops::random_resized_crop(img, side, side, rng, {.interp = interp});
     }
-    if ((rng() & 1) != 0) img = ferry::ops::horizontal_flip(img);
+    if ((rng() & 1) != 0) img = ferry::ops::horizontal_flip(std::move(img));
     return img;
 }
 

@@ -256,6 +256,7 @@ struct FERRY_API decode_image_fn {
 };
 struct FERRY_API horizontal_flip_fn {
     image operator()(const image& img) const;
+    image operator()(image&& img) const;
 };
 struct FERRY_API to_tensor_fn {
     tensor operator()(image&& img) const;
@@ -341,7 +342,8 @@ FERRY_API void set_opencv_threads(int n);
     std::span<const std::byte> data, int width, int height, std::mt19937_64& rng,
     const decode_random_resized_crop_options& options = {});
 
-/// The mirror image (left and right swapped).
+/// The mirror image (left and right swapped). From an rvalue the pixels are mirrored in place,
+/// with no new buffer: `img = horizontal_flip(std::move(img))`.
 inline constexpr detail::horizontal_flip_fn horizontal_flip{};
 
 /// `(pixel / 255 - mean[c]) / std[c]` as float32, C x H x W by default (H x W x C with

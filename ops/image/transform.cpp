@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ferry/error.hpp"
+#include "mirror.hpp"
 #include "resample.hpp"
 
 namespace ferry::ops {
@@ -310,9 +311,16 @@ namespace detail {
 image horizontal_flip_fn::operator()(const image& img) const {
     require_pixels(img, "horizontal_flip");
     image out(img.width(), img.height(), img.format());
-    cv::Mat dst = view(out);
-    cv::flip(view(img), dst, 1);
+    mirror_rows(img.data().data(), img.row_bytes(), out.data().data(), out.row_bytes(), img.width(),
+                img.height(), img.channels());
     return out;
+}
+
+image horizontal_flip_fn::operator()(image&& img) const {
+    require_pixels(img, "horizontal_flip");
+    mirror_rows_in_place(img.data().data(), img.row_bytes(), img.width(), img.height(),
+                         img.channels());
+    return std::move(img);
 }
 
 tensor to_tensor_fn::operator()(image&& img) const {

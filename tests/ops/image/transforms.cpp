@@ -7,7 +7,9 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <opencv2/imgproc.hpp>
+#include <random>
 #include <set>
 
 #include "transforms_support.hpp"
@@ -288,6 +290,32 @@ BOOST_AUTO_TEST_CASE(horizontal_flip_mirrors_the_pixels) {
         check_pixels(once, want, 0, 0, std::string("flip ") + ferry::to_string(format));
         check_pixels(ferry::ops::horizontal_flip(once), to_mat(in), 0, 0,
                      std::string("flip twice ") + ferry::to_string(format));
+    }
+}
+
+// horizontal_flip's SIMD blocks and their scalar edges: every width from 1 to 40 and two wide
+// ones, every format, as a copy and in place (an rvalue keeps its buffer), against cv::flip.
+BOOST_AUTO_TEST_CASE(horizontal_flip_is_exact_at_every_width_and_in_place) {
+    std::mt19937 rng(7);
+    std::vector<int> widths(40);
+    std::iota(widths.begin(), widths.end(), 1);
+    widths.insert(widths.end(), {224, 301});
+    for (const auto format : {ferry::pixel_format::rgb, ferry::pixel_format::bgr,
+                              ferry::pixel_format::gray, ferry::pixel_format::rgba}) {
+        for (const int w : widths) {
+            ferry::image in(w, 3, format);
+            for (auto& b : in.data()) b = static_cast<std::uint8_t>(rng());
+            cv::Mat want;
+            cv::flip(to_mat(in), want, 1);
+            const std::string what =
+                std::string(ferry::to_string(format)) + " width " + std::to_string(w);
+            check_pixels(ferry::ops::horizontal_flip(in), want, 0, 0, what);
+            ferry::image moved = in;
+            const std::uint8_t* buffer = moved.data().data();
+            const ferry::image flipped = ferry::ops::horizontal_flip(std::move(moved));
+            BOOST_TEST(flipped.data().data() == buffer, what << ": an rvalue is flipped in place");
+            check_pixels(flipped, want, 0, 0, what + " in place");
+        }
     }
 }
 
