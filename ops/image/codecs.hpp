@@ -40,6 +40,11 @@ struct request {
     /// orientation with `stored_crop` and returns that region, still in the stored orientation.
     const crop_box* crop = nullptr;
     int orientation = 1;
+    /// JPEG only, for an image that needs no orientation: the result resized to this size with
+    /// `interp`, straight from the rows the decoder wrote (no image of the decoded region is
+    /// made). Other decoders ignore it; `decode_image` resizes what they return.
+    image_size resize_to{};
+    interpolation interp = interpolation::bilinear;
 };
 
 /// Throws `decode_error("decode_image: <format>: <why>")`.

@@ -273,6 +273,10 @@ image decode_image_fn::operator()(std::span<const std::byte> data,
         req.crop = &*options.crop;
         req.orientation = orientation;
     }
+    if (set(options.resize) && orientation == 1) {
+        req.resize_to = options.resize;  // the JPEG decoder resizes from its own rows
+        req.interp = options.interp;
+    }
 
     image img;
     switch (f) {
@@ -314,19 +318,17 @@ image decode_random_resized_crop(std::span<const std::byte> data, int width, int
         throw invalid_argument("decode_random_resized_crop: target " + std::to_string(width) + "x" +
                                std::to_string(height) + " is not positive");
     }
-    // reduce_to: the smallest DCT scale at which the box still has width x height pixels.
-    image img = decode_image(data, {.format = options.format,
-                                    .reduce_to = {width, height},
-                                    .max_pixels = options.max_pixels,
-                                    .strict = options.strict,
-                                    .crop = box,
-                                    .scale_slack = options.scale_slack,
-                                    .fast = options.fast,
-                                    .check_rest = options.check_rest});
-    if (img.width() != width || img.height() != height) {
-        img = resize(img, width, height, options.interp);
-    }
-    return img;
+    // resize: the smallest DCT scale at which the box still has width x height pixels, then
+    // the resize (from the decoder's rows, for a JPEG).
+    return decode_image(data, {.format = options.format,
+                               .resize = {width, height},
+                               .interp = options.interp,
+                               .max_pixels = options.max_pixels,
+                               .strict = options.strict,
+                               .crop = box,
+                               .scale_slack = options.scale_slack,
+                               .fast = options.fast,
+                               .check_rest = options.check_rest});
 }
 
 }  // namespace ops

@@ -23,6 +23,7 @@
 #include "codecs.hpp"
 #include "exif.hpp"
 #include "jpeg_state.hpp"
+#include "transform.hpp"
 
 namespace ferry::ops::codec {
 namespace {
@@ -166,6 +167,39 @@ bool start(decoder_state& s, decode_plan& plan) {
     }
     return true;
 }
+
+/// Where a decode that resizes (`request::resize_to`) puts the decoder's rows: the thread's own
+/// buffer, reused from call to call (no allocation, no fresh pages to fault in), for regions of
+/// up to `kept_bytes`; a larger one gets a buffer of its own, freed after the call, so that a
+/// thread never keeps more than that.
+class rows_buffer {
+  public:
+    static constexpr std::size_t kept_bytes = std::size_t{4} << 20;
+
+    /// Room for `bytes` bytes, valid until this object goes.
+    unsigned char* get(std::size_t bytes) {
+        if (bytes > kept_bytes) {
+            own_ = std::make_unique_for_overwrite<unsigned char[]>(bytes);
+            size_ = bytes;
+            return own_.get();
+        }
+        thread_local std::unique_ptr<unsigned char[]> kept;
+        thread_local std::size_t kept_size = 0;
+        if (kept_size < bytes) {
+            kept.reset();  // the old one goes first: never two at once
+            kept = std::make_unique_for_overwrite<unsigned char[]>(bytes);
+            kept_size = bytes;
+        }
+        size_ = kept_size;
+        return kept.get();
+    }
+    /// The bytes usable from what `get` returned (at least what it was asked for).
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+  private:
+    std::unique_ptr<unsigned char[]> own_;
+    std::size_t size_ = 0;
+};
 
 /// Where `read_rows` puts the rows: straight into the result when the decoded columns are
 /// exactly the result's, else `chunk` rows at a time into `scratch` (rows of `scratch_row`
@@ -342,25 +376,36 @@ image decode(byte_span data, const request& req, bool may_trim) {
 
     const int channels = static_cast<int>(s.cinfo.output_components);
     const pixel_format target = cmyk ? pixel_format::rgba : req.format;
-    image out(want.width, want.height, target);
-    if (channels != out.channels() || static_cast<int>(s.cinfo.output_height) != out_h ||
+    if (channels != channels_of(target) || static_cast<int>(s.cinfo.output_height) != out_h ||
         static_cast<int>(plan.x) > want.x ||
         static_cast<int>(plan.x + plan.width) < want.x + want.width) {
         thread_slot().reset();
         fail("jpeg", "unexpected decoder geometry");  // not expected from libjpeg-turbo 2.1
     }
     row_output o;
-    o.out = out.data().data();
-    o.row_bytes = out.row_bytes();
     o.rows = want.height;
-    o.direct = static_cast<int>(plan.x) == want.x && static_cast<int>(plan.width) == want.width;
     o.scratch_row = static_cast<std::size_t>(plan.width) * static_cast<std::size_t>(channels);
     o.from = static_cast<std::size_t>(want.x - static_cast<int>(plan.x)) *
              static_cast<std::size_t>(channels);
-    // Direct: every row at once, as one jpeg_read_scanlines call can fill them.
-    o.chunk = o.direct ? want.height : std::min(16, want.height);
     o.drop_rows = plan.drop_rows;
     o.can_skip = plan.can_skip;
+    // Resized here: the decoder's rows, whole, go to a buffer the resize reads the region from.
+    const bool resize_here = req.resize_to.width > 0 && req.resize_to.height > 0 && !cmyk &&
+                             req.resize_to != image_size{want.width, want.height};
+    rows_buffer rows;
+    image out;
+    if (resize_here) {
+        o.out = rows.get(o.scratch_row * static_cast<std::size_t>(want.height));
+        o.row_bytes = o.scratch_row;
+        o.direct = true;
+    } else {
+        out = image(want.width, want.height, target);
+        o.out = out.data().data();
+        o.row_bytes = out.row_bytes();
+        o.direct = static_cast<int>(plan.x) == want.x && static_cast<int>(plan.width) == want.width;
+    }
+    // Direct: every row at once, as one jpeg_read_scanlines call can fill them.
+    o.chunk = o.direct ? want.height : std::min(16, want.height);
     // The scratch rows are needed even when direct: the strict read of the last row uses one.
     std::vector<unsigned char> scratch(o.scratch_row *
                                        static_cast<std::size_t>(o.direct ? 1 : o.chunk));
@@ -369,6 +414,11 @@ image decode(byte_span data, const request& req, bool may_trim) {
     o.pointers = pointers.data();
     if (!read_rows(s, o, req.strict, req.check_rest)) return decode_or_fail(s, data, req, may_trim);
     if (s.warned) thread_slot().reset();  // lenient: the image is kept, the decompressor is not
+    if (resize_here) {
+        const pixel_view region{o.out + o.from, o.scratch_row, want.width,
+                                want.height,    channels,      o.out + rows.size()};
+        return resample_view(region, target, req.resize_to.width, req.resize_to.height, req.interp);
+    }
     if (!cmyk) return out;
     return cmyk_to(out, req.format);
 }

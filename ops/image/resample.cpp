@@ -125,30 +125,27 @@ void vertical_pass(const rows& in, int shift, const out_rows& out, int out_heigh
 }  // namespace
 
 image resample_antialias(const image& img, const crop_box& box, int width, int height) {
-    const int channels = img.channels();
-    const auto c = static_cast<std::size_t>(channels);
-    const source src{img.data().data() + static_cast<std::size_t>(box.y) * img.row_bytes() +
-                         static_cast<std::size_t>(box.x) * c,
-                     img.row_bytes(),
-                     box.width,
-                     box.height,
-                     channels,
-                     img.data().data() + img.data().size()};
+    return resample_antialias(region_of(img, box), img.format(), width, height);
+}
+
+image resample_antialias(const pixel_view& view, pixel_format format, int width, int height) {
+    const auto c = static_cast<std::size_t>(view.channels);
+    const source src{view.data, view.stride, view.width, view.height, view.channels, view.end};
     const std::size_t out_bytes = static_cast<std::size_t>(width) * c;
-    image out(width, height, img.format());
+    image out(width, height, format);
     const out_rows dst{out.data().data(), out.row_bytes()};
     // Pillow skips a pass along an axis whose size does not change (it would copy).
-    const bool need_horizontal = box.width != width;
-    const bool need_vertical = box.height != height;
+    const bool need_horizontal = view.width != width;
+    const bool need_vertical = view.height != height;
     if (!need_horizontal && !need_vertical) {
         for (int y = 0; y < height; ++y) std::memcpy(dst.at(y), src.row(y), out_bytes);
         return out;
     }
     if (!need_vertical) {
-        horizontal_pass(src, 0, height, dst, width, precompute(box.width, width));
+        horizontal_pass(src, 0, height, dst, width, precompute(view.width, width));
         return out;
     }
-    const axis_filter fy = precompute(box.height, height);
+    const axis_filter fy = precompute(view.height, height);
     if (!need_horizontal) {
         vertical_pass({src.data, src.stride}, 0, dst, height, out_bytes, fy);
         return out;
@@ -159,7 +156,7 @@ image resample_antialias(const image& img, const crop_box& box, int width, int h
     const auto tmp = std::make_unique_for_overwrite<std::uint8_t[]>(
         out_bytes * static_cast<std::size_t>(std::max(last - first, 0)));
     horizontal_pass(src, first, last - first, {tmp.get(), out_bytes}, width,
-                    precompute(box.width, width));
+                    precompute(view.width, width));
     vertical_pass({tmp.get(), out_bytes}, first, dst, height, out_bytes, fy);
     return out;
 }

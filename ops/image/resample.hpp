@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ferry/image.hpp"
+#include "transform.hpp"
 
 namespace ferry::ops {
 
@@ -16,6 +17,11 @@ namespace ferry::ops {
 /// channel is filtered on its own (Pillow premultiplies RGBA by alpha first; this does not).
 /// `box` must lie inside `src`, `width` and `height` be positive.
 [[nodiscard]] image resample_antialias(const image& src, const crop_box& box, int width,
+                                       int height);
+
+/// The same from pixels that are no image: `view` (see transform.hpp) to `width x height` of
+/// `format` (whose channel count is the view's).
+[[nodiscard]] image resample_antialias(const pixel_view& view, pixel_format format, int width,
                                        int height);
 
 }  // namespace ferry::ops

@@ -66,15 +66,7 @@ int cv_interpolation(interpolation i) {
 /// does; the filters see no pixel outside the box): Pillow's filter for `antialias`, cv::resize
 /// for the others.
 image resample(const image& img, const crop_box& box, int width, int height, interpolation interp) {
-    if (interp == interpolation::antialias) {
-        return resample_antialias(img, box, width, height);
-    }
-    image out(width, height, img.format());
-    cv::Mat dst = view(out);
-    // Straight from the region (an OpenCV ROI), without copying it first.
-    cv::resize(view(img)(cv::Rect(box.x, box.y, box.width, box.height)), dst,
-               cv::Size(width, height), 0, 0, cv_interpolation(interp));
-    return out;
+    return resample_view(region_of(img, box), img.format(), width, height, interp);
 }
 
 /// Python's round(): halves go to the even neighbour (torchvision's crop arithmetic uses it).
@@ -94,6 +86,31 @@ int uniform_int(std::mt19937_64& rng, int n) {
 }
 
 }  // namespace
+
+pixel_view region_of(const image& img, const crop_box& box) {
+    const std::uint8_t* base = img.data().data();
+    return {base + static_cast<std::size_t>(box.y) * img.row_bytes() +
+                static_cast<std::size_t>(box.x) * static_cast<std::size_t>(img.channels()),
+            img.row_bytes(),
+            box.width,
+            box.height,
+            img.channels(),
+            base + img.data().size()};
+}
+
+image resample_view(const pixel_view& v, pixel_format format, int width, int height,
+                    interpolation interp) {
+    if (interp == interpolation::antialias) return resample_antialias(v, format, width, height);
+    opencv_on_the_calling_thread();
+    image out(width, height, format);
+    cv::Mat dst = view(out);
+    // Straight from the pixels (an OpenCV header over them), without copying them first.
+    const cv::Mat src(v.height, v.width, CV_8UC(v.channels),
+                      const_cast<std::uint8_t*>(v.data),  // NOLINT: cv::Mat has no const view
+                      v.stride);
+    cv::resize(src, dst, cv::Size(width, height), 0, 0, cv_interpolation(interp));
+    return out;
+}
 
 image orient(const image& img, int orientation) {
     if (orientation <= 1 || orientation > 8) return img;

@@ -22,6 +22,7 @@
 #include <map>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <optional>
 
 #include "../../support/damaged_copies.hpp"
 #include "roi_support.hpp"
@@ -146,6 +147,49 @@ BOOST_AUTO_TEST_CASE(crop_with_resize_is_the_region_resized) {
         img,
         to_mat(ferry::ops::resize(ferry::ops::crop(decode_image(as_span(png.file)), box), 25, 20)),
         0, 0, "png region resized");
+}
+
+// A JPEG resized by the decoder (from the rows it wrote, with no region image in between) has
+// exactly the pixels of the same decode without the resize, resized: every subsampling, every
+// filter, with and without a crop, with the thread's row buffer reused across sizes and a region
+// too large for it (1400x1100 RGB, over 4 MiB) in between.
+BOOST_DATA_TEST_CASE(resize_in_the_decoder_is_the_reduced_decode_resized, bdata::make(jpeg_names),
+                     name) {
+    static const file_bytes huge = write_jpeg(photo(1400, 1100, 3, 5), jpeg_subsampling::s420, 85);
+    const auto check = [](const file_bytes& f, const std::string& what, bool boxes) {
+        const ferry::image whole = decode_image(as_span(f));
+        std::vector<std::optional<crop_box>> crops{std::nullopt};
+        if (boxes) {
+            for (const crop_box& b : boxes_for(whole.width(), whole.height())) {
+                crops.emplace_back(b);
+            }
+        }
+        for (const auto& box : crops) {
+            std::vector<ferry::image_size> sizes{{64, 48}, {31, 45}};
+            if (!box) sizes.push_back({800, 600});  // an upscale, or a region over 4 MiB
+            for (const ferry::image_size size : sizes) {
+                for (const auto interp :
+                     {ferry::interpolation::bilinear, ferry::interpolation::antialias,
+                      ferry::interpolation::area}) {
+                    const ferry::image one_step =
+                        decode_image(as_span(f), {.resize = size, .interp = interp, .crop = box});
+                    const ferry::image reduced =
+                        decode_image(as_span(f), {.reduce_to = size, .crop = box});
+                    const std::string where =
+                        what + (box ? " region " + describe(*box) : std::string(" whole")) +
+                        " to " + std::to_string(size.width) + "x" + std::to_string(size.height) +
+                        " interp " + std::to_string(static_cast<int>(interp));
+                    BOOST_TEST_REQUIRE(one_step.size() == size, where);
+                    check_pixels(
+                        one_step,
+                        to_mat(ferry::ops::resize(reduced, size.width, size.height, interp)), 0, 0,
+                        where);
+                }
+            }
+        }
+    };
+    check(jpegs().at(name), name, true);
+    if (name == "large_420") check(huge, "1400x1100", false);
 }
 
 // An empty box, or one that does not lie inside the image, is a ferry::invalid_argument naming
