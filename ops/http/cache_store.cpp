@@ -228,11 +228,12 @@ std::optional<cache_hit> cache_store::find(const std::string& key) {
     return cache_hit{std::move(fd), std::move(*record)};
 }
 
-void cache_store::touch(int fd) {
+std::int64_t cache_store::touch(int fd) {
     const std::int64_t stamp = next_stamp();
     const timespec times[2] = {{0, UTIME_OMIT},
                                {static_cast<time_t>(stamp / 1'000'000'000), stamp % 1'000'000'000}};
     ::futimens(fd, times);
+    return stamp;
 }
 
 std::unique_ptr<cache_writer> cache_store::begin(const std::string& key) {
@@ -260,12 +261,51 @@ bool cache_store::commit(cache_writer& w, const entry_record& r) {
     }
     const auto path = path_of(r.url);
     const folder_lock lock(lock_mutex_, lock_fd_.get());
-    touch(w.fd());
+    const std::int64_t stamp = touch(w.fd());
+    struct stat old {};
+    const bool replaced = ::lstat(path.c_str(), &old) == 0;  // a key filled again
     if (::rename(w.temp_.c_str(), path.c_str()) != 0) return false;
     w.committed_ = true;
     counters.bytes_stored += r.size;
-    sweep(path.filename().string());
+    const std::uint64_t size = w.size() + text.size() + footer;
+    const std::string name = path.filename().string();
+    known_.push_back({stamp, size, name});
+    total_ += size;
+    ++counters.entries;
+    // A replaced entry is in `known_` twice now: the folder is listed again.
+    if (replaced || ++fills_since_listing_ >= relist_every ||
+        (options_.max_bytes != 0 && total_ > options_.max_bytes && !evict_known(name))) {
+        sweep(name);
+    }
     return true;
+}
+
+bool cache_store::evict_known(const std::string& keep) {
+    // Each entry is looked at most once per call: one used since it was recorded goes to the
+    // back with its new time.
+    for (std::size_t looked = known_.size(); total_ > options_.max_bytes && looked > 0; --looked) {
+        known_entry e = std::move(known_.front());
+        known_.pop_front();
+        struct stat st {};
+        const auto p = options_.dir / e.name;
+        if (::lstat(p.c_str(), &st) != 0) {  // gone: another process evicted it
+            total_ -= std::min(total_, e.size);
+            continue;
+        }
+        if (e.name == keep || mtime_ns(st) > e.mtime) {
+            e.mtime = mtime_ns(st);
+            e.size = static_cast<std::uint64_t>(st.st_size);
+            known_.push_back(std::move(e));
+            continue;
+        }
+        if (::unlink(p.c_str()) == 0) {
+            ++counters.evictions;
+            this_call::count("cache evictions");
+            if (counters.entries > 0) --counters.entries;
+        }
+        total_ -= std::min(total_, e.size);
+    }
+    return total_ <= options_.max_bytes;
 }
 
 void cache_store::sweep(const std::string& keep) {
@@ -276,6 +316,8 @@ void cache_store::sweep(const std::string& keep) {
     };
     std::vector<entry> entries;
     std::uint64_t total = 0;
+    fills_since_listing_ = 0;
+    ++counters.listings;
     DIR* d = ::opendir(options_.dir.c_str());
     if (d == nullptr) return;
     while (const dirent* e = ::readdir(d)) {
@@ -295,18 +337,20 @@ void cache_store::sweep(const std::string& keep) {
     ::closedir(d);
     std::sort(entries.begin(), entries.end(),
               [](const entry& a, const entry& b) { return a.mtime < b.mtime; });
-    std::size_t left = entries.size();
-    for (const entry& e : entries) {
-        if (options_.max_bytes == 0 || total <= options_.max_bytes) break;
-        if (e.name == keep) continue;
-        if (::unlink((options_.dir / e.name).c_str()) == 0) {
-            ++counters.evictions;
-            this_call::count("cache evictions");
-            --left;
+    known_.clear();
+    for (entry& e : entries) {
+        if (options_.max_bytes != 0 && total > options_.max_bytes && e.name != keep) {
+            if (::unlink((options_.dir / e.name).c_str()) == 0) {
+                ++counters.evictions;
+                this_call::count("cache evictions");
+            }
+            total -= e.size;
+            continue;
         }
-        total -= e.size;
+        known_.push_back({e.mtime, e.size, std::move(e.name)});
     }
-    counters.entries = left;
+    total_ = total;
+    counters.entries = known_.size();
 }
 
 void cache_store::remove_if_same(const std::filesystem::path& p, int fd) {
@@ -359,7 +403,8 @@ cache_stats object_cache::stats() const {
             .entries = c.entries.load(),
             .revalidated = c.revalidated.load(),
             .not_kept = c.not_kept.load(),
-            .failures = c.failures.load()};
+            .failures = c.failures.load(),
+            .listings = c.listings.load()};
 }
 
 const cache_options& object_cache::options() const noexcept {

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -107,7 +108,7 @@ class fill_turn {
 /// This process's counters, as `cache_stats` reports them.
 struct cache_counters {
     std::atomic<std::uint64_t> hits{0}, misses{0}, evictions{0}, bytes_fetched{0}, bytes_stored{0},
-        entries{0}, revalidated{0}, not_kept{0}, failures{0};
+        entries{0}, revalidated{0}, not_kept{0}, failures{0}, listings{0};
 };
 
 class cache_store {
@@ -124,8 +125,9 @@ class cache_store {
     /// The valid entry for `key`, or nullopt. A damaged one (size not its record's) is removed;
     /// one whose record names another URL (a hash collision) is a miss and stays.
     std::optional<cache_hit> find(const std::string& key);
-    /// Marks the entry open on `fd` as used now (its mtime: the LRU order).
-    void touch(int fd);
+    /// Marks the entry open on `fd` as used now (its mtime: the LRU order); returns that time
+    /// (ns since the epoch).
+    std::int64_t touch(int fd);
     /// A temporary file for `key`'s object; throws `ferry::io_error` when none can be made.
     std::unique_ptr<cache_writer> begin(const std::string& key);
     /// Appends the record, renames the file into place and evicts least recently used entries
@@ -140,9 +142,14 @@ class cache_store {
   private:
     friend class fill_turn;
     void end_turn(const std::string& key);
-    /// Under the lock: removes dead writers' temporary files, then entries, oldest first, until
-    /// the rest fit the budget (`keep` is never removed); counts what remains.
+    /// Under the lock: lists the folder (into `known_`), removes dead writers' temporary files,
+    /// then entries, least recently used first, until the rest fit the budget (`keep` is never
+    /// removed); counts what remains.
     void sweep(const std::string& keep);
+    /// Under the lock: evicts from `known_` (least recently used first, checking each entry's
+    /// mtime, so one used since the listing is kept) until `total_` fits the budget. False when
+    /// `known_` ran out first: the folder must be listed again.
+    bool evict_known(const std::string& keep);
     void remove_if_same(const std::filesystem::path& p, int fd);
 
     cache_options options_;
@@ -152,6 +159,21 @@ class cache_store {
     std::condition_variable turns_cv_;
     std::set<std::string> turns_;  // keys a thread of this process is filling
     std::atomic<std::uint64_t> temp_counter_{0};
+
+    // The folder as this process knows it (under the lock): the entries of the last listing and
+    // those this process stored since, least recently used first (as of when each was last
+    // seen), and their bytes. A fill lists the folder again only every `relist_every` fills (to
+    // see other processes' entries and dead writers' files) or when `known_` runs out: a
+    // folder of a million entries is not read through at every fill.
+    struct known_entry {
+        std::int64_t mtime;
+        std::uint64_t size;
+        std::string name;
+    };
+    static constexpr std::size_t relist_every = 64;
+    std::deque<known_entry> known_;
+    std::uint64_t total_ = 0;
+    std::size_t fills_since_listing_ = 0;
 };
 
 }  // namespace ferry::ops::detail

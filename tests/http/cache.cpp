@@ -182,6 +182,45 @@ BOOST_AUTO_TEST_CASE(lru_evicts_the_least_recently_used) {
     BOOST_TEST(cache->stats().evictions == 2U);
 }
 
+// 600 fills of 1000-byte objects under a budget of 50 of them: the folder stays within the
+// budget, the most recently used entries stay (among them one read again after every 20 fills,
+// which an eviction from the remembered order must notice), and the folder is read through at
+// opening and about once per 64 fills after, not at every fill.
+BOOST_AUTO_TEST_CASE(fills_evict_in_lru_order_without_listing_the_folder_each_time) {
+    scratch dir("ferry-cache-many");
+    object_server s;
+    constexpr int count = 600;
+    std::vector<std::string> bodies;
+    for (int i = 0; i < count; ++i) {
+        bodies.push_back(random_body(1000, 1000U + static_cast<std::uint32_t>(i)));
+        s.put("/m" + std::to_string(i), bodies.back());
+    }
+    constexpr std::uint64_t budget = 50 * 1100;
+    const auto cache = ferry::ops::open_cache({.dir = dir.path(), .max_bytes = budget});
+    for (int i = 0; i < count; ++i) {
+        BOOST_TEST_REQUIRE(read(s.url("/m" + std::to_string(i)), cache) == bodies[i], i);
+        if (i % 20 == 19) BOOST_TEST_REQUIRE(read(s.url("/m0"), cache) == bodies[0]);
+    }
+    BOOST_TEST(s.gets.load() == count);  // /m0 was never evicted, so never fetched again
+    const auto st = cache->stats();
+    BOOST_TEST(st.listings >= 1U + count / 64);
+    BOOST_TEST(st.listings <= 2U + count / 64);
+    std::uint64_t bytes = 0;
+    std::size_t entries = 0;
+    for (const auto& name : files_in(dir.path())) {
+        bytes += std::filesystem::file_size(dir.path() / name);
+        ++entries;
+    }
+    BOOST_TEST(bytes <= budget);
+    BOOST_TEST(entries == st.entries);
+    BOOST_TEST(st.evictions == count - entries);
+    BOOST_TEST(entries >= 45U);  // the budget is used, not emptied
+    for (int i = count - 40; i < count; ++i) {
+        BOOST_TEST(std::filesystem::exists(cache->entry_path(s.url("/m" + std::to_string(i)))), i);
+    }
+    BOOST_TEST(std::filesystem::exists(cache->entry_path(s.url("/m0"))));
+}
+
 // In a pipeline, each fetch stage's stats show what the cache did for its calls (hits, misses,
 // evictions), and the printed stats name them on the stage's line.
 BOOST_AUTO_TEST_CASE(a_stage_reports_its_cache_hits_misses_and_evictions) {
