@@ -28,16 +28,14 @@ constexpr int poll_slice_ms = 50;
     throw io_error(where + call + " failed: " + curl_multi_strerror(mc));
 }
 
-/// curl_global_init must run once before any handle exists, and not concurrently with other
-/// curl calls on older libcurl: a function-local static gives both.
+}  // namespace
+
 void init_curl_once() {
     static const CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
     if (rc != CURLE_OK) {
         throw io_error(std::string("read_url: curl_global_init failed: ") + curl_easy_strerror(rc));
     }
 }
-
-}  // namespace
 
 CURL* thread_handle::easy() {
     if (curl_ == nullptr) {

@@ -13,6 +13,10 @@
 
 namespace ferry::ops::detail {
 
+/// curl_global_init, run once before any handle exists (and not concurrently with other curl
+/// calls, as older libcurl needs: a function-local static gives both). Throws `io_error`.
+void init_curl_once();
+
 /// The calling thread's easy and multi handles. The easy handle is reset after every call
 /// (`reset_after`), which clears every option (so nothing of a call, failed or not, such as its
 /// header list, limits or buffers, leaks into the next) but keeps the connection, DNS and

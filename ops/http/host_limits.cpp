@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// Per-host AIMD limits on `read_url` calls in flight (see host_limits.hpp).
+/// Per-host AIMD limits on requests in flight, `read_url`'s and `http_client`'s together (see
+/// host_limits.hpp).
 
 #include "host_limits.hpp"
 
@@ -54,18 +55,59 @@ std::string host_of(std::string_view url) {
     return std::string(url.substr(0, end));
 }
 
+namespace {
+
+/// Takes a place for `host` if it is under its limit (the registry's mutex held).
+bool take_locked(registry& r, const std::string& host, std::uint64_t& generation) {
+    host_state& h = r.hosts[host];
+    if (!(h.in_flight < h.limit)) return false;
+    ++h.in_flight;
+    ++h.requests;
+    generation = h.generation;
+    return true;
+}
+
+}  // namespace
+
+bool host_try_take(const std::string& host, std::uint64_t& generation) {
+    auto& r = hosts();
+    const std::lock_guard lock(r.mutex);
+    return take_locked(r, host, generation);
+}
+
+void host_give_back(const std::string& host) {
+    auto& r = hosts();
+    {
+        const std::lock_guard lock(r.mutex);
+        --r.hosts[host].in_flight;
+    }
+    r.freed.notify_all();
+}
+
+void host_answered(const std::string& host, std::uint64_t generation, long status) {
+    if (status == 0) return;
+    auto& r = hosts();
+    const std::lock_guard lock(r.mutex);
+    host_state& h = r.hosts[host];
+    if (status == 429 || status == 503) {
+        ++h.throttled;
+        if (generation == h.generation) {
+            // Multiplicative decrease, from what was in flight when the store said "too many".
+            const double from = std::isinf(h.limit) ? static_cast<double>(h.in_flight) : h.limit;
+            h.limit = std::max(1.0, std::floor(from / 2));
+            ++h.generation;
+        }
+    } else if (!std::isinf(h.limit)) {
+        h.limit += 1.0 / h.limit;  // additive increase: about +1 per limit's worth of answers
+        if (h.limit >= ceiling) h.limit = unlimited;
+    }
+}
+
 host_slot::host_slot(std::string host, const std::string& where) : host_(std::move(host)) {
     if (host_.empty()) return;
     auto& r = hosts();
     std::unique_lock lock(r.mutex);
-    for (;;) {
-        host_state& h = r.hosts[host_];
-        if (h.in_flight < h.limit) {
-            ++h.in_flight;
-            ++h.requests;
-            generation_ = h.generation;
-            return;
-        }
+    while (!take_locked(r, host_, generation_)) {
         if (this_call::stop_requested()) {
             host_.clear();
             throw error(errc::cancelled, where + "cancelled: the pipeline is stopping");
@@ -76,32 +118,11 @@ host_slot::host_slot(std::string host, const std::string& where) : host_(std::mo
 }
 
 host_slot::~host_slot() {
-    if (host_.empty()) return;
-    auto& r = hosts();
-    {
-        const std::lock_guard lock(r.mutex);
-        --r.hosts[host_].in_flight;
-    }
-    r.freed.notify_all();
+    if (!host_.empty()) host_give_back(host_);
 }
 
 void host_slot::answered(long status) {
-    if (host_.empty() || status == 0) return;
-    auto& r = hosts();
-    const std::lock_guard lock(r.mutex);
-    host_state& h = r.hosts[host_];
-    if (status == 429 || status == 503) {
-        ++h.throttled;
-        if (generation_ == h.generation) {
-            // Multiplicative decrease, from what was in flight when the store said "too many".
-            const double from = std::isinf(h.limit) ? static_cast<double>(h.in_flight) : h.limit;
-            h.limit = std::max(1.0, std::floor(from / 2));
-            ++h.generation;
-        }
-    } else if (!std::isinf(h.limit)) {
-        h.limit += 1.0 / h.limit;  // additive increase: about +1 per limit's worth of answers
-        if (h.limit >= ceiling) h.limit = unlimited;
-    }
+    if (!host_.empty()) host_answered(host_, generation_, status);
 }
 
 }  // namespace ferry::ops::detail

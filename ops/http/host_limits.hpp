@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// Requests in flight per host, adapted to throttling (AIMD): a 429 or 503 halves how many
-/// `read_url` calls may be in flight to that host, each other answer raises it by 1/limit, and
-/// calls over the limit wait. A throttled store then sees fewer requests, not the same storm.
+/// requests (`read_url` calls and `http_client` transfers together) may be in flight to that
+/// host, each other answer raises it by 1/limit, and requests over the limit wait (a `read_url`
+/// call blocks, an `http_client` keeps them in a queue). A throttled store then sees fewer
+/// requests, not the same storm.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,15 @@ namespace ferry::ops::detail {
 
 /// `scheme://host[:port]` of a URL (what the limits are kept per); empty for `file://`.
 std::string host_of(std::string_view url);
+
+/// The non-blocking form, for an event loop that keeps a queue per host instead of waiting:
+/// takes a place among `host`'s requests in flight if it is under its limit (true; `generation`
+/// is set for `host_answered`), else takes nothing (false).
+bool host_try_take(const std::string& host, std::uint64_t& generation);
+/// Gives back a place `host_try_take` took.
+void host_give_back(const std::string& host);
+/// The answer's status for a place taken at `generation` (as `host_slot::answered`).
+void host_answered(const std::string& host, std::uint64_t generation, long status);
 
 /// One call's place among its host's requests in flight: taken in the constructor (waiting while
 /// the host is at its limit; a stop request ends the wait with `errc::cancelled`), given back in

@@ -1,235 +1,41 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// ferry::ops::read_url on libcurl: a request built from the URL and options, run on the
-/// thread's reused handles (curl_session.hpp), its body collected (or streamed to a cache file)
-/// and its failure named: status, S3 error document, transport error.
+/// ferry::ops::read_url on libcurl: a request built from the URL and options, run to its end on
+/// the calling thread's reused handles (curl_session.hpp) within its host's limit
+/// (host_limits.hpp), its body collected (or streamed to a cache file) and its failure named
+/// (transfer.hpp).
 #include <curl/curl.h>
 
 #include <strings.h>
 
-#include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <exception>
 #include <string>
 
 #include "cached_fetch.hpp"
 #include "curl_session.hpp"
 #include "ferry/http.hpp"
 #include "ferry/this_call.hpp"
-#include "ferry/version.hpp"
 #include "host_limits.hpp"
-#include "range.hpp"
 #include "request.hpp"
 #include "s3_text.hpp"
+#include "transfer.hpp"
 
 namespace ferry::ops::detail {
-namespace {
 
-// A body with an error status is kept only for a short excerpt in the message; past this much
-// the transfer is aborted (the connection is closed, the status is still reported).
-constexpr std::size_t error_body_limit = 64 * 1024;
-// Kept of an error body: enough for an S3 error document; messages quote 200 characters of it.
-constexpr std::size_t error_kept = 4096;
-constexpr std::size_t error_excerpt = 200;
-// Where the size is not announced (chunked, or ended by a close) the first buffer is this big
-// (or max_bytes, if smaller) and grows by doubling; an announced size is allocated at once, up
-// to max_preallocation (a larger one grows from there as the bytes really arrive).
-constexpr std::size_t initial_guess = 256 * 1024;
-constexpr std::size_t max_preallocation = 256ull * 1024 * 1024;
-
-/// One transfer's state, shared with curl's callbacks.
-struct transfer {
-    CURL* curl = nullptr;
-    std::uint64_t max_bytes = 0;
-    bytes body;
-    std::size_t got = 0;
-    bool started = false;       // the current response's body has begun
-    bool error_status = false;  // ... and its status is >= 400
-    bool too_large = false;
-    curl_off_t content_length = -1;
-    curl_off_t announced = -1;  // the Content-Length header as read (curl may refuse before
-                                // it reports one)
-    std::string status_line;
-    std::string content_range;  // the Content-Range header's value, for a ranged request
-    std::string retry_after;    // the Retry-After header's value
-    std::string error_body;
-    std::size_t error_bytes = 0;
-    std::exception_ptr exception;
-    body_sink* sink = nullptr;  // where a 2xx body goes instead of `body`
-    std::string etag;           // the ETag header's value
-
-    /// Every response (a redirect's, a `100 Continue`, the final one) starts afresh.
-    void new_response(std::string line) {
-        status_line = std::move(line);
-        started = false;
-        error_status = false;
-        got = 0;
-        content_length = -1;
-        announced = -1;
-        content_range.clear();
-        retry_after.clear();
-        error_body.clear();
-        error_bytes = 0;
-    }
-
-    std::size_t append(const char* data, std::size_t n) {
-        if (!started) {
-            started = true;
-            long status = 0;
-            curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-            curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &content_length);
-            error_status = status >= 400;
-            if (!error_status && sink != nullptr) {
-                if (sink->start && !sink->start(static_cast<std::int64_t>(content_length))) {
-                    sink->refused = true;
-                    return 0;
-                }
-            } else if (!error_status) {
-                if (max_bytes != 0 && content_length > 0 &&
-                    static_cast<std::uint64_t>(content_length) > max_bytes) {
-                    too_large = true;
-                    return 0;
-                }
-                std::size_t first =
-                    content_length > 0 ? static_cast<std::size_t>(content_length) : initial_guess;
-                if (max_bytes != 0) first = std::min<std::size_t>(first, max_bytes);
-                first = std::max(std::min(first, max_preallocation), n);
-                if (body.size() < first) body = bytes(first);
-            }
-        }
-        if (error_status) {
-            error_bytes += n;
-            if (error_body.size() < error_kept) {
-                error_body.append(data, std::min(n, error_kept - error_body.size()));
-            }
-            return error_bytes > error_body_limit ? 0 : n;
-        }
-        if (max_bytes != 0 && got + n > max_bytes) {
-            too_large = true;
-            return 0;
-        }
-        if (sink != nullptr) {
-            if (!sink->write(reinterpret_cast<const std::byte*>(data), n)) {
-                sink->refused = true;
-                return 0;
-            }
-            got += n;
-            return n;
-        }
-        if (got + n > body.size()) {
-            bytes bigger(std::max(body.size() * 2, got + n));
-            if (got != 0) std::memcpy(bigger.data(), body.data(), got);
-            body = std::move(bigger);
-        }
-        std::memcpy(body.data() + got, data, n);
-        got += n;
-        return n;
-    }
-};
-
-std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
-    auto& t = *static_cast<transfer*>(user);
-    try {
-        return t.append(data, size * count);
-    } catch (...) {  // bad_alloc must not cross curl's C frames
-        t.exception = std::current_exception();
-        return 0;
-    }
-}
-
-std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
-    auto& t = *static_cast<transfer*>(user);
-    const std::size_t n = size * count;
-    try {
-        if (n > 5 && std::memcmp(data, "HTTP/", 5) == 0) {
-            std::string line(data, n);
-            while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
-            t.new_response(std::move(line));
-        } else if (n > 15 && strncasecmp(data, "content-length:", 15) == 0) {
-            t.announced = std::strtoll(std::string(data + 15, n - 15).c_str(), nullptr, 10);
-        } else if (n > 14 && strncasecmp(data, "content-range:", 14) == 0) {
-            t.content_range.assign(data + 14, n - 14);
-        } else if (n > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
-            t.retry_after.assign(data + 12, n - 12);
-        } else if (n > 5 && strncasecmp(data, "etag:", 5) == 0) {
-            std::string_view v(data + 5, n - 5);
-            while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-            while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) {
-                v.remove_suffix(1);
-            }
-            t.etag.assign(v);
-        }
-    } catch (...) {
-        t.exception = std::current_exception();
-        return 0;
-    }
-    return n;
-}
-
-/// Printable characters of an error body, for the message.
-std::string excerpt(const std::string& s) {
-    std::string out;
-    for (const char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u >= 0x20 && u < 0x7f) {
-            out += c;
-        } else if (c == '\n' || c == '\r' || c == '\t') {
-            if (!out.empty() && out.back() != ' ') out += ' ';
-        }
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    if (out.size() > error_excerpt) out.resize(error_excerpt);
-    return out;
-}
-
-/// "HTTP 404 Not Found" from "HTTP/1.1 404 Not Found" (or "HTTP 404" without a reason).
-/// Whether a transfer that failed with `rc` (and no HTTP status of 400 or more) might succeed if
-/// tried again: not for what the URL, the options or the certificate decide.
-bool transient_curl(CURLcode rc) {
-    switch (rc) {
-        case CURLE_UNSUPPORTED_PROTOCOL:
-        case CURLE_URL_MALFORMAT:
-        case CURLE_TOO_MANY_REDIRECTS:
-        case CURLE_PEER_FAILED_VERIFICATION:
-        case CURLE_SSL_CACERT_BADFILE:
-        case CURLE_FILE_COULDNT_READ_FILE:
-        case CURLE_LOGIN_DENIED:
-        case CURLE_REMOTE_ACCESS_DENIED:
-        case CURLE_REMOTE_FILE_NOT_FOUND:
-            return false;
-        default:
-            return true;
-    }
-}
-
-std::string status_text(long status, const std::string& line) {
-    std::string out = "HTTP " + std::to_string(status);
-    const auto code_at = line.find(' ');
-    if (code_at != std::string::npos) {
-        const auto reason_at = line.find(' ', code_at + 1);
-        if (reason_at != std::string::npos && reason_at + 1 < line.size()) {
-            out += line.substr(reason_at);
-        }
-    }
-    return out;
-}
-
-}  // namespace
-
-bytes read_url_fn::operator()(std::string_view url, const http_options& options) const {
+request make_request(std::string_view url) {
     if (url.find('\0') != std::string_view::npos) {
         throw http_error(std::string(url), 0,
                          "read_url: '" + std::string(url) + "': URL contains a NUL character",
                          false);
     }
+    if (url.starts_with("s3://")) return s3_object_request(url);
     request r;
-    if (url.starts_with("s3://")) {
-        r = s3_object_request(url);
-    } else {
-        r.url = std::string(url);
-        r.display = redact_url(url);
-    }
+    r.url = std::string(url);
+    r.display = redact_url(url);
+    return r;
+}
+
+bytes read_url_fn::operator()(std::string_view url, const http_options& options) const {
+    const request r = make_request(url);
     // file:// is local already; every other scheme goes through the cache when there is one.
     if (options.cache != nullptr && strncasecmp(r.url.c_str(), "file:", 5) != 0) {
         return cached_fetch(*options.cache, r, options);
@@ -238,149 +44,27 @@ bytes read_url_fn::operator()(std::string_view url, const http_options& options)
 }
 
 bytes fetch(const request& r, const http_options& options, body_sink* sink) {
-    const std::string where = "read_url: '" + r.display + "': ";
+    const std::string where = where_of(r);
     thread_local thread_handle handle;
     CURL* const c = handle.easy();
     CURLM* const m = handle.multi();
-    const std::string& target = r.display;
     transfer t;
-    t.curl = c;
-    t.max_bytes = options.max_bytes;
     t.sink = sink;
-    char errors[CURL_ERROR_SIZE] = {};
-    header_list headers;
-    for (const auto* list : {&options.headers, &r.headers}) {
-        for (const std::string& h : *list) {
-            curl_slist* const grown = curl_slist_append(headers.list, h.c_str());
-            if (grown == nullptr) throw std::bad_alloc();
-            headers.list = grown;
-        }
-    }
     // Declared after everything the handle will point into, so that it runs before they go.
     const reset_after reset(c);
-
-    const std::string range = options.range ? range_request(*options.range, where) : std::string();
-    set(c, CURLOPT_URL, r.url.c_str());
-    if (!r.sigv4.empty()) {
-        set(c, CURLOPT_AWS_SIGV4, r.sigv4.c_str());
-        set(c, CURLOPT_USERNAME, r.user.c_str());
-        set(c, CURLOPT_PASSWORD, r.password.c_str());
-    }
-    if (options.range) set(c, CURLOPT_RANGE, range.c_str());
-    // No signals: timeouts must not use SIGALRM in a multi-threaded process.
-    set(c, CURLOPT_NOSIGNAL, 1L);
-    set(c, CURLOPT_ERRORBUFFER, errors);
-    set(c, CURLOPT_WRITEFUNCTION, &on_body);
-    set(c, CURLOPT_WRITEDATA, static_cast<void*>(&t));
-    set(c, CURLOPT_HEADERFUNCTION, &on_header);
-    set(c, CURLOPT_HEADERDATA, static_cast<void*>(&t));
-#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85: the string forms; the bitmasks are deprecated
-    set(c, CURLOPT_PROTOCOLS_STR, "http,https,file");
-    set(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-#else
-    set(c, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS | CURLPROTO_FILE));
-    set(c, CURLOPT_REDIR_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    set(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
-    set(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options.timeout.count()));
-    if (options.low_speed_time.count() > 0 && options.low_speed_limit > 0) {
-        set(c, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(options.low_speed_limit));
-        set(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.low_speed_time.count()));
-    }
-    if (options.max_bytes != 0) {
-        set(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options.max_bytes));
-    }
-    if (headers.list != nullptr) set(c, CURLOPT_HTTPHEADER, headers.list);
-    set(c, CURLOPT_FOLLOWLOCATION, options.follow_redirects ? 1L : 0L);
-    set(c, CURLOPT_MAXREDIRS, 10L);
-    set(c, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
-    set(c, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
-    const std::string agent = std::string("ferry/") + ferry::version;
-    set(c, CURLOPT_USERAGENT, agent.c_str());
+    configure(c, r, options, t, where);
     set(c, CURLOPT_XFERINFOFUNCTION, &on_progress);
     set(c, CURLOPT_NOPROGRESS, 0L);
 
     host_slot slot(options.adaptive ? host_of(r.url) : std::string(), where);
     const CURLcode rc = perform(m, c, where);
-    if (t.exception) std::rethrow_exception(t.exception);
-    if (rc == CURLE_ABORTED_BY_CALLBACK) {
+    if (rc == CURLE_ABORTED_BY_CALLBACK && !t.exception) {
         throw error(errc::cancelled, where + "cancelled: the pipeline is stopping");
     }
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    const long status = response_status(c);
     slot.answered(status);
     if (status == 429 || status == 503) this_call::count("throttled");
-    const auto st = static_cast<int>(status);
-    if (sink != nullptr) {
-        sink->status = st;
-        sink->etag = t.etag;
-        if (sink->refused) return bytes();
-    }
-    const std::string curl_says = errors[0] != '\0' ? std::string(errors) : curl_easy_strerror(rc);
-
-    // file:// with a range that starts past the file's end.
-    if (rc == CURLE_BAD_DOWNLOAD_RESUME && options.range) {
-        if (options.range->at_most) return bytes();
-        throw http_error(target, st,
-                         where + "range starts at byte " + std::to_string(options.range->offset) +
-                             ", past the end of the resource",
-                         false);
-    }
-    // A chunked reader's range that starts at or past the end: no bytes, not an error.
-    if (status == 416 && options.range && options.range->at_most) return bytes();
-    if (status >= 400) {
-        const auto wait = parse_retry_after(t.retry_after);
-        if (r.s3) {
-            throw_s3_error(r, st, status_text(status, t.status_line), t.error_body, wait);
-        }
-        std::string msg = where + status_text(status, t.status_line);
-        const std::string body = excerpt(t.error_body);
-        if (!body.empty()) msg += ": " + body;
-        http_error e(target, st, msg);
-        e.set_retry_after(wait);
-        throw e;
-    }
-    if (t.too_large || rc == CURLE_FILESIZE_EXCEEDED) {
-        // curl refuses an announced size before any body arrives.
-        if (t.content_length < 0) t.content_length = t.announced;
-        std::string msg = where + "response body larger than max_bytes (" +
-                          std::to_string(options.max_bytes) + " bytes)";
-        if (t.content_length >= 0) {
-            msg += "; Content-Length " + std::to_string(t.content_length);
-        }
-        throw http_error(target, st, msg, false);
-    }
-    if (rc == CURLE_PARTIAL_FILE) {
-        throw http_error(
-            target, st,
-            where + "truncated body: got " + std::to_string(t.got) + " of " +
-                (t.content_length >= 0 ? std::to_string(t.content_length) : std::string("?")) +
-                " bytes (" + curl_says + ")");
-    }
-    if (rc != CURLE_OK) throw http_error(target, st, where + curl_says, transient_curl(rc));
-    if (sink != nullptr && status == 304) return bytes();  // the cache's copy is current
-    if (status >= 300 && status < 400) {
-        // Only reached with follow_redirects off: the redirect's own body is not the resource.
-        throw http_error(
-            target, st,
-            where + status_text(status, t.status_line) + " (a redirect; follow_redirects is off)",
-            false);
-    }
-    // curl checks Content-Length itself; this guards the cases it lets through.
-    if (t.content_length >= 0 && t.got != static_cast<std::size_t>(t.content_length) &&
-        status >= 200 && status < 300) {
-        throw http_error(target, st,
-                         where + "truncated body: got " + std::to_string(t.got) + " of " +
-                             std::to_string(t.content_length) + " bytes");
-    }
-    if (sink != nullptr) return bytes();
-    if (options.range) {
-        return take_range({st, std::move(t.body), t.got, std::move(t.content_range)},
-                          *options.range, target, where);
-    }
-    bytes out = std::move(t.body);
-    out.truncate(t.got);
-    return out;
+    return outcome(c, rc, r, options, t, where);
 }
 
 }  // namespace ferry::ops::detail

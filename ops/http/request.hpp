@@ -42,6 +42,11 @@ struct body_sink {
     bool refused = false;  ///< `start` or `write` said stop; fetch returned without throwing
 };
 
+/// The request for a URL as `read_url` takes it: an `s3://` URL's (`s3_object_request`), else
+/// the URL itself, named redacted in messages. Throws `http_error` for a URL with a NUL,
+/// `invalid_argument` for an `s3://` URL without a bucket or key.
+request make_request(std::string_view url);
+
 /// Runs `r` with `options` (read_url's transfer); with `sink`, the body goes there.
 bytes fetch(const request& r, const http_options& options, body_sink* sink = nullptr);
 
