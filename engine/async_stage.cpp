@@ -4,6 +4,8 @@
 /// through a sink (directly, or by the monitor polling a future), results passed on through the
 /// async_node's gateway.
 
+#include <mutex>
+
 #include "ferry/this_call.hpp"
 #include "runtime.hpp"
 
@@ -30,6 +32,12 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
         if (done_.exchange(true)) return;
         dropped_ = true;
         finish(nullptr);
+    }
+    bool stop_requested() const noexcept override {
+        // finish() marks the call finished under this mutex before it lets the graph go on:
+        // while it is not marked, the runtime (which waits for the call) is alive to be asked.
+        const std::lock_guard lock(finish_mutex_);
+        return finished_ || rt_.cancelling();
     }
     void poll(std::function<bool(any_value&)> try_take) noexcept override {
         try {
@@ -62,6 +70,10 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
 
   private:
     void finish(std::exception_ptr e) noexcept {
+        {
+            const std::lock_guard lock(finish_mutex_);
+            finished_ = true;
+        }
         if (deadline_) st_.deadlines->remove(deadline_);
         // Any thread may complete a call (the user's, the monitor's poller): shared counters.
         const shard_writer w = st_.counters.shared();
@@ -90,6 +102,8 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
     std::uint64_t start_;
     std::atomic<bool> done_{false};
     bool dropped_ = false;
+    mutable std::mutex finish_mutex_;
+    bool finished_ = false;  // under finish_mutex_
     deadline_list::token deadline_;
 };
 

@@ -162,6 +162,16 @@ class completion {
     void fail(std::exception_ptr e) const {
         if (auto sink = state_->claim()) sink->fail(std::move(e));
     }
+    /// True once the result is no longer wanted, so that the work behind it can stop early: the
+    /// call is settled already (a result was given, or its stage's timeout failed it), or its
+    /// pipeline is stopping, being destroyed or abandoning the epoch. A pipeline waits for its
+    /// outstanding completions when it stops or is destroyed: an operation that can take long
+    /// (a network request) should poll this and then `fail` with `errc::cancelled`, as
+    /// `ferry::ops::http_client` does. Safe from any thread.
+    [[nodiscard]] bool stop_requested() const noexcept {
+        std::lock_guard lock(state_->mutex);
+        return state_->sink == nullptr || state_->sink->stop_requested();
+    }
 
   private:
     struct state {

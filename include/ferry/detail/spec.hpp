@@ -34,6 +34,10 @@ class FERRY_API async_sink {
     virtual void fail(std::exception_ptr error) noexcept = 0;
     /// Asks the engine's poller to call `try_take` until it yields the value (returns true).
     virtual void poll(std::function<bool(any_value&)> try_take) noexcept = 0;
+    /// True once the call's result is no longer wanted: it is settled already (delivered,
+    /// failed, past its stage's timeout), or its pipeline is stopping or abandoning the epoch.
+    /// Any thread may ask, as long as it holds the sink.
+    [[nodiscard]] virtual bool stop_requested() const noexcept { return false; }
 };
 
 /// Pulls the next source element into `out`; false at the end of the epoch.
