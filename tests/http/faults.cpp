@@ -4,8 +4,6 @@
 /// accepts and never answers, or stops mid-body), killed mid-epoch, and dripping a byte at a
 /// time. Stop and destruction end within a bound far below the reads' own timeouts and leave no
 /// thread behind; a dead server ends the epoch with an error, not as a short success.
-#include <dirent.h>
-
 #include <atomic>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
@@ -20,11 +18,14 @@
 #include <vector>
 
 #include "../support/http_server.hpp"
+#include "pipeline_support.hpp"
 
 namespace bdata = boost::unit_test::data;
+using ferry_test::check_accounting;
 using ferry_test::http_request;
 using ferry_test::http_response;
 using ferry_test::http_server;
+using ferry_test::thread_count;
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
@@ -48,18 +49,6 @@ constexpr auto waiting = 300ms;
 // cases wait for.
 const ferry::http_options patient{.timeout = 30s, .low_speed_time = 0s, .adaptive = false};
 
-/// Threads of this process now.
-std::size_t thread_count() {
-    std::size_t n = 0;
-    if (DIR* d = ::opendir("/proc/self/task")) {
-        while (const dirent* e = ::readdir(d)) {
-            if (e->d_name[0] != '.') ++n;
-        }
-        ::closedir(d);
-    }
-    return n;
-}
-
 std::string body_of(std::size_t i) {
     return "item " + std::to_string(i) + ": " +
            std::string(100 + i % 50, static_cast<char>('a' + i % 26));
@@ -76,13 +65,6 @@ double ms(steady::duration d) {
 
 std::string as_string(const ferry::bytes& b) {
     return {reinterpret_cast<const char*>(b.data()), b.size()};
-}
-
-/// Every produced item ended somewhere: nothing is pending (a stopped pipeline's stats are
-/// taken with `settled_stats`).
-void check_accounting(const ferry::pipeline_stats& s) {
-    BOOST_TEST(s.produced == s.delivered + s.filtered + s.failed + s.cancelled + s.pending);
-    BOOST_TEST(s.pending == 0u);
 }
 
 /// The stats once the calls of a stopped pipeline have returned and ferry has counted their

@@ -17,8 +17,10 @@
 #include <vector>
 
 #include "../support/http_server.hpp"
+#include "pipeline_support.hpp"
 
 namespace bdata = boost::unit_test::data;
+using ferry_test::check_accounting;
 using ferry_test::http_request;
 using ferry_test::http_response;
 using ferry_test::http_server;
@@ -50,13 +52,6 @@ std::vector<std::string> urls(const http_server& server, std::size_t n) {
 
 std::string as_string(const ferry::bytes& b) {
     return {reinterpret_cast<const char*>(b.data()), b.size()};
-}
-
-/// Every produced item ended somewhere: nothing is pending (a stopped pipeline's stats are
-/// taken with `settled_stats`).
-void check_accounting(const ferry::pipeline_stats& s) {
-    BOOST_TEST(s.produced == s.delivered + s.filtered + s.failed + s.cancelled + s.pending);
-    BOOST_TEST(s.pending == 0u);
 }
 
 const std::vector<int> io_concurrencies{1, 8};

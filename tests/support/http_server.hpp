@@ -67,9 +67,10 @@ struct http_response {
     std::int64_t content_length = -1;
     /// Send only this many bytes of the body (-1 = all of it).
     std::int64_t send_only = -1;
-    /// After sending: keep the connection open for the next request, close it, or stall
-    /// (send nothing more and wait until the client gives up or the server stops).
-    enum class then : std::uint8_t { keep_alive, close, stall } after = then::keep_alive;
+    /// After sending: keep the connection open for the next request, close it, reset it (a TCP
+    /// RST, as a crashed peer's), or stall (send nothing more and wait until the client gives up
+    /// or the server stops).
+    enum class then : std::uint8_t { keep_alive, close, reset, stall } after = then::keep_alive;
     /// > 0: send the body one byte at a time, this long apart (a slow-drip server).
     std::chrono::milliseconds drip{0};
     /// Send nothing at all, not even the status line, and stall (a frozen server).
@@ -120,7 +121,8 @@ class http_server {
         addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         addr.sin_port = 0;
         if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-            ::listen(listen_fd_, 128) != 0) {
+            // Room for hundreds of connections opened at once (an event-loop client's burst).
+            ::listen(listen_fd_, 1024) != 0) {
             ::close(listen_fd_);
             throw std::runtime_error(std::string("http_server: bind/listen failed: ") +
                                      std::strerror(errno));
@@ -313,6 +315,12 @@ class http_server {
         }
         if (r.after == http_response::then::stall) {
             stall(fd);
+            return false;
+        }
+        if (r.after == http_response::then::reset) {
+            // Lingering 0 s: the close that follows sends a RST instead of a FIN.
+            const linger now{1, 0};
+            ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now);
             return false;
         }
         return !closing;
