@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// map_async: futures and completions, failures through either, dropped and repeated
-/// completions, completions made synchronously inside the call.
+/// completions, completions made synchronously inside the call, and completions that say when
+/// their result is no longer wanted.
+#include <algorithm>
+#include <atomic>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
+#include <chrono>
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support.hpp"
@@ -41,6 +47,63 @@ using namespace async_test;
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(async)
+
+// A completion tells the work behind it when its result is no longer wanted: once given, and for
+// every pending one once the pipeline stops, so that work which gives up then (here a helper
+// that fails each with errc::cancelled) lets stop() and the loop end at once.
+BOOST_AUTO_TEST_CASE(completions_say_when_their_result_is_no_longer_wanted) {
+    std::mutex mutex;
+    std::vector<ferry::completion<int>> pending;
+    std::atomic<bool> given_is_unwanted{false};
+    auto p = ferry::from(iota(100))
+                 .map_async<int>(
+                     [&](int x, ferry::completion<int> done) {
+                         if (x == 0) {
+                             done(x);
+                             given_is_unwanted = done.stop_requested();
+                             return;
+                         }
+                         const std::lock_guard lock(mutex);
+                         pending.push_back(std::move(done));
+                     },
+                     8)
+                 .build({.threads = 2});
+    BOOST_TEST(p.next().value() == 0);
+    BOOST_TEST(given_is_unwanted.load());
+    const auto outstanding = [&] {
+        const std::lock_guard lock(mutex);
+        return pending.size();
+    };
+    for (int i = 0; i < 5000 && outstanding() < 8; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    {
+        const std::lock_guard lock(mutex);
+        BOOST_TEST_REQUIRE(pending.size() == 8u);
+        for (const auto& c : pending) BOOST_TEST(!c.stop_requested());
+    }
+    std::atomic<int> told{0};
+    std::thread helper([&] {
+        for (int i = 0; i < 10000 && told.load() < 8; ++i) {
+            const std::lock_guard lock(mutex);
+            for (auto& c : pending) {
+                if (c.stop_requested()) {
+                    c.fail(std::make_exception_ptr(ferry::error(ferry::errc::cancelled, "told")));
+                    ++told;
+                }
+            }
+            pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                         [](const auto& c) { return c.stop_requested(); }),
+                          pending.end());
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    });
+    p.stop();
+    while (p.next()) {
+    }
+    helper.join();
+    BOOST_TEST(told.load() == 8);
+}
 
 // Completions made inside the call itself (a cache hit) deliver everything, in order, however
 // many items queue behind a single slot.
