@@ -69,9 +69,12 @@ class http_client_reader {
 ///
 /// Connections are kept alive and reused, and so are the transfers' handles. Nothing is retried
 /// (a `map_async` stage's retry policy does not apply either); the stage's `skip` and `fail`
-/// policies and its `timeout` do. Completions run on the loop's thread: keep them short, and do
-/// not destroy the client from one. When the pipeline a completion belongs to stops, is
-/// destroyed or abandons its epoch, the request ends within about 50 ms with `ferry::error`
+/// policies and its `timeout` do. The loop runs outside the stage's calls, so the stage's
+/// `throttled` counter (`this_call::count`) is not kept: `http_hosts()` counts throttled answers.
+/// Completions run on the loop's thread: keep them short, and do not destroy the client from one.
+/// When the pipeline a completion belongs to stops, is destroyed or abandons its epoch
+/// (`completion::stop_requested()`, which the loop asks every 50 ms), the request ends within about
+/// 50 ms with `ferry::error`
 /// (`errc::cancelled`, `read_url: '<url>': cancelled: the pipeline is stopping`), so that the
 /// pipeline is never held up by a slow server. Thread-safe: any thread may call `fetch`.
 class FERRY_API http_client {

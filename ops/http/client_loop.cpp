@@ -36,7 +36,9 @@ client_loop::client_loop(const http_client_options& options)
     multi_ = curl_multi_init();
     if (multi_ == nullptr) throw io_error("http_client: curl_multi_init failed");
     // Keep a connection for every transfer that may run at once, to be reused.
-    curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(max_outstanding_));
+    constexpr std::size_t most_connections = 1 << 16;  // past any descriptor limit
+    curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS,
+                      static_cast<long>(std::min(max_outstanding_, most_connections)));
     try {
         thread_ = std::thread([this] { run(); });
     } catch (...) {
