@@ -173,7 +173,9 @@ struct FERRY_API read_url_fn {
 ///                                   .executor = ferry::io})
 /// \endcode
 /// With options, wrap it: `.map([](const std::string& u) { return ferry::ops::read_url(u,
-/// {.timeout = std::chrono::seconds(20)}); }, ...)`.
+/// {.timeout = std::chrono::seconds(20)}); }, ...)`. To keep hundreds of requests outstanding
+/// without a thread each, use `ferry::ops::http_client` (<ferry/http_client.hpp>) with
+/// `map_async`: the same requests and errors on one event loop.
 inline constexpr detail::read_url_fn read_url{};
 }  // namespace ops
 
