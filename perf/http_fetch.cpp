@@ -9,10 +9,12 @@
 ///                    each curl process reuses its connection for K objects);
 ///      - `read_url`  `from(urls).map(read_url, {.concurrency = N, .executor = ferry::io})`: a
 ///                    blocking call on each of N I/O threads;
+///      - `http_client` `from(urls).map_async<bytes>(client.reader(), N)` with an `http_client`
+///                    of `max_outstanding = N`: N transfers on one event-loop thread;
 ///  * shards: the same 2000 ImageNet-like JPEGs (photo_set.hpp) as WebDataset tar shards of 100
 ///    samples (`tar` CLI) read with `tar_samples` from the server (`url_ranges`) and from local
-///    disk, and as files read with `read_url` and `read_file`; each decoded with
-///    `decode_random_resized_crop(224)` and batched by 32: images/s.
+///    disk, and as files read with `read_url`, `http_client` (64 outstanding) and `read_file`;
+///    each decoded with `decode_random_resized_crop(224)` and batched by 32: images/s.
 ///
 /// Every row checks what it got (bytes, images). Medians of `--reps`; the rows of a repetition
 /// run one after another, in a seeded order per repetition.
@@ -36,6 +38,7 @@
 
 #include "ferry/ferry.hpp"
 #include "ferry/http.hpp"
+#include "ferry/http_client.hpp"
 #include "ferry/image.hpp"
 #include "ferry/shards.hpp"
 #include "nginx_server.hpp"
@@ -102,15 +105,26 @@ std::uint64_t with_curl(const std::vector<std::string>& urls, int n, const fs::p
     return 0;  // curl's bytes go to /dev/null; --fail makes a short or failed fetch an error
 }
 
-std::uint64_t with_read_url(const std::vector<std::string>& urls, int n, int threads) {
-    auto pipe = ferry::from(urls)
-                    .map(ferry::ops::read_url, {.concurrency = n, .executor = ferry::io})
-                    .build({.threads = threads,
-                            .in_flight = static_cast<std::size_t>(std::max(64, 2 * n)),
-                            .ordered = false});
+/// Bytes a pipeline of fetches delivers, unordered, with room for `n` in flight.
+template <class Builder>
+std::uint64_t fetched(Builder b, int n, int threads) {
+    auto pipe = b.build({.threads = threads,
+                         .in_flight = static_cast<std::size_t>(std::max(64, 2 * n)),
+                         .ordered = false});
     std::uint64_t bytes = 0;
-    for (const ferry::bytes& b : pipe) bytes += b.size();
+    for (const ferry::bytes& got : pipe) bytes += got.size();
     return bytes;
+}
+
+std::uint64_t with_read_url(const std::vector<std::string>& urls, int n, int threads) {
+    return fetched(
+        ferry::from(urls).map(ferry::ops::read_url, {.concurrency = n, .executor = ferry::io}), n,
+        threads);
+}
+
+std::uint64_t with_client(const std::vector<std::string>& urls, int n, int threads) {
+    ferry::ops::http_client client({.max_outstanding = static_cast<std::size_t>(n)});
+    return fetched(ferry::from(urls).map_async<ferry::bytes>(client.reader(), n), n, threads);
 }
 
 struct row {
@@ -150,6 +164,7 @@ void run_objects(const options& o, const std::string& base, const std::vector<st
     for (const int n : levels) {
         rows.push_back({"curl", n, {}});
         rows.push_back({"read_url", n, {}});
+        rows.push_back({"http_client", n, {}});
     }
     std::mt19937 order_rng(42);
     for (int rep = 0; rep < o.reps; ++rep) {
@@ -160,7 +175,8 @@ void run_objects(const options& o, const std::string& base, const std::vector<st
             row& r = rows[i];
             const auto t0 = steady::now();
             const std::uint64_t got = r.what == "curl" ? with_curl(urls, r.n, o.dir / "list.txt")
-                                                       : with_read_url(urls, r.n, o.threads);
+                                      : r.what == "read_url" ? with_read_url(urls, r.n, o.threads)
+                                                             : with_client(urls, r.n, o.threads);
             r.seconds.push_back(std::chrono::duration<double>(steady::now() - t0).count());
             if (r.what != "curl" && got != bytes * urls.size()) {
                 std::cerr << "http_fetch: " << r.what << " got " << got << " bytes\n";
@@ -235,6 +251,7 @@ void run_shards(const options& o, const std::string& base, const fs::path& root)
         return decode(b, info.position);
     };
     const int t = o.threads;
+    ferry::ops::http_client client({.max_outstanding = 64});
     const std::vector<std::pair<std::string, std::function<std::size_t()>>> variants{
         {"files, read_file",
          [&] {
@@ -247,6 +264,13 @@ void run_shards(const options& o, const std::string& base, const fs::path& root)
          [&] {
              return drain(ferry::from(jpeg_urls)
                               .map(ferry::ops::read_url, {.concurrency = 16, .executor = ferry::io})
+                              .map(on_bytes, t),
+                          t);
+         }},
+        {"files over HTTP, http_client",
+         [&] {
+             return drain(ferry::from(jpeg_urls)
+                              .map_async<ferry::bytes>(client.reader(), 64)
                               .map(on_bytes, t),
                           t);
          }},
