@@ -73,10 +73,11 @@ class http_client_reader {
 /// `throttled` counter (`this_call::count`) is not kept: `http_hosts()` counts throttled answers.
 /// Completions run on the loop's thread: keep them short, and do not destroy the client from one.
 /// When the pipeline a completion belongs to stops, is destroyed or abandons its epoch
-/// (`completion::stop_requested()`, which the loop asks every 50 ms), the request ends within about
-/// 50 ms with `ferry::error`
-/// (`errc::cancelled`, `read_url: '<url>': cancelled: the pipeline is stopping`), so that the
-/// pipeline is never held up by a slow server. Thread-safe: any thread may call `fetch`.
+/// (`completion::stop_requested()`, which the loop asks every 50 ms), the request ends within
+/// about 50 ms with `ferry::error` (`errc::cancelled`, `read_url: '<url>': cancelled: the
+/// pipeline is stopping`), so that the pipeline is never held up by a slow server. Thread-safe:
+/// any thread may call `fetch`. A host name is resolved by curl's resolver, which may use a
+/// short-lived thread of its own per lookup; an IP address needs none.
 class FERRY_API http_client {
   public:
     /// Starts the loop's thread. Throws `ferry::invalid_argument` for `max_outstanding` 0,
