@@ -63,6 +63,16 @@ template <class G>
 concept epoch_source = std::invocable<G&, std::uint64_t> &&
     std::ranges::input_range<std::invoke_result_t<G&, std::uint64_t>>;
 
+/// An epoch factory that can also open an epoch at a position: `(epoch, position) -> range` of
+/// the same elements.
+template <class G>
+concept positioned_epoch_source =
+    epoch_source<G> && std::invocable<G&, std::uint64_t, std::uint64_t> &&
+    std::ranges::input_range<std::invoke_result_t<G&, std::uint64_t, std::uint64_t>> &&
+    std::same_as<
+        std::ranges::range_value_t<std::invoke_result_t<G&, std::uint64_t>>,
+        std::ranges::range_value_t<std::invoke_result_t<G&, std::uint64_t, std::uint64_t>>>;
+
 template <class T>
 struct future_value {};
 template <class T>

@@ -172,7 +172,15 @@ source_cursor resumed_cursor(std::shared_ptr<R> holder,
 ///  * a generator `() -> std::optional<T>`, called until it returns `std::nullopt` (each epoch
 ///    calls it again from where it is; an endless generator is fine);
 ///  * an epoch factory `(std::uint64_t epoch) -> range`, called at the start of every epoch (the
-///    place to reshuffle).
+///    place to reshuffle). A factory that can also be called as `(std::uint64_t epoch,
+///    std::uint64_t position) -> range` is *positioned*: a pipeline that resumes
+///    (`build({.resume_from = st})`) opens the saved epoch with `(epoch, position)`, which must
+///    yield what `(epoch)` yields after its first `position` elements (`position` counts this
+///    rank's source items of the epoch, items that failed or were left out included). Without it,
+///    the resume calls
+///    `(epoch)` and pulls and drops the first `position` elements: a seekable source (shards,
+///    a file of records, a database cursor) saves that reading by being positioned.
+///    `ferry::sources::tar_samples` is one.
 ///
 /// Elements that are paths or URLs (`ferry::describable`) name themselves in failure records;
 /// others can be named with `.describe(f)` right after `from()`.
@@ -180,6 +188,14 @@ source_cursor resumed_cursor(std::shared_ptr<R> holder,
 ///   auto a = ferry::from(std::vector{1, 2, 3});
 ///   auto b = ferry::from([i = 0]() mutable -> std::optional<int> { return i++; });
 ///   auto c = ferry::from([&](std::uint64_t epoch) { return shuffled(files, epoch); });
+///   struct records {   // positioned: a resume seeks instead of reading what came before
+///       auto operator()(std::uint64_t epoch) const { return (*this)(epoch, 0); }
+///       auto operator()(std::uint64_t epoch, std::uint64_t position) const {
+///           return read_records(path, epoch, /*first=*/position);
+///       }
+///       std::string path;
+///   };
+///   auto d = ferry::from(records{"train.rec"});
 /// \endcode
 template <class S>
 [[nodiscard]] auto from(S&& src) {
@@ -211,9 +227,21 @@ template <class S>
         using R = std::remove_cvref_t<std::invoke_result_t<D&, std::uint64_t>>;
         using T = std::ranges::range_value_t<R>;
         auto factory = std::make_shared<D>(std::forward<S>(src));
-        return make(std::type_identity<T>{}, [factory](std::uint64_t epoch) {
+        auto open = [factory](std::uint64_t epoch) {
             return detail::range_cursor(std::make_shared<R>(std::invoke(*factory, epoch)));
-        });
+        };
+        if constexpr (detail::positioned_epoch_source<D>) {
+            // A resume opens the epoch at its position instead of pulling and dropping the
+            // items before it.
+            using P = std::remove_cvref_t<std::invoke_result_t<D&, std::uint64_t, std::uint64_t>>;
+            return detail::make_source<T>(
+                std::move(open), {}, 0, [factory](std::uint64_t epoch, std::uint64_t position) {
+                    return detail::range_cursor(
+                        std::make_shared<P>(std::invoke(*factory, epoch, position)));
+                });
+        } else {
+            return make(std::type_identity<T>{}, std::move(open));
+        }
     }
 }
 

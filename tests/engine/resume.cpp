@@ -107,6 +107,31 @@ int noisy(int x, const ferry::item_info& info) {
     return x * 1000 + static_cast<int>(rng() % 1000);
 }
 
+/// A positioned epoch factory: epoch e yields 0..n-1 in an order of its own (a rotation by
+/// 7e), and `(e, position)` the same from its position on; it records each call.
+struct positioned_numbers {
+    int n = 0;
+    std::shared_ptr<std::vector<std::string>> calls = std::make_shared<std::vector<std::string>>();
+
+    std::vector<int> operator()(std::uint64_t epoch) const {
+        calls->push_back(std::to_string(epoch));
+        return numbers(epoch);
+    }
+    std::vector<int> operator()(std::uint64_t epoch, std::uint64_t position) const {
+        calls->push_back(std::to_string(epoch) + "@" + std::to_string(position));
+        auto v = numbers(epoch);
+        v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(
+                                           std::min<std::uint64_t>(position, v.size())));
+        return v;
+    }
+    [[nodiscard]] std::vector<int> numbers(std::uint64_t epoch) const {
+        std::vector<int> v(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i)
+            v[static_cast<std::size_t>(i)] = (i + 7 * static_cast<int>(epoch)) % n;
+        return v;
+    }
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(engine)
@@ -469,6 +494,66 @@ BOOST_AUTO_TEST_CASE(unordered_with_flat_map_has_no_state) {
             (void)ferry::from(iota_vec(10)).map([](int x) { return x; }).build({.resume_from = st});
         },
         "saved by an unordered pipeline");
+}
+
+// A positioned epoch factory resumes exactly (skips, filters and batches included) by opening
+// the saved epoch at its position; a plain factory, which cannot, still resumes exactly.
+BOOST_AUTO_TEST_CASE(a_positioned_epoch_factory_resumes_exactly) {
+    for (const bool positioned : {true, false}) {
+        const positioned_numbers numbers{.n = 41};
+        const factory make = [numbers, positioned](const ferry::pipeline_options& o) {
+            const auto shaped = [&o](auto b) {
+                return b.map(noisy, {.concurrency = 2, .on_error = ferry::skip})
+                    .filter([](int x) { return x / 1000 % 5 != 2; })
+                    .batch(3)
+                    .map([](const std::vector<int>& v) { return text(v); })
+                    .build(o);
+            };
+            if (positioned) return shaped(ferry::from(numbers));
+            return shaped(ferry::from([numbers](std::uint64_t e) { return numbers(e); }));
+        };
+        check_resume(positioned ? "positioned factory" : "plain factory", make);
+        const bool called_at =
+            std::any_of(numbers.calls->begin(), numbers.calls->end(),
+                        [](const std::string& c) { return c.find('@') != std::string::npos; });
+        BOOST_TEST(called_at == positioned);
+    }
+}
+
+// A resume calls the positioned factory once, with the saved epoch and the state's position
+// (the count of source items before it), and the next epoch with the one-argument call.
+BOOST_AUTO_TEST_CASE(a_positioned_epoch_factory_is_opened_at_the_state_position) {
+    const positioned_numbers numbers{.n = 30};
+    std::optional<ferry::pipeline_state> st;
+    {
+        auto p = ferry::from(numbers)
+                     .filter([](int x) { return x % 4 != 0; })
+                     .batch(5)
+                     .build({.threads = 2});
+        std::size_t batches = 0;
+        for (auto& b : p) {
+            (void)b;
+            if (++batches == 3) {
+                st = p.state();
+                break;
+            }
+        }
+    }
+    BOOST_TEST_REQUIRE(st.has_value());
+    // 15 outputs: the 20 numbers 0..19 less the 5 multiples of 4 of them.
+    BOOST_TEST(st->position() == 20U);
+    numbers.calls->clear();
+    auto q = ferry::from(numbers)
+                 .filter([](int x) { return x % 4 != 0; })
+                 .batch(5)
+                 .build({.threads = 2, .resume_from = st});
+    std::vector<int> rest;
+    for (auto& b : q) rest.insert(rest.end(), b.begin(), b.end());
+    const std::vector<int> expected{21, 22, 23, 25, 26, 27, 29};
+    BOOST_TEST(rest == expected, boost::test_tools::per_element());
+    for (auto& b : q) (void)b;  // epoch 1
+    const std::vector<std::string> calls{"0@20", "1"};
+    BOOST_TEST(*numbers.calls == calls, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
