@@ -122,9 +122,10 @@ struct tar_options {
 
 namespace detail {
 class tar_stream;  // the shards' reader (libarchive), in the ferry::shards library
+/// Epoch `epoch` from its `position`th sample on.
 FERRY_API std::shared_ptr<tar_stream> open_tar_stream(
     std::shared_ptr<const std::vector<std::string>> shards, const tar_options& options,
-    std::uint64_t epoch);
+    std::uint64_t epoch, std::uint64_t position);
 /// The next sample into `out`; false at the epoch's end.
 FERRY_API bool next_tar_sample(tar_stream& stream, ferry::sample& out);
 }  // namespace detail
@@ -179,7 +180,13 @@ class FERRY_API tar_samples_source {
     tar_samples_source(std::vector<std::string> shards, const tar_options& options);
     /// The samples of `epoch` on this rank.
     [[nodiscard]] tar_epoch operator()(std::uint64_t epoch) const {
-        return tar_epoch(detail::open_tar_stream(shards_, options_, epoch));
+        return tar_epoch(detail::open_tar_stream(shards_, options_, epoch, 0));
+    }
+    /// The samples of `epoch` on this rank from its `position`th on (0: the first): what the
+    /// one-argument call delivers after its first `position` samples, read without their data
+    /// where the shards allow (see `tar_samples`). `ferry::from` calls it to resume.
+    [[nodiscard]] tar_epoch operator()(std::uint64_t epoch, std::uint64_t position) const {
+        return tar_epoch(detail::open_tar_stream(shards_, options_, epoch, position));
     }
     /// The shards, as given.
     [[nodiscard]] const std::vector<std::string>& shards() const noexcept { return *shards_; }

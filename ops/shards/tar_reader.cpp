@@ -4,12 +4,14 @@
 
 #include "tar_reader.hpp"
 
-#include "tar_remote.hpp"
+#include "tar_client.hpp"
 
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "ferry/error.hpp"
@@ -24,23 +26,29 @@ constexpr std::size_t block_bytes = 256 * 1024;
 
 }  // namespace
 
-tar_reader::tar_reader(const std::string& file, std::string shard, std::uint64_t max_member_bytes)
-    : shard_(std::move(shard)), max_member_bytes_(max_member_bytes) {
-    if (!new_archive()) return;
-    if (archive_read_open_filename(a_, file.c_str(), block_bytes) != ARCHIVE_OK) {
-        open_failed(archive_errno(a_), archive_error_string(a_));
+tar_reader::tar_reader(const std::string& shard, const sources::tar_options& options, bool walking)
+    : shard_(shard),
+      max_member_bytes_(options.max_member_bytes),
+      client_(std::make_unique<client>(shard, options)),
+      chunk_(client_->bytes.remote() ? options.remote_chunk : block_bytes) {
+    walk(walking);  // before the open, whose reads recognise the format
+    if (client_->bytes.open_errno() != 0) {
+        open_failed(client_->bytes.open_errno(), std::strerror(client_->bytes.open_errno()));
+        return;
     }
+    if (!new_archive()) return;
+    if (client_->open(a_) != ARCHIVE_OK) {
+        open_failed(archive_errno(a_), archive_error_string(a_));
+        return;
+    }
+    // Filter 0 is the one the tar format reads from: a decompressor, or the shard's own bytes.
+    compressed_ = archive_filter_code(a_, 0) != ARCHIVE_FILTER_NONE;
+    walk(walking);
 }
 
-tar_reader::tar_reader(sources::range_reader read, std::size_t chunk, std::string shard,
-                       std::uint64_t max_member_bytes)
-    : shard_(std::move(shard)), max_member_bytes_(max_member_bytes) {
-    remote_ = std::make_unique<remote>();
-    remote_->read = std::move(read);
-    remote_->chunk = chunk;
-    remote_->shard = shard_;
-    if (!new_archive()) return;
-    if (remote_->open(a_) != ARCHIVE_OK) open_failed(archive_errno(a_), archive_error_string(a_));
+void tar_reader::walk(bool on) {
+    walking_ = on;
+    client_->window = on && !compressed_ ? std::min(walk_window, chunk_) : chunk_;
 }
 
 bool tar_reader::new_archive() {
@@ -59,9 +67,9 @@ bool tar_reader::new_archive() {
 void tar_reader::open_failed(int err, const char* text) {
     // libarchive recognises the format while it opens: bytes that are no tar (an empty file
     // included) are a decode error; a missing file is for good; other failures (EIO, EMFILE)
-    // may pass. A remote shard's failed read is that read's own error.
+    // may pass. A failed read is that read's own error.
     const std::string why = text != nullptr ? text : "unknown error";
-    if (remote_ && remote_->error) {
+    if (client_ && client_->error) {
         open_error_ = read_error();
     } else if (err == EILSEQ) {
         // ARCHIVE_ERRNO_FILE_FORMAT, which libarchive's public headers do not define: EFTYPE
@@ -76,12 +84,12 @@ void tar_reader::open_failed(int err, const char* text) {
 }
 
 std::exception_ptr tar_reader::read_error() const {
-    // The range reader's failure, named with the shard and where it stopped; as transient as
-    // the cause, so a retry of the sample's stage can tell.
+    // The read's failure, named with the shard and where it stopped; as transient as the cause,
+    // so a retry of the sample's stage can tell.
     std::string cause = "unknown error";
     bool transient = true;
     try {
-        std::rethrow_exception(remote_->error);
+        std::rethrow_exception(client_->error);
     } catch (const ferry::error& e) {
         cause = e.what();
         transient = e.transient();
@@ -91,7 +99,7 @@ std::exception_ptr tar_reader::read_error() const {
     }
     return std::make_exception_ptr(
         io_error("tar_samples: shard '" + shard_ + "': reading at byte " +
-                     std::to_string(remote_->offset) + " failed: " + cause,
+                     std::to_string(client_->offset) + " failed: " + cause,
                  transient));
 }
 
@@ -110,7 +118,7 @@ member tar_reader::fail(std::string name, const std::string& what, bool io) {
     // Where reading stopped, in the uncompressed tar: what names a shard's lost rest.
     m.offset = a_ != nullptr ? static_cast<std::uint64_t>(archive_filter_bytes(a_, 0)) : 0;
     const std::string text = where(name) + ": " + what;
-    if (remote_ && remote_->error) {
+    if (client_ && client_->error) {
         m.damage = read_error();
     } else {
         m.damage = io ? std::make_exception_ptr(io_error(text, false))
@@ -121,6 +129,12 @@ member tar_reader::fail(std::string name, const std::string& what, bool io) {
 }
 
 member tar_reader::next() {
+    auto m = read_next();
+    if (m.status != member_status::end) ++returned_;
+    return m;
+}
+
+member tar_reader::read_next() {
     if (finished_) return {};
     if (open_error_) {
         finished_ = true;
@@ -174,6 +188,17 @@ member tar_reader::next() {
         member m;
         m.status = member_status::member;
         m.offset = offset;
+        if (walking_ && !compressed_) {
+            // The data starts where the header ends: what the format has consumed so far.
+            m.skipped = true;
+            m.data_offset = static_cast<std::uint64_t>(archive_filter_bytes(a_, 0));
+            m.size = declared;
+            if (archive_read_data_skip(a_) != ARCHIVE_OK) {
+                return fail(std::move(name), "cut short (found while walking its headers)", false);
+            }
+            m.name = std::move(name);
+            return m;
+        }
         m.data = ferry::bytes(static_cast<std::size_t>(declared));
         std::size_t got = 0;
         while (got < m.data.size()) {

@@ -4,6 +4,7 @@
 /// at a time, every damage reported as what it is and where.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -28,9 +29,14 @@ enum class member_status : std::uint8_t {
 struct member {
     member_status status = member_status::end;
     std::string name;   ///< the member's name in the archive
-    ferry::bytes data;  ///< its bytes (`member` only)
-    std::uint64_t offset =
-        0;  ///< its header's byte in the tar; for `damaged`, where reading stopped
+    ferry::bytes data;  ///< its bytes (`member`, unless `skipped`)
+    /// Its header's byte in the tar; for `damaged`, where reading stopped.
+    std::uint64_t offset = 0;
+    /// `member` while walking an uncompressed shard: `data` was not read, it lies at
+    /// `data_offset` (a byte of the shard) and has `size` bytes.
+    bool skipped = false;
+    std::uint64_t data_offset = 0;
+    std::uint64_t size = 0;
     std::exception_ptr damage;  ///< a `decode_error` or `io_error` naming the shard
 };
 
@@ -38,25 +44,39 @@ struct member {
 /// `.tar` with any compression libarchive recognises from the bytes (gzip, zstd, xz, bzip2).
 class tar_reader {
   public:
-    /// Opens `file`; `shard` names it in errors. A shard that cannot be opened is reported by the
-    /// first `next()` (as `damaged`), not thrown.
-    tar_reader(const std::string& file, std::string shard, std::uint64_t max_member_bytes);
-    /// Reads the shard through `read` (`chunk` bytes a call): a remote shard. A failed read ends
-    /// the shard with that failure as the damage.
-    tar_reader(sources::range_reader read, std::size_t chunk, std::string shard,
-               std::uint64_t max_member_bytes);
+    /// Opens `shard` as `tar_samples` reads it: through `options.read_remote`, `remote_chunk`
+    /// bytes a read, when it is a URL other than `file://`; else as a local file, 256 KiB a read.
+    /// A shard that cannot be opened is reported by the first `next()` (as `damaged`), not
+    /// thrown; a failed read ends the shard with that failure as the damage. `walking`: see
+    /// `walk`.
+    tar_reader(const std::string& shard, const sources::tar_options& options, bool walking = false);
     ~tar_reader();
     tar_reader(const tar_reader&) = delete;
     tar_reader& operator=(const tar_reader&) = delete;
 
     /// The next member. After `damaged` or `end`, every call returns `end`.
     member next();
+    /// How many members `next()` has returned (its next member's index).
+    [[nodiscard]] std::uint64_t returned() const noexcept { return returned_; }
 
-    struct remote;  ///< a remote shard's read state (tar_remote.hpp)
+    /// Walking: members of an uncompressed shard come `skipped` (their data not read, each
+    /// header fetched on its own: `walk_window` bytes a read); a compressed shard's members are
+    /// read as usual (their bytes must be decompressed anyway). Off: members are read in
+    /// `chunk`-byte reads. Damage found while walking is found where reading would find it, but
+    /// its message and offset may differ: a caller that needs them exact reads the shard again
+    /// without walking, up to the damaged member (`returned()` before the call).
+    void walk(bool on);
+    /// The bytes a read fetches while walking: three tar blocks, enough for a header, a small
+    /// member (a label, a class) and the next header in one read.
+    static constexpr std::size_t walk_window = 1536;
+
+    struct client;  ///< the shard's bytes as libarchive's client (tar_client.hpp)
 
   private:
+    member read_next();
     member fail(std::string name, const std::string& what, bool io);
     bool new_archive();  ///< a_ for tar with every filter; false (open_error_ set) on failure
+    void open();         ///< opens a_ on client_
     void open_failed(int err, const char* text);
     [[nodiscard]] std::exception_ptr read_error() const;
     std::string where(const std::string& name) const;
@@ -65,8 +85,12 @@ class tar_reader {
     std::string shard_;
     std::uint64_t max_member_bytes_;
     std::exception_ptr open_error_;
-    std::unique_ptr<remote> remote_;
+    std::unique_ptr<client> client_;
+    std::size_t chunk_;
     std::string last_;  ///< the last header's member name, for a bad header's message
+    std::uint64_t returned_ = 0;
+    bool walking_ = false;
+    bool compressed_ = false;
     bool finished_ = false;
 };
 

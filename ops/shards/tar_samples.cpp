@@ -5,16 +5,20 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "ferry/error.hpp"
 #include "ferry/shards.hpp"
+#include "tar_client.hpp"
 #include "tar_reader.hpp"
 
 namespace ferry {
@@ -51,12 +55,6 @@ bool split_name(const std::string& name, std::string& key, std::string& ext) {
     return true;
 }
 
-std::string local_file(const std::string& shard) {
-    constexpr std::string_view file_scheme = "file://";
-    if (shard.starts_with(file_scheme)) return shard.substr(file_scheme.size());
-    return shard;
-}
-
 // splitmix64's finaliser: spreads (seed, epoch, rank) over the generator's seed.
 std::uint64_t mix(std::uint64_t x) {
     x += 0x9e3779b97f4a7c15ULL;
@@ -72,18 +70,62 @@ namespace detail {
 class tar_stream {
   public:
     tar_stream(std::shared_ptr<const std::vector<std::string>> shards, const tar_options& options,
-               std::uint64_t epoch)
+               std::uint64_t epoch, std::uint64_t position)
         : shards_(std::move(shards)),
           options_(options),
           order_(shards_->size(), options.sampling),
           epoch_(epoch),
           rng_(mix(mix(mix(options.sampling.seed) ^ epoch) ^ options.sampling.rank)),
-          initial_(std::min<std::size_t>(options.shuffle_buffer, 100)) {}
+          initial_(std::min<std::size_t>(options.shuffle_buffer, 100)),
+          position_(position) {}
+
+    bool next(sample& out) {
+        if (position_ > 0) seek();
+        return draw(out);
+    }
+
+  private:
+    // A member whose data was not read yet: where it lies in its sample's shard.
+    struct unread {
+        std::string ext;
+        std::uint64_t offset = 0;
+        std::uint64_t size = 0;
+    };
+    // A sample on its way: its members read, and those still to read.
+    struct entry {
+        sample s;
+        std::vector<unread> later;
+    };
+
+    // Reaches position `position_` as reading would, but walking the shards' headers: the same
+    // samples in the same order, the same draws from the buffer, the same damage (a shard the
+    // walk finds damaged is read again up to there), only without their data. Then reads the
+    // data of the samples not delivered yet: at most the buffer's, plus the sample being grouped.
+    void seek() {
+        const auto position = std::exchange(position_, 0);
+        walking_ = true;
+        if (reader_) reader_->walk(true);
+        sample skipped;
+        for (std::uint64_t i = 0; i < position && draw(skipped); ++i) {
+        }
+        walking_ = false;
+        if (reader_) reader_->walk(false);
+        std::vector<entry*> pending;
+        if (group_) pending.push_back(&*group_);
+        for (auto& e : ready_) pending.push_back(&e);
+        for (auto& e : buffer_) pending.push_back(&e);
+        read_later(pending);
+    }
 
     // WebDataset's shuffle: each step adds up to two samples to the buffer (so it fills while it
     // delivers) and, once it holds `initial_`, hands out one drawn at random.
-    bool next(sample& out) {
-        if (options_.shuffle_buffer <= 1) return pull(out);
+    bool draw(sample& out) {
+        if (options_.shuffle_buffer <= 1) {
+            entry e;
+            if (!pull(e)) return false;
+            out = std::move(e.s);
+            return true;
+        }
         while (!exhausted_) {
             if (!add()) break;
             if (buffer_.size() < options_.shuffle_buffer) add();
@@ -94,26 +136,25 @@ class tar_stream {
         // standard libraries: every machine must deliver the same order (the bias of a 64-bit
         // draw over a buffer's size is negligible).
         const auto j = static_cast<std::size_t>(rng_() % buffer_.size());
-        out = std::move(buffer_[j]);
+        out = std::move(buffer_[j].s);
         if (j + 1 != buffer_.size()) buffer_[j] = std::move(buffer_.back());
         buffer_.pop_back();
         return true;
     }
 
-  private:
     bool add() {
         if (exhausted_) return false;
-        sample s;
-        if (!pull(s)) {
+        entry e;
+        if (!pull(e)) {
             exhausted_ = true;
             return false;
         }
-        buffer_.push_back(std::move(s));
+        buffer_.push_back(std::move(e));
         return true;
     }
 
     // The next sample in shard order.
-    bool pull(sample& out) {
+    bool pull(entry& out) {
         for (;;) {
             if (!ready_.empty()) {
                 out = std::move(ready_.front());
@@ -123,30 +164,30 @@ class tar_stream {
             if (!reader_) {
                 if (next_shard_ == order_.size()) return false;
                 shard_ = (*shards_)[order_.index(epoch_, next_shard_++)];
-                const bool remote = options_.read_remote &&
-                                    shard_.find("://") != std::string::npos &&
-                                    !shard_.starts_with("file://");
-                if (remote) {
-                    reader_.emplace(options_.read_remote, options_.remote_chunk, shard_,
-                                    options_.max_member_bytes);
-                } else {
-                    reader_.emplace(local_file(shard_), shard_, options_.max_member_bytes);
-                }
+                reader_.emplace(shard_, options_, walking_);
             }
             read_member();
         }
     }
 
     void read_member() {
+        const auto index = reader_->returned();
         auto m = reader_->next();
+        if (walking_ && m.status == shards_detail::member_status::damaged) {
+            // What reading finds here, exactly: the shard read again, without walking, up to
+            // this member (only damaged shards cost this).
+            reader_.emplace(shard_, options_);
+            for (std::uint64_t i = 0; i < index; ++i) (void)reader_->next();
+            m = reader_->next();
+        }
         std::string key;
         std::string ext;
         switch (m.status) {
             case shards_detail::member_status::member:
                 if (!split_name(m.name, key, ext)) return;
                 group_for(key);
-                if (!group_->fields.insert(ext, std::move(m.data)) && !group_->damaged()) {
-                    group_->fields.set_damage(std::make_exception_ptr(
+                if (!add_field(*group_, ext, m) && !group_->s.damaged()) {
+                    group_->s.fields.set_damage(std::make_exception_ptr(
                         decode_error("tar_samples: shard '" + shard_ + "', sample '" + key +
                                      "': two members with extension '" + ext + "'")));
                 }
@@ -157,18 +198,18 @@ class tar_stream {
                 if (!m.name.empty()) {
                     if (!split_name(m.name, key, ext)) key = m.name;
                     group_for(key);
-                    if (!group_->damaged()) group_->fields.set_damage(m.damage);
+                    if (!group_->s.damaged()) group_->s.fields.set_damage(m.damage);
                 }
                 if (!ends) return;
                 flush();
                 if (m.name.empty()) {
                     // A shard that cannot be opened, or the rest of one after a bad header: what
                     // it held is unknown, one damaged sample stands for it.
-                    sample rest;
-                    rest.shard = shard_;
-                    rest.path = m.offset == 0 ? shard_ : shard_ + "#@" + std::to_string(m.offset);
-                    rest.fields.set_name("tar_samples: '" + rest.path + "'");
-                    rest.fields.set_damage(m.damage);
+                    entry rest;
+                    rest.s.shard = shard_;
+                    rest.s.path = m.offset == 0 ? shard_ : shard_ + "#@" + std::to_string(m.offset);
+                    rest.s.fields.set_name("tar_samples: '" + rest.s.path + "'");
+                    rest.s.fields.set_damage(m.damage);
                     ready_.push_back(std::move(rest));
                 }
                 reader_.reset();
@@ -181,15 +222,92 @@ class tar_stream {
         }
     }
 
+    // Adds member `m` as field `ext` (its data, or where it lies); false when the sample has
+    // that field already.
+    static bool add_field(entry& e, const std::string& ext, shards_detail::member& m) {
+        const auto later = std::find_if(e.later.begin(), e.later.end(),
+                                        [&](const unread& u) { return u.ext == ext; });
+        if (later != e.later.end() || e.s.fields.contains(ext)) return false;
+        if (m.skipped) {
+            e.later.push_back({ext, m.data_offset, m.size});
+            return true;
+        }
+        return e.s.fields.insert(ext, std::move(m.data));
+    }
+
+    // Reads the members the walk skipped of the samples in `pending`: by shard and offset, runs
+    // of nearby members in one read each. A read that fails damages the samples it was for.
+    void read_later(const std::vector<entry*>& pending) {
+        struct want {
+            entry* e;
+            const unread* u;
+        };
+        std::vector<want> wants;
+        for (auto* e : pending) {
+            for (const auto& u : e->later) wants.push_back({e, &u});
+        }
+        std::sort(wants.begin(), wants.end(), [](const want& a, const want& b) {
+            return std::tie(a.e->s.shard, a.u->offset) < std::tie(b.e->s.shard, b.u->offset);
+        });
+        // Members closer than this are read in one run: the bytes between cost less than a
+        // read of their own (one more request, for a remote shard).
+        constexpr std::uint64_t gap = 64 * 1024;
+        std::unique_ptr<shards_detail::shard_bytes> bytes;
+        for (std::size_t i = 0; i < wants.size();) {
+            const auto& shard = wants[i].e->s.shard;
+            if (i == 0 || shard != wants[i - 1].e->s.shard) {
+                bytes = std::make_unique<shards_detail::shard_bytes>(shard, options_);
+            }
+            const std::uint64_t first = wants[i].u->offset;
+            std::uint64_t last = first + wants[i].u->size;
+            std::size_t j = i + 1;
+            while (j < wants.size() && wants[j].e->s.shard == shard &&
+                   wants[j].u->offset <= last + gap &&
+                   wants[j].u->offset + wants[j].u->size - first <= options_.remote_chunk) {
+                last = std::max(last, wants[j].u->offset + wants[j].u->size);
+                ++j;
+            }
+            ferry::bytes run;
+            std::exception_ptr failed;
+            try {
+                if (bytes->open_errno() != 0) {
+                    throw io_error(
+                        "cannot open: " + std::string(std::strerror(bytes->open_errno())), false);
+                }
+                run = bytes->read(first, last - first);
+            } catch (const std::exception& e) {
+                failed = std::current_exception();
+            }
+            for (; i < j; ++i) {
+                auto& [e, u] = wants[i];
+                const auto at = u->offset - first;
+                if (!failed && at + u->size <= run.size()) {
+                    e->s.fields.insert(u->ext, ferry::bytes(run.span().subspan(
+                                                   static_cast<std::size_t>(at),
+                                                   static_cast<std::size_t>(u->size))));
+                } else if (!e->s.damaged()) {
+                    e->s.fields.set_damage(std::make_exception_ptr(io_error(
+                        "tar_samples: shard '" + shard + "', sample '" + e->s.key +
+                            "': reading member '." + u->ext + "' at byte " +
+                            std::to_string(u->offset) + " again failed" +
+                            (failed ? "" : ": the shard is shorter than when it was walked"),
+                        true)));
+                }
+            }
+        }
+        for (auto* e : pending) e->later.clear();
+    }
+
     // Makes `group_` the sample of `key`: the current one, or a new one after handing that out.
     void group_for(const std::string& key) {
-        if (group_ && group_->key == key) return;
+        if (group_ && group_->s.key == key) return;
         flush();
         group_.emplace();
-        group_->key = key;
-        group_->shard = shard_;
-        group_->path = shard_ + "#" + key;
-        group_->fields.set_name("tar_samples: shard '" + shard_ + "', sample '" + key + "'");
+        auto& s = group_->s;
+        s.key = key;
+        s.shard = shard_;
+        s.path = shard_ + "#" + key;
+        s.fields.set_name("tar_samples: shard '" + shard_ + "', sample '" + key + "'");
     }
 
     void flush() {
@@ -203,18 +321,21 @@ class tar_stream {
     std::uint64_t epoch_;
     std::mt19937_64 rng_;
     std::size_t initial_;
+    std::uint64_t position_;
+    bool walking_ = false;
     std::uint64_t next_shard_ = 0;
     std::string shard_;
     std::optional<shards_detail::tar_reader> reader_;
-    std::optional<sample> group_;
-    std::deque<sample> ready_;
-    std::vector<sample> buffer_;
+    std::optional<entry> group_;
+    std::deque<entry> ready_;
+    std::vector<entry> buffer_;
     bool exhausted_ = false;
 };
 
 std::shared_ptr<tar_stream> open_tar_stream(std::shared_ptr<const std::vector<std::string>> shards,
-                                            const tar_options& options, std::uint64_t epoch) {
-    return std::make_shared<tar_stream>(std::move(shards), options, epoch);
+                                            const tar_options& options, std::uint64_t epoch,
+                                            std::uint64_t position) {
+    return std::make_shared<tar_stream>(std::move(shards), options, epoch, position);
 }
 
 bool next_tar_sample(tar_stream& stream, ferry::sample& out) {

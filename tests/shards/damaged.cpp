@@ -13,34 +13,16 @@
 
 #include "tar_writer.hpp"
 
+using ferry_test::numbered_samples;
+using ferry_test::read_bytes;
 using ferry_test::sample_members;
-using ferry_test::tar_member;
 using ferry_test::temp_dir;
+using ferry_test::write_bytes;
 using ferry_test::write_tar;
 
 namespace {
 
 const ferry::logger quiet = [](ferry::log_level, std::string_view) {};
-
-std::string read_bytes(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void write_bytes(const std::filesystem::path& p, const std::string& s) {
-    std::ofstream(p, std::ios::binary) << s;
-}
-
-/// Samples k0 .. k<n-1>, each a .jpg and a .cls of under 512 bytes: with ustar headers, member
-/// m's header starts at byte 1024 * m.
-std::vector<tar_member> samples(int n, const std::string& prefix = "k") {
-    std::vector<tar_member> out;
-    for (int i = 0; i < n; ++i) {
-        auto m = sample_members(prefix + std::to_string(i));
-        out.insert(out.end(), m.begin(), m.end());
-    }
-    return out;
-}
 
 struct outcome {
     std::vector<std::string> delivered;         // keys
@@ -79,11 +61,11 @@ BOOST_AUTO_TEST_SUITE(shards)
 // and how much of it there was, and the next shard is read as usual.
 BOOST_AUTO_TEST_CASE(a_cut_shard_fails_the_cut_sample_only) {
     temp_dir dir("ferry-shards-cut");
-    write_tar(dir / "whole.tar", samples(4));
+    write_tar(dir / "whole.tar", numbered_samples(4));
     const auto bytes = read_bytes(dir / "whole.tar");
     // Member 5 (k2.cls) has its header at 5120 and its data at 5632: cut 4 bytes into the data.
     write_bytes(dir / "cut.tar", bytes.substr(0, 5636));
-    write_tar(dir / "next.tar", samples(2, "n"));
+    write_tar(dir / "next.tar", numbered_samples(2, "n"));
     const auto cut = (dir / "cut.tar").string();
     const auto o = run({cut, (dir / "next.tar").string()});
     const std::vector<std::string> expected{"k0", "k1", "n0", "n1"};
@@ -100,7 +82,7 @@ BOOST_AUTO_TEST_CASE(a_cut_shard_fails_the_cut_sample_only) {
 // be read, is one failed sample that says after which member.
 BOOST_AUTO_TEST_CASE(a_bad_header_loses_the_rest_of_its_shard_as_one_failure) {
     temp_dir dir("ferry-shards-header");
-    write_tar(dir / "whole.tar", samples(4));
+    write_tar(dir / "whole.tar", numbered_samples(4));
     auto bytes = read_bytes(dir / "whole.tar");
     bytes[4096 + 148] ^= 0x55;  // member 4's header checksum
     write_bytes(dir / "bad.tar", bytes);
@@ -120,7 +102,7 @@ BOOST_AUTO_TEST_CASE(a_bad_header_loses_the_rest_of_its_shard_as_one_failure) {
 // samples after it arrive.
 BOOST_AUTO_TEST_CASE(a_member_over_the_limit_fails_its_sample) {
     temp_dir dir("ferry-shards-big");
-    auto members = samples(3);
+    auto members = numbered_samples(3);
     members[2].data = std::string(5000, 'b');  // k1.jpg
     write_tar(dir / "a.tar", members);
     const auto shard = (dir / "a.tar").string();
@@ -137,7 +119,7 @@ BOOST_AUTO_TEST_CASE(a_member_over_the_limit_fails_its_sample) {
 // the declared size.
 BOOST_AUTO_TEST_CASE(a_huge_declared_size_in_a_short_file_fails_its_sample) {
     temp_dir dir("ferry-shards-huge");
-    write_tar(dir / "whole.tar", samples(2));
+    write_tar(dir / "whole.tar", numbered_samples(2));
     auto bytes = read_bytes(dir / "whole.tar");
     // Member 2 (k1.jpg): size field (octal, 12 bytes at 124) set to 077777777777 (8 GiB).
     const std::string size = "77777777777";
@@ -169,7 +151,7 @@ BOOST_AUTO_TEST_CASE(a_huge_declared_size_in_a_short_file_fails_its_sample) {
 BOOST_AUTO_TEST_CASE(unreadable_shards_are_one_failure_each) {
     temp_dir dir("ferry-shards-unreadable");
     write_bytes(dir / "junk.tar", std::string(3000, 'j'));
-    write_tar(dir / "good.tar", samples(1));
+    write_tar(dir / "good.tar", numbered_samples(1));
     const auto junk = (dir / "junk.tar").string();
     const auto missing = (dir / "missing.tar").string();
     const auto o = run({junk, missing, (dir / "good.tar").string()});
@@ -209,7 +191,7 @@ BOOST_AUTO_TEST_CASE(a_duplicate_extension_fails_its_sample) {
 // and nothing crashes or hangs; the delivered and failed samples never overlap.
 BOOST_AUTO_TEST_CASE(every_cut_of_a_shard_is_accounted_for) {
     temp_dir dir("ferry-shards-cuts");
-    write_tar(dir / "whole.tar", samples(5));
+    write_tar(dir / "whole.tar", numbered_samples(5));
     const auto bytes = read_bytes(dir / "whole.tar");
     for (std::size_t len = 0; len < bytes.size(); len += 97) {
         const auto path = dir / ("cut-" + std::to_string(len) + ".tar");

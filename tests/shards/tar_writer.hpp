@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -49,6 +51,28 @@ inline void write_tar(const std::filesystem::path& path, const std::vector<tar_m
 /// The members of sample `key`: `<key>.jpg` and `<key>.cls`, contents that name the key.
 inline std::vector<tar_member> sample_members(const std::string& key) {
     return {{key + ".jpg", "jpeg of " + key}, {key + ".cls", "class of " + key}};
+}
+
+/// Samples `<prefix>0` .. `<prefix><n-1>`, each a .jpg and a .cls of under 512 bytes: with ustar
+/// headers, member m's header starts at byte 1024 * m.
+inline std::vector<tar_member> numbered_samples(int n, const std::string& prefix = "k") {
+    std::vector<tar_member> out;
+    for (int i = 0; i < n; ++i) {
+        auto m = sample_members(prefix + std::to_string(i));
+        out.insert(out.end(), m.begin(), m.end());
+    }
+    return out;
+}
+
+/// A file's bytes.
+inline std::string read_bytes(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+/// Writes `s` as the file `p`.
+inline void write_bytes(const std::filesystem::path& p, const std::string& s) {
+    std::ofstream(p, std::ios::binary) << s;
 }
 
 /// A fresh, empty folder under the system's temporary folder, removed with the object.

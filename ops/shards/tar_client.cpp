@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// A shard's bytes and libarchive's client callbacks over them (see tar_client.hpp).
+
+#include "tar_client.hpp"
+
+#include <archive.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string_view>
+#include <thread>
+
+#include "ferry/error.hpp"
+#include "ferry/this_call.hpp"
+
+namespace ferry::shards_detail {
+
+namespace {
+
+// A transient failure of a remote read (a reset connection, a 503) is tried again after these
+// pauses.
+constexpr std::chrono::milliseconds retry_pauses[] = {std::chrono::milliseconds(100),
+                                                      std::chrono::milliseconds(400)};
+
+la_ssize_t read_window(::archive* a, void* data, const void** out) {
+    auto& c = *static_cast<tar_reader::client*>(data);
+    try {
+        // After a skip the read starts at the skipped range's last byte: one more than a window.
+        c.buffer = c.bytes.read(c.offset, c.window + (c.after_skip ? 1 : 0));
+        c.after_skip = false;
+        c.offset += c.buffer.size();
+        *out = c.buffer.data();
+        return static_cast<la_ssize_t>(c.buffer.size());
+    } catch (...) {  // nothing may cross libarchive's C frames
+        c.error = std::current_exception();
+    }
+    archive_set_error(a, EIO, "reading the shard failed");
+    return -1;
+}
+
+// Skips all but the range's last byte: libarchive reads that one itself, with the next window
+// (so the skip costs no fetch of its own), and an empty read there fails the skip. A request of
+// one byte is declined (0) and read the same way.
+la_int64_t skip_bytes(::archive*, void* data, la_int64_t request) {
+    auto& c = *static_cast<tar_reader::client*>(data);
+    if (request <= 0) return 0;
+    c.after_skip = true;
+    if (request == 1) return 0;
+    c.offset += static_cast<std::uint64_t>(request - 1);
+    return request - 1;
+}
+
+}  // namespace
+
+shard_bytes::shard_bytes(const std::string& shard, const sources::tar_options& options)
+    : shard_(shard) {
+    constexpr std::string_view file_scheme = "file://";
+    if (options.read_remote && shard.find("://") != std::string::npos &&
+        !shard.starts_with(file_scheme)) {
+        remote_ = options.read_remote;
+        return;
+    }
+    file_ = shard.starts_with(file_scheme) ? shard.substr(file_scheme.size()) : shard;
+    fd_ = ::open(file_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) {
+        open_errno_ = errno;
+        return;
+    }
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) open_errno_ = EISDIR;
+}
+
+shard_bytes::~shard_bytes() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+ferry::bytes shard_bytes::read(std::uint64_t offset, std::uint64_t length) const {
+    if (!remote_) {
+        ferry::bytes out(static_cast<std::size_t>(length));
+        std::size_t got = 0;
+        while (got < out.size()) {
+            const auto n =
+                ::pread(fd_, out.data() + got, out.size() - got, static_cast<off_t>(offset + got));
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) {
+                throw io_error("reading '" + file_ + "' failed: " + std::strerror(errno), false);
+            }
+            if (n == 0) break;
+            got += static_cast<std::size_t>(n);
+        }
+        out.truncate(got);
+        return out;
+    }
+    for (std::size_t attempt = 0;; ++attempt) {
+        try {
+            auto out = remote_(shard_, offset, length);
+            if (out.size() > length) out.truncate(static_cast<std::size_t>(length));
+            return out;
+        } catch (const ferry::error& e) {
+            if (!e.transient() || attempt >= std::size(retry_pauses) ||
+                this_call::stop_requested()) {
+                throw;
+            }
+            std::this_thread::sleep_for(retry_pauses[attempt]);
+        }
+    }
+}
+
+int tar_reader::client::open(::archive* a) {
+    archive_read_set_read_callback(a, &read_window);
+    archive_read_set_skip_callback(a, &skip_bytes);
+    archive_read_set_callback_data(a, this);
+    return archive_read_open1(a);
+}
+
+}  // namespace ferry::shards_detail
