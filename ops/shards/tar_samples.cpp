@@ -249,9 +249,10 @@ class tar_stream {
         std::sort(wants.begin(), wants.end(), [](const want& a, const want& b) {
             return std::tie(a.e->s.shard, a.u->offset) < std::tie(b.e->s.shard, b.u->offset);
         });
-        // Members closer than this are read in one run: the bytes between cost less than a
-        // read of their own (one more request, for a remote shard).
-        constexpr std::uint64_t gap = 64 * 1024;
+        // A remote shard's members closer than this are read in one run (the bytes between,
+        // a header or a small member, cost less than a request of their own); a local file's
+        // are read one by one, straight into their own bytes.
+        constexpr std::uint64_t gap = 4096;
         std::unique_ptr<shards_detail::shard_bytes> bytes;
         for (std::size_t i = 0; i < wants.size();) {
             const auto& shard = wants[i].e->s.shard;
@@ -261,37 +262,38 @@ class tar_stream {
             const std::uint64_t first = wants[i].u->offset;
             std::uint64_t last = first + wants[i].u->size;
             std::size_t j = i + 1;
-            while (j < wants.size() && wants[j].e->s.shard == shard &&
+            while (bytes->remote() && j < wants.size() && wants[j].e->s.shard == shard &&
                    wants[j].u->offset <= last + gap &&
                    wants[j].u->offset + wants[j].u->size - first <= options_.remote_chunk) {
                 last = std::max(last, wants[j].u->offset + wants[j].u->size);
                 ++j;
             }
             ferry::bytes run;
-            std::exception_ptr failed;
+            std::string failed;
             try {
                 if (bytes->open_errno() != 0) {
                     throw io_error(
-                        "cannot open: " + std::string(std::strerror(bytes->open_errno())), false);
+                        std::string("cannot open: ") + std::strerror(bytes->open_errno()), false);
                 }
                 run = bytes->read(first, last - first);
+                if (run.size() < last - first) failed = "the shard is shorter than when walked";
             } catch (const std::exception& e) {
-                failed = std::current_exception();
+                failed = e.what();
             }
+            const bool alone = j == i + 1;
             for (; i < j; ++i) {
                 auto& [e, u] = wants[i];
-                const auto at = u->offset - first;
-                if (!failed && at + u->size <= run.size()) {
-                    e->s.fields.insert(u->ext, ferry::bytes(run.span().subspan(
-                                                   static_cast<std::size_t>(at),
-                                                   static_cast<std::size_t>(u->size))));
+                if (failed.empty()) {
+                    const auto at = static_cast<std::size_t>(u->offset - first);
+                    e->s.fields.insert(u->ext, alone ? std::move(run)
+                                                     : ferry::bytes(run.span().subspan(
+                                                           at, static_cast<std::size_t>(u->size))));
                 } else if (!e->s.damaged()) {
-                    e->s.fields.set_damage(std::make_exception_ptr(io_error(
-                        "tar_samples: shard '" + shard + "', sample '" + e->s.key +
-                            "': reading member '." + u->ext + "' at byte " +
-                            std::to_string(u->offset) + " again failed" +
-                            (failed ? "" : ": the shard is shorter than when it was walked"),
-                        true)));
+                    e->s.fields.set_damage(std::make_exception_ptr(
+                        io_error("tar_samples: shard '" + shard + "', sample '" + e->s.key +
+                                     "': reading member data ('" + u->ext + "', byte " +
+                                     std::to_string(u->offset) + ") again failed: " + failed,
+                                 true)));
                 }
             }
         }
