@@ -6,14 +6,19 @@
 /// exception escapes and counts as a crash, and so do a crash, a leak, an out-of-bounds access
 /// and an allocation past libFuzzer's limit (`max_member_bytes` is 1 MiB here, so a header that
 /// declares a huge member is a damaged sample, not an allocation). The last byte picks the
-/// shuffle buffer (0-7 samples). libarchive itself is not instrumented; ferry's reader is.
+/// shuffle buffer (0-7 samples), the one before it a position: the epoch opened there (a resume,
+/// which walks headers instead of reading bodies) must deliver exactly the samples the whole
+/// epoch delivers from there, damage messages included. libarchive itself is not instrumented;
+/// ferry's reader is.
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "ferry/error.hpp"
 #include "ferry/shards.hpp"
@@ -24,6 +29,22 @@ std::string scratch_file() {
     const std::filesystem::path dir =
         std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
     return (dir / ("ferry-tar-fuzz-" + std::to_string(::getpid()) + ".tar")).string();
+}
+
+// A sample as text: its key and path, and its fields' bytes or its damage's message.
+std::string describe(const ferry::sample& s) {
+    std::string out = s.key + "|" + s.path + "|";
+    if (s.damaged()) {
+        try {
+            std::rethrow_exception(s.fields.damage());
+        } catch (const std::exception& e) {
+            out += e.what();
+        }
+    }
+    for (const auto& [ext, bytes] : s.fields) {
+        out += ext + "=" + std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    }
+    return out;
 }
 
 }  // namespace
@@ -39,7 +60,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t buffer = size > 0 ? data[size - 1] % 8 : 0;
     const auto src = ferry::sources::tar_samples(
         {path}, {.shuffle_buffer = buffer, .max_member_bytes = std::uint64_t{1} << 20});
+    std::vector<std::string> whole;
     for (auto&& s : src(0)) {
+        whole.push_back(describe(s));
         if (s.damaged()) {
             try {
                 (void)s.fields.at("jpg");
@@ -56,5 +79,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
         (void)sink;
     }
+    const std::size_t position = size > 1 ? data[size - 2] % (whole.size() + 1) : 0;
+    std::size_t i = position;
+    for (auto&& s : src(0, position)) {
+        if (i == whole.size() || describe(s) != whole[i]) std::abort();  // a resume differs
+        ++i;
+    }
+    if (i != whole.size()) std::abort();
     return 0;
 }

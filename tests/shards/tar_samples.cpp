@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// tar_samples on good shards: WebDataset's key rule, shard order over epochs and ranks, the
-/// shuffle buffer, the tar CLI's plain and compressed shards, and exact resume.
+/// shuffle buffer, the tar CLI's plain and compressed shards (resume: resume.cpp).
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
@@ -46,17 +46,6 @@ std::vector<std::string> keys_of(const ferry::sources::tar_samples_source& src,
                                  std::uint64_t epoch) {
     std::vector<std::string> keys;
     for (auto&& s : src(epoch)) keys.push_back(s.key);
-    return keys;
-}
-
-/// The keys a pipeline delivers over `epochs` epochs.
-std::vector<std::string> pipeline_keys(const ferry::sources::tar_samples_source& src, int epochs) {
-    auto pipe =
-        ferry::from(src).map([](const ferry::sample& s) { return s.key; }, 2).build({.threads = 2});
-    std::vector<std::string> keys;
-    for (int e = 0; e < epochs; ++e) {
-        for (auto& k : pipe) keys.push_back(k);
-    }
     return keys;
 }
 
@@ -222,43 +211,6 @@ BOOST_AUTO_TEST_CASE(the_shuffle_buffer_permutes_within_its_window) {
     BOOST_TEST(keys_of(src, 1) != order);
     BOOST_TEST(keys_of(ferry::sources::tar_samples(shards, {.shuffle_buffer = 0}), 0).front() ==
                "s0-0");
-}
-
-// A pipeline over tar_samples resumes exactly: the outputs before a saved state followed by the
-// resumed run's are an uninterrupted run's, shuffled shards and buffer included.
-BOOST_AUTO_TEST_CASE(resume_mid_epoch_is_exact) {
-    temp_dir dir("ferry-shards-resume");
-    const auto shards = make_shards(dir, 5, 7);
-    const auto src = ferry::sources::tar_samples(
-        shards, {.sampling = {.shuffle = true, .seed = 9}, .shuffle_buffer = 10});
-    const auto whole = pipeline_keys(src, 2);
-    BOOST_TEST_REQUIRE(whole.size() == 70U);
-    for (const std::size_t at : {1U, 13U, 34U, 35U, 36U, 52U, 69U}) {
-        std::vector<std::string> out;
-        std::string saved;
-        {
-            auto pipe = ferry::from(src)
-                            .map([](const ferry::sample& s) { return s.key; }, 2)
-                            .build({.threads = 2});
-            for (int e = 0; e < 2 && saved.empty(); ++e) {
-                for (auto& k : pipe) {
-                    out.push_back(k);
-                    if (out.size() == at) {
-                        saved = pipe.state().serialize();
-                        break;
-                    }
-                }
-            }
-        }
-        const auto st = ferry::pipeline_state::parse(saved);
-        auto pipe = ferry::from(src)
-                        .map([](const ferry::sample& s) { return s.key; }, 2)
-                        .build({.threads = 2, .resume_from = st});
-        for (auto e = st.epoch(); e < 2; ++e) {
-            for (auto& k : pipe) out.push_back(k);
-        }
-        BOOST_TEST(out == whole, "resumed after " << at);
-    }
 }
 
 // Options that cannot work fail at once: a remote shard (not read yet), a rank out of range.
