@@ -212,9 +212,21 @@ class FERRY_API tar_samples_source {
 /// cannot be read), a member cut short or over `max_member_bytes`, or a key with two members of
 /// one extension gives a damaged sample (`sample::damaged()`) whose `fields.at()` throws the
 /// cause, so the first stage that reads it fails it under its error policy and the pipeline's
-/// accounting counts it. Resume (`build({.resume_from = st})`) is exact: the epoch is read again
-/// from its start and the samples before the saved position are dropped (reading costs as much
-/// as those samples' bytes).
+/// accounting counts it.
+///
+/// Resume (`build({.resume_from = st})`) is exact and cheap: `ferry::from` opens the saved epoch
+/// at its position (`tar_samples_source(epoch, position)`), which reaches it as reading would —
+/// the same samples, shuffle-buffer draws and damage — but without reading member bodies where
+/// the shards allow: a local or uncompressed remote shard before the position is walked header
+/// by header (one read of 1.5 KiB per member, fewer for small members; a remote shard's skipped
+/// bodies are not fetched), and only the samples still in the shuffle buffer at the position
+/// (at most `shuffle_buffer`, plus the one being grouped) have their bodies read, by offset. A
+/// compressed shard (`.tar.gz`, `.tar.zst`, ...) before the position is decompressed and read
+/// whole, as an uninterrupted run reads it; a shard the walk finds damaged is read again up to
+/// the damage, so that its damaged sample says exactly what an uninterrupted run's says. At the
+/// middle of an epoch of 20 local shards of 500 samples of 20 KB, the first resumed sample comes
+/// about 1.6x sooner than by reading the epoch again (5x with 100 KB samples), and a remote shard
+/// fetches about 7% of the bytes before the position (`perf/shard_resume`, tests/shards/resume.cpp).
 ///
 /// Throws `ferry::invalid_argument` for options `ferry::sampler` rejects and, without
 /// `read_remote`, for shards that are neither local paths nor `file://` URLs.
