@@ -224,9 +224,10 @@ class FERRY_API tar_samples_source {
 /// compressed shard (`.tar.gz`, `.tar.zst`, ...) before the position is decompressed and read
 /// whole, as an uninterrupted run reads it; a shard the walk finds damaged is read again up to
 /// the damage, so that its damaged sample says exactly what an uninterrupted run's says. At the
-/// middle of an epoch of 20 local shards of 500 samples of 20 KB, the first resumed sample comes
-/// about 1.6x sooner than by reading the epoch again (5x with 100 KB samples), and a remote shard
-/// fetches about 7% of the bytes before the position (`perf/shard_resume`, tests/shards/resume.cpp).
+/// middle of an epoch of 20 local shards of 500 samples of 20 KB (page cache warm), the first
+/// resumed sample comes 1.6x sooner than by reading the epoch again (4x with 100 KB samples;
+/// `perf/shard_resume`), and an uncompressed remote shard fetches 7% of the bytes before the
+/// position (tests/shards/resume.cpp).
 ///
 /// Throws `ferry::invalid_argument` for options `ferry::sampler` rejects and, without
 /// `read_remote`, for shards that are neither local paths nor `file://` URLs.

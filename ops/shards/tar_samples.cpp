@@ -103,8 +103,7 @@ class tar_stream {
     // data of the samples not delivered yet: at most the buffer's, plus the sample being grouped.
     void seek() {
         const auto position = std::exchange(position_, 0);
-        walking_ = true;
-        if (reader_) reader_->walk(true);
+        walking_ = true;  // each shard's reader walks from its open on
         sample skipped;
         for (std::uint64_t i = 0; i < position && draw(skipped); ++i) {
         }
