@@ -188,7 +188,8 @@ member tar_reader::read_next() {
         member m;
         m.status = member_status::member;
         m.offset = offset;
-        if (walking_ && !compressed_) {
+        // A sparse member's bytes are not its data (libarchive fills the holes): it is read.
+        if (walking_ && !compressed_ && archive_entry_sparse_count(entry) == 0) {
             // The data starts where the header ends: what the format has consumed so far.
             m.skipped = true;
             m.data_offset = static_cast<std::uint64_t>(archive_filter_bytes(a_, 0));

@@ -60,11 +60,11 @@ class tar_reader {
     [[nodiscard]] std::uint64_t returned() const noexcept { return returned_; }
 
     /// Walking: members of an uncompressed shard come `skipped` (their data not read, each
-    /// header fetched on its own: `walk_window` bytes a read); a compressed shard's members are
-    /// read as usual (their bytes must be decompressed anyway). Off: members are read in
-    /// `chunk`-byte reads. Damage found while walking is found where reading would find it, but
-    /// its message and offset may differ: a caller that needs them exact reads the shard again
-    /// without walking, up to the damaged member (`returned()` before the call).
+    /// header fetched on its own: `walk_window` bytes a read); a compressed shard's members, and
+    /// sparse members (whose data is not their bytes in the tar), are read as usual. Off: members
+    /// are read in `chunk`-byte reads. Damage found while walking is found where reading would find
+    /// it, but its message and offset may differ: a caller that needs them exact reads the shard
+    /// again without walking, up to the damaged member (`returned()` before the call).
     void walk(bool on);
     /// The bytes a read fetches while walking: three tar blocks, enough for a header, a small
     /// member (a label, a class) and the next header in one read.

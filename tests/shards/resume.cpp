@@ -308,6 +308,37 @@ BOOST_AUTO_TEST_CASE(compressed_shards_resume_exactly) {
     }
 }
 
+// Sparse members (GNU tar -S), whose bytes in the tar are not their data, resume exactly: the
+// walk reads them rather than taking their bytes by offset.
+BOOST_AUTO_TEST_CASE(sparse_members_resume_exactly) {
+    temp_dir dir("ferry-shards-resume-sparse");
+    std::filesystem::create_directories(dir / "src");
+    for (int i = 0; i < 4; ++i) {
+        const auto key = dir / ("src/" + std::to_string(i));
+        // 64 KiB of holes around a few bytes: a sparse .jpg, and a plain .cls.
+        const std::string make = "cd '" + (dir / "src").string() + "' && truncate -s 65536 " +
+                                 std::to_string(i) + ".jpg && printf 'data%d' " +
+                                 std::to_string(i) + " | dd of=" + std::to_string(i) +
+                                 ".jpg bs=1 seek=30000 conv=notrunc status=none && echo " +
+                                 std::to_string(i) + " > " + std::to_string(i) + ".cls";
+        BOOST_TEST_REQUIRE(std::system(make.c_str()) == 0);
+    }
+    const std::string pack = "cd '" + (dir / "src").string() +
+                             "' && tar -S -cf ../sparse.tar 0.jpg 0.cls 1.jpg 1.cls 2.jpg 2.cls "
+                             "3.jpg 3.cls";
+    BOOST_TEST_REQUIRE(std::system(pack.c_str()) == 0);
+    write_tar(dir / "plain.tar", numbered_samples(3, "p"));
+    const auto src = ferry::sources::tar_samples(
+        {(dir / "sparse.tar").string(), (dir / "plain.tar").string()}, {.shuffle_buffer = 3});
+    for (auto&& s : src(1)) {
+        if (s.key == "2") {
+            BOOST_TEST(s.fields.at("jpg").size() == 65536U);
+            BOOST_TEST(static_cast<char>(s.fields.at("jpg").data()[30000]) == 'd');
+        }
+    }
+    check_positions("sparse", src);
+}
+
 // What a resume costs on an uncompressed remote shard: before the resume position it fetches
 // one walk read per sample (the window after a .jpg's skipped body holds its .cls and the next
 // header: 1537 bytes), well under a tenth of the 22016 bytes a sample takes, where reading the
