@@ -173,14 +173,13 @@ source_cursor resumed_cursor(std::shared_ptr<R> holder,
 ///    calls it again from where it is; an endless generator is fine);
 ///  * an epoch factory `(std::uint64_t epoch) -> range`, called at the start of every epoch (the
 ///    place to reshuffle). A factory that can also be called as `(std::uint64_t epoch,
-///    std::uint64_t position) -> range` is *positioned*: a pipeline that resumes
-///    (`build({.resume_from = st})`) opens the saved epoch with `(epoch, position)`, which must
-///    yield what `(epoch)` yields after its first `position` elements (`position` counts this
-///    rank's source items of the epoch, items that failed or were left out included). Without it,
-///    the resume calls
-///    `(epoch)` and pulls and drops the first `position` elements: a seekable source (shards,
-///    a file of records, a database cursor) saves that reading by being positioned.
-///    `ferry::sources::tar_samples` is one.
+///    std::uint64_t position) -> range` is *positioned*: a pipeline resumed from a state `st`
+///    opens the saved epoch with `(st.epoch(), st.position())`, which must yield what `(epoch)`
+///    yields after its first `position` elements (`position` counts this rank's source items of
+///    the epoch, those that failed or were left out included). Without it the resume calls
+///    `(epoch)` and pulls and drops the first `position` elements; a seekable source (shards, a
+///    file of records, a database cursor) saves that reading by being positioned, as
+///    `ferry::sources::tar_samples` is.
 ///
 /// Elements that are paths or URLs (`ferry::describable`) name themselves in failure records;
 /// others can be named with `.describe(f)` right after `from()`.
