@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -30,9 +31,15 @@ constexpr std::chrono::milliseconds retry_pauses[] = {std::chrono::milliseconds(
 la_ssize_t read_window(::archive* a, void* data, const void** out) {
     auto& c = *static_cast<tar_reader::client*>(data);
     try {
+        if (c.after_skip || !c.read_before) {
+            c.window = c.min_window;
+        } else {
+            c.window = std::min(c.window * 2, c.max_window);
+        }
         // After a skip the read starts at the skipped range's last byte: one more than a window.
         c.buffer = c.bytes.read(c.offset, c.window + (c.after_skip ? 1 : 0));
         c.after_skip = false;
+        c.read_before = true;
         c.offset += c.buffer.size();
         *out = c.buffer.data();
         return static_cast<la_ssize_t>(c.buffer.size());
@@ -44,13 +51,14 @@ la_ssize_t read_window(::archive* a, void* data, const void** out) {
 }
 
 // Skips all but the range's last byte: libarchive reads that one itself, with the next window
-// (so the skip costs no fetch of its own), and an empty read there fails the skip. A request of
-// one byte is declined (0) and read the same way.
+// (so the skip costs no fetch of its own), and an empty read there fails the skip. A range
+// shorter than the smallest window is declined (0): libarchive reads through it, which costs no
+// more than the window after a skip and lets the window grow over small members. libarchive
+// asks again for the byte left (1): declined too.
 la_int64_t skip_bytes(::archive*, void* data, la_int64_t request) {
     auto& c = *static_cast<tar_reader::client*>(data);
-    if (request <= 0) return 0;
+    if (request < 2 || static_cast<std::uint64_t>(request) < c.min_window) return 0;
     c.after_skip = true;
-    if (request == 1) return 0;
     c.offset += static_cast<std::uint64_t>(request - 1);
     return request - 1;
 }

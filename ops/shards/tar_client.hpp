@@ -46,16 +46,22 @@ class shard_bytes {
     std::string shard_;
 };
 
-/// libarchive's client over a shard's bytes: each read fetches `window` bytes at `offset` (the
-/// caller changes `window` as it walks headers or reads members). A skip fetches nothing but
-/// the skipped range's last byte, read with the next window (`window + 1` bytes from it): a
-/// shard cut inside the range makes the skip fail, as reading through it would, instead of
-/// reading as an end after the cut.
+/// libarchive's client over a shard's bytes: each read fetches `window` bytes at `offset`. The
+/// window starts at `min_window` after every skip and doubles, up to `max_window`, with each
+/// read that follows the last one without a skip: a walk over large members fetches little more
+/// than their headers, one over small members, which it reads through, soon reads as much at
+/// once as reading does (the caller sets both sizes as it walks headers or reads members). A
+/// skip fetches nothing but the skipped range's last byte, read with the next window
+/// (`window + 1` bytes from it): a shard cut inside the range makes the skip fail, as reading
+/// through it would, instead of reading as an end after the cut.
 struct tar_reader::client {
     client(const std::string& shard, const sources::tar_options& options) : bytes(shard, options) {}
 
     shard_bytes bytes;
+    std::size_t min_window = 0;
+    std::size_t max_window = 0;
     std::size_t window = 0;
+    bool read_before = false;  ///< a read came before this one
     std::uint64_t offset = 0;  ///< the next byte to fetch
     ferry::bytes buffer;       ///< the last read, which libarchive reads from
     bool after_skip = false;   ///< the next read starts at a skipped range's last byte

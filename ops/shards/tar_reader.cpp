@@ -48,7 +48,9 @@ tar_reader::tar_reader(const std::string& shard, const sources::tar_options& opt
 
 void tar_reader::walk(bool on) {
     walking_ = on;
-    client_->window = on && !compressed_ ? std::min(walk_window, chunk_) : chunk_;
+    client_->min_window = on && !compressed_ ? std::min(walk_window, chunk_) : chunk_;
+    client_->max_window = chunk_;
+    client_->window = client_->min_window;
 }
 
 bool tar_reader::new_archive() {

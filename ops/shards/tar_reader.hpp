@@ -60,7 +60,8 @@ class tar_reader {
     [[nodiscard]] std::uint64_t returned() const noexcept { return returned_; }
 
     /// Walking: members of an uncompressed shard come `skipped` (their data not read, each
-    /// header fetched on its own: `walk_window` bytes a read); a compressed shard's members, and
+    /// header fetched on its own: `walk_window` bytes a read after a skip, more over small
+    /// members, see `client`); a compressed shard's members, and
     /// sparse members (whose data is not their bytes in the tar), are read as usual. Off: members
     /// are read in `chunk`-byte reads. Damage found while walking is found where reading would find
     /// it, but its message and offset may differ: a caller that needs them exact reads the shard

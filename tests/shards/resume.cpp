@@ -145,6 +145,11 @@ struct counting_reader {
         seen->reads.emplace_back(offset, part.size());
         return ferry::bytes::from_string(part);
     }
+    /// How many reads.
+    [[nodiscard]] std::size_t requests() const {
+        std::lock_guard lock(seen->m);
+        return seen->reads.size();
+    }
     /// Bytes fetched, all of them or those before byte `end`.
     [[nodiscard]] std::uint64_t fetched(std::uint64_t end = UINT64_MAX) const {
         std::lock_guard lock(seen->m);
@@ -402,6 +407,29 @@ BOOST_AUTO_TEST_CASE(a_resume_fetches_headers_not_bodies_before_its_position) {
             }
         }
     }
+}
+
+// Over small members a walk reads through rather than fetching header by header: a remote
+// shard of 3000 one-block members, resumed at sample 2500, costs a few reads that double up to
+// `remote_chunk` (64 KiB: from 1.5 KiB, 6 doublings, then ~40 chunks for 2.5 MB), not one
+// request per member.
+BOOST_AUTO_TEST_CASE(a_walk_over_small_members_reads_through_in_few_requests) {
+    temp_dir dir("ferry-shards-resume-small");
+    std::vector<tar_member> members;
+    for (int i = 0; i < 3000; ++i) members.push_back({"t" + std::to_string(i) + ".txt", "x"});
+    write_tar(dir / "small.tar", members);
+    const counting_reader reader{dir.path()};
+    const auto src = ferry::sources::tar_samples(
+        {"mem://small.tar"}, {.read_remote = reader, .remote_chunk = 64 * 1024});
+    auto epoch = src(0, 2500);
+    auto it = epoch.begin();
+    BOOST_TEST_REQUIRE(!(it == std::default_sentinel));
+    BOOST_TEST((*it).key == "t2500");
+    BOOST_TEST_MESSAGE("3000 small members, resumed at 2500: " << reader.requests() << " reads, "
+                                                               << reader.fetched() << " bytes");
+    BOOST_TEST(reader.requests() < 60U);
+    BOOST_TEST(reader.fetched() < 2500U * 1024 + 2 * 64 * 1024);
+    check_positions("small members", src, {0, 1, 1000, 2999, 3000});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
