@@ -41,6 +41,7 @@
 #include "ferry/http_client.hpp"
 #include "ferry/image.hpp"
 #include "ferry/shards.hpp"
+#include "int_list.hpp"
 #include "nginx_server.hpp"
 #include "photo_set.hpp"
 
@@ -316,13 +317,6 @@ void run_shards(const options& o, const std::string& base, const fs::path& root)
     }
 }
 
-std::vector<int> parse_list(const std::string& s) {
-    std::vector<int> out;
-    std::stringstream in(s);
-    for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
-    return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -347,7 +341,7 @@ int main(int argc, char** argv) {
         else if (a == "--large-mb")
             o.large_mb = std::stoi(next());
         else if (a == "--concurrency")
-            o.concurrency = parse_list(next());
+            o.concurrency = ferry_perf::parse_int_list(next());
         else if (a == "--images")
             o.images = std::stoi(next());
         else if (a == "--reps")

@@ -37,6 +37,7 @@
 
 #include "ferry/ferry.hpp"
 #include "ferry/video.hpp"
+#include "int_list.hpp"
 
 namespace {
 
@@ -145,13 +146,6 @@ double calls_per_second(const std::vector<fs::path>& paths, int threads, int rou
     return total / seconds_since(t0);
 }
 
-std::vector<int> parse_list(const std::string& s) {
-    std::vector<int> out;
-    std::stringstream in(s);
-    for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
-    return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -166,7 +160,7 @@ int main(int argc, char** argv) {
         else if (a == "--reps")
             c.reps = std::stoi(v);
         else if (a == "--threads")
-            c.threads = parse_list(v);
+            c.threads = ferry_perf::parse_int_list(v);
         else if (a == "--dir")
             c.dir = v;
         else {
