@@ -10,129 +10,9 @@
 
 #include <sstream>
 
-#include "support.hpp"
+#include "resume_support.hpp"
 
-using namespace ferry_test;
-
-namespace {
-
-constexpr int epochs = 2;
-
-/// One output as text: an int, or a batch of them.
-std::string text(int x) {
-    return std::to_string(x);
-}
-std::string text(const std::vector<int>& b) {
-    std::string out = "[";
-    for (const int x : b) out += std::to_string(x) + ",";
-    return out + "]";
-}
-
-/// A pipeline of some shape, built with `options`.
-using factory = std::function<ferry::pipeline<std::string>(const ferry::pipeline_options&)>;
-
-/// Every output of `epochs` epochs from the start.
-std::vector<std::string> uninterrupted(const factory& make) {
-    auto p = make({.threads = 2});
-    std::vector<std::string> out;
-    for (int e = 0; e < epochs; ++e) {
-        for (auto& x : p) out.push_back(x);
-    }
-    return out;
-}
-
-/// The outputs of a run that stops after `at` outputs, saves its state as text, and of a new
-/// pipeline resumed from it, to the end of epoch `epochs - 1`.
-std::vector<std::string> interrupted(const factory& make, std::size_t at) {
-    std::vector<std::string> out;
-    std::string saved;
-    {
-        auto p = make({.threads = 2});
-        for (int e = 0; e < epochs && out.size() < at; ++e) {
-            for (auto& x : p) {
-                out.push_back(x);
-                if (out.size() == at) {
-                    // Inside the loop: leaving it abandons the epoch, and the state would be
-                    // the next one's start.
-                    saved = p.state().serialize();
-                    break;
-                }
-            }
-        }
-    }
-    const auto st = ferry::pipeline_state::parse(saved);
-    BOOST_TEST(st.serialize() == saved);
-    auto p = make({.threads = 2, .resume_from = st});
-    for (auto e = st.epoch(); e < static_cast<std::uint64_t>(epochs); ++e) {
-        for (auto& x : p) out.push_back(x);
-    }
-    return out;
-}
-
-/// Same outputs whatever the break point: about `points` of them, spread over the run, plus
-/// the first and the last output.
-void check_resume(const std::string& what, const factory& make, std::size_t points = 24) {
-    const auto whole = uninterrupted(make);
-    BOOST_TEST_REQUIRE(whole.size() > 4U);
-    std::vector<std::size_t> at;
-    for (std::size_t i = 0; i < points; ++i) at.push_back(1 + i * (whole.size() - 1) / points);
-    at.push_back(whole.size() - 1);
-    at.push_back(whole.size());  // the last output: the state is the next epoch's start
-    for (const auto k : at) {
-        BOOST_TEST_CONTEXT(what << ", break after output " << k << " of " << whole.size()) {
-            const auto got = interrupted(make, k);
-            BOOST_TEST(got == whole, boost::test_tools::per_element());
-        }
-    }
-}
-
-std::vector<int> iota_vec(int n) {
-    std::vector<int> v(static_cast<std::size_t>(n));
-    std::iota(v.begin(), v.end(), 0);
-    return v;
-}
-
-/// Expects `f` to throw an `E` whose message says `says`.
-template <class E, class F>
-void expect_saying(F&& f, const std::string& says) {
-    const auto e = expect_throw<E>(std::forward<F>(f), says);
-    BOOST_TEST(e.what().find(says) != std::string::npos,
-               "'" << e.what() << "' does not say '" << says << "'");
-}
-
-/// A map that fails (skipped) on some items, and a random draw per item from item_rng.
-int noisy(int x, const ferry::item_info& info) {
-    if (x % 11 == 5) throw ferry::decode_error("bad item " + std::to_string(x));
-    auto rng = ferry::item_rng(info);
-    return x * 1000 + static_cast<int>(rng() % 1000);
-}
-
-/// A positioned epoch factory: epoch e yields 0..n-1 in an order of its own (a rotation by
-/// 7e), and `(e, position)` the same from its position on; it records each call.
-struct positioned_numbers {
-    int n = 0;
-    std::shared_ptr<std::vector<std::string>> calls = std::make_shared<std::vector<std::string>>();
-
-    std::vector<int> operator()(std::uint64_t epoch) const {
-        calls->push_back(std::to_string(epoch));
-        return numbers(epoch);
-    }
-    std::vector<int> operator()(std::uint64_t epoch, std::uint64_t position) const {
-        calls->push_back(std::to_string(epoch) + "@" + std::to_string(position));
-        auto v = numbers(epoch);
-        v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(
-                                           std::min<std::uint64_t>(position, v.size())));
-        return v;
-    }
-    [[nodiscard]] std::vector<int> numbers(std::uint64_t epoch) const {
-        std::vector<int> v(static_cast<std::size_t>(n));
-        for (int i = 0; i < n; ++i)
-            v[static_cast<std::size_t>(i)] = (i + 7 * static_cast<int>(epoch)) % n;
-        return v;
-    }
-};
-
-}  // namespace
+using namespace resume_test;
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(resume)
@@ -390,27 +270,6 @@ BOOST_AUTO_TEST_CASE(a_state_of_another_dataset_or_pipeline_is_refused) {
         "this one has no sampling");
 }
 
-BOOST_AUTO_TEST_CASE(a_generator_source_resumes_by_pulling_to_the_position) {
-    // No O(1) seek: the engine pulls and drops the items before the position.
-    const auto make = [](std::optional<ferry::pipeline_state> st) {
-        return ferry::from([i = 0]() mutable -> std::optional<int> {
-                   if (i == 30) return std::nullopt;
-                   return i++;
-               })
-            .map([](int x) { return x * 2; })
-            .build({.threads = 1, .resume_from = std::move(st)});
-    };
-    auto p = make(std::nullopt);
-    for (int k = 0; k < 12; ++k) (void)p.next();
-    const auto st = p.state();
-    BOOST_TEST(st.position() == 12U);
-    auto q = make(st);
-    const auto rest = drain(q);
-    BOOST_REQUIRE(rest.size() == 18U);
-    BOOST_TEST(rest.front() == 24);
-    BOOST_TEST(rest.back() == 58);
-}
-
 BOOST_AUTO_TEST_CASE(unordered_pipelines_resume_with_each_item_once) {
     // Items finish out of order (a sleep that varies per item); the state is the first
     // position not done and the done ones past it. Per epoch, the items before the break and
@@ -494,66 +353,6 @@ BOOST_AUTO_TEST_CASE(unordered_with_flat_map_has_no_state) {
             (void)ferry::from(iota_vec(10)).map([](int x) { return x; }).build({.resume_from = st});
         },
         "saved by an unordered pipeline");
-}
-
-// A positioned epoch factory resumes exactly (skips, filters and batches included) by opening
-// the saved epoch at its position; a plain factory, which cannot, still resumes exactly.
-BOOST_AUTO_TEST_CASE(a_positioned_epoch_factory_resumes_exactly) {
-    for (const bool positioned : {true, false}) {
-        const positioned_numbers numbers{.n = 41};
-        const factory make = [numbers, positioned](const ferry::pipeline_options& o) {
-            const auto shaped = [&o](auto b) {
-                return b.map(noisy, {.concurrency = 2, .on_error = ferry::skip})
-                    .filter([](int x) { return x / 1000 % 5 != 2; })
-                    .batch(3)
-                    .map([](const std::vector<int>& v) { return text(v); })
-                    .build(o);
-            };
-            if (positioned) return shaped(ferry::from(numbers));
-            return shaped(ferry::from([numbers](std::uint64_t e) { return numbers(e); }));
-        };
-        check_resume(positioned ? "positioned factory" : "plain factory", make);
-        const bool called_at =
-            std::any_of(numbers.calls->begin(), numbers.calls->end(),
-                        [](const std::string& c) { return c.find('@') != std::string::npos; });
-        BOOST_TEST(called_at == positioned);
-    }
-}
-
-// A resume calls the positioned factory once, with the saved epoch and the state's position
-// (the count of source items before it), and the next epoch with the one-argument call.
-BOOST_AUTO_TEST_CASE(a_positioned_epoch_factory_is_opened_at_the_state_position) {
-    const positioned_numbers numbers{.n = 30};
-    std::optional<ferry::pipeline_state> st;
-    {
-        auto p = ferry::from(numbers)
-                     .filter([](int x) { return x % 4 != 0; })
-                     .batch(5)
-                     .build({.threads = 2});
-        std::size_t batches = 0;
-        for (auto& b : p) {
-            (void)b;
-            if (++batches == 3) {
-                st = p.state();
-                break;
-            }
-        }
-    }
-    BOOST_TEST_REQUIRE(st.has_value());
-    // 15 outputs: the 20 numbers 0..19 less the 5 multiples of 4 of them.
-    BOOST_TEST(st->position() == 20U);
-    numbers.calls->clear();
-    auto q = ferry::from(numbers)
-                 .filter([](int x) { return x % 4 != 0; })
-                 .batch(5)
-                 .build({.threads = 2, .resume_from = st});
-    std::vector<int> rest;
-    for (auto& b : q) rest.insert(rest.end(), b.begin(), b.end());
-    const std::vector<int> expected{21, 22, 23, 25, 26, 27, 29};
-    BOOST_TEST(rest == expected, boost::test_tools::per_element());
-    for (auto& b : q) (void)b;  // epoch 1
-    const std::vector<std::string> calls{"0@20", "1"};
-    BOOST_TEST(*numbers.calls == calls, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// What the resume suites share (resume.cpp, resume_sources.cpp): a pipeline run without a
+/// break against runs broken at many points, saved, parsed and resumed, and the sources and
+/// maps they use.
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+namespace resume_test {
+
+using namespace ferry_test;
+
+inline constexpr int epochs = 2;
+
+/// One output as text: an int, or a batch of them.
+inline std::string text(int x) {
+    return std::to_string(x);
+}
+inline std::string text(const std::vector<int>& b) {
+    std::string out = "[";
+    for (const int x : b) out += std::to_string(x) + ",";
+    return out + "]";
+}
+
+/// A pipeline of some shape, built with `options`.
+using factory = std::function<ferry::pipeline<std::string>(const ferry::pipeline_options&)>;
+
+/// Every output of `epochs` epochs from the start.
+inline std::vector<std::string> uninterrupted(const factory& make) {
+    auto p = make({.threads = 2});
+    std::vector<std::string> out;
+    for (int e = 0; e < epochs; ++e) {
+        for (auto& x : p) out.push_back(x);
+    }
+    return out;
+}
+
+/// The outputs of a run that stops after `at` outputs, saves its state as text, and of a new
+/// pipeline resumed from it, to the end of epoch `epochs - 1`.
+inline std::vector<std::string> interrupted(const factory& make, std::size_t at) {
+    std::vector<std::string> out;
+    std::string saved;
+    {
+        auto p = make({.threads = 2});
+        for (int e = 0; e < epochs && out.size() < at; ++e) {
+            for (auto& x : p) {
+                out.push_back(x);
+                if (out.size() == at) {
+                    // Inside the loop: leaving it abandons the epoch, and the state would be
+                    // the next one's start.
+                    saved = p.state().serialize();
+                    break;
+                }
+            }
+        }
+    }
+    const auto st = ferry::pipeline_state::parse(saved);
+    BOOST_TEST(st.serialize() == saved);
+    auto p = make({.threads = 2, .resume_from = st});
+    for (auto e = st.epoch(); e < static_cast<std::uint64_t>(epochs); ++e) {
+        for (auto& x : p) out.push_back(x);
+    }
+    return out;
+}
+
+/// Same outputs whatever the break point: about `points` of them, spread over the run, plus
+/// the first and the last output.
+inline void check_resume(const std::string& what, const factory& make, std::size_t points = 24) {
+    const auto whole = uninterrupted(make);
+    BOOST_TEST_REQUIRE(whole.size() > 4U);
+    std::vector<std::size_t> at;
+    for (std::size_t i = 0; i < points; ++i) at.push_back(1 + i * (whole.size() - 1) / points);
+    at.push_back(whole.size() - 1);
+    at.push_back(whole.size());  // the last output: the state is the next epoch's start
+    for (const auto k : at) {
+        BOOST_TEST_CONTEXT(what << ", break after output " << k << " of " << whole.size()) {
+            const auto got = interrupted(make, k);
+            BOOST_TEST(got == whole, boost::test_tools::per_element());
+        }
+    }
+}
+
+inline std::vector<int> iota_vec(int n) {
+    std::vector<int> v(static_cast<std::size_t>(n));
+    std::iota(v.begin(), v.end(), 0);
+    return v;
+}
+
+/// Expects `f` to throw an `E` whose message says `says`.
+template <class E, class F>
+inline void expect_saying(F&& f, const std::string& says) {
+    const auto e = expect_throw<E>(std::forward<F>(f), says);
+    BOOST_TEST(e.what().find(says) != std::string::npos,
+               "'" << e.what() << "' does not say '" << says << "'");
+}
+
+/// A map that fails (skipped) on some items, and a random draw per item from item_rng.
+inline int noisy(int x, const ferry::item_info& info) {
+    if (x % 11 == 5) throw ferry::decode_error("bad item " + std::to_string(x));
+    auto rng = ferry::item_rng(info);
+    return x * 1000 + static_cast<int>(rng() % 1000);
+}
+
+/// A positioned epoch factory: epoch e yields 0..n-1 in an order of its own (a rotation by
+/// 7e), and `(e, position)` the same from its position on; it records each call.
+struct positioned_numbers {
+    int n = 0;
+    std::shared_ptr<std::vector<std::string>> calls = std::make_shared<std::vector<std::string>>();
+
+    std::vector<int> operator()(std::uint64_t epoch) const {
+        calls->push_back(std::to_string(epoch));
+        return numbers(epoch);
+    }
+    std::vector<int> operator()(std::uint64_t epoch, std::uint64_t position) const {
+        calls->push_back(std::to_string(epoch) + "@" + std::to_string(position));
+        auto v = numbers(epoch);
+        v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(
+                                           std::min<std::uint64_t>(position, v.size())));
+        return v;
+    }
+    [[nodiscard]] std::vector<int> numbers(std::uint64_t epoch) const {
+        std::vector<int> v(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i)
+            v[static_cast<std::size_t>(i)] = (i + 7 * static_cast<int>(epoch)) % n;
+        return v;
+    }
+};
+
+}  // namespace resume_test
