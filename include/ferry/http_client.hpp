@@ -15,6 +15,7 @@
 #include "ferry/bytes.hpp"
 #include "ferry/export.hpp"
 #include "ferry/http.hpp"
+#include "ferry/options.hpp"
 
 namespace ferry::ops {
 
@@ -24,6 +25,14 @@ struct http_client_options {
     /// request whose host is at its adaptive limit waits in that host's queue without taking
     /// one of these). At least 1.
     std::size_t max_outstanding = 256;
+    /// Tries again, on the loop, a request that failed with a transient error (`retry.when`,
+    /// `ferry::is_transient` by default: no answer, a timeout, a reset or truncated body, 408,
+    /// 425, 429, 5xx, S3's `SlowDown`): up to `retry.attempts` in all, after a pause of
+    /// `backoff * multiplier^k` (times a random factor in [1 - jitter, 1]) and at least the
+    /// server's `Retry-After`. A retry waits without a transfer or a thread, and a stop request
+    /// ends the wait. `retry.then` does not apply: the `map_async` stage's `on_error` decides what
+    /// a request that failed every attempt does. The default, one attempt, retries nothing.
+    ferry::retry retry{.attempts = 1};
 };
 
 class http_client;
@@ -103,8 +112,11 @@ class FERRY_API http_client {
 
     /// Transfers running now.
     [[nodiscard]] std::size_t outstanding() const noexcept;
-    /// Requests waiting: for a free transfer (`max_outstanding`) or for their host's limit.
+    /// Requests waiting: for a free transfer (`max_outstanding`), for their host's limit, or
+    /// for their next attempt.
     [[nodiscard]] std::size_t queued() const noexcept;
+    /// Attempts made again after a transient failure (`http_client_options::retry`), so far.
+    [[nodiscard]] std::size_t retried() const noexcept;
 
     /// The loop (http_client.cpp).
     class impl;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 #include <utility>
 
 #include "curl_session.hpp"
@@ -31,7 +32,7 @@ const char* const client_ending = "the http_client is being destroyed";
 }  // namespace
 
 client_loop::client_loop(const http_client_options& options)
-    : max_outstanding_(options.max_outstanding) {
+    : max_outstanding_(options.max_outstanding), retry_(options.retry) {
     init_curl_once();
     multi_ = curl_multi_init();
     if (multi_ == nullptr) throw io_error("http_client: curl_multi_init failed");
@@ -75,6 +76,7 @@ void client_loop::run() {
     auto last_sweep = std::chrono::steady_clock::now();
     while (take_incoming()) {
         try {
+            release_due();
             admit();
             int still_running = 0;
             if (curl_multi_perform(multi_, &still_running) != CURLM_OK) {
@@ -152,7 +154,7 @@ void client_loop::start(job_ptr j) {
     }
     try {
         if (c == nullptr) throw io_error(j->where + "curl_easy_init failed");
-        configure(c, j->req, j->options, j->t, j->where);
+        configure(c, j->req, j->options, *j->t, j->where);
         if (const CURLMcode mc = curl_multi_add_handle(multi_, c); mc != CURLM_OK) {
             throw io_error(j->where + "curl_multi_add_handle failed: " + curl_multi_strerror(mc));
         }
@@ -193,14 +195,52 @@ void client_loop::finished(CURL* c, CURLcode rc) {
     bytes b;
     std::exception_ptr e;
     try {
-        b = outcome(c, rc, j->req, j->options, j->t, j->where);
+        b = outcome(c, rc, j->req, j->options, *j->t, j->where);
     } catch (...) {
         e = std::current_exception();
     }
     // Reset (so that it points into nothing of the job) before the job goes.
     curl_easy_reset(c);
     idle_.push_back(c);
+    if (e && retry_later(j, e)) return;
     deliver(std::move(j), std::move(b), std::move(e));
+}
+
+bool client_loop::retry_later(job_ptr& j, const std::exception_ptr& e) {
+    if (j->attempt >= retry_.attempts || j->done.stop_requested()) return false;
+    std::chrono::duration<double, std::milli> pause = retry_.backoff;
+    try {
+        std::rethrow_exception(e);
+    } catch (const error& err) {
+        if (retry_.when != nullptr && !retry_.when(err)) return false;
+        for (int k = 1; k < j->attempt; ++k) pause *= retry_.multiplier;
+        if (retry_.jitter > 0) {
+            thread_local std::minstd_rand rng{std::random_device{}()};
+            pause *= 1.0 - retry_.jitter * std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+        }
+        pause = std::max(pause, std::chrono::duration<double, std::milli>(err.retry_after()));
+    } catch (...) {
+        return false;  // not a ferry::error: nothing says it can pass
+    }
+    ++j->attempt;
+    j->t = std::make_unique<transfer>();
+    const auto due = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(pause);
+    delayed_.emplace(due, std::move(j));
+    ++waiting_count_;
+    ++retried_count_;
+    return true;
+}
+
+void client_loop::release_due() {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<job_ptr> due;
+    while (!delayed_.empty() && delayed_.begin()->first <= now) {
+        due.push_back(std::move(delayed_.begin()->second));
+        delayed_.erase(delayed_.begin());
+    }
+    // Older than what waits: to the front, in the order they fell due.
+    for (auto it = due.rbegin(); it != due.rend(); ++it) waiting_.push_front(std::move(*it));
 }
 
 void client_loop::end_running(bool only_unwanted, const failure& why) {
@@ -233,6 +273,15 @@ void client_loop::sweep() {
     };
     drop_unwanted(waiting_);
     for (auto& [host, queue] : held_) drop_unwanted(queue);
+    for (auto it = delayed_.begin(); it != delayed_.end();) {
+        if (it->second->done.stop_requested()) {
+            --waiting_count_;
+            cancel(std::move(it->second), pipeline_stopping);
+            it = delayed_.erase(it);
+        } else {
+            ++it;
+        }
+    }
     std::erase_if(held_, [](const auto& entry) { return entry.second.empty(); });
 }
 
@@ -252,6 +301,11 @@ void client_loop::shut_down() {
     };
     fail_all(waiting_);
     for (auto& [host, queue] : held_) fail_all(queue);
+    for (auto& [when, j] : delayed_) {
+        --waiting_count_;
+        cancel(std::move(j), client_ending);
+    }
+    delayed_.clear();
     held_.clear();
     for (CURL* c : idle_) curl_easy_cleanup(c);
     idle_.clear();

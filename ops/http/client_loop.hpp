@@ -9,6 +9,7 @@
 #include <curl/curl.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -38,7 +39,8 @@ struct client_job {
     std::string host;  // its adaptive limit's key; empty: not limited
     std::uint64_t generation = 0;
     bool holds_place = false;  // took a place among the host's requests in flight
-    transfer t;
+    int attempt = 1;           // this one's number (retries count on)
+    std::unique_ptr<transfer> t = std::make_unique<transfer>();  // a new one for each attempt
 
     client_job(request r, http_options o, completion<bytes> d)
         : req(std::move(r)), where(where_of(req)), options(std::move(o)), done(std::move(d)) {}
@@ -58,6 +60,7 @@ class client_loop {
 
     [[nodiscard]] std::size_t running() const noexcept { return running_count_.load(); }
     [[nodiscard]] std::size_t waiting() const noexcept { return waiting_count_.load(); }
+    [[nodiscard]] std::size_t retried() const noexcept { return retried_count_.load(); }
 
   private:
     using job_ptr = std::unique_ptr<client_job>;
@@ -67,6 +70,10 @@ class client_loop {
     void admit();
     void start(job_ptr j);
     void finished(CURL* c, CURLcode rc);
+    /// Whether the failure `e` of `j` is tried again: if so, `j` waits in `delayed_`.
+    bool retry_later(job_ptr& j, const std::exception_ptr& e);
+    /// Moves the retries that are due to the front of `waiting_`.
+    void release_due();
     void sweep();
     /// What a request ended early fails with, given its message prefix.
     using failure = std::function<std::exception_ptr(const std::string& where)>;
@@ -80,6 +87,7 @@ class client_loop {
     void cancel(job_ptr j, const char* why);
 
     const std::size_t max_outstanding_;
+    const error_policy retry_;
     CURLM* multi_ = nullptr;
 
     // Shared with the threads that submit.
@@ -88,11 +96,13 @@ class client_loop {
     std::vector<job_ptr> incoming_;  // under mutex_
     std::atomic<std::size_t> running_count_{0};
     std::atomic<std::size_t> waiting_count_{0};
+    std::atomic<std::size_t> retried_count_{0};
 
     // The loop thread's own.
     std::deque<job_ptr> waiting_;                                   // first in, first out
     std::map<std::string, std::deque<job_ptr>, std::less<>> held_;  // over their host's limit
     std::unordered_map<CURL*, job_ptr> running_;
+    std::multimap<std::chrono::steady_clock::time_point, job_ptr> delayed_;  // retries, by when
     std::vector<CURL*> idle_;  // reset handles, reused (with the multi handle's connections)
 
     std::thread thread_;  // last: started once everything above exists

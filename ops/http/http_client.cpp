@@ -93,4 +93,8 @@ std::size_t http_client::queued() const noexcept {
     return impl_->waiting();
 }
 
+std::size_t http_client::retried() const noexcept {
+    return impl_->retried();
+}
+
 }  // namespace ferry::ops

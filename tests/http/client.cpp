@@ -6,6 +6,7 @@
 /// front; keep-alive connections reused. client_load.cpp has the many-requests cases.
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <ferry/cache.hpp>
@@ -248,6 +249,61 @@ BOOST_AUTO_TEST_CASE(refuses_a_cache_and_zero_outstanding) {
                    .find("http_options::cache") != std::string::npos);
     BOOST_CHECK_THROW(ferry::ops::http_client({.max_outstanding = 0}), ferry::invalid_argument);
     std::filesystem::remove_all(dir);
+}
+
+// With `retry`, a transient failure is tried again on the loop: a 503 twice then 200 arrives
+// whole after three requests and at least the two backoffs (20 + 40 ms); a 404 is asked once; a
+// server that always answers 500 is asked `attempts` times and its last failure is the error.
+BOOST_AUTO_TEST_CASE(retries_transient_failures_with_backoff) {
+    std::atomic<int> flaky{0}, missing{0}, down{0};
+    http_server server([&](const http_request& r) {
+        if (r.target == "/flaky") {
+            if (flaky++ < 2) return http_response{.status = 503, .body = "busy"};
+            return http_response{.body = "whole body"};
+        }
+        if (r.target == "/missing") {
+            ++missing;
+            return http_response{.status = 404, .body = "no such thing"};
+        }
+        ++down;
+        return http_response{.status = 500, .body = "down"};
+    });
+    ferry::ops::http_client client(
+        {.max_outstanding = 8, .retry = {.attempts = 3, .backoff = 20ms, .multiplier = 2.0}});
+    const auto t0 = steady::now();
+    BOOST_TEST(as_string(client.fetch(server.url("/flaky"), plain).get()) == "whole body");
+    BOOST_TEST(ms(steady::now() - t0) >= 60.0);
+    BOOST_TEST(flaky.load() == 3);
+    const auto not_found = ferry_test::expect_throw<ferry::http_error>(
+        [&] { (void)client.fetch(server.url("/missing"), plain).get(); }, "404");
+    BOOST_TEST(contains(not_found.what(), "HTTP 404"), not_found.what());
+    BOOST_TEST(missing.load() == 1);
+    const auto failed = ferry_test::expect_throw<ferry::http_error>(
+        [&] { (void)client.fetch(server.url("/down"), plain).get(); }, "500");
+    BOOST_TEST(contains(failed.what(), "HTTP 500"), failed.what());
+    BOOST_TEST(down.load() == 3);
+    BOOST_TEST(client.retried() == 4U);
+    BOOST_TEST(client.queued() == 0U);
+}
+
+// A request waiting for its next attempt holds no transfer and does not hold up the client's
+// end: destroyed with a retry 10 s away, the client fails it with errc::cancelled at once.
+BOOST_AUTO_TEST_CASE(a_pending_retry_ends_with_the_client) {
+    http_server server([](const http_request&) { return http_response{.status = 503}; });
+    std::future<ferry::bytes> f;
+    const auto t0 = steady::now();
+    {
+        ferry::ops::http_client client({.retry = {.attempts = 5, .backoff = 10s}});
+        f = client.fetch(server.url("/x"), plain);
+        BOOST_TEST_REQUIRE(ferry_test::eventually([&] { return client.retried() == 1U; }));
+        BOOST_TEST(client.outstanding() == 0U);
+        BOOST_TEST(client.queued() == 1U);
+    }
+    const auto e = ferry_test::expect_throw<ferry::error>([&] { (void)f.get(); }, "pending retry");
+    BOOST_TEST_REQUIRE(e.has_value());
+    BOOST_TEST((e->code() == ferry::errc::cancelled));
+    BOOST_TEST(contains(e.what(), "cancelled: the http_client is being destroyed"), e.what());
+    BOOST_TEST(ms(steady::now() - t0) < 5000.0);
 }
 
 // Sequential requests reuse one keep-alive connection, and many at a time at most one each.
