@@ -76,9 +76,10 @@ class http_client_reader {
 /// `reader` throw `ferry::invalid_argument` for it (use `read_url` on I/O threads with a cache).
 /// `file://` is read on the loop's thread, as one transfer among the others.
 ///
-/// Connections are kept alive and reused, and so are the transfers' handles. Nothing is retried
-/// (a `map_async` stage's retry policy does not apply either); the stage's `skip` and `fail`
-/// policies and its `timeout` do. The loop runs outside the stage's calls, so the stage's
+/// Connections are kept alive and reused, and so are the transfers' handles. A `map_async`
+/// stage's retry policy does not apply (its input is handed over): the client retries transient
+/// failures itself with `http_client_options::retry`; the stage's `skip` and `fail` policies and
+/// its `timeout` do apply. The loop runs outside the stage's calls, so the stage's
 /// `throttled` counter (`this_call::count`) is not kept: `http_hosts()` counts throttled answers.
 /// Completions run on the loop's thread: keep them short, and do not destroy the client from one.
 /// When the pipeline a completion belongs to stops, is destroyed or abandons its epoch
