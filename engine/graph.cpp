@@ -61,6 +61,34 @@ void pipeline_runtime::build_graph() {
         in_order = true;
     };
 
+    // I/O, timed and async stages: the node only admits each call (submits it to the stage's
+    // threads, the arena or the user's start function) and never waits for one. It admits one
+    // message at a time, the lowest sequence number first, so that calls start in input order:
+    // with concurrency 1 item 20 is called before item 30 (and its failure budget is spent in
+    // that order), whichever arena thread carried which message. The calls end in any order.
+    auto add_admission = [&](auto body) -> gateway_type& {
+        gateway_type* gw = nullptr;
+        if (in_order) {
+            auto node = std::make_unique<flow::async_node<msg, msg>>(g, flow::serial, body);
+            flow::make_edge(*tail, *node);
+            tail = &flow::output_port<0>(*node);
+            gw = &node->gateway();
+            nodes_.push_back(std::move(node));
+        } else {
+            auto queue = std::make_unique<flow::priority_queue_node<msg, later_seq>>(g);
+            auto node = std::make_unique<flow::async_node<msg, msg, flow::rejecting>>(
+                g, flow::serial, body);
+            flow::make_edge(*tail, *queue);
+            flow::make_edge(*queue, *node);
+            tail = &flow::output_port<0>(*node);
+            gw = &node->gateway();
+            nodes_.push_back(std::move(queue));
+            nodes_.push_back(std::move(node));
+        }
+        in_order = false;
+        return *gw;
+    };
+
     for (auto& st : stages_) {
         switch (st.spec.kind) {
             case stage_kind::map:
@@ -68,42 +96,30 @@ void pipeline_runtime::build_graph() {
             case stage_kind::flat_map: {
                 if (st.deadlines) {
                     // A timeout: the calls run apart from their boxes (timed_stage.cpp).
-                    using node_t = flow::async_node<msg, msg>;
-                    auto node = std::make_unique<node_t>(
-                        g, flow::unlimited, tsan_body([this, &st](msg m, gateway_type& gw) {
-                            tsan_receive(this, m);
-                            timed_accept(st, m, gw, st.counters.owned());
-                        }));
-                    flow::make_edge(*tail, *node);
-                    tail = &flow::output_port<0>(*node);
-                    nodes_.push_back(std::move(node));
-                    in_order = false;
+                    add_admission(tsan_body([this, &st](msg m, gateway_type& gw) {
+                        tsan_receive(this, m);
+                        timed_accept(st, m, gw, st.counters.owned());
+                    }));
                 } else if (st.io) {
-                    using node_t = flow::async_node<msg, msg>;
-                    auto node = std::make_unique<node_t>(
-                        g, flow::unlimited, tsan_body([this, &st](msg m, gateway_type& gw) {
-                            tsan_receive(this, m);
-                            const shard_writer w = st.counters.owned();
-                            w.add(&counter_shard::arrived);
-                            if (m->kind != msg_kind::value) {
-                                if (st.spec.kind != stage_kind::flat_map) {
-                                    w.add(&counter_shard::emitted);
-                                }
-                                tsan_send(gw, m);
-                                return;
+                    add_admission(tsan_body([this, &st](msg m, gateway_type& gw) {
+                        tsan_receive(this, m);
+                        const shard_writer w = st.counters.owned();
+                        w.add(&counter_shard::arrived);
+                        if (m->kind != msg_kind::value) {
+                            if (st.spec.kind != stage_kind::flat_map) {
+                                w.add(&counter_shard::emitted);
                             }
-                            gw.reserve_wait();
-                            st.pool->submit([this, &st, m, &gw] {
-                                // One of the stage's I/O threads: the shard it owns.
-                                run_stage(st, m, st.counters.owned(io_pool::current_index()));
-                                tsan_send(gw, m);
-                                gw.release_wait();
-                            });
-                        }));
-                    flow::make_edge(*tail, *node);
-                    tail = &flow::output_port<0>(*node);
-                    nodes_.push_back(std::move(node));
-                    in_order = false;
+                            tsan_send(gw, m);
+                            return;
+                        }
+                        gw.reserve_wait();
+                        st.pool->submit([this, &st, m, &gw] {
+                            // One of the stage's I/O threads: the shard it owns.
+                            run_stage(st, m, st.counters.owned(io_pool::current_index()));
+                            tsan_send(gw, m);
+                            gw.release_wait();
+                        });
+                    }));
                 } else {
                     // Input that arrives out of order (after I/O or async stages) waits in a
                     // priority queue, lowest sequence number first, instead of the
@@ -145,17 +161,10 @@ void pipeline_runtime::build_graph() {
                 break;
             }
             case stage_kind::map_async: {
-                using node_t = flow::async_node<msg, msg>;
-                auto node = std::make_unique<node_t>(
-                    g, flow::unlimited, tsan_body([this, &st](msg m, gateway_type& gw) {
-                        tsan_receive(this, m);
-                        async_accept(st, m, gw, st.counters.owned());
-                    }));
-                st.gateway = &node->gateway();
-                flow::make_edge(*tail, *node);
-                tail = &flow::output_port<0>(*node);
-                nodes_.push_back(std::move(node));
-                in_order = false;
+                st.gateway = &add_admission(tsan_body([this, &st](msg m, gateway_type& gw) {
+                    tsan_receive(this, m);
+                    async_accept(st, m, gw, st.counters.owned());
+                }));
                 break;
             }
             case stage_kind::batch:

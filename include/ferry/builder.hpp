@@ -212,7 +212,9 @@ class builder {
     using element_type = T;
 
     /// Applies `f` to every element; up to `options.concurrency` calls run at once (so `f`
-    /// must be safe to call concurrently when that is above 1).
+    /// must be safe to call concurrently when that is above 1). Calls start in the order their
+    /// inputs reach the stage (input order, unless an earlier stage finishes out of order), on
+    /// any executor.
     ///
     /// `f` may take the element's `ferry::item_info` as a second parameter, e.g. to seed its
     /// augmentations with `ferry::item_rng(info)`.
@@ -374,7 +376,9 @@ class builder {
     ///  * `f(T) -> std::future<U>`: ferry polls the futures from one thread of its own;
     ///  * `map_async<U>(f)` with `f(T, ferry::completion<U> done)`: call `done(u)` (or
     ///    `done.fail(e)`) from any thread when the result is ready.
-    /// Retry policies do not apply (the input has been handed over); skip and fail do.
+    /// Retry policies do not apply (the input has been handed over); skip and fail do. `f` is
+    /// called in the order the inputs reach the stage; it should hand the work over and
+    /// return, since a call that waits holds up the calls for the inputs after it.
     template <class U = void, class F>
     [[nodiscard]] auto map_async(F f, stage_options options = {}) const {
         auto fn = std::make_shared<F>(std::move(f));
