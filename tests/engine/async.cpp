@@ -86,15 +86,14 @@ BOOST_AUTO_TEST_CASE(completions_say_when_their_result_is_no_longer_wanted) {
     std::thread helper([&] {
         for (int i = 0; i < 10000 && told.load() < 8; ++i) {
             const std::lock_guard lock(mutex);
-            for (auto& c : pending) {
-                if (c.stop_requested()) {
-                    c.fail(std::make_exception_ptr(ferry::error(ferry::errc::cancelled, "told")));
-                    ++told;
-                }
-            }
-            pending.erase(std::remove_if(pending.begin(), pending.end(),
-                                         [](const auto& c) { return c.stop_requested(); }),
-                          pending.end());
+            // One look per completion: the stop may land between two looks at the same one.
+            const auto told_now = [&](ferry::completion<int>& c) {
+                if (!c.stop_requested()) return false;
+                c.fail(std::make_exception_ptr(ferry::error(ferry::errc::cancelled, "told")));
+                ++told;
+                return true;
+            };
+            pending.erase(std::remove_if(pending.begin(), pending.end(), told_now), pending.end());
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
     });
