@@ -359,6 +359,23 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+    // Zero objects would give curl `-n 0` and rates of nothing; every count is at least 1.
+    for (const auto& [name, value] :
+         {std::pair{"--small", o.small}, std::pair{"--small-kb", o.small_kb},
+          std::pair{"--large", o.large}, std::pair{"--large-mb", o.large_mb},
+          std::pair{"--images", o.images}, std::pair{"--reps", o.reps},
+          std::pair{"--threads", o.threads}}) {
+        if (value < 1) {
+            std::cerr << "http_fetch: " << name << " must be at least 1 (got " << value << ")\n";
+            return 2;
+        }
+    }
+    for (const int n : o.concurrency) {
+        if (n < 1) {
+            std::cerr << "http_fetch: --concurrency levels must be at least 1 (got " << n << ")\n";
+            return 2;
+        }
+    }
     const fs::path root = o.dir / "www";
     const auto small = objects(root, "small", o.small, static_cast<std::size_t>(o.small_kb) * 1000);
     std::vector<std::string> large;
