@@ -3,12 +3,13 @@
 /// A local nginx serving a folder on 127.0.0.1, for the HTTP benchmarks: a real, fast static
 /// server (keep-alive, sendfile, ranges) in a process of its own, so that what the benchmark
 /// measures is the client. Started in the constructor, stopped (SIGTERM, then SIGKILL) in the
-/// destructor; `nginx-light` from Debian.
+/// destructor, and sent SIGTERM by the kernel if the thread that started it ends first (a
+/// benchmark killed or interrupted leaves no server behind); `nginx-light` from Debian.
 #pragma once
 
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,8 +54,17 @@ class nginx_server {
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
-        if (::posix_spawn(&pid_, binary, nullptr, nullptr, argv.data(), environ) != 0) {
-            throw std::runtime_error("cannot start nginx");
+        // fork + exec rather than posix_spawn, for PR_SET_PDEATHSIG; between the two only
+        // system calls (async-signal-safe in a threaded process). nginx runs with `daemon off`,
+        // so the master stays this process's child, and its workers end with it.
+        const pid_t parent = ::getpid();
+        pid_ = ::fork();
+        if (pid_ < 0) throw std::runtime_error("cannot start nginx: fork failed");
+        if (pid_ == 0) {
+            ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+            if (::getppid() != parent) ::_exit(127);  // the parent ended before the prctl
+            ::execv(binary, argv.data());
+            ::_exit(127);
         }
         // Ready once it accepts a connection (at most 10 s).
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);

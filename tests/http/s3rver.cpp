@@ -8,7 +8,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,7 +25,6 @@
 #include "../support/expect.hpp"
 #include "s3_support.hpp"
 
-extern char** environ;
 
 namespace {
 
@@ -58,7 +57,8 @@ bool accepts(int port) {
 
 /// s3rver on 127.0.0.1:<port> over a fresh folder, for the object's lifetime: started in its
 /// constructor (which waits until it accepts connections, at most 30 s), stopped in its
-/// destructor (SIGTERM, then SIGKILL after 5 s).
+/// destructor (SIGTERM, then SIGKILL after 5 s), or by the kernel (SIGTERM) if the thread that
+/// started it ends first.
 class s3rver {
   public:
     s3rver() : port_(free_port()) {
@@ -71,9 +71,17 @@ class s3rver {
         std::vector<const char*> argv{
             FERRY_TEST_S3RVER, "-d",       dir.c_str(), "-a", "127.0.0.1", "-p",
             port.c_str(),      "--silent", nullptr};
-        if (::posix_spawn(&pid_, FERRY_TEST_S3RVER, nullptr, nullptr,
-                          const_cast<char* const*>(argv.data()), environ) != 0) {
-            throw std::runtime_error("cannot start " FERRY_TEST_S3RVER);
+        // fork + exec rather than posix_spawn, for PR_SET_PDEATHSIG: a test process that
+        // crashes or is killed by ctest's timeout takes the server with it. Between the two
+        // only system calls (async-signal-safe in a threaded process).
+        const pid_t parent = ::getpid();
+        pid_ = ::fork();
+        if (pid_ < 0) throw std::runtime_error("cannot start " FERRY_TEST_S3RVER ": fork failed");
+        if (pid_ == 0) {
+            ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+            if (::getppid() != parent) ::_exit(127);  // the parent ended before the prctl
+            ::execv(FERRY_TEST_S3RVER, const_cast<char* const*>(argv.data()));
+            ::_exit(127);
         }
         const auto deadline = std::chrono::steady_clock::now() + 30s;
         while (!accepts(port_)) {
