@@ -21,7 +21,10 @@
 ///
 /// Usage: http_fetch [--dir D] [--small N] [--small-kb K] [--large N] [--large-mb M]
 ///                   [--concurrency 1,8,64,256] [--images N] [--reps R] [--threads T]
-///                   [--no-large] [--no-shards]
+///                   [--no-large] [--no-shards] [--host-cache-mb M]
+///
+/// `--host-cache-mb M`: `ferry::set_host_cache_limit(M MiB)` first, so that freed bodies are
+/// reused instead of fresh pages (default: the library's limit).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -62,6 +65,7 @@ struct options {
     int threads = 2;
     bool run_large = true;
     bool run_shards = true;
+    int host_cache_mb = -1;  ///< -1: the library's default
 };
 
 double median(std::vector<double> v) {
@@ -352,10 +356,12 @@ int main(int argc, char** argv) {
             o.run_large = false;
         else if (a == "--no-shards")
             o.run_shards = false;
+        else if (a == "--host-cache-mb")
+            o.host_cache_mb = std::stoi(next());
         else {
             std::cerr << "usage: http_fetch [--dir D] [--small N] [--small-kb K] [--large N] "
                          "[--large-mb M] [--concurrency 1,8,64,256] [--images N] [--reps R] "
-                         "[--threads T] [--no-large] [--no-shards]\n";
+                         "[--threads T] [--no-large] [--no-shards] [--host-cache-mb M]\n";
             return 2;
         }
     }
@@ -376,6 +382,9 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+    if (o.host_cache_mb >= 0) {
+        ferry::set_host_cache_limit(static_cast<std::size_t>(o.host_cache_mb) << 20);
+    }
     const fs::path root = o.dir / "www";
     const auto small = objects(root, "small", o.small, static_cast<std::size_t>(o.small_kb) * 1000);
     std::vector<std::string> large;
@@ -383,7 +392,8 @@ int main(int argc, char** argv) {
         large = objects(root, "large", o.large, static_cast<std::size_t>(o.large_mb) << 20);
     }
     ferry_perf::nginx_server server(root, o.dir / "nginx", 1);
-    std::printf("nginx (1 worker) on %s; %d reps, medians\n", server.base().c_str(), o.reps);
+    std::printf("nginx (1 worker) on %s; %d reps, medians; host cache %zu MiB\n",
+                server.base().c_str(), o.reps, ferry::host_cache_limit() >> 20);
     run_objects(o, server.base(), small, static_cast<std::size_t>(o.small_kb) * 1000,
                 o.concurrency);
     if (o.run_large) {
