@@ -9,7 +9,6 @@
 
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +20,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "../tests/support/tied_child.hpp"
 
 namespace ferry_perf {
 
@@ -54,18 +55,10 @@ class nginx_server {
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
-        // fork + exec rather than posix_spawn, for PR_SET_PDEATHSIG; between the two only
-        // system calls (async-signal-safe in a threaded process). nginx runs with `daemon off`,
-        // so the master stays this process's child, and its workers end with it.
-        const pid_t parent = ::getpid();
-        pid_ = ::fork();
+        // nginx runs with `daemon off`, so the master stays this process's child, and its
+        // workers end with it.
+        pid_ = ferry_test::spawn_tied(binary, argv.data());
         if (pid_ < 0) throw std::runtime_error("cannot start nginx: fork failed");
-        if (pid_ == 0) {
-            ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-            if (::getppid() != parent) ::_exit(127);  // the parent ended before the prctl
-            ::execv(binary, argv.data());
-            ::_exit(127);
-        }
         // Ready once it accepts a connection (at most 10 s).
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         while (!accepts()) {

@@ -8,7 +8,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,8 +22,8 @@
 #include <vector>
 
 #include "../support/expect.hpp"
+#include "../support/tied_child.hpp"
 #include "s3_support.hpp"
-
 
 namespace {
 
@@ -71,18 +70,10 @@ class s3rver {
         std::vector<const char*> argv{
             FERRY_TEST_S3RVER, "-d",       dir.c_str(), "-a", "127.0.0.1", "-p",
             port.c_str(),      "--silent", nullptr};
-        // fork + exec rather than posix_spawn, for PR_SET_PDEATHSIG: a test process that
-        // crashes or is killed by ctest's timeout takes the server with it. Between the two
-        // only system calls (async-signal-safe in a threaded process).
-        const pid_t parent = ::getpid();
-        pid_ = ::fork();
+        // Tied to this thread: a test process that crashes or is killed by ctest's timeout
+        // takes the server with it.
+        pid_ = ferry_test::spawn_tied(FERRY_TEST_S3RVER, const_cast<char* const*>(argv.data()));
         if (pid_ < 0) throw std::runtime_error("cannot start " FERRY_TEST_S3RVER ": fork failed");
-        if (pid_ == 0) {
-            ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-            if (::getppid() != parent) ::_exit(127);  // the parent ended before the prctl
-            ::execv(FERRY_TEST_S3RVER, const_cast<char* const*>(argv.data()));
-            ::_exit(127);
-        }
         const auto deadline = std::chrono::steady_clock::now() + 30s;
         while (!accepts(port_)) {
             int status = 0;
