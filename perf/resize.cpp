@@ -16,6 +16,10 @@
 /// to 224x224. OpenCV runs on the calling thread, as ferry sets it. Each cell is the median of
 /// `--reps` timed repetitions; the ratio is the baseline's time over ferry's.
 ///
+/// A second table times the bilinear resize without antialiasing on the same cases:
+/// `cv::resize(..., INTER_LINEAR)` against `ferry::ops::resize` (`interpolation::bilinear`, the
+/// AVX2 kernel of ops/image/bilinear_x86.cpp where it applies, OpenCV beyond a ~3x reduction).
+///
 /// Usage: resize [--reps R] [--iters N]
 ///   --reps   timed repetitions per cell (default 5)
 ///   --iters  images resized per repetition (default 200)
@@ -147,6 +151,8 @@ struct row {
     double area = 0;
     double box_area = 0;
     double ferry = 0;
+    double linear = 0;        ///< cv::resize INTER_LINEAR
+    double ferry_linear = 0;  ///< ferry's bilinear resize
 };
 
 }  // namespace
@@ -188,6 +194,13 @@ int main(int argc, char** argv) {
         r.ferry = median_us(reps, iters, [&](int) {
             sink = ferry::ops::resize(src, side, side, ferry::interpolation::antialias).data()[0];
         });
+        r.linear = median_us(reps, iters, [&](int) {
+            cv::resize(m, dst, target, 0, 0, cv::INTER_LINEAR);
+            sink = dst.data[0];
+        });
+        r.ferry_linear = median_us(reps, iters, [&](int) {
+            sink = ferry::ops::resize(src, side, side, ferry::interpolation::bilinear).data()[0];
+        });
         rows.push_back(r);
     }
 
@@ -219,6 +232,14 @@ int main(int argc, char** argv) {
                                                    {.interp = ferry::interpolation::antialias})
                        .data()[0];
         });
+        r.linear = median_us(reps, iters, [&](int i) {
+            cv::resize(roi(i), dst, target, 0, 0, cv::INTER_LINEAR);
+            sink = dst.data[0];
+        });
+        r.ferry_linear = median_us(reps, iters, [&](int i) {
+            std::mt19937_64 rng(static_cast<std::uint64_t>(i) % boxes.size());
+            sink = ferry::ops::random_resized_crop(src, side, side, rng).data()[0];
+        });
         rows.push_back(r);
     }
     (void)sink;
@@ -231,6 +252,13 @@ int main(int argc, char** argv) {
     for (const row& r : rows) {
         std::printf("| %s | %.1f | %.1f | %.1f | %.2fx | %.2fx |\n", r.name.c_str(), r.area,
                     r.box_area, r.ferry, r.area / r.ferry, r.box_area / r.ferry);
+    }
+    std::printf("\nBilinear resize (no antialiasing), RGB, CPU microseconds per image\n\n");
+    std::printf(
+        "| case | cv INTER_LINEAR | ferry bilinear | vs INTER_LINEAR |\n|---|---|---|---|\n");
+    for (const row& r : rows) {
+        std::printf("| %s | %.1f | %.1f | %.2fx |\n", r.name.c_str(), r.linear, r.ferry_linear,
+                    r.linear / r.ferry_linear);
     }
     return 0;
 }

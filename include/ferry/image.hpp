@@ -93,7 +93,11 @@ class FERRY_API image {
 /// Resampling filters.
 enum class interpolation : std::uint8_t {
     nearest,
-    bilinear,  ///< the default; like OpenCV's INTER_LINEAR it does not antialias
+    /// The default; OpenCV's INTER_LINEAR geometry, no antialiasing. 3-channel images go
+    /// through ferry's AVX2 kernel where the CPU has AVX2 and the reduction is under ~3x
+    /// (about twice as fast as cv::resize; within one level of it, mean ~0.13); the rest is
+    /// cv::resize itself.
+    bilinear,
     bicubic,
     area,  ///< averages the source pixels each output pixel covers: antialiases strong
            ///< downscales (use it where Pillow/torchvision would antialias)

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "bilinear.hpp"
 #include "ferry/error.hpp"
 #include "mirror.hpp"
 #include "resample.hpp"
@@ -101,8 +102,13 @@ pixel_view region_of(const image& img, const crop_box& box) {
 image resample_view(const pixel_view& v, pixel_format format, int width, int height,
                     interpolation interp) {
     if (interp == interpolation::antialias) return resample_antialias(v, format, width, height);
-    opencv_on_the_calling_thread();
     image out(width, height, format);
+    // Bilinear RGB in AVX2 where it applies: ~2x faster than cv::resize, within a level of it.
+    if (interp == interpolation::bilinear &&
+        bilinear_detail::resize_rgb(v, out.data().data(), out.row_bytes(), width, height)) {
+        return out;
+    }
+    opencv_on_the_calling_thread();
     cv::Mat dst = view(out);
     // Straight from the pixels (an OpenCV header over them), without copying them first.
     const cv::Mat src(v.height, v.width, CV_8UC(v.channels),
