@@ -101,7 +101,10 @@ bool make_plan(plan& p, int src_w, int dst_w) {
     p.pairs.resize(static_cast<std::size_t>(groups / 2));
     p.read_end = 0;
     for (int g = 0; g < groups; ++g) {
-        const int b = p.left[static_cast<std::size_t>(4 * g)];
+        // The group's first source byte: in an enlargement a later value can come from an
+        // earlier byte (the next pixel's first channel from the same source pixel).
+        int b = p.left[static_cast<std::size_t>(4 * g)];
+        for (int k = 1; k < 4; ++k) b = std::min(b, p.left[static_cast<std::size_t>(4 * g + k)]);
         p.base[static_cast<std::size_t>(g)] = b;
         // Of each four groups, the first and third share an entry (low and high lane), the
         // second and fourth the next: _mm256_packs_epi32 of the two then leaves the four
