@@ -249,14 +249,20 @@ bool read_rows(decoder_state& s, const row_output& o, bool strict, bool check_re
     if (setjmp(s.jump)) return false;
     j_decompress_ptr d = &s.cinfo;
     JSAMPROW row = o.scratch;
-    for (JDIMENSION y = 0; y < o.drop_rows; ++y) {
-        if (jpeg_read_scanlines(d, &row, 1) != 1) ERREXIT(d, JERR_INPUT_EMPTY);
-    }
     // The row pointers, set once: a call returns a few rows (an iMCU row at most), and setting
     // every pointer left before each call costs ~2% of a region decode.
     for (int k = 0; k < o.chunk; ++k) {
         o.pointers[k] = o.direct ? o.out + static_cast<std::size_t>(k) * o.row_bytes
                                  : o.scratch + static_cast<std::size_t>(k) * o.scratch_row;
+    }
+    // Rows above the region that cannot be skipped are read into the region's own rows, which
+    // the region overwrites next: several per call, as libjpeg makes them (the merged upsampler
+    // makes two at a time, and one row per call would have it copy every other row aside).
+    for (JDIMENSION y = 0; y < o.drop_rows;) {
+        const auto n = std::min(static_cast<JDIMENSION>(o.chunk), o.drop_rows - y);
+        const JDIMENSION got = jpeg_read_scanlines(d, o.pointers, n);
+        if (got == 0) ERREXIT(d, JERR_INPUT_EMPTY);
+        y += got;
     }
     for (int y = 0; y < o.rows;) {
         const int n = std::min(o.chunk, o.rows - y);
