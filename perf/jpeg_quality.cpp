@@ -235,6 +235,8 @@ int main(int argc, char** argv) {
             make_variant("region decode, scale_slack 0.25", rrc({.scale_slack = 0.25}), 0));
         crop.push_back(make_variant("region decode, fast + scale_slack 0.1",
                                     rrc({.scale_slack = 0.1, .fast = true}), 0));
+        crop.push_back(make_variant("region decode, fast + scale_slack 0.25",
+                                    rrc({.scale_slack = 0.25, .fast = true}), 0));
         report(title + ", RandomResizedCrop 224 (" +
                    (interp == ferry::interpolation::antialias ? "antialias" : "bilinear") + ")",
                files, crop, reps);
