@@ -19,6 +19,8 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #define FERRY_BILINEAR_X86 1
 #include <immintrin.h>
+
+#include "x86_cpu.hpp"
 #endif
 
 namespace ferry::ops::bilinear_detail {
@@ -130,14 +132,6 @@ bool make_plan(plan& p, int src_w, int dst_w) {
     return true;
 }
 
-bool has_avx2() {
-    static const bool yes = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") != 0;
-    }();
-    return yes;
-}
-
 /// 16 bytes from `row + a` and 16 from `row + b`, in the low and high lane.
 __attribute__((target("avx2"))) inline __m256i load2(const std::uint8_t* row, int a, int b) {
     const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + a));
@@ -214,7 +208,7 @@ __attribute__((target("avx2"))) void vertical_row(const std::int16_t* h0, const 
 bool resize_rgb(const pixel_view& src, std::uint8_t* out, std::size_t out_stride, int width,
                 int height) {
     if (src.channels != 3 || width <= 0 || height <= 0 || src.width <= 0 || src.height <= 0 ||
-        !has_avx2()) {
+        !x86::has_avx2()) {
         return false;
     }
     // Exactly half in both directions, cv::resize averages 2x2 blocks (its INTER_AREA fast path,

@@ -11,11 +11,17 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "x86_cpu.hpp"
 #define FERRY_MIRROR_X86 1
 #endif
 
 namespace ferry::ops {
 namespace {
+
+#ifdef FERRY_MIRROR_X86
+using x86::has_ssse3;
+#endif
 
 /// Pixels [from, to) of the mirrored row, one at a time.
 void mirror_pixels(const std::uint8_t* src, std::uint8_t* dst, int width, int channels, int from,
@@ -28,14 +34,6 @@ void mirror_pixels(const std::uint8_t* src, std::uint8_t* dst, int width, int ch
 }
 
 #ifdef FERRY_MIRROR_X86
-bool has_ssse3() {
-    static const bool yes = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("ssse3") != 0;
-    }();
-    return yes;
-}
-
 /// An RGB row: output pixels 4k .. 4k + 3 are source pixels w - 4k - 4 .. w - 4k - 1 reversed.
 /// Each block loads and stores 16 bytes for its 12; the 4 extra bytes read lie inside the row
 /// (the block to the right of it), and the 4 extra written are the next output pixels, which the

@@ -13,8 +13,13 @@
 #include <cstring>
 #include <vector>
 
+#include "x86_cpu.hpp"
+
 namespace ferry::ops::resample_detail {
 namespace {
+
+using x86::has_avx2;
+using x86::has_ssse3;
 
 // SSE2 has no 32-bit multiply, but _mm_madd_epi16 multiplies int16 pairs and adds each pair into
 // an int32: two taps at once. A 22-bit coefficient does not fit in int16, so it is split,
@@ -200,22 +205,6 @@ __attribute__((target("avx2"))) int horizontal_row_avx2(const std::uint8_t* in, 
         store_pixel(_mm256_extracti128_si256(bytes, 1), out, xx + 1, out_width, c);
     }
     return xx;
-}
-
-bool has_ssse3() {
-    static const bool yes = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("ssse3") != 0;
-    }();
-    return yes;
-}
-
-bool has_avx2() {
-    static const bool yes = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") != 0;
-    }();
-    return yes;
 }
 
 /// The vertical pass of one output row from byte `from`, 16 bytes at a time (any channel count:

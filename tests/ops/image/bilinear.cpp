@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "support.hpp"
+#include "transforms_support.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ops_test;
@@ -35,9 +35,7 @@ std::string describe(ferry::image_size from, ferry::image_size to) {
 }
 
 cv::Mat cv_linear(const cv::Mat& m, int width, int height) {
-    cv::Mat out;
-    cv::resize(m, out, cv::Size(width, height), 0, 0, cv::INTER_LINEAR);
-    return out;
+    return transforms_test::cv_resize(m, width, height, cv::INTER_LINEAR);
 }
 
 }  // namespace bilinear_test

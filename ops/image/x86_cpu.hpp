@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Which x86 SIMD extensions the CPU running ferry has, for the image kernels that choose
+/// their loops at run time (mirror.cpp, resample_x86.cpp, bilinear_x86.cpp: the library is
+/// built for baseline x86-64). Internal to ops/; only for x86-64 builds with GCC or Clang.
+#pragma once
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+namespace ferry::ops::x86 {
+
+/// Whether the CPU has SSSE3 (asked once).
+inline bool has_ssse3() {
+    static const bool yes = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("ssse3") != 0;
+    }();
+    return yes;
+}
+
+/// Whether the CPU has AVX2 (asked once).
+inline bool has_avx2() {
+    static const bool yes = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") != 0;
+    }();
+    return yes;
+}
+
+}  // namespace ferry::ops::x86
+
+#endif
