@@ -24,17 +24,6 @@ auto counting_source(std::atomic<int>& pulled, int n = items) {
     };
 }
 
-/// Waits (at most `prompt`) until `done()`; true when it came.
-template <class F>
-bool wait_until(F done) {
-    const auto deadline = steady::now() + prompt;
-    while (!done()) {
-        if (steady::now() > deadline) return false;
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
-}
-
 /// Holds the first item's call a while (at most 50 ms) for more than `n` items to be pulled:
 /// without fast_start they are, at once; with it, never before the first output is taken.
 void linger_unless_pulled(const std::atomic<int>& pulled, int n) {

@@ -37,9 +37,14 @@ struct stall_samples {
     std::uint64_t produced_half = 0;  ///< source items pulled at the window's middle
 };
 
+/// The window starts once the source has produced `parked_at_least` items (`in_flight` plus
+/// the consumer's held ones: where the limiter parks it), so that a slow machine's fill does not
+/// fall inside it; a fill that never gets there fails the test.
 template <class P>
-stall_samples sample_stall(P& p, long before) {
+stall_samples sample_stall(P& p, long before, std::uint64_t parked_at_least) {
     stall_samples out;
+    BOOST_TEST(wait_until([&] { return p.stats().produced >= parked_at_least; }),
+               "produced " << p.stats().produced << " of " << parked_at_least);
     const auto t0 = steady::now();
     bool second_half = false;
     while (since(t0) < 200ms) {
@@ -76,7 +81,7 @@ BOOST_DATA_TEST_CASE(stalled_consumer_keeps_live_items_bounded, bdata::make({1, 
                      .build({.threads = 2, .in_flight = in_flight});
         const auto first = p.next();
         BOOST_TEST(first.value().value == 0);
-        const stall_samples live = sample_stall(p, before);
+        const stall_samples live = sample_stall(p, before, in_flight + 1);
         BOOST_TEST(live.settled >= 1);
         BOOST_TEST(live.most <= static_cast<long>(in_flight + stall_allowance(1)),
                    "most live " << live.most);
@@ -103,7 +108,7 @@ BOOST_AUTO_TEST_CASE(stalled_consumer_of_batches_keeps_live_items_bounded) {
                      .build({.threads = 2, .in_flight = in_flight});
         const auto first = p.next();
         BOOST_TEST(first.value().size() == 8u);
-        const stall_samples live = sample_stall(p, before);
+        const stall_samples live = sample_stall(p, before, in_flight + 8);
         BOOST_TEST(live.most <= static_cast<long>(in_flight + stall_allowance(8)),
                    "most live " << live.most);
         BOOST_TEST(live.steady, "live elements changed while the consumer was stalled");

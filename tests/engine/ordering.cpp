@@ -344,8 +344,10 @@ BOOST_AUTO_TEST_CASE(a_late_item_from_an_io_stage_is_taken_before_those_read_aft
     const auto at =
         static_cast<std::size_t>(std::find(taken.begin(), taken.end(), 2) - taken.begin());
     BOOST_TEST_INFO("item 2 taken " << at << "th, " << taken_before << " taken when it came");
-    // Between its hand-off and its start, at most the calls already being pulled in.
-    BOOST_TEST(at <= taken_before + 2);
+    // Between its hand-off and its start, only the calls the stage (1 ms each) starts while the
+    // I/O thread hands item 2 on: a few, more where that thread is preempted (ASan, a loaded
+    // machine), while taken in read order it would come ~60th.
+    BOOST_TEST(at <= taken_before + 16);
     // Everything after it is taken in source order (it was all waiting).
     BOOST_TEST(std::is_sorted(taken.begin() + static_cast<std::ptrdiff_t>(at), taken.end()));
 }

@@ -79,6 +79,18 @@ inline constexpr std::chrono::milliseconds prompt_margin{100 * slowdown};
 /// promise then ends in a failed check, not a hang. Not a performance limit.
 inline constexpr auto bounded_wait = std::chrono::seconds(5);
 
+/// Polls `pred()` every millisecond until it holds or `limit` passes; true when it held. For
+/// what a test can observe only by looking (a flag, a count), without a hang when it never comes.
+template <class P>
+bool wait_until(P pred, steady::duration limit = bounded_wait) {
+    const auto deadline = steady::now() + limit;
+    while (!pred()) {
+        if (steady::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
 /// A count that threads wait on: a latch that cannot hang a test.
 class waitable_count {
   public:

@@ -16,16 +16,8 @@ using namespace ferry_test;
 
 namespace {
 
-/// Waits (up to 20 s) until `pred()` holds; returns whether it did.
-template <class P>
-bool wait_until(P pred) {
-    const auto until = steady::now() + std::chrono::seconds(20);
-    while (!pred()) {
-        if (steady::now() >= until) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return true;
-}
+/// How long these cases wait for a call to hang or give up (their calls wait up to 20 s).
+constexpr auto long_wait = std::chrono::seconds(20);
 
 /// A call that runs until asked to stop (or `limit` passes), then throws `cancelled`; counts
 /// how often it saw the request.
@@ -151,7 +143,7 @@ BOOST_AUTO_TEST_CASE(retry_runs_a_fresh_attempt_after_a_timeout) {
         BOOST_TEST(r.failed == 0U);
         BOOST_TEST(attempts.of(2) == 2);
         check_complete_accounting(s);
-        BOOST_TEST(wait_until([&] { return gave_up.load() == 1; }));
+        BOOST_TEST(wait_until([&] { return gave_up.load() == 1; }, long_wait));
     }
 }
 
@@ -240,13 +232,13 @@ BOOST_AUTO_TEST_CASE(leaving_an_epoch_lets_go_of_a_hanging_timed_call) {
         if (++seen == 2) {
             // Items 0 and 1 may arrive before item 3's call starts (a slow machine, ASan):
             // leave once it hangs, or the next epoch would make the hanging call instead.
-            BOOST_REQUIRE(wait_until([&] { return hanging.load(); }));
+            BOOST_REQUIRE(wait_until([&] { return hanging.load(); }, long_wait));
             t0 = steady::now();  // what is timed: leaving
             break;
         }
     }
     BOOST_TEST(since(t0) < prompt);
-    BOOST_TEST(wait_until([&] { return gave_up.load() == 1; }));
+    BOOST_TEST(wait_until([&] { return gave_up.load() == 1; }, long_wait));
     BOOST_TEST(drain(p) == iota(10), boost::test_tools::per_element());
     check_accounting(p.stats());
 }
@@ -284,10 +276,12 @@ BOOST_AUTO_TEST_CASE(a_head_of_line_stall_names_the_stage_and_item) {
     std::vector<int> got;
     std::thread consumer([&] { got = drain(p); });
     ferry::pipeline_stats s;
-    const bool stalled = wait_until([&] {
-        s = p.stats();
-        return s.consumer_waiting >= 300ms && !s.stall().empty();
-    });
+    const bool stalled = wait_until(
+        [&] {
+            s = p.stats();
+            return s.consumer_waiting >= 300ms && !s.stall().empty();
+        },
+        long_wait);
     release = true;
     consumer.join();
     BOOST_REQUIRE(stalled);
