@@ -81,11 +81,20 @@ struct plan {
     int read_end = 0;     ///< bytes from a row's start that the SIMD loads read
     std::vector<tap> x_taps;
     std::vector<tap> y_taps;
+    // What the tables were made for: a call with the same sizes as the last one on its thread
+    // (a dataset of same-sized images) reuses them.
+    int x_from = -1;
+    int x_to = -1;
+    bool x_ok = false;
+    int y_from = -1;
+    int y_to = -1;
 };
 
 /// Builds `p` for rows of `src_w` pixels to `dst_w`; false where a group's bytes do not fit in
 /// 16.
 bool make_plan(plan& p, int src_w, int dst_w) {
+    if (p.x_from == src_w && p.x_to == dst_w) return p.x_ok;
+    p.x_from = -1;  // until the tables are whole
     map_axis(src_w, dst_w, h_bits, p.x_taps);
     const int values = dst_w * 3;
     p.left.resize(static_cast<std::size_t>(values));
@@ -118,7 +127,12 @@ bool make_plan(plan& p, int src_w, int dst_w) {
             const auto j = static_cast<std::size_t>(4 * g + k);
             const int l = p.left[j] - b;
             const int r = p.right[j] - b;
-            if (l < 0 || r > 15) return false;
+            if (l < 0 || r > 15) {
+                p.x_from = src_w;
+                p.x_to = dst_w;
+                p.x_ok = false;
+                return false;
+            }
             // Each source byte becomes an int16: the byte, then a zero (index 0x80 gives 0).
             e.shuffle[half + 4 * k] = static_cast<std::uint8_t>(l);
             e.shuffle[half + 4 * k + 1] = 0x80;
@@ -129,6 +143,9 @@ bool make_plan(plan& p, int src_w, int dst_w) {
         }
         p.read_end = std::max(p.read_end, b + 16);
     }
+    p.x_from = src_w;
+    p.x_to = dst_w;
+    p.x_ok = true;
     return true;
 }
 
@@ -219,7 +236,12 @@ bool resize_rgb(const pixel_view& src, std::uint8_t* out, std::size_t out_stride
     thread_local std::vector<std::int16_t> rows[2];
     thread_local std::vector<std::uint8_t> padded;
     if (!make_plan(p, src.width, width)) return false;
-    map_axis(src.height, height, v_bits, p.y_taps);
+    if (p.y_from != src.height || p.y_to != height) {
+        p.y_from = -1;
+        map_axis(src.height, height, v_bits, p.y_taps);
+        p.y_from = src.height;
+        p.y_to = height;
+    }
     const int values = width * 3;
     const auto row_bytes = static_cast<std::size_t>(src.width) * 3;
     for (auto& r : rows) r.resize(static_cast<std::size_t>(values));
