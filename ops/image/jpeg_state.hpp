@@ -16,6 +16,7 @@
 #include <string>
 
 #include "codecs.hpp"
+#include "jpeg_huffman.hpp"
 
 namespace ferry::ops::codec::jpeg {
 
@@ -32,6 +33,7 @@ struct decoder_state {
     bool data_ended = false;  ///< the bytes ran out (libjpeg went on with a fake EOI marker)
     bool created = false;     ///< jpeg_create_decompress succeeded: destroy it
     char message[JMSG_LENGTH_MAX] = {};
+    huffman_decoder huffman;  ///< ferry's entropy decoder, where it covers the scan
 
     decoder_state() = default;
     decoder_state(const decoder_state&) = delete;

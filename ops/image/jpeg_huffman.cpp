@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// ferry's baseline Huffman decoder in libjpeg-turbo's place (jpeg_huffman.hpp).
+///
+/// It follows libjpeg's decoding (ITU-T T.81 F.2.2) step for step, so that the coefficients,
+/// and the bytes it reads, are libjpeg's: DC differences added to the component's last DC
+/// value, AC coefficients stored in natural order (a corrupt run past the 64th is clamped to
+/// the last, as libjpeg's extended order table does), a code not in the table read as 17 bits
+/// and the symbol 0, and after a marker, zero bits. What changes is the cost per coefficient:
+/// one lookup of the next 10 bits gives the code's length, the zero run and the value, for
+/// every coefficient whose code and value bits fit in 10 bits (most of them in a photograph).
+#include "jpeg_huffman.hpp"
+
+#include <jerror.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace ferry::ops::codec::jpeg {
+namespace {
+
+constexpr int look = huffman_table::lookahead;
+
+/// Entry kinds (bits 12-13 of huffman_table::fast).
+constexpr std::int32_t kind_mask = 3 << 12;
+constexpr std::int32_t complete = 0;  ///< code and value bits: consume, skip the run, store
+constexpr std::int32_t end_of_block = 1 << 12;  ///< EOB (any AC symbol with no value bits but ZRL)
+constexpr std::int32_t partial = 2 << 12;       ///< code only: the value bits follow
+constexpr std::int32_t long_code = 3 << 12;     ///< longer than the look-ahead
+
+/// Zigzag position to natural (row-major) position, with 16 extra entries for a corrupt run
+/// that passes the end (libjpeg's jpeg_natural_order does the same).
+constexpr std::uint8_t natural[80] = {
+    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33,
+    40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36,
+    29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54,
+    47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+
+/// The signed value of the `s` bits `v` of a category-`s` coefficient (T.81 F.12; libjpeg's
+/// HUFF_EXTEND).
+constexpr int extend(int v, int s) {
+    return v < (1 << (s - 1)) ? v - (1 << s) + 1 : v;
+}
+
+constexpr std::int32_t entry(int len, int run, std::int32_t kind, int value) {
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(value) << 16) | kind | (run << 8) |
+           len;
+}
+
+/// Fills `out` from libjpeg's table `t` (whose counts libjpeg's own decoder has validated when
+/// the scan started). False for a table it cannot use.
+bool build(const JHUFF_TBL& t, bool is_dc, huffman_table& out) {
+    for (std::int32_t& e : out.fast) e = long_code;
+    std::memcpy(out.symbols, t.huffval, sizeof out.symbols);
+    int p = 0;
+    std::uint32_t code = 0;
+    for (int l = 1; l <= 16; ++l) {
+        const int n = t.bits[l];
+        if (p + n > 256) return false;
+        out.valoffset[l] = p - static_cast<std::int32_t>(code);
+        out.maxcode[l] = n == 0 ? -1 : static_cast<std::int32_t>(code + n - 1);
+        for (int i = 0; i < n; ++i, ++p, ++code) {
+            if (code >= (1U << l)) return false;
+            if (l > look) continue;
+            const int sym = t.huffval[p];
+            const int run = is_dc ? 0 : sym >> 4;
+            const int s = is_dc ? sym : sym & 15;
+            if (s > 15) return false;
+            const int spare = look - l;  // bits after the code in a look-ahead
+            for (int j = 0; j < (1 << spare); ++j) {
+                std::int32_t e = 0;
+                if (s == 0 && !is_dc && run != 15) {
+                    e = entry(l, 0, end_of_block, 0);
+                } else if (s == 0) {
+                    e = entry(l, run, complete, 0);  // DC difference 0, or ZRL (16 zeros)
+                } else if (s <= spare) {
+                    const int v = (j >> (spare - s)) & ((1 << s) - 1);
+                    e = entry(l + s, run, complete, extend(v, s));
+                } else {
+                    e = entry(l, 0, partial, sym);
+                }
+                out.fast[(code << spare) | static_cast<std::uint32_t>(j)] = e;
+            }
+        }
+        code <<= 1;
+    }
+    out.maxcode[17] = 0x7FFFFFFF;  // every 17-bit code ends the search: a bad code
+    out.valoffset[17] = 0;
+    return true;
+}
+
+using reader_t = huffman_decoder::bit_reader;
+
+/// Whether any byte of `w` is 0xFF.
+inline bool has_ff(std::uint64_t w) {
+    const std::uint64_t v = ~w;
+    return ((v - 0x0101010101010101ULL) & w & 0x8080808080808080ULL) != 0;
+}
+
+inline std::uint64_t load_be64(const std::uint8_t* p) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, 8);
+    return __builtin_bswap64(w);
+}
+
+/// The next byte of the source, asking it for more when its buffer is used up (the memory
+/// source then warns JWRN_JPEG_EOF and gives a fake EOI marker). -1 when it has none.
+int source_byte(reader_t& r, j_decompress_ptr cinfo) {
+    if (r.next == r.end) {
+        cinfo->src->next_input_byte = r.next;
+        cinfo->src->bytes_in_buffer = 0;
+        if ((*cinfo->src->fill_input_buffer)(cinfo) == FALSE || cinfo->src->bytes_in_buffer == 0) {
+            return -1;
+        }
+        r.next = cinfo->src->next_input_byte;
+        r.end = r.next + cinfo->src->bytes_in_buffer;
+        r.fast_end = r.next;  // no 8-byte loads from a source's refilled buffer
+    }
+    return *r.next++;
+}
+
+/// Refills `r` byte by byte to more than 56 bits, as libjpeg's jpeg_fill_bit_buffer does:
+/// 0xFF 0x00 is a 0xFF byte (after any number of padding 0xFF), 0xFF then anything else is a
+/// marker, which ends the data: libjpeg gets it as `unread_marker`, and zeros follow.
+reader_t refill_slow(reader_t r, j_decompress_ptr cinfo) {
+    while (r.bits <= 56) {
+        if (r.at_marker) {
+            r.bits += 8;
+            r.fake += 8;
+            continue;
+        }
+        int c = source_byte(r, cinfo);
+        if (c == 0xFF) {
+            do {
+                c = source_byte(r, cinfo);
+            } while (c == 0xFF);
+            if (c == 0) {
+                c = 0xFF;
+            } else {
+                if (c > 0) cinfo->unread_marker = c;
+                r.at_marker = true;
+                r.fast_end = r.next;
+                // Nothing but zeros below the valid bits from here on.
+                r.acc = r.bits == 0 ? 0 : r.acc & (~std::uint64_t{0} << (64 - r.bits));
+                continue;
+            }
+        } else if (c < 0) {
+            r.at_marker = true;
+            r.fast_end = r.next;
+            r.acc = r.bits == 0 ? 0 : r.acc & (~std::uint64_t{0} << (64 - r.bits));
+            continue;
+        }
+        r.acc |= static_cast<std::uint64_t>(c) << (56 - r.bits);
+        r.bits += 8;
+    }
+    return r;
+}
+
+/// At least 32 valid bits in `r` (a code of up to 17 bits and 15 value bits).
+inline void refill(reader_t& r, j_decompress_ptr cinfo) {
+    if (r.bits >= 32) return;
+    if (r.fast_end - r.next >= 8) {
+        const std::uint64_t w = load_be64(r.next);
+        if (!has_ff(w)) {
+            // Whole bytes up to 56-63 bits; the bits below are the next bytes' own, which the
+            // next refill ORs in at the same place again.
+            r.acc |= w >> r.bits;
+            r.next += (63 - r.bits) >> 3;
+            r.bits |= 56;
+            return;
+        }
+    }
+    r = refill_slow(r, cinfo);
+}
+
+inline int take(reader_t& r, int n) {
+    const auto v = static_cast<int>(r.acc >> (64 - n));
+    r.acc <<= n;
+    r.bits -= n;
+    return v;
+}
+
+/// The symbol of a code longer than the look-ahead (T.81 F.16), or 0 for a code that is in no
+/// table (after 17 bits, as libjpeg).
+inline int decode_long(reader_t& r, const huffman_table& t, bool& bad) {
+    const auto top = static_cast<std::int32_t>(r.acc >> 47);  // 17 bits
+    int l = look + 1;
+    std::int32_t code = top >> (17 - l);
+    while (code > t.maxcode[l]) {
+        ++l;
+        code = top >> (17 - l);
+    }
+    r.acc <<= l;
+    r.bits -= l;
+    if (l > 16) {
+        bad = true;
+        return 0;
+    }
+    return t.symbols[(code + t.valoffset[l]) & 0xFF];
+}
+
+/// The symbol of a look-ahead entry that is not complete (partial or long).
+inline int symbol_of(reader_t& r, std::int32_t e, const huffman_table& t, bool& bad) {
+    if ((e & kind_mask) == partial) {
+        r.acc <<= e & 0xFF;
+        r.bits -= e & 0xFF;
+        return (e >> 16) & 0xFF;
+    }
+    return decode_long(r, t, bad);
+}
+
+boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
+    auto& h = *reinterpret_cast<huffman_decoder*>(cinfo->entropy);
+    // After the data ran out, libjpeg leaves the remaining blocks zero (grey).
+    if (h.insufficient_data != FALSE) return TRUE;
+    reader_t r = h.reader;
+    bool bad = false;
+    JCOEF discard[64];
+    for (int b = 0; b < h.blocks_in_mcu; ++b) {
+        const huffman_decoder::block_plan& plan = h.blocks[b];
+        JCOEF* block = mcu != nullptr ? mcu[b][0] : nullptr;
+
+        refill(r, cinfo);
+        std::int32_t e = plan.dc->fast[r.acc >> (64 - look)];
+        int diff = 0;
+        if ((e & kind_mask) == complete) {
+            r.acc <<= e & 0xFF;
+            r.bits -= e & 0xFF;
+            diff = e >> 16;
+        } else {
+            const int s = symbol_of(r, e, *plan.dc, bad);
+            if (s != 0) diff = extend(take(r, s), s);
+        }
+        if (plan.dc_needed) {
+            // Unsigned: damaged data can add up past int (libjpeg lets it wrap).
+            const auto dc = static_cast<int>(static_cast<unsigned>(h.last_dc[plan.component]) +
+                                             static_cast<unsigned>(diff));
+            h.last_dc[plan.component] = dc;
+            if (block != nullptr) block[0] = static_cast<JCOEF>(dc);
+        }
+
+        JCOEF* out = block != nullptr && plan.ac_needed ? block : discard;
+        const std::int32_t* fast = plan.ac->fast;
+        for (int k = 1; k < 64;) {
+            refill(r, cinfo);
+            e = fast[r.acc >> (64 - look)];
+            if ((e & kind_mask) == complete) {
+                r.acc <<= e & 0xFF;
+                r.bits -= e & 0xFF;
+                k += (e >> 8) & 15;
+                out[natural[k]] = static_cast<JCOEF>(e >> 16);
+                ++k;
+                continue;
+            }
+            if ((e & kind_mask) == end_of_block) {
+                r.acc <<= e & 0xFF;
+                r.bits -= e & 0xFF;
+                break;
+            }
+            const int rs = symbol_of(r, e, *plan.ac, bad);
+            const int s = rs & 15;
+            if (s == 0) {
+                if ((rs >> 4) != 15) break;
+                k += 16;
+                continue;
+            }
+            k += rs >> 4;
+            out[natural[k]] = static_cast<JCOEF>(extend(take(r, s), s));
+            ++k;
+        }
+    }
+    const bool ran_out = r.at_marker && r.bits < r.fake;
+    if (ran_out) r.fake = r.bits;
+    h.reader = r;
+    cinfo->src->next_input_byte = r.next;
+    cinfo->src->bytes_in_buffer = static_cast<std::size_t>(r.end - r.next);
+    // Warnings last, with the state saved: in strict mode they do not return.
+    if (bad) WARNMS(cinfo, JWRN_HUFF_BAD_CODE);
+    if (ran_out) {
+        h.insufficient_data = TRUE;
+        WARNMS(cinfo, JWRN_HIT_MARKER);
+    }
+    return TRUE;
+}
+
+void reset(huffman_decoder& h, j_decompress_ptr cinfo) {
+    h.insufficient_data = FALSE;
+    h.reader = {};
+    h.reader.next = cinfo->src->next_input_byte;
+    h.reader.end = h.reader.next + cinfo->src->bytes_in_buffer;
+    h.reader.fast_end = h.reader.end;
+    for (int& v : h.last_dc) v = 0;
+}
+
+/// libjpeg starts a pass only per scan, and this decoder is set up for one-scan files after
+/// the first has started; should it be called, it starts over from where the source is.
+void start_pass(j_decompress_ptr cinfo) {
+    reset(*reinterpret_cast<huffman_decoder*>(cinfo->entropy), cinfo);
+}
+
+bool enabled() {
+    static const bool on = [] {
+        const char* v = std::getenv("FERRY_JPEG_HUFFMAN");
+        return v == nullptr || std::strcmp(v, "libjpeg") != 0;
+    }();
+    return on;
+}
+
+}  // namespace
+
+bool use_ferry_huffman(jpeg_decompress_struct& d, huffman_decoder& h) {
+#if !defined(LIBJPEG_TURBO_VERSION_NUMBER)
+    // The entropy decoder's layout is libjpeg-turbo's (IJG libjpeg 9 added a member).
+    (void)d;
+    (void)h;
+    return false;
+#else
+    if (!enabled()) return false;
+    if (d.progressive_mode != FALSE || d.arith_code != FALSE || d.restart_interval != 0 ||
+        jpeg_has_multiple_scans(&d) != FALSE || d.data_precision != 8 || d.Ss != 0 ||
+        d.Se != DCTSIZE2 - 1 || d.Ah != 0 || d.Al != 0 || d.unread_marker != 0 ||
+        d.comps_in_scan < 1 || d.comps_in_scan > MAX_COMPS_IN_SCAN || d.blocks_in_MCU < 1 ||
+        d.blocks_in_MCU > D_MAX_BLOCKS_IN_MCU || d.src == nullptr) {
+        return false;
+    }
+    bool dc_built[NUM_HUFF_TBLS] = {};
+    bool ac_built[NUM_HUFF_TBLS] = {};
+    for (int ci = 0; ci < d.comps_in_scan; ++ci) {
+        const jpeg_component_info* c = d.cur_comp_info[ci];
+        const int dt = c->dc_tbl_no;
+        const int at = c->ac_tbl_no;
+        if (dt < 0 || dt >= NUM_HUFF_TBLS || at < 0 || at >= NUM_HUFF_TBLS ||
+            d.dc_huff_tbl_ptrs[dt] == nullptr || d.ac_huff_tbl_ptrs[at] == nullptr) {
+            return false;
+        }
+        if (!dc_built[dt] && !build(*d.dc_huff_tbl_ptrs[dt], true, h.dc[dt])) return false;
+        if (!ac_built[at] && !build(*d.ac_huff_tbl_ptrs[at], false, h.ac[at])) return false;
+        dc_built[dt] = ac_built[at] = true;
+    }
+    h.blocks_in_mcu = d.blocks_in_MCU;
+    for (int b = 0; b < d.blocks_in_MCU; ++b) {
+        const int ci = d.MCU_membership[b];
+        if (ci < 0 || ci >= d.comps_in_scan) return false;
+        const jpeg_component_info* c = d.cur_comp_info[ci];
+        auto& plan = h.blocks[b];
+        plan.dc = &h.dc[c->dc_tbl_no];
+        plan.ac = &h.ac[c->ac_tbl_no];
+        plan.component = ci;
+        // As libjpeg-turbo: no AC coefficients for a 1/8 scale (DC only), nothing for a
+        // component the output does not use.
+        plan.dc_needed = c->component_needed != FALSE;
+#if JPEG_LIB_VERSION >= 70
+        plan.ac_needed = plan.dc_needed && c->DCT_h_scaled_size > 1;
+#else
+        plan.ac_needed = plan.dc_needed && c->DCT_scaled_size > 1;
+#endif
+    }
+    h.start_pass = start_pass;
+    h.decode_mcu = decode_mcu;
+    reset(h, &d);
+    d.entropy = reinterpret_cast<jpeg_entropy_decoder*>(&h);
+    return true;
+#endif
+}
+
+}  // namespace ferry::ops::codec::jpeg

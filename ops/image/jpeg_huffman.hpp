@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// ferry's decoder of baseline Huffman-coded JPEG data, put in the place of libjpeg-turbo's own
+/// (jpeg_huffman.cpp). libjpeg keeps doing everything else (markers, inverse DCT, upsampling,
+/// colour conversion, cropping and skipping); only the step from entropy-coded bytes to each
+/// block's quantized coefficients is ours, so the pixels are libjpeg's, bit for bit.
+///
+/// Why: that step is two thirds of the CPU of a decode + crop + resize of a photo, and
+/// libjpeg-turbo 2.1's decoder takes several data-dependent branches per coefficient. Ours
+/// decodes a coefficient's code and its value bits with one table lookup (10 bits of
+/// look-ahead), and refills its bit buffer 8 bytes at a time where no 0xFF byte is near.
+///
+/// How it is plugged in: `cinfo->entropy` points to an object whose first members are
+/// libjpeg-turbo's `struct jpeg_entropy_decoder` (jpegint.h: `start_pass`, `decode_mcu`,
+/// `insufficient_data`; the same in libjpeg-turbo 1.x to 3.x). libjpeg reaches the entropy
+/// decoder only through those. It is done after `jpeg_start_decompress`, for the scans it
+/// covers: sequential Huffman, 8-bit, one scan, no restart markers. Everything else keeps
+/// libjpeg's decoder. `FERRY_JPEG_HUFFMAN=libjpeg` in the environment turns it off.
+///
+/// Damage is reported as libjpeg reports it, through its warnings (so that `strict` decoding
+/// fails and lenient decoding goes on with the same grey blocks): running into a marker
+/// (JWRN_HIT_MARKER), the data ending (the memory source's JWRN_JPEG_EOF), and a code that is
+/// not in the table (JWRN_HUFF_BAD_CODE, which libjpeg-turbo's fast path does not report).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+
+#include <jpeglib.h>
+
+namespace ferry::ops::codec::jpeg {
+
+/// One Huffman table as this decoder reads it.
+struct huffman_table {
+    static constexpr int lookahead = 10;
+    /// By the next `lookahead` bits: bits 0-7 the bits to consume; bits 8-11 the zero run;
+    /// bits 12-13 the kind (see jpeg_huffman.cpp); bits 16-31 the coefficient's value (a
+    /// complete entry) or the symbol (a code whose value bits do not fit).
+    std::int32_t fast[1 << lookahead];
+    std::int32_t maxcode[18];    ///< largest code of each length, -1 if none (17: sentinel)
+    std::int32_t valoffset[18];  ///< symbol index of a code of each length, minus the code
+    std::uint8_t symbols[256];
+};
+
+/// The decoder's state: the entropy-decoder header libjpeg calls, then ours. One per thread's
+/// decompressor (decoder_state), reused from image to image.
+struct huffman_decoder {
+    // Mirrors struct jpeg_entropy_decoder: must stay first, in this order.
+    void (*start_pass)(j_decompress_ptr) = nullptr;
+    boolean (*decode_mcu)(j_decompress_ptr, JBLOCKROW*) = nullptr;
+    boolean insufficient_data = FALSE;
+
+    huffman_table dc[NUM_HUFF_TBLS];
+    huffman_table ac[NUM_HUFF_TBLS];
+    /// Per block of an MCU: its tables, its component in the scan, what libjpeg needs of it.
+    struct block_plan {
+        const huffman_table* dc = nullptr;
+        const huffman_table* ac = nullptr;
+        int component = 0;
+        bool dc_needed = false;
+        bool ac_needed = false;
+    } blocks[D_MAX_BLOCKS_IN_MCU];
+    int blocks_in_mcu = 0;
+    int last_dc[MAX_COMPS_IN_SCAN] = {};
+
+    /// The bit reader (copied to locals while an MCU is decoded).
+    struct bit_reader {
+        std::uint64_t acc = 0;  ///< `bits` valid bits at the top, the next to read first
+        int bits = 0;
+        int fake = 0;  ///< the lowest `fake` valid bits are zeros put after a marker
+        bool at_marker = false;
+        const std::uint8_t* next = nullptr;      ///< the next byte to read
+        const std::uint8_t* end = nullptr;       ///< the end of the source's buffer
+        const std::uint8_t* fast_end = nullptr;  ///< 8-byte loads stay before this
+    } reader;
+    bool bad_code = false;  ///< a code not in its table, in the MCU being decoded
+};
+
+/// Puts `h` in the place of libjpeg's entropy decoder on `d`, just started
+/// (`jpeg_start_decompress`), when the scan is one it decodes. Returns whether it did.
+bool use_ferry_huffman(jpeg_decompress_struct& d, huffman_decoder& h);
+
+}  // namespace ferry::ops::codec::jpeg
