@@ -6,9 +6,11 @@
 /// and the bytes it reads, are libjpeg's: DC differences added to the component's last DC
 /// value, AC coefficients stored in natural order (a corrupt run past the 64th is clamped to
 /// the last, as libjpeg's extended order table does), a code not in the table read as 17 bits
-/// and the symbol 0, and after a marker, zero bits. What changes is the cost per coefficient:
-/// one lookup of the next 10 bits gives the code's length, the zero run and the value, for
-/// every coefficient whose code and value bits fit in 10 bits (most of them in a photograph).
+/// and the symbol 0, after a marker, zero bits, and at the end of a restart interval, its
+/// process_restart (with libjpeg's own resync_to_restart for a marker out of order). What changes
+/// is the cost per coefficient: one lookup of the next 10 bits gives the code's length, the zero
+/// run and the value, for every coefficient whose code and value bits fit in 10 bits (most of them
+/// in a photograph).
 #include "jpeg_huffman.hpp"
 
 #include <jerror.h>
@@ -50,6 +52,12 @@ constexpr std::int32_t entry(int len, int run, std::int32_t kind, int value) {
 /// Fills `out` from libjpeg's table `t` (whose counts libjpeg's own decoder has validated when
 /// the scan started). False for a table it cannot use.
 bool build(const JHUFF_TBL& t, bool is_dc, huffman_table& out) {
+    static_assert(sizeof out.made_from == sizeof t.bits + sizeof t.huffval);
+    if (out.made && std::memcmp(out.made_from, t.bits, sizeof t.bits) == 0 &&
+        std::memcmp(out.made_from + sizeof t.bits, t.huffval, sizeof t.huffval) == 0) {
+        return true;
+    }
+    out.made = false;
     for (std::int32_t& e : out.fast) e = long_code;
     std::memcpy(out.symbols, t.huffval, sizeof out.symbols);
     int p = 0;
@@ -86,6 +94,9 @@ bool build(const JHUFF_TBL& t, bool is_dc, huffman_table& out) {
     }
     out.maxcode[17] = 0x7FFFFFFF;  // every 17-bit code ends the search: a bad code
     out.valoffset[17] = 0;
+    std::memcpy(out.made_from, t.bits, sizeof t.bits);
+    std::memcpy(out.made_from + sizeof t.bits, t.huffval, sizeof t.huffval);
+    out.made = true;
     return true;
 }
 
@@ -209,10 +220,71 @@ inline int symbol_of(reader_t& r, std::int32_t e, const huffman_table& t, bool& 
     return decode_long(r, t, bad);
 }
 
-boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
-    auto& h = *reinterpret_cast<huffman_decoder*>(cinfo->entropy);
-    // After the data ran out, libjpeg leaves the remaining blocks zero (grey).
-    if (h.insufficient_data != FALSE) return TRUE;
+void sync_source(const reader_t& r, j_decompress_ptr cinfo) {
+    cinfo->src->next_input_byte = r.next;
+    cinfo->src->bytes_in_buffer = static_cast<std::size_t>(r.end - r.next);
+}
+
+/// libjpeg's next_marker: the next marker's code, skipping (and counting in `discarded`)
+/// anything else; -1 when the source has nothing more.
+int next_marker(reader_t& r, j_decompress_ptr cinfo, unsigned int& discarded) {
+    for (;;) {
+        int c = source_byte(r, cinfo);
+        while (c != 0xFF) {
+            if (c < 0) return -1;
+            ++discarded;
+            c = source_byte(r, cinfo);
+        }
+        do {
+            c = source_byte(r, cinfo);
+        } while (c == 0xFF);
+        if (c != 0) return c;
+        discarded += 2;  // 0xFF 0x00: data, not a marker
+    }
+}
+
+/// libjpeg's process_restart and read_restart_marker, at the end of a restart interval: the
+/// bits left are dropped (whole bytes among them are extraneous data), the RSTn marker that
+/// should come next is read, or libjpeg's resync_to_restart decides what to do when another
+/// one comes; then the DC predictions start again from 0.
+reader_t restart(huffman_decoder& h, reader_t r, j_decompress_ptr cinfo) {
+    const int real = r.at_marker ? r.bits - r.fake : r.bits;
+    unsigned int discarded = real > 0 ? static_cast<unsigned int>(real) / 8 : 0;
+    r.acc = 0;
+    r.bits = 0;
+    r.fake = 0;
+    if (cinfo->unread_marker == 0) {
+        const int c = next_marker(r, cinfo, discarded);
+        if (c > 0) cinfo->unread_marker = c;
+    }
+    if (discarded != 0) {
+        sync_source(r, cinfo);
+        WARNMS2(cinfo, JWRN_EXTRANEOUS_DATA, static_cast<int>(discarded), cinfo->unread_marker);
+    }
+    if (cinfo->unread_marker == JPEG_RST0 + h.next_restart) {
+        cinfo->unread_marker = 0;
+    } else {
+        sync_source(r, cinfo);
+        (void)(*cinfo->src->resync_to_restart)(cinfo, h.next_restart);
+        r.next = cinfo->src->next_input_byte;
+        r.end = r.next + cinfo->src->bytes_in_buffer;
+    }
+    h.next_restart = (h.next_restart + 1) & 7;
+    for (int& v : h.last_dc) v = 0;
+    h.restarts_to_go = cinfo->restart_interval;
+    if (cinfo->unread_marker == 0) {
+        // On with the next interval's data (after a marker it stays out: zeros, warned once).
+        h.insufficient_data = FALSE;
+        r.at_marker = false;
+        r.fast_end = r.end;
+    } else {
+        r.at_marker = true;
+        r.fast_end = r.next;
+    }
+    return r;
+}
+
+void decode_blocks(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
     reader_t r = h.reader;
     bool bad = false;
     JCOEF discard[64];
@@ -272,14 +344,24 @@ boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
     const bool ran_out = r.at_marker && r.bits < r.fake;
     if (ran_out) r.fake = r.bits;
     h.reader = r;
-    cinfo->src->next_input_byte = r.next;
-    cinfo->src->bytes_in_buffer = static_cast<std::size_t>(r.end - r.next);
+    sync_source(r, cinfo);
     // Warnings last, with the state saved: in strict mode they do not return.
     if (bad) WARNMS(cinfo, JWRN_HUFF_BAD_CODE);
     if (ran_out) {
         h.insufficient_data = TRUE;
         WARNMS(cinfo, JWRN_HIT_MARKER);
     }
+}
+
+boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
+    auto& h = *reinterpret_cast<huffman_decoder*>(cinfo->entropy);
+    if (cinfo->restart_interval != 0 && h.restarts_to_go == 0) {
+        h.reader = restart(h, h.reader, cinfo);
+        sync_source(h.reader, cinfo);
+    }
+    // After the data ran out, libjpeg leaves the remaining blocks zero (grey).
+    if (h.insufficient_data == FALSE) decode_blocks(h, cinfo, mcu);
+    if (cinfo->restart_interval != 0) --h.restarts_to_go;
     return TRUE;
 }
 
@@ -290,6 +372,8 @@ void reset(huffman_decoder& h, j_decompress_ptr cinfo) {
     h.reader.end = h.reader.next + cinfo->src->bytes_in_buffer;
     h.reader.fast_end = h.reader.end;
     for (int& v : h.last_dc) v = 0;
+    h.restarts_to_go = cinfo->restart_interval;
+    h.next_restart = 0;  // as libjpeg's marker reader sets it at each SOS
 }
 
 /// libjpeg starts a pass only per scan, and this decoder is set up for one-scan files after
@@ -316,7 +400,7 @@ bool use_ferry_huffman(jpeg_decompress_struct& d, huffman_decoder& h) {
     return false;
 #else
     if (!enabled()) return false;
-    if (d.progressive_mode != FALSE || d.arith_code != FALSE || d.restart_interval != 0 ||
+    if (d.progressive_mode != FALSE || d.arith_code != FALSE ||
         jpeg_has_multiple_scans(&d) != FALSE || d.data_precision != 8 || d.Ss != 0 ||
         d.Se != DCTSIZE2 - 1 || d.Ah != 0 || d.Al != 0 || d.unread_marker != 0 ||
         d.comps_in_scan < 1 || d.comps_in_scan > MAX_COMPS_IN_SCAN || d.blocks_in_MCU < 1 ||

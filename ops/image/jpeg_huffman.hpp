@@ -14,13 +14,16 @@
 /// libjpeg-turbo's `struct jpeg_entropy_decoder` (jpegint.h: `start_pass`, `decode_mcu`,
 /// `insufficient_data`; the same in libjpeg-turbo 1.x to 3.x). libjpeg reaches the entropy
 /// decoder only through those. It is done after `jpeg_start_decompress`, for the scans it
-/// covers: sequential Huffman, 8-bit, one scan, no restart markers. Everything else keeps
-/// libjpeg's decoder. `FERRY_JPEG_HUFFMAN=libjpeg` in the environment turns it off.
+/// covers: sequential Huffman, 8-bit, one scan (with or without restart markers). Everything
+/// else (progressive, arithmetic coding, several scans) keeps libjpeg's decoder.
+/// `FERRY_JPEG_HUFFMAN=libjpeg` in the environment turns it off.
 ///
 /// Damage is reported as libjpeg reports it, through its warnings (so that `strict` decoding
 /// fails and lenient decoding goes on with the same grey blocks): running into a marker
-/// (JWRN_HIT_MARKER), the data ending (the memory source's JWRN_JPEG_EOF), and a code that is
-/// not in the table (JWRN_HUFF_BAD_CODE, which libjpeg-turbo's fast path does not report).
+/// (JWRN_HIT_MARKER), the data ending (the memory source's JWRN_JPEG_EOF), bytes before a
+/// restart marker (JWRN_EXTRANEOUS_DATA), a restart marker out of sequence (libjpeg's own
+/// resync_to_restart decides, and warns), and a code that is not in the table
+/// (JWRN_HUFF_BAD_CODE, which libjpeg-turbo's fast path does not report).
 #pragma once
 
 #include <cstddef>
@@ -41,6 +44,10 @@ struct huffman_table {
     std::int32_t maxcode[18];    ///< largest code of each length, -1 if none (17: sentinel)
     std::int32_t valoffset[18];  ///< symbol index of a code of each length, minus the code
     std::uint8_t symbols[256];
+    /// The libjpeg table these were made from (counts by length, then symbols): most files of
+    /// a dataset share their tables, and the next file with the same ones reuses these.
+    std::uint8_t made_from[17 + 256];
+    bool made = false;
 };
 
 /// The decoder's state: the entropy-decoder header libjpeg calls, then ours. One per thread's
@@ -63,6 +70,8 @@ struct huffman_decoder {
     } blocks[D_MAX_BLOCKS_IN_MCU];
     int blocks_in_mcu = 0;
     int last_dc[MAX_COMPS_IN_SCAN] = {};
+    unsigned int restarts_to_go = 0;  ///< MCUs left in this restart interval
+    int next_restart = 0;             ///< the number (0-7) of the next RSTn marker expected
 
     /// The bit reader (copied to locals while an MCU is decoded).
     struct bit_reader {

@@ -7,8 +7,9 @@
 ///
 /// Cases: noise (long codes, large values, many stuffed 0xFF bytes) and photo-like content, at
 /// qualities 10 to 100, with libjpeg's standard and optimized Huffman tables, every common
-/// chroma sampling, odd sizes down to 1x1, every DCT scale; restart markers and progressive
-/// files (libjpeg's decoder keeps those). Then damaged files, cut short or with bytes changed:
+/// chroma sampling, odd sizes down to 1x1, every DCT scale, restart markers every 1 to 100
+/// MCUs; progressive files (libjpeg's decoder keeps those). Then damaged files, cut short or
+/// with bytes changed (restart markers lost, repeated or out of order among them):
 /// lenient decodes equal libjpeg's lenient decodes (grey where the data ran out), and a strict
 /// decode fails wherever libjpeg warns.
 #include <boost/test/data/monomorphic.hpp>
@@ -141,8 +142,15 @@ std::vector<sample> samples() {
         out.push_back({"photo " + std::to_string(w) + "x" + std::to_string(h),
                        write_jpeg(photo(w, h, 3, 11), jpeg_subsampling::s420, 90)});
     }
-    // libjpeg's own decoder keeps these: restart markers, progressive.
-    out.push_back({"photo restarts", encode(".jpg", pic, {cv::IMWRITE_JPEG_RST_INTERVAL, 3})});
+    // Restart markers every MCU, every 3 MCUs, every 100 (the last interval cut short).
+    for (int n : {1, 3, 100}) {
+        out.push_back({"photo restarts " + std::to_string(n),
+                       encode(".jpg", pic, {cv::IMWRITE_JPEG_RST_INTERVAL, n})});
+    }
+    out.push_back(
+        {"noise restarts 2",
+         encode(".jpg", hiss, {cv::IMWRITE_JPEG_QUALITY, 100, cv::IMWRITE_JPEG_RST_INTERVAL, 2})});
+    // libjpeg's own decoder keeps this one.
     out.push_back({"photo progressive", encode(".jpg", pic, {cv::IMWRITE_JPEG_PROGRESSIVE, 1})});
     return out;
 }
@@ -231,7 +239,8 @@ BOOST_AUTO_TEST_CASE(a_region_below_skipped_rows_is_the_whole_decode_cropped) {
 BOOST_AUTO_TEST_CASE(damaged_files_decode_as_libjpeg_decodes_them) {
     int cases = 0;
     int warned = 0;
-    for (const char* name : {"photo 4:2:0 q90", "noise 4:4:4 q100", "photo optimized"}) {
+    for (const char* name : {"photo 4:2:0 q90", "noise 4:4:4 q100", "photo optimized",
+                             "photo restarts 3", "noise restarts 2"}) {
         const file_bytes& good = sample_named(name).file;
         const std::size_t from = scan_start(good);
         const std::size_t to = good.size() - 2;  // the EOI marker
