@@ -19,6 +19,11 @@ namespace {
 /// How long these cases wait for a call to hang or give up (their calls wait up to 20 s).
 constexpr auto long_wait = std::chrono::seconds(20);
 
+/// The timeout of the timed stages. Every call of such a stage is timed, the trivial ones too:
+/// the limit must be one a thread preempted on a loaded machine (a 2-core CI runner, ASan) does
+/// not reach, and far below the hanging calls' 1.5-20 s.
+constexpr auto call_limit = std::chrono::milliseconds(250);
+
 /// A call that runs until asked to stop (or `limit` passes), then throws `cancelled`; counts
 /// how often it saw the request.
 int give_up_or_wait(int x, std::atomic<int>& gave_up, std::chrono::milliseconds limit) {
@@ -50,7 +55,7 @@ BOOST_AUTO_TEST_CASE(a_call_past_its_timeout_fails_the_pipeline_with_timeout_err
         {
             auto p = ferry::from(iota(8))
                          .map([&](int x) { return x == 3 ? give_up_or_wait(x, gave_up, 20s) : x; },
-                              {.name = "slow", .executor = ex, .timeout = 50ms})
+                              {.name = "slow", .executor = ex, .timeout = call_limit})
                          .build({.threads = 2, .logger = quiet});
             err = expect_throw<ferry::stage_error>([&] { (void)drain(p); });
             BOOST_REQUIRE(err.has_value());
@@ -60,7 +65,7 @@ BOOST_AUTO_TEST_CASE(a_call_past_its_timeout_fails_the_pipeline_with_timeout_err
         BOOST_TEST(err->stage() == "slow");
         BOOST_TEST(err->item() == 3U);
         BOOST_TEST(nests<ferry::timeout_error>(*err));
-        BOOST_TEST(err->cause() == "stage 'slow' timed out on item 3 after 50 ms (its timeout)");
+        BOOST_TEST(err->cause() == "stage 'slow' timed out on item 3 after 250 ms (its timeout)");
         BOOST_TEST(gave_up.load() == 1);
     }
 }
@@ -90,7 +95,7 @@ BOOST_AUTO_TEST_CASE(skip_passes_a_stuck_call_by_and_destruction_waits_for_it) {
                                       .name = "fetch",
                                       .on_error = ferry::skip,
                                       .executor = ex,
-                                      .timeout = 50ms})
+                                      .timeout = call_limit})
                                  .build({.threads = 2, .logger = quiet});
                     got = drain(p);
                     BOOST_TEST(!stuck_returned.load());  // the output did not wait for it
@@ -133,7 +138,7 @@ BOOST_AUTO_TEST_CASE(retry_runs_a_fresh_attempt_after_a_timeout) {
                           .name = "fetch",
                           .on_error = ferry::retry{.attempts = 3, .backoff = 1ms},
                           .executor = ex,
-                          .timeout = 50ms})
+                          .timeout = call_limit})
                      .build({.threads = 2, .logger = quiet});
         BOOST_TEST(drain(p) == iota(10), boost::test_tools::per_element());
         const auto s = p.stats();
@@ -150,20 +155,21 @@ BOOST_AUTO_TEST_CASE(retry_runs_a_fresh_attempt_after_a_timeout) {
 // Filters and flat_maps time out as maps do: the item is skipped, the others pass.
 BOOST_AUTO_TEST_CASE(filter_and_flat_map_calls_time_out_too) {
     std::atomic<int> gave_up{0};
-    auto p = ferry::from(iota(12))
-                 .filter(
-                     [&](int x) {
-                         if (x == 4) (void)give_up_or_wait(x, gave_up, 20s);
-                         return x % 3 != 0;
-                     },
-                     {.name = "keep", .on_error = ferry::skip, .timeout = 50ms})
-                 .flat_map(
-                     [&](int x) {
-                         if (x == 7) (void)give_up_or_wait(x, gave_up, 20s);
-                         return std::vector<int>{x, x};
-                     },
-                     {.concurrency = 2, .name = "twice", .on_error = ferry::skip, .timeout = 50ms})
-                 .build({.threads = 2, .logger = quiet, .max_epoch_failure_rate = 1});
+    auto p =
+        ferry::from(iota(12))
+            .filter(
+                [&](int x) {
+                    if (x == 4) (void)give_up_or_wait(x, gave_up, 20s);
+                    return x % 3 != 0;
+                },
+                {.name = "keep", .on_error = ferry::skip, .timeout = call_limit})
+            .flat_map(
+                [&](int x) {
+                    if (x == 7) (void)give_up_or_wait(x, gave_up, 20s);
+                    return std::vector<int>{x, x};
+                },
+                {.concurrency = 2, .name = "twice", .on_error = ferry::skip, .timeout = call_limit})
+            .build({.threads = 2, .logger = quiet, .max_epoch_failure_rate = 1});
     const std::vector<int> want{1, 1, 2, 2, 5, 5, 8, 8, 10, 10, 11, 11};
     BOOST_TEST(drain(p) == want, boost::test_tools::per_element());
     const auto s = p.stats();
@@ -179,18 +185,19 @@ BOOST_AUTO_TEST_CASE(filter_and_flat_map_calls_time_out_too) {
 BOOST_AUTO_TEST_CASE(a_map_async_call_that_never_completes_times_out) {
     std::mutex mutex;
     std::vector<ferry::completion<int>> held;
-    auto p = ferry::from(iota(6))
-                 .map_async<int>(
-                     [&](int x, ferry::completion<int> done) {
-                         if (x == 1) {
-                             std::lock_guard lock(mutex);
-                             held.push_back(done);  // never completed in time
-                             return;
-                         }
-                         done(x * 10);
-                     },
-                     {.concurrency = 2, .name = "rpc", .on_error = ferry::skip, .timeout = 50ms})
-                 .build({.threads = 2, .logger = quiet});
+    auto p =
+        ferry::from(iota(6))
+            .map_async<int>(
+                [&](int x, ferry::completion<int> done) {
+                    if (x == 1) {
+                        std::lock_guard lock(mutex);
+                        held.push_back(done);  // never completed in time
+                        return;
+                    }
+                    done(x * 10);
+                },
+                {.concurrency = 2, .name = "rpc", .on_error = ferry::skip, .timeout = call_limit})
+            .build({.threads = 2, .logger = quiet});
     const std::vector<int> want{0, 20, 30, 40, 50};
     BOOST_TEST(drain(p) == want, boost::test_tools::per_element());
     {
