@@ -145,19 +145,13 @@ reader_t refill_slow(reader_t r, j_decompress_ptr cinfo) {
             do {
                 c = source_byte(r, cinfo);
             } while (c == 0xFF);
-            if (c == 0) {
-                c = 0xFF;
-            } else {
-                if (c > 0) cinfo->unread_marker = c;
-                r.at_marker = true;
-                r.fast_end = r.next;
-                // Nothing but zeros below the valid bits from here on.
-                r.acc = r.bits == 0 ? 0 : r.acc & (~std::uint64_t{0} << (64 - r.bits));
-                continue;
-            }
-        } else if (c < 0) {
+            if (c > 0) cinfo->unread_marker = c;
+            c = c == 0 ? 0xFF : -1;  // a data byte, or the end of the data
+        }
+        if (c < 0) {
             r.at_marker = true;
             r.fast_end = r.next;
+            // Nothing but zeros below the valid bits from here on.
             r.acc = r.bits == 0 ? 0 : r.acc & (~std::uint64_t{0} << (64 - r.bits));
             continue;
         }
@@ -281,6 +275,7 @@ reader_t restart(huffman_decoder& h, reader_t r, j_decompress_ptr cinfo) {
         r.at_marker = true;
         r.fast_end = r.next;
     }
+    sync_source(r, cinfo);
     return r;
 }
 
@@ -357,7 +352,6 @@ boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
     auto& h = *reinterpret_cast<huffman_decoder*>(cinfo->entropy);
     if (cinfo->restart_interval != 0 && h.restarts_to_go == 0) {
         h.reader = restart(h, h.reader, cinfo);
-        sync_source(h.reader, cinfo);
     }
     // After the data ran out, libjpeg leaves the remaining blocks zero (grey).
     if (h.insufficient_data == FALSE) decode_blocks(h, cinfo, mcu);

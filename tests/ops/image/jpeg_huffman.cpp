@@ -184,17 +184,6 @@ cv::Mat ferry_decode(const file_bytes& f, int denom, bool fast, bool strict) {
     return to_mat(img);
 }
 
-/// Where the entropy-coded data of a one-scan JPEG starts: after the SOS segment.
-std::size_t scan_start(const file_bytes& f) {
-    for (std::size_t i = 2; i + 3 < f.size();) {
-        if (f[i] != 0xFF) throw std::logic_error("not at a marker");
-        const std::size_t len = (std::size_t{f[i + 2]} << 8) | f[i + 3];
-        if (f[i + 1] == 0xDA) return i + 2 + len;
-        i += 2 + len;
-    }
-    throw std::logic_error("no SOS");
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(ops)
@@ -242,7 +231,7 @@ BOOST_AUTO_TEST_CASE(damaged_files_decode_as_libjpeg_decodes_them) {
     for (const char* name : {"photo 4:2:0 q90", "noise 4:4:4 q100", "photo optimized",
                              "photo restarts 3", "noise restarts 2"}) {
         const file_bytes& good = sample_named(name).file;
-        const std::size_t from = scan_start(good);
+        const std::size_t from = jpeg_header_length(good);
         const std::size_t to = good.size() - 2;  // the EOI marker
         std::mt19937 rng(17);
         std::vector<std::pair<std::string, file_bytes>> damaged;
@@ -286,7 +275,7 @@ BOOST_AUTO_TEST_CASE(damaged_files_decode_as_libjpeg_decodes_them) {
 BOOST_AUTO_TEST_CASE(a_code_in_no_table_fails_a_strict_decode) {
     // Optimized tables leave most 16-bit codes unused: a run of 1 bits is in no table.
     file_bytes f = sample_named("photo optimized").file;
-    const std::size_t at = scan_start(f) + 200;
+    const std::size_t at = jpeg_header_length(f) + 200;
     // Four stuffed 0xFF data bytes, 32 one bits: whatever value bits (15 at most) end in them,
     // the next code starts with 16 ones, and no code is all ones.
     for (std::size_t k = 0; k < 8; k += 2) {

@@ -17,17 +17,6 @@ namespace probe_test {
 
 const std::vector<int> orientations{1, 2, 3, 4, 5, 6, 7, 8};
 
-/// The length of `jpeg` up to and including its SOS segment (all of its header).
-std::size_t jpeg_header_length(const file_bytes& jpeg) {
-    std::size_t i = 2;
-    while (i + 4 <= jpeg.size() && jpeg[i] == 0xFF) {
-        const std::size_t len = (std::size_t{jpeg[i + 2]} << 8) | jpeg[i + 3];
-        if (jpeg[i + 1] == 0xDA) return i + 2 + len;
-        i += 2 + len;
-    }
-    throw std::logic_error("jpeg_header_length: no SOS");
-}
-
 }  // namespace probe_test
 
 using namespace probe_test;

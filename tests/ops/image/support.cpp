@@ -434,6 +434,16 @@ cv::Mat oriented(const cv::Mat& stored, int orientation) {
     return out;
 }
 
+std::size_t jpeg_header_length(const file_bytes& jpeg) {
+    std::size_t i = 2;
+    while (i + 4 <= jpeg.size() && jpeg[i] == 0xFF) {
+        const std::size_t len = (std::size_t{jpeg[i + 2]} << 8) | jpeg[i + 3];
+        if (jpeg[i + 1] == 0xDA) return i + 2 + len;
+        i += 2 + len;
+    }
+    throw std::logic_error("jpeg_header_length: no SOS");
+}
+
 file_bytes jpeg_declaring(file_bytes jpeg, int width, int height) {
     std::size_t i = 2;
     while (i + 9 < jpeg.size() && jpeg[i] == 0xFF) {

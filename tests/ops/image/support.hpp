@@ -83,6 +83,9 @@ file_bytes with_png_exif(const file_bytes& png, const file_bytes& body, bool aft
 /// `stored` as EXIF orientation `orientation` says it is meant to be seen.
 cv::Mat oriented(const cv::Mat& stored, int orientation);
 
+/// The length of `jpeg` up to and including its (first) SOS segment: where its entropy-coded
+/// data starts.
+std::size_t jpeg_header_length(const file_bytes& jpeg);
 /// A copy of `jpeg` whose SOF declares `width x height` (the scan is left as it is).
 file_bytes jpeg_declaring(file_bytes jpeg, int width, int height);
 /// A copy of `png` whose IHDR declares `width x height` (with a valid CRC).
