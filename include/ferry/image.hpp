@@ -296,6 +296,28 @@ inline constexpr detail::decode_image_fn decode_image{};
 /// before the first image op to choose otherwise (`cv::getNumThreads()` tells what is set).
 FERRY_API void set_opencv_threads(int n);
 
+/// Which decoder turned the entropy-coded data of this process's JPEG decodes into
+/// coefficients, one count per decode that reached the image data (probes are not counted):
+/// ferry's baseline Huffman decoder, or libjpeg-turbo's and why. The same counts show per stage
+/// in `stage_stats::counters`, named "jpeg huffman: ferry", "jpeg huffman: libjpeg" and, per
+/// reason, "jpeg huffman: libjpeg, switched off" (and so on).
+struct jpeg_huffman_counts {
+    std::uint64_t ferry = 0;    ///< ferry's decoder
+    std::uint64_t libjpeg = 0;  ///< libjpeg-turbo's: the sum of the reasons below
+    std::uint64_t switched_off = 0;  ///< `FERRY_JPEG_HUFFMAN=libjpeg` in the environment
+    /// Scans ferry's decoder does not cover: progressive, arithmetic-coded, lossless, 12-bit,
+    /// several scans.
+    std::uint64_t not_baseline = 0;
+    /// The libjpeg loaded at run time lays out its entropy decoder differently from the
+    /// libjpeg-turbo ferry was built against (a build on 2.x running with 3.x, both
+    /// libjpeg.so.62), or ferry was built against another libjpeg than libjpeg-turbo.
+    std::uint64_t library_mismatch = 0;
+    std::uint64_t table_refused = 0;  ///< a Huffman table ferry's decoder cannot use
+};
+
+/// The counts since the process started (see `jpeg_huffman_counts`).
+[[nodiscard]] FERRY_API jpeg_huffman_counts jpeg_huffman_use() noexcept;
+
 /// The `width x height` rectangle at `box`. Throws `ferry::invalid_argument` when the box does
 /// not lie inside the image.
 [[nodiscard]] FERRY_API image crop(const image& img, const crop_box& box);

@@ -149,7 +149,7 @@ bool start(decoder_state& s, decode_plan& plan) {
     d->dct_method = plan.fast ? JDCT_IFAST : JDCT_ISLOW;
     d->do_fancy_upsampling = plan.fast ? FALSE : TRUE;
     jpeg_start_decompress(d);
-    use_ferry_huffman(*d, s.huffman);
+    jpeg::count(jpeg::use_ferry_huffman(*d, s.huffman));
     if (plan.width < d->output_width) {
         if (crop_is_exact(*d, plan.x, plan.width)) {
             jpeg_crop_scanline(d, &plan.x, &plan.width);

@@ -22,13 +22,10 @@ namespace ferry::ops::codec::jpeg {
 namespace {
 
 constexpr int look = huffman_table::lookahead;
-
-/// Entry kinds (bits 12-13 of huffman_table::fast).
-constexpr std::int32_t kind_mask = 3 << 12;
-constexpr std::int32_t complete = 0;  ///< code and value bits: consume, skip the run, store
-constexpr std::int32_t end_of_block = 1 << 12;  ///< EOB (any AC symbol with no value bits but ZRL)
-constexpr std::int32_t partial = 2 << 12;       ///< code only: the value bits follow
-constexpr std::int32_t long_code = 3 << 12;     ///< longer than the look-ahead
+using table_entry::complete;
+using table_entry::end_of_block;
+using table_entry::kind_mask;
+using table_entry::partial;
 
 /// Zigzag position to natural (row-major) position, with 16 extra entries for a corrupt run
 /// that passes the end (libjpeg's jpeg_natural_order does the same).
@@ -37,68 +34,6 @@ constexpr std::uint8_t natural[80] = {
     40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36,
     29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54,
     47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
-
-/// The signed value of the `s` bits `v` of a category-`s` coefficient (T.81 F.12; libjpeg's
-/// HUFF_EXTEND).
-constexpr int extend(int v, int s) {
-    return v < (1 << (s - 1)) ? v - (1 << s) + 1 : v;
-}
-
-constexpr std::int32_t entry(int len, int run, std::int32_t kind, int value) {
-    return static_cast<std::int32_t>(static_cast<std::uint32_t>(value) << 16) | kind | (run << 8) |
-           len;
-}
-
-/// Fills `out` from libjpeg's table `t` (whose counts libjpeg's own decoder has validated when
-/// the scan started). False for a table it cannot use.
-bool build(const JHUFF_TBL& t, bool is_dc, huffman_table& out) {
-    static_assert(sizeof out.made_from == sizeof t.bits + sizeof t.huffval);
-    if (out.made && std::memcmp(out.made_from, t.bits, sizeof t.bits) == 0 &&
-        std::memcmp(out.made_from + sizeof t.bits, t.huffval, sizeof t.huffval) == 0) {
-        return true;
-    }
-    out.made = false;
-    for (std::int32_t& e : out.fast) e = long_code;
-    std::memcpy(out.symbols, t.huffval, sizeof out.symbols);
-    int p = 0;
-    std::uint32_t code = 0;
-    for (int l = 1; l <= 16; ++l) {
-        const int n = t.bits[l];
-        if (p + n > 256) return false;
-        out.valoffset[l] = p - static_cast<std::int32_t>(code);
-        out.maxcode[l] = n == 0 ? -1 : static_cast<std::int32_t>(code + n - 1);
-        for (int i = 0; i < n; ++i, ++p, ++code) {
-            if (code >= (1U << l)) return false;
-            if (l > look) continue;
-            const int sym = t.huffval[p];
-            const int run = is_dc ? 0 : sym >> 4;
-            const int s = is_dc ? sym : sym & 15;
-            if (s > 15) return false;
-            const int spare = look - l;  // bits after the code in a look-ahead
-            for (int j = 0; j < (1 << spare); ++j) {
-                std::int32_t e = 0;
-                if (s == 0 && !is_dc && run != 15) {
-                    e = entry(l, 0, end_of_block, 0);
-                } else if (s == 0) {
-                    e = entry(l, run, complete, 0);  // DC difference 0, or ZRL (16 zeros)
-                } else if (s <= spare) {
-                    const int v = (j >> (spare - s)) & ((1 << s) - 1);
-                    e = entry(l + s, run, complete, extend(v, s));
-                } else {
-                    e = entry(l, 0, partial, sym);
-                }
-                out.fast[(code << spare) | static_cast<std::uint32_t>(j)] = e;
-            }
-        }
-        code <<= 1;
-    }
-    out.maxcode[17] = 0x7FFFFFFF;  // every 17-bit code ends the search: a bad code
-    out.valoffset[17] = 0;
-    std::memcpy(out.made_from, t.bits, sizeof t.bits);
-    std::memcpy(out.made_from + sizeof t.bits, t.huffval, sizeof t.huffval);
-    out.made = true;
-    return true;
-}
 
 using reader_t = huffman_decoder::bit_reader;
 
@@ -268,7 +203,7 @@ reader_t restart(huffman_decoder& h, reader_t r, j_decompress_ptr cinfo) {
     h.restarts_to_go = cinfo->restart_interval;
     if (cinfo->unread_marker == 0) {
         // On with the next interval's data (after a marker it stays out: zeros, warned once).
-        h.insufficient_data = FALSE;
+        h.pub.insufficient_data = FALSE;
         r.at_marker = false;
         r.fast_end = r.end;
     } else {
@@ -276,6 +211,33 @@ reader_t restart(huffman_decoder& h, reader_t r, j_decompress_ptr cinfo) {
         r.fast_end = r.next;
     }
     sync_source(r, cinfo);
+    return r;
+}
+
+/// After the scan's last MCU, libjpeg's marker reader takes over, and its next_marker warns
+/// about bytes before the marker that follows (JWRN_EXTRANEOUS_DATA). Those it sees are the ones
+/// its own look-ahead (up to 7 bytes) has not read; this decoder's reads further ahead, and would
+/// hide what libjpeg reports. So, as at a restart marker, the whole bytes left in the bit buffer
+/// and any before the next marker are counted here, and the marker is handed to libjpeg. A valid
+/// scan leaves only the padding bits of its last byte: this warns wherever libjpeg does, and also
+/// about 1 to 5 such bytes, which libjpeg-turbo's look-ahead swallows silently.
+reader_t end_scan(reader_t r, j_decompress_ptr cinfo) {
+    const int real = r.at_marker ? r.bits - r.fake : r.bits;
+    unsigned int discarded = real > 0 ? static_cast<unsigned int>(real) / 8 : 0;
+    r.acc = 0;
+    r.bits = 0;
+    r.fake = 0;
+    if (cinfo->unread_marker == 0) {
+        const int c = next_marker(r, cinfo, discarded);
+        if (c > 0) cinfo->unread_marker = c;
+    }
+    // Nothing more is read: should libjpeg ask for another block, it gets zero bits.
+    r.at_marker = true;
+    r.fast_end = r.next;
+    sync_source(r, cinfo);
+    if (discarded != 0) {
+        WARNMS2(cinfo, JWRN_EXTRANEOUS_DATA, static_cast<int>(discarded), cinfo->unread_marker);
+    }
     return r;
 }
 
@@ -343,7 +305,7 @@ void decode_blocks(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
     // Warnings last, with the state saved: in strict mode they do not return.
     if (bad) WARNMS(cinfo, JWRN_HUFF_BAD_CODE);
     if (ran_out) {
-        h.insufficient_data = TRUE;
+        h.pub.insufficient_data = TRUE;
         WARNMS(cinfo, JWRN_HIT_MARKER);
     }
 }
@@ -354,13 +316,17 @@ boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
         h.reader = restart(h, h.reader, cinfo);
     }
     // After the data ran out, libjpeg leaves the remaining blocks zero (grey).
-    if (h.insufficient_data == FALSE) decode_blocks(h, cinfo, mcu);
+    if (h.pub.insufficient_data == FALSE) decode_blocks(h, cinfo, mcu);
     if (cinfo->restart_interval != 0) --h.restarts_to_go;
+    if (--h.mcus_left == 0 && h.pub.insufficient_data == FALSE) {
+        h.reader = end_scan(h.reader, cinfo);
+    }
     return TRUE;
 }
 
 void reset(huffman_decoder& h, j_decompress_ptr cinfo) {
-    h.insufficient_data = FALSE;
+    h.pub.insufficient_data = FALSE;
+    h.mcus_left = std::uint64_t{cinfo->MCUs_per_row} * cinfo->MCU_rows_in_scan;
     h.reader = {};
     h.reader.next = cinfo->src->next_input_byte;
     h.reader.end = h.reader.next + cinfo->src->bytes_in_buffer;
@@ -376,31 +342,29 @@ void start_pass(j_decompress_ptr cinfo) {
     reset(*reinterpret_cast<huffman_decoder*>(cinfo->entropy), cinfo);
 }
 
-bool enabled() {
-    static const bool on = [] {
-        const char* v = std::getenv("FERRY_JPEG_HUFFMAN");
-        return v == nullptr || std::strcmp(v, "libjpeg") != 0;
-    }();
-    return on;
+/// `FERRY_JPEG_HUFFMAN=libjpeg` turns ferry's decoder off; read at each decode (a lookup in a
+/// few dozen variables, against a decode's hundreds of microseconds), so that it can be
+/// switched within a process.
+bool switched_off() {
+    const char* v = std::getenv("FERRY_JPEG_HUFFMAN");
+    return v != nullptr && std::strcmp(v, "libjpeg") == 0;
 }
 
 }  // namespace
 
-bool use_ferry_huffman(jpeg_decompress_struct& d, huffman_decoder& h) {
-#if !defined(LIBJPEG_TURBO_VERSION_NUMBER)
-    // The entropy decoder's layout is libjpeg-turbo's (IJG libjpeg 9 added a member).
-    (void)d;
-    (void)h;
-    return false;
-#else
-    if (!enabled()) return false;
+// libjpeg sees the decoder through `cinfo->entropy`: its header must come first.
+static_assert(offsetof(huffman_decoder, pub) == 0);
+
+entropy_choice use_ferry_huffman(jpeg_decompress_struct& d, huffman_decoder& h) {
+    if (switched_off()) return entropy_choice::switched_off;
     if (d.progressive_mode != FALSE || d.arith_code != FALSE ||
         jpeg_has_multiple_scans(&d) != FALSE || d.data_precision != 8 || d.Ss != 0 ||
         d.Se != DCTSIZE2 - 1 || d.Ah != 0 || d.Al != 0 || d.unread_marker != 0 ||
         d.comps_in_scan < 1 || d.comps_in_scan > MAX_COMPS_IN_SCAN || d.blocks_in_MCU < 1 ||
         d.blocks_in_MCU > D_MAX_BLOCKS_IN_MCU || d.src == nullptr) {
-        return false;
+        return entropy_choice::not_baseline;
     }
+    if (!loaded_layout_matches()) return entropy_choice::library_mismatch;
     bool dc_built[NUM_HUFF_TBLS] = {};
     bool ac_built[NUM_HUFF_TBLS] = {};
     for (int ci = 0; ci < d.comps_in_scan; ++ci) {
@@ -409,16 +373,18 @@ bool use_ferry_huffman(jpeg_decompress_struct& d, huffman_decoder& h) {
         const int at = c->ac_tbl_no;
         if (dt < 0 || dt >= NUM_HUFF_TBLS || at < 0 || at >= NUM_HUFF_TBLS ||
             d.dc_huff_tbl_ptrs[dt] == nullptr || d.ac_huff_tbl_ptrs[at] == nullptr) {
-            return false;
+            return entropy_choice::not_baseline;
         }
-        if (!dc_built[dt] && !build(*d.dc_huff_tbl_ptrs[dt], true, h.dc[dt])) return false;
-        if (!ac_built[at] && !build(*d.ac_huff_tbl_ptrs[at], false, h.ac[at])) return false;
+        if ((!dc_built[dt] && !build_table(*d.dc_huff_tbl_ptrs[dt], true, h.dc[dt])) ||
+            (!ac_built[at] && !build_table(*d.ac_huff_tbl_ptrs[at], false, h.ac[at]))) {
+            return entropy_choice::table_refused;
+        }
         dc_built[dt] = ac_built[at] = true;
     }
     h.blocks_in_mcu = d.blocks_in_MCU;
     for (int b = 0; b < d.blocks_in_MCU; ++b) {
         const int ci = d.MCU_membership[b];
-        if (ci < 0 || ci >= d.comps_in_scan) return false;
+        if (ci < 0 || ci >= d.comps_in_scan) return entropy_choice::not_baseline;
         const jpeg_component_info* c = d.cur_comp_info[ci];
         auto& plan = h.blocks[b];
         plan.dc = &h.dc[c->dc_tbl_no];
@@ -433,12 +399,11 @@ bool use_ferry_huffman(jpeg_decompress_struct& d, huffman_decoder& h) {
         plan.ac_needed = plan.dc_needed && c->DCT_scaled_size > 1;
 #endif
     }
-    h.start_pass = start_pass;
-    h.decode_mcu = decode_mcu;
+    h.pub.start_pass = start_pass;
+    h.pub.decode_mcu = decode_mcu;
     reset(h, &d);
     d.entropy = reinterpret_cast<jpeg_entropy_decoder*>(&h);
-    return true;
-#endif
+    return entropy_choice::ferry;
 }
 
 }  // namespace ferry::ops::codec::jpeg

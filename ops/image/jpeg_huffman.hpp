@@ -10,20 +10,24 @@
 /// decodes a coefficient's code and its value bits with one table lookup (10 bits of
 /// look-ahead), and refills its bit buffer 8 bytes at a time where no 0xFF byte is near.
 ///
-/// How it is plugged in: `cinfo->entropy` points to an object whose first members are
-/// libjpeg-turbo's `struct jpeg_entropy_decoder` (jpegint.h: `start_pass`, `decode_mcu`,
-/// `insufficient_data`; the same in libjpeg-turbo 1.x to 3.x). libjpeg reaches the entropy
-/// decoder only through those. It is done after `jpeg_start_decompress`, for the scans it
-/// covers: sequential Huffman, 8-bit, one scan (with or without restart markers). Everything
-/// else (progressive, arithmetic coding, several scans) keeps libjpeg's decoder.
-/// `FERRY_JPEG_HUFFMAN=libjpeg` in the environment turns it off.
+/// How it is plugged in: `cinfo->entropy` points to an object that starts with libjpeg-turbo's
+/// `struct jpeg_entropy_decoder` as the version built against lays it out (jpeg_abi.hpp: 2.x
+/// and 3.x differ), when the libjpeg loaded at run time has that layout. libjpeg reaches the
+/// entropy decoder only through those members. It is done after `jpeg_start_decompress`, for
+/// the scans it covers: sequential Huffman, 8-bit, one scan (with or without restart markers).
+/// Everything else (progressive, arithmetic coding, lossless, several scans) keeps libjpeg's
+/// decoder. `FERRY_JPEG_HUFFMAN=libjpeg` in the environment turns it off. Which decoder each
+/// decode used is counted (jpeg_counts.cpp).
 ///
 /// Damage is reported as libjpeg reports it, through its warnings (so that `strict` decoding
 /// fails and lenient decoding goes on with the same grey blocks): running into a marker
 /// (JWRN_HIT_MARKER), the data ending (the memory source's JWRN_JPEG_EOF), bytes before a
 /// restart marker (JWRN_EXTRANEOUS_DATA), a restart marker out of sequence (libjpeg's own
 /// resync_to_restart decides, and warns), and a code that is not in the table
-/// (JWRN_HUFF_BAD_CODE, which libjpeg-turbo's fast path does not report).
+/// (JWRN_HUFF_BAD_CODE, which libjpeg-turbo's fast path does not report). Two more than libjpeg
+/// reports: that code, and any byte between the scan's last block and the marker after it
+/// (JWRN_EXTRANEOUS_DATA; libjpeg-turbo warns only about those its look-ahead of up to 7 bytes
+/// has not read, so 1 to 5 such bytes pass it silently).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +35,8 @@
 #include <cstdio>
 
 #include <jpeglib.h>
+
+#include "jpeg_abi.hpp"
 
 namespace ferry::ops::codec::jpeg {
 
@@ -50,13 +56,35 @@ struct huffman_table {
     bool made = false;
 };
 
+/// The kinds of huffman_table::fast entries (bits 12-13).
+namespace table_entry {
+inline constexpr std::int32_t kind_mask = 3 << 12;
+/// Code and value bits: consume, skip the run, store.
+inline constexpr std::int32_t complete = 0;
+/// EOB (any AC symbol with no value bits but ZRL).
+inline constexpr std::int32_t end_of_block = 1 << 12;
+/// Code only: the value bits follow.
+inline constexpr std::int32_t partial = 2 << 12;
+/// Longer than the look-ahead.
+inline constexpr std::int32_t long_code = 3 << 12;
+}  // namespace table_entry
+
+/// The signed value of the `s` bits `v` of a category-`s` coefficient (T.81 F.12; libjpeg's
+/// HUFF_EXTEND).
+constexpr int extend(int v, int s) {
+    return v < (1 << (s - 1)) ? v - (1 << s) + 1 : v;
+}
+
+/// Fills `out` from the DHT table `t` (jpeg_huffman_table.cpp), or keeps it when `out` was made
+/// from the same table. False for a table T.81 forbids (as libjpeg refuses it): more than 256
+/// symbols, a code that does not fit its length or is all ones, a DC symbol above 15.
+bool build_table(const JHUFF_TBL& t, bool is_dc, huffman_table& out);
+
 /// The decoder's state: the entropy-decoder header libjpeg calls, then ours. One per thread's
 /// decompressor (decoder_state), reused from image to image.
 struct huffman_decoder {
-    // Mirrors struct jpeg_entropy_decoder: must stay first, in this order.
-    void (*start_pass)(j_decompress_ptr) = nullptr;
-    boolean (*decode_mcu)(j_decompress_ptr, JBLOCKROW*) = nullptr;
-    boolean insufficient_data = FALSE;
+    /// What libjpeg calls: must stay first.
+    entropy_decoder_header pub;
 
     huffman_table dc[NUM_HUFF_TBLS];
     huffman_table ac[NUM_HUFF_TBLS];
@@ -71,6 +99,7 @@ struct huffman_decoder {
     int blocks_in_mcu = 0;
     int last_dc[MAX_COMPS_IN_SCAN] = {};
     unsigned int restarts_to_go = 0;  ///< MCUs left in this restart interval
+    std::uint64_t mcus_left = 0;      ///< MCUs left in the scan
     int next_restart = 0;             ///< the number (0-7) of the next RSTn marker expected
 
     /// The bit reader (copied to locals while an MCU is decoded).
@@ -86,8 +115,22 @@ struct huffman_decoder {
     bool bad_code = false;  ///< a code not in its table, in the MCU being decoded
 };
 
+/// Which entropy decoder a decode got: ferry's, or libjpeg's and why.
+enum class entropy_choice : std::uint8_t {
+    ferry,
+    switched_off,      ///< FERRY_JPEG_HUFFMAN=libjpeg
+    not_baseline,      ///< a scan ferry's decoder does not cover (progressive, lossless, ...)
+    library_mismatch,  ///< the loaded libjpeg's layout is not the one built for (jpeg_abi.hpp)
+    table_refused,     ///< a Huffman table build_table refuses
+};
+
 /// Puts `h` in the place of libjpeg's entropy decoder on `d`, just started
-/// (`jpeg_start_decompress`), when the scan is one it decodes. Returns whether it did.
-bool use_ferry_huffman(jpeg_decompress_struct& d, huffman_decoder& h);
+/// (`jpeg_start_decompress`), when the scan is one it decodes and the loaded libjpeg has the
+/// layout ferry was built for. Returns what it chose.
+entropy_choice use_ferry_huffman(jpeg_decompress_struct& d, huffman_decoder& h);
+
+/// Counts `choice` (jpeg_counts.cpp): process-wide (`ops::jpeg_huffman_use()`) and in the
+/// running stage call's counters (`stage_stats::counters`).
+void count(entropy_choice choice) noexcept;
 
 }  // namespace ferry::ops::codec::jpeg
