@@ -220,7 +220,7 @@ reader_t restart(huffman_decoder& h, reader_t r, j_decompress_ptr cinfo) {
 /// hide what libjpeg reports. So, as at a restart marker, the whole bytes left in the bit buffer
 /// and any before the next marker are counted here, and the marker is handed to libjpeg. A valid
 /// scan leaves only the padding bits of its last byte: this warns wherever libjpeg does, and also
-/// about 1 to 5 such bytes, which libjpeg-turbo's look-ahead swallows silently.
+/// about the few (up to 6 in the tests) that libjpeg-turbo's look-ahead swallows silently.
 reader_t end_scan(reader_t r, j_decompress_ptr cinfo) {
     const int real = r.at_marker ? r.bits - r.fake : r.bits;
     unsigned int discarded = real > 0 ? static_cast<unsigned int>(real) / 8 : 0;

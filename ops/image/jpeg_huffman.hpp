@@ -27,7 +27,7 @@
 /// (JWRN_HUFF_BAD_CODE, which libjpeg-turbo's fast path does not report). Two more than libjpeg
 /// reports: that code, and any byte between the scan's last block and the marker after it
 /// (JWRN_EXTRANEOUS_DATA; libjpeg-turbo warns only about those its look-ahead of up to 7 bytes
-/// has not read, so 1 to 5 such bytes pass it silently).
+/// has not read, so up to 6 such bytes pass it silently in the tests).
 #pragma once
 
 #include <cstddef>
