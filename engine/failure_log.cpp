@@ -4,6 +4,8 @@
 
 #include "failure_log.hpp"
 
+#include "ferry/detail/redact.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <string_view>
@@ -69,7 +71,9 @@ std::string failure_log::summary_line(const std::string& stage, const window& w)
 void failure_log::emit(log_level level, const std::string& line) {
     if (line.empty()) return;
     try {
-        sink_(level, line);
+        // The last line of defence for log lines: no URL's credential, no control character
+        // (a forged line, a terminal escape) reaches the sink, whoever wrote the message.
+        sink_(level, redact_text(line));
     } catch (...) {
         // A throwing logger must not take the pipeline down.
     }

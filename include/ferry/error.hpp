@@ -156,7 +156,9 @@ class FERRY_API stage_error : public error, public std::nested_exception {
 /// EISDIR, ENOTDIR, ELOOP, ENAMETOOLONG, EINVAL, ...). For `io_error`s of your own reads.
 [[nodiscard]] FERRY_API bool transient_errno(int err) noexcept;
 
-/// The message of any exception pointer (`what()` for std::exception, a fixed text otherwise).
+/// The message of any exception pointer (`what()` for std::exception, a fixed text otherwise),
+/// safe to print: the credentials of any URL in it `REDACTED` and control characters escaped
+/// (`detail::redact_text`). The engine makes every failure's message with it.
 [[nodiscard]] FERRY_API std::string describe(const std::exception_ptr& e);
 
 }  // namespace ferry

@@ -38,6 +38,8 @@ class source_builder : public builder<T> {
     /// lines, and in the quarantine file. `f` is called once per item, on the source's thread,
     /// when the item is pulled (before any stage transforms it); keep it cheap. It replaces the
     /// path ferry uses by itself for `describable` elements. A throwing `f` fails the source.
+    /// A returned URL's credentials are `REDACTED` (`ferry::input_name`'s rule) before ferry
+    /// keeps it, so the quarantine file and exclusion by name both see the redacted form.
     /// \code
     ///   struct job { std::string url; int label; };
     ///   auto pipe = ferry::from(jobs)
@@ -59,6 +61,7 @@ class source_builder : public builder<T> {
                                                                               std::string& out) {
             if constexpr (std::same_as<R, std::string>) {
                 out = std::invoke(std::as_const(*fn), std::as_const(v.get<T>()));
+                if (detail::may_hold_credentials(out)) out = detail::redact_url(out);
             } else {
                 detail::describe_into(std::invoke(std::as_const(*fn), std::as_const(v.get<T>())),
                                       out);

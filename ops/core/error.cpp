@@ -3,6 +3,7 @@
 /// Error code names and exception descriptions.
 
 #include "ferry/error.hpp"
+#include "ferry/detail/redact.hpp"
 
 #include <cerrno>
 
@@ -75,7 +76,10 @@ std::string describe(const std::exception_ptr& e) {
     try {
         std::rethrow_exception(e);
     } catch (const std::exception& x) {
-        return x.what();
+        // The last line of defence: a message that names a URL its thrower did not redact, or
+        // that carries a server's text with control characters, is made safe here, before the
+        // engine records, logs, quarantines or rethrows it.
+        return detail::redact_text(x.what());
     } catch (...) {
         return "unknown exception (not derived from std::exception)";
     }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string_view>
 
+#include "ferry/detail/redact.hpp"
 #include "ferry/error.hpp"
 
 namespace ferry {
@@ -298,14 +299,17 @@ class line_reader {
 std::string quarantine_line(const failure& f) {
     std::string out;
     out.reserve(96 + f.input.size() + f.stage.size() + f.message.size());
+    // Whoever made the failure, no credential reaches the file: inputs are URLs redacted (the
+    // engine's names already are, so exclusion by name still matches) and messages made safe.
     out += "{\"input\": ";
-    append_json_string(out, f.input);
+    append_json_string(
+        out, detail::may_hold_credentials(f.input) ? detail::redact_url(f.input) : f.input);
     out += ", \"stage\": ";
     append_json_string(out, f.stage);
     out += ", \"code\": ";
     append_json_string(out, to_string(f.code));
     out += ", \"message\": ";
-    append_json_string(out, f.message);
+    append_json_string(out, detail::redact_text(f.message));
     out += ", \"epoch\": " + std::to_string(f.epoch);
     out += ", \"item\": " + std::to_string(f.item);
     out += ", \"items\": " + std::to_string(f.items);

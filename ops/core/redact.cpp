@@ -1,32 +1,150 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// Credentials out of URLs (ferry/detail/redact.hpp).
+/// Credentials out of URLs and free text, control characters out of messages
+/// (ferry/detail/redact.hpp).
 
 #include "ferry/detail/redact.hpp"
 
+#include <array>
+
 namespace ferry::detail {
+namespace {
+
+/// The one list of query parameters whose values are credentials (lower case).
+constexpr std::array<std::string_view, 17> credential_names{"x-amz-signature",
+                                                            "x-amz-credential",
+                                                            "x-amz-security-token",
+                                                            "signature",
+                                                            "awsaccesskeyid",
+                                                            "x-goog-signature",
+                                                            "x-goog-credential",
+                                                            "x-goog-security-token",
+                                                            "sig",
+                                                            "access_token",
+                                                            "id_token",
+                                                            "refresh_token",
+                                                            "token",
+                                                            "api_key",
+                                                            "apikey",
+                                                            "client_secret",
+                                                            "password"};
+
+int hex_value(char c) noexcept {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/// A query name as a server reads it: `%XX` decoded, in lower case (`X%2DAmz%2DSignature`).
+std::string decoded_lower(std::string_view name) {
+    std::string out;
+    out.reserve(name.size());
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        char c = name[i];
+        if (c == '%' && i + 2 < name.size()) {
+            const int hi = hex_value(name[i + 1]);
+            const int lo = hex_value(name[i + 2]);
+            if (hi >= 0 && lo >= 0) {
+                c = static_cast<char>(hi * 16 + lo);
+                i += 2;
+            }
+        }
+        out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return out;
+}
+
+/// Where a word of free text ends: white space, a quote, an angle bracket or a control byte.
+bool word_break(char c) noexcept {
+    const auto u = static_cast<unsigned char>(c);
+    return u <= 0x20 || u == 0x7f || c == '\'' || c == '"' || c == '`' || c == '<' || c == '>';
+}
+
+}  // namespace
 
 bool credential_parameter(std::string_view name) noexcept {
-    return name == "x-amz-signature" || name == "x-amz-credential" ||
-           name == "x-amz-security-token" || name == "signature" || name == "awsaccesskeyid";
+    for (const auto n : credential_names) {
+        if (n == name) return true;
+    }
+    return false;
 }
 
 std::string redact_url(std::string_view url) {
     std::string out = rewrite_query(url, [](const std::string& name) {
-        return credential_parameter(name) ? query_item::redact : query_item::keep;
+        const bool secret =
+            credential_parameter(name) ||
+            (name.find('%') != std::string::npos && credential_parameter(decoded_lower(name)));
+        return secret ? query_item::redact : query_item::keep;
     });
-    // A password in the authority: scheme://user:password@host/...
+    // The user part of the authority: scheme://user:password@host/... keeps the user and hides
+    // the password; scheme://token@host/... (no colon) is all secret.
     if (const auto scheme = out.find("://"); scheme != std::string::npos) {
         const auto authority_end = out.find_first_of("/?#", scheme + 3);
         const auto at = out.substr(0, authority_end).rfind('@');
-        if (at != std::string::npos && at > scheme) {
+        if (at != std::string::npos && at > scheme + 3) {
             const auto colon = out.find(':', scheme + 3);
             if (colon != std::string::npos && colon < at) {
                 out.replace(colon + 1, at - colon - 1, "REDACTED");
+            } else {
+                out.replace(scheme + 3, at - scheme - 3, "REDACTED");
             }
         }
     }
     return out;
+}
+
+std::string escape_controls(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u >= 0x20 && u != 0x7f) {
+            out += c;
+            continue;
+        }
+        switch (c) {
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default: {
+                constexpr char digits[] = "0123456789abcdef";
+                out += "\\x";
+                out += digits[u >> 4];
+                out += digits[u & 15];
+            }
+        }
+    }
+    return out;
+}
+
+std::string redact_text(std::string_view text) {
+    if (!may_hold_credentials(text)) return escape_controls(text);
+    std::string out;
+    out.reserve(text.size());
+    std::size_t i = 0;
+    while (i < text.size()) {
+        if (word_break(text[i])) {
+            out += text[i++];
+            continue;
+        }
+        std::size_t end = i;
+        while (end < text.size() && !word_break(text[end])) ++end;
+        const std::string_view word = text.substr(i, end - i);
+        if (may_hold_credentials(word)) {
+            out += redact_url(word);
+        } else {
+            out += word;
+        }
+        i = end;
+    }
+    return escape_controls(out);
 }
 
 }  // namespace ferry::detail

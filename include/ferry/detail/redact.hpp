@@ -50,14 +50,32 @@ std::string rewrite_query(std::string_view url, F what) {
     return out;
 }
 
-/// Whether a query parameter (its name in lower case) carries a credential: `x-amz-signature`,
-/// `x-amz-credential`, `x-amz-security-token`, and the older `signature`, `awsaccesskeyid`.
+/// Whether a query parameter (its name in lower case, percent-decoded) carries a credential.
+/// The one list ferry keeps (ops/core/redact.cpp), used for messages and for the cache's key:
+/// AWS SigV4 and SigV2 (`x-amz-signature`, `x-amz-credential`, `x-amz-security-token`,
+/// `signature`, `awsaccesskeyid`), Google Cloud Storage (`x-goog-signature`,
+/// `x-goog-credential`, `x-goog-security-token`), Azure SAS (`sig`), OAuth and API tokens
+/// (`access_token`, `id_token`, `refresh_token`, `token`, `api_key`, `apikey`,
+/// `client_secret`, `password`).
 [[nodiscard]] FERRY_API bool credential_parameter(std::string_view lower_name) noexcept;
 
 /// `url` with its credentials replaced by `REDACTED`: the values of the credential query
-/// parameters (names compared without case) and the password of a `user:password@` in the
-/// authority (`https://user:REDACTED@host/...`). Anything else is returned as it is.
+/// parameters (names compared without case and percent-decoded), the password of a
+/// `user:password@` in the authority (`https://user:REDACTED@host/...`) and the whole user part
+/// when it has no password, as a token does (`https://REDACTED@host/...`). Anything else is
+/// returned as it is.
 [[nodiscard]] FERRY_API std::string redact_url(std::string_view url);
+
+/// `text` with control characters (bytes below 0x20, and 0x7f) written as escapes (`\n`, `\r`,
+/// `\t`, `\x1b`, ...): a text from storage (a tar member name, a server's message) cannot start
+/// a new log line or colour a terminal. Other bytes, UTF-8 included, are kept.
+[[nodiscard]] FERRY_API std::string escape_controls(std::string_view text);
+
+/// `text` safe to show: every URL-like word in it (delimited by white space, quotes or angle
+/// brackets, holding a `?` or an `@`) passed through `redact_url`, then `escape_controls`.
+/// Where ferry records, logs or throws a message it did not build itself, it passes it through
+/// this first (`ferry::describe`, the failure log, the quarantine file).
+[[nodiscard]] FERRY_API std::string redact_text(std::string_view text);
 
 /// Whether `text` can hold what `redact_url` replaces (a query or an `@`): the cheap test first.
 [[nodiscard]] inline bool may_hold_credentials(std::string_view text) noexcept {
