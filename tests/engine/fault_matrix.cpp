@@ -12,8 +12,9 @@
 /// consumer's loop body. Faults, all on the first attempt only (a retry succeeds):
 ///  * throws: a transient `io_error`;
 ///  * hangs: blocks until told to give up (`this_call::stop_requested()`), which the hanging
-///    stage's 50 ms timeout does (the other stages time out after 10 s, so that a trivial call
-///    preempted on a loaded machine is not timed out); the source has no timeout and the
+///    stage's 250 ms timeout does (the other stages time out after 10 s). Every call of the
+///    hanging stage is timed, the trivial ones too, so its limit is one a thread preempted on a
+///    loaded machine (2 cores, ASan) does not reach; the source has no timeout and the
 ///    consumer no policy: they pause 300 ms unless stopped;
 ///  * garbage: returns -1, which the next stage rejects under the same policy (a decode_error is
 ///    not transient: retry then skips it); garbage from the last stage reaches the consumer.
@@ -183,7 +184,7 @@ outcome run(const cell& c) {
                                     .name = name(me),
                                     .on_error = policy_of(c, me),
                                     .executor = me == where::io ? ferry::io : ferry::compute,
-                                    .timeout = c.f == fault::hangs && c.at == me ? 50ms : 10s};
+                                    .timeout = c.f == fault::hangs && c.at == me ? 250ms : 10s};
     };
     try {
         auto p = ferry::from([&, i = 0]() mutable -> std::optional<int> {

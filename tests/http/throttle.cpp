@@ -2,12 +2,17 @@
 /// \file
 /// read_url under a store that throttles: a server that answers 503 SlowDown whenever more than
 /// 4 requests are in flight. With adaptation (the default) every item arrives once and the server
-/// sees far fewer rejected requests than without it, and http_hosts() shows a limit near 4.
+/// sees far fewer rejected requests than without it, and http_hosts() shows a limit near 4. And
+/// the AIMD rule itself, step by step: a burst of 503s halves the limit once, a second burst
+/// halves it again, and answers that are not throttled raise it by 1/limit each.
 #include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
 #include <ferry/ferry.hpp>
 #include <ferry/http.hpp>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -106,6 +111,69 @@ BOOST_AUTO_TEST_CASE(a_throttled_host_gets_fewer_requests) {
         BOOST_TEST(h.requests == static_cast<std::uint64_t>(adaptive.rejected.load() + items));
     }
     BOOST_TEST(seen);
+}
+
+/// The limit `http_hosts()` shows for `server`'s host; -1 when the host is not listed.
+int limit_of(const http_server& server) {
+    for (const auto& h : ferry::ops::http_hosts()) {
+        if (h.host == server.url("")) return h.limit;
+    }
+    return -1;
+}
+
+// AIMD step by step, with bursts the server holds until all their requests have arrived: 16
+// requests answered 503 together halve the limit once (to 8, not 16 halvings), the next burst of
+// 8 halves it to 4, and 24 answers that are not throttled then raise it by 1/limit each.
+BOOST_AUTO_TEST_CASE(aimd_halves_once_per_burst_and_recovers) {
+    std::mutex m;
+    std::condition_variable arrived;
+    int waiting = 0;
+    int burst = 0;  // requests to hold until this many have arrived; 0: answer 200 at once
+    http_server server([&](const http_request& r) {
+        std::unique_lock lock(m);
+        if (burst == 0) return http_response{.body = r.target};
+        ++waiting;
+        arrived.notify_all();
+        const bool full =
+            arrived.wait_for(lock, std::chrono::seconds(30), [&] { return waiting >= burst; });
+        return http_response{.status = full ? 503 : 500, .body = "<Error><Code>SlowDown</Code>"};
+    });
+    const auto throttled_burst = [&](int n) {
+        {
+            const std::lock_guard lock(m);
+            burst = n;
+            waiting = 0;
+        }
+        std::vector<std::thread> calls;
+        std::atomic<int> refused{0};
+        for (int i = 0; i < n; ++i) {
+            calls.emplace_back([&, i] {
+                try {
+                    (void)ferry::ops::read_url(server.url("/b/" + std::to_string(i)));
+                } catch (const ferry::http_error& e) {
+                    if (e.status() == 503) ++refused;
+                }
+            });
+        }
+        for (auto& t : calls) t.join();
+        BOOST_TEST_REQUIRE(refused.load() == n);
+    };
+    BOOST_TEST(limit_of(server) == -1);  // never seen: no limit yet
+    throttled_burst(16);
+    BOOST_TEST(limit_of(server) == 8);  // from the 16 in flight, halved once for the burst
+    throttled_burst(8);
+    BOOST_TEST(limit_of(server) == 4);
+    {
+        const std::lock_guard lock(m);
+        burst = 0;
+    }
+    double want = 4;
+    for (int i = 0; i < 24; ++i) {
+        BOOST_TEST(ferry::ops::read_url(server.url("/ok")).size() == 3U);
+        want += 1.0 / want;
+        BOOST_TEST(limit_of(server) == static_cast<int>(std::floor(want)), "after answer " << i);
+    }
+    BOOST_TEST(limit_of(server) >= 8);  // recovered to where the first burst left it
 }
 
 BOOST_AUTO_TEST_SUITE_END()

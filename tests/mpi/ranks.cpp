@@ -255,12 +255,22 @@ void resume(const ferry::world& w, const std::string& state_file,
     expect(seen.size() == static_cast<std::size_t>(items),
            "resume: the two runs delivered " + std::to_string(seen.size()) + " distinct items of " +
                std::to_string(items));
-    // Padding only: the saved epoch's (4 * 251 - 1003 = 1) and the new world's evening of the
-    // rest over 3 ranks (at most 2).
-    expect(repeats <= (old_size - 1) + (w.size - 1),
-           "resume: " + std::to_string(repeats) + " items delivered twice or more (" +
-               std::to_string(before.size()) + " before the save, " + std::to_string(after) +
-               " after)");
+    // The rest is every position of the saved epoch the 4 ranks had not delivered, its padding
+    // included (4 x 251 = 1004 positions for 1003 items), split evenly over the 3 ranks and
+    // padded up to a multiple of 3: the repeats are exactly the two paddings. Here 1004 - 320 =
+    // 684 positions, 228 a rank, and 1 repeat (the saved epoch's padding).
+    const auto n_items = static_cast<std::size_t>(items);
+    const std::size_t old_positions = old_size * ((n_items + old_size - 1) / old_size);
+    const std::size_t left = old_positions - before.size();
+    const auto ranks = static_cast<std::size_t>(w.size);
+    const std::size_t padded = ranks * ((left + ranks - 1) / ranks);
+    const std::size_t want_repeats = (old_positions - n_items) + (padded - left);
+    expect(after == padded, "resume: the 3 ranks delivered " + std::to_string(after) +
+                                " items after the save, not " + std::to_string(padded));
+    expect(repeats == want_repeats,
+           "resume: " + std::to_string(repeats) + " items delivered twice or more, not " +
+               std::to_string(want_repeats) + " (" + std::to_string(before.size()) +
+               " before the save, " + std::to_string(after) + " after)");
 }
 
 }  // namespace
