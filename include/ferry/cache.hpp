@@ -5,6 +5,7 @@
 /// `ferry::http`.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -27,6 +28,31 @@ struct cache_options {
     /// `If-None-Match: <ETag>`): 304 reads the local copy, 200 replaces it. An entry without an
     /// ETag is fetched again. Off: a hit makes no request at all.
     bool revalidate = false;
+    /// Who may use the folder. false (the default): this user alone. A folder `open_cache`
+    /// creates is mode 0700 and its files (entries, temporary files, `.lock`) 0600; an existing
+    /// folder owned by another user, or writable by group or others, is refused (an `io_error`
+    /// that says how to fix it). true: the folder's group shares it. A folder `open_cache`
+    /// creates is mode 2770 (setgid: entries take the folder's group) and files are 0660, given
+    /// the folder's group; a folder of another owner is accepted, one writable by others is
+    /// refused. Every member of the group can read every entry and plant one: share a folder
+    /// only among users who may see each other's objects.
+    bool shared_group = false;
+    /// Longest wait for the folder's lock (`.lock`, taken to rename an entry into place and to
+    /// evict). When it cannot be had in time (another process holds it), the object just
+    /// downloaded is answered but not kept, and `cache_stats::lock_timeouts` counts it.
+    std::chrono::milliseconds lock_wait{10'000};
+    /// The largest object one fill writes to disk; 0: no cap but `max_bytes`. A body that passes
+    /// it (one of unannounced length that does not end) stops there, the read is answered from
+    /// the network, and the object is not kept (`cache_stats::not_kept`).
+    std::uint64_t max_object_bytes = std::uint64_t{64} << 30;
+    /// Whether reads carrying a credential whose identity ferry cannot tell are cached: a bearer
+    /// token or cookie in `http_options::headers` (any header whose name says auth, token, key,
+    /// secret, session, cookie, password, signature or credential), a token as a URL's user
+    /// part or query parameter (`sig`, `token`, ...). false (the default): they bypass the cache
+    /// (`cache_stats::bypassed`). true: they are cached under a key shared by every such
+    /// credential, so one token's entry is served to another's reads (never to anonymous ones).
+    /// Credentials whose identity is known need no opt-in: see `ferry::ops::open_cache`.
+    bool cache_unidentified = false;
 };
 
 /// What this process's cache object has done (counters since `open_cache`), and how many entries
@@ -48,6 +74,16 @@ struct cache_stats {
     /// in between evict from what it knows, so a fill costs the same in a folder of a million
     /// entries as in one of ten.
     std::uint64_t listings = 0;
+    /// Commits, evictions and openings that gave up waiting `cache_options::lock_wait` for the
+    /// folder's lock: the object read was answered, not kept.
+    std::uint64_t lock_timeouts = 0;
+    /// Entries found unusable — not a regular file (a FIFO, a device), truncated or appended
+    /// to, a record that does not read (one written by an older ferry included): each a miss,
+    /// fetched again.
+    std::uint64_t invalid_entries = 0;
+    /// Reads that went to the network past the cache: a credential whose identity ferry cannot
+    /// tell (see `cache_options::cache_unidentified`), or a URL with a line break.
+    std::uint64_t bypassed = 0;
 };
 
 namespace ops::detail {
@@ -55,14 +91,18 @@ class cache_store;
 }
 
 /// A cache folder opened by `ferry::ops::open_cache`; share the `shared_ptr` between pipelines
-/// and threads. Entries are flat files in the folder named by the SHA-256 of the object's URL
-/// (never by its path), each holding the object's bytes followed by its URL, size and ETag.
+/// and threads. Entries are flat files in the folder named by the SHA-256 of the object's key
+/// (its URL and who read it; never its path), each holding the object's bytes followed by its
+/// key, size and ETag.
 ///
 /// Safety: an object is written under a temporary name in the folder and renamed into place, so
 /// no partial file is ever visible under an entry's name; a lock file (`flock`) serializes
 /// eviction; two processes filling one entry at once both succeed and leave one complete file.
 /// Temporary files of a process that died mid-write are removed by the next eviction pass.
-/// Recency is the entry's mtime, set on every hit.
+/// Recency is the entry's mtime, set on every hit. Against other local users: see
+/// `cache_options::shared_group` (who may use the folder) and `lock_wait` (a held lock costs
+/// fills, never reads); an entry path that is not a regular file (a FIFO, a link) is a miss,
+/// never waited on or followed.
 class FERRY_API object_cache {
   public:
     explicit object_cache(std::unique_ptr<ops::detail::cache_store> store);
@@ -74,7 +114,9 @@ class FERRY_API object_cache {
     [[nodiscard]] cache_stats stats() const;
     /// The options it was opened with.
     [[nodiscard]] const cache_options& options() const noexcept;
-    /// The file an object's entry lives in (whether or not it exists): to see what is cached.
+    /// The file an object's entry lives in (whether or not it exists) when `read_url(url)` reads
+    /// it with no extra headers: to see what is cached. Empty when such a read is not cached
+    /// (a credential of unknown identity in the URL, without `cache_unidentified`).
     [[nodiscard]] std::filesystem::path entry_path(std::string_view url) const;
 
     /// For ferry::http's own code.
@@ -87,8 +129,9 @@ class FERRY_API object_cache {
 namespace ops {
 
 /// Opens (creating it if needed) a cache folder. Throws `ferry::io_error` naming the folder and
-/// the cause when it cannot be created or written, and removes temporary files left by
-/// processes that died mid-write.
+/// the cause when it cannot be created or written, or is refused for its owner or mode (see
+/// `cache_options::shared_group`; the message says the fix), and removes temporary files left
+/// by processes that died mid-write.
 ///
 /// With it in `http_options::cache`, `read_url` of an `http(s)://` or `s3://` URL answers from
 /// the local file when it can: a miss downloads the whole object into the cache (streamed to
@@ -96,10 +139,22 @@ namespace ops {
 /// object is fetched first, so the next range is local. An object larger than `max_bytes` is
 /// answered from the network (a ranged read by a ranged request) and not kept. When the cache
 /// itself fails (disk full, folder removed), the answer comes from the network and
-/// `cache_stats::failures` counts it. The key is the URL without credentials or presigning
-/// (`X-Amz-Signature`, `X-Amz-Credential`, `X-Amz-Security-Token`, `X-Amz-Date`,
-/// `X-Amz-Expires`, `Signature`, `AWSAccessKeyId`, `Expires`, `user:password@`): a re-presigned
-/// URL hits the same entry, and no credential reaches the folder. `file://` URLs are not cached.
+/// `cache_stats::failures` counts it. `max_bytes` holds for every answer, a cached `range`
+/// included.
+///
+/// The key is the URL without credentials or presigning (the parameters `redact_url` redacts,
+/// `X-Amz-Date`, `X-Amz-Expires`, `Expires`, `user:password@`) and, for a read with credentials,
+/// a SHA-256 of who they say is asking: the user of `user:password@` or of
+/// `Authorization: Basic`, the access key id of a signed `s3://` read, of `X-Amz-Credential`,
+/// `AWSAccessKeyId` or `X-Goog-Credential` in a presigned URL. So an entry fetched with a
+/// credential is served only to reads with the same identity (not to anonymous ones, not to
+/// another user or key id), a re-presigned URL of the same key id hits the same entry, and no
+/// secret reaches the folder (a password, signature or token is never part of the key). A read
+/// with a credential of unknown identity (a bearer token, a cookie, an API-key header, a token
+/// as a URL's user part) bypasses the cache unless `cache_options::cache_unidentified` is set.
+/// The identity is a name, not a proof: who can read the folder can read every entry, which is
+/// why the folder is this user's alone unless `cache_options::shared_group` says otherwise.
+/// `file://` URLs are not cached.
 /// \code
 ///   auto cache = ferry::ops::open_cache({.dir = "/scratch/ferry-cache", .max_bytes = 200ull <<
 ///   30}); auto b = ferry::ops::read_url("s3://bucket/a.jpg", {.cache = cache});

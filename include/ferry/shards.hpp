@@ -107,11 +107,21 @@ struct tar_options {
     /// counts give equal epochs.
     ferry::sampling sampling{};
     /// Samples are shuffled within a buffer of this many (WebDataset's `shuffle(n)`): memory is
-    /// at most this many samples; 0 or 1 delivers them in shard order. The buffer's draws depend
-    /// only on (`sampling.seed`, epoch, rank), so a resumed epoch delivers the same order.
+    /// at most this many samples (each at most `max_sample_bytes` of member data and
+    /// `max_sample_members` members, plus the one being grouped); 0 or 1 delivers them in shard
+    /// order. The buffer's draws depend only on (`sampling.seed`, epoch, rank), so a resumed
+    /// epoch delivers the same order.
     std::size_t shuffle_buffer = 0;
     /// A member larger than this (as its header declares) is not read: its sample is damaged.
     std::uint64_t max_member_bytes = std::uint64_t{1} << 30;
+    /// A sample whose members together declare more bytes than this is damaged at the member
+    /// that crosses it: that member and the key's later members are not read (a small
+    /// compressed shard can expand into one huge sample of many members under
+    /// `max_member_bytes` each).
+    std::uint64_t max_sample_bytes = std::uint64_t{1} << 30;
+    /// A sample with more members than this is damaged at the first one past it; that member and
+    /// the key's later members are not read.
+    std::size_t max_sample_members = 256;
     /// How shards that are not local files (`s3://...`, `https://...`) are read, chunk by chunk:
     /// e.g. `ferry::ops::url_ranges{}`. Empty: only local paths and `file://` URLs.
     range_reader read_remote{};
@@ -197,7 +207,10 @@ class FERRY_API tar_samples_source {
 };
 
 /// Samples from tar shards in WebDataset's layout (`.tar`, `.tar.gz`, `.tar.zst`, `.tar.xz`,
-/// `.tar.bz2`; the compression is recognised from the bytes), for `ferry::from`. Each shard is
+/// `.tar.bz2`, `.tar.lz4`; the compression is recognised from the bytes, and only those that
+/// libarchive decompresses in-process are read: a shard compressed otherwise, e.g. with lrzip,
+/// grzip or lzop, for which libarchive would run an external program, is one damaged sample
+/// saying so), for `ferry::from`. Each shard is
 /// read as a stream with libarchive — one member in memory at a time, plus the shuffle buffer —
 /// and its consecutive members with one key make one sample (a key that continues in the next
 /// shard starts a new sample there). Members that are not regular files and names without an
@@ -209,10 +222,12 @@ class FERRY_API tar_samples_source {
 /// \endcode
 ///
 /// Nothing is lost silently: a shard that cannot be opened, a bad header (the rest of that shard
-/// cannot be read), a member cut short or over `max_member_bytes`, or a key with two members of
-/// one extension gives a damaged sample (`sample::damaged()`) whose `fields.at()` throws the
-/// cause, so the first stage that reads it fails it under its error policy and the pipeline's
-/// accounting counts it.
+/// cannot be read), a member cut short or over `max_member_bytes`, a sample over
+/// `max_sample_bytes` or `max_sample_members`, or a key with two members of one extension gives
+/// a damaged sample (`sample::damaged()`) whose `fields.at()` throws the cause, so the first
+/// stage that reads it fails it under its error policy and the pipeline's accounting counts it.
+/// Messages name the shard with its URL's credentials redacted (`X-Amz-Signature=REDACTED`) and
+/// member names and keys with control characters escaped (`\n`, `\x1b`).
 ///
 /// Resume (`build({.resume_from = st})`) is exact and cheap: `ferry::from` opens the saved epoch
 /// at its position (`tar_samples_source(epoch, position)`), which reaches it as reading would —

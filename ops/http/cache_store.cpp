@@ -5,7 +5,12 @@
 /// Who may do what without the lock: anyone may open an entry and read it (a rename or an
 /// unlink by someone else leaves an open file readable), set its mtime, and write their own
 /// temporary file. Renames into place, removals and eviction happen under the lock (lock_mutex_
-/// within the process, flock on `.lock` between processes).
+/// within the process, flock on `.lock` between processes), waited for `lock_wait` at most: who
+/// holds it forever costs others their fills, never their reads.
+///
+/// Who may use the folder at all is its mode (see `cache_options::shared_group`): a private
+/// folder that others could write, or that someone else owns, is refused before anything in it
+/// is opened.
 #include "cache_store.hpp"
 
 #include "ferry/this_call.hpp"
@@ -20,12 +25,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <thread>
 #include <vector>
 
-#include "cached_fetch.hpp"
-#include "ferry/this_call.hpp"
+#include "cache_key.hpp"
 #include "sha256.hpp"
 
 namespace ferry::ops::detail {
@@ -71,15 +77,20 @@ bool pread_all(int fd, void* data, std::size_t n, std::uint64_t at) {
     return true;
 }
 
+// Format 2: keys name who asked (cache_key.hpp). A format-1 entry may hold an object fetched
+// with someone's credentials under the bare URL: it does not read, and is fetched again.
+constexpr const char* record_format = "ferry-cache 2";
+
 std::string encode(const entry_record& r) {
-    return "ferry-cache 1\n" + std::to_string(r.size) + "\n" + r.etag + "\n" + r.url;
+    return std::string(record_format) + "\n" + std::to_string(r.size) + "\n" + r.etag + "\n" +
+           r.url;
 }
 
 std::optional<entry_record> decode(const std::string& s) {
     const auto a = s.find('\n');
     const auto b = a == std::string::npos ? a : s.find('\n', a + 1);
     const auto c = b == std::string::npos ? b : s.find('\n', b + 1);
-    if (c == std::string::npos || s.compare(0, a, "ferry-cache 1") != 0) return std::nullopt;
+    if (c == std::string::npos || s.compare(0, a, record_format) != 0) return std::nullopt;
     entry_record r;
     try {
         std::size_t used = 0;
@@ -117,26 +128,103 @@ std::int64_t next_stamp() {
     }
 }
 
-/// mutex_ then flock: the folder's lock, for this process's threads and for other processes.
+/// The mutex then the flock: the folder's lock, for this process's threads and for other
+/// processes, waited for `wait` at most (and not past a stop request): anyone who can open
+/// `.lock` can hold it forever.
 class folder_lock {
   public:
-    folder_lock(std::mutex& m, int fd) : hold_(m), fd_(fd) {
-        while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    folder_lock(std::timed_mutex& m, int fd, std::chrono::milliseconds wait) : fd_(fd) {
+        const auto deadline = std::chrono::steady_clock::now() + wait;
+        if (!m.try_lock_until(deadline)) return;
+        auto pause = std::chrono::milliseconds(1);
+        for (;;) {
+            if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+                held_ = &m;
+                return;
+            }
+            if (errno != EWOULDBLOCK && errno != EINTR) break;
+            const auto now = std::chrono::steady_clock::now();
+            if (now >= deadline || this_call::stop_requested()) break;
+            std::this_thread::sleep_for(
+                std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
+            pause = std::min(pause * 2, std::chrono::milliseconds(50));
         }
+        m.unlock();
     }
     folder_lock(const folder_lock&) = delete;
     folder_lock& operator=(const folder_lock&) = delete;
-    ~folder_lock() { ::flock(fd_, LOCK_UN); }
+    ~folder_lock() {
+        if (held_ == nullptr) return;
+        ::flock(fd_, LOCK_UN);
+        held_->unlock();
+    }
+    /// Whether the lock was had in time.
+    [[nodiscard]] bool held() const noexcept { return held_ != nullptr; }
 
   private:
-    std::lock_guard<std::mutex> hold_;
+    std::timed_mutex* held_ = nullptr;
     int fd_;
 };
+
+std::string octal(unsigned mode) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", mode & 07777U);
+    return text;
+}
+
+/// Creates the folder (its mode: 0700, or 2770 when shared) or checks an existing one: a private
+/// folder must be this user's and not writable by group or others, a shared one not writable by
+/// others. Returns its stat.
+struct stat prepare_folder(const cache_options& o, const std::string& where) {
+    const auto& dir = o.dir;
+    const unsigned mode = o.shared_group ? 02770U : 0700U;
+    std::error_code ec;
+    if (const auto parent = dir.parent_path(); !parent.empty()) {
+        std::filesystem::create_directories(parent, ec);
+        if (ec) throw io_error(where + "cannot create the folder: " + ec.message(), false);
+    }
+    if (::mkdir(dir.c_str(), mode) == 0) {
+        // mkdir's mode passes through the umask (and drops setgid): say it exactly.
+        ::chmod(dir.c_str(), mode);
+    } else if (errno != EEXIST) {
+        throw io_error(where + "cannot create the folder: " + errno_text(errno), false);
+    }
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) {
+        throw io_error(where + "cannot create the folder: " + errno_text(errno), false);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        throw io_error(where + "cannot create the folder: " + errno_text(ENOTDIR), false);
+    }
+    const uid_t me = ::geteuid();
+    if (o.shared_group) {
+        if ((st.st_mode & S_IWOTH) != 0) {
+            throw io_error(where + "the folder is writable by others (mode " + octal(st.st_mode) +
+                               "): anyone could plant entries or hold its lock; run `chmod 2770 '" +
+                               dir.string() + "'` (a folder of the sharing group)",
+                           false);
+        }
+    } else if (st.st_uid != me) {
+        throw io_error(where + "the folder belongs to uid " + std::to_string(st.st_uid) +
+                           ", not to this user (uid " + std::to_string(me) +
+                           "): its owner could read and plant entries; use a folder of your own, "
+                           "or set cache_options::shared_group to share it with its group",
+                       false);
+    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        throw io_error(
+            where + "the folder is writable by group or others (mode " + octal(st.st_mode) +
+                "): they could plant entries or hold its lock; run `chmod 700 '" + dir.string() +
+                "'`, or set cache_options::shared_group for a cache shared with its "
+                "group (mode 2770)",
+            false);
+    }
+    return st;
+}
 
 /// Whether a temporary file's writer is gone: its flock is free, and its pid (in the name,
 /// `.tmp-<pid>-...`) is not running or the file is old.
 bool orphaned(const std::filesystem::path& p, const std::string& name, const struct stat& st) {
-    const unique_fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    const unique_fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     if (fd.get() < 0) return false;
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;  // its writer holds it
     const auto age = std::chrono::system_clock::now().time_since_epoch() -
@@ -165,6 +253,7 @@ bool cache_writer::write(const std::byte* data, std::size_t n) {
         too_big_ = true;
         return false;
     }
+    if (size_ + n > expected_) return false;
     if (!pwrite_all(fd_.get(), data, n, size_)) return false;
     size_ += n;
     return true;
@@ -174,16 +263,27 @@ fill_turn::~fill_turn() {
     if (store_ != nullptr) store_->end_turn(key_);
 }
 
-cache_store::cache_store(cache_options options) : options_(std::move(options)) {
+cache_store::cache_store(cache_options options)
+    : options_(std::move(options)), file_mode_(options_.shared_group ? 0660U : 0600U) {
     const std::string where = "open_cache: '" + options_.dir.string() + "': ";
-    std::error_code ec;
-    std::filesystem::create_directories(options_.dir, ec);
-    if (ec) throw io_error(where + "cannot create the folder: " + ec.message(), false);
-    lock_fd_ = unique_fd(
-        ::open((options_.dir / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+    const struct stat folder = prepare_folder(options_, where);
+    folder_gid_ = folder.st_gid;
+    const auto lock_path = options_.dir / ".lock";
+    const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+    lock_fd_ = unique_fd(::open(lock_path.c_str(), flags | O_CREAT | O_EXCL, file_mode_));
+    const bool created = lock_fd_.get() >= 0;
+    if (!created && errno == EEXIST) lock_fd_ = unique_fd(::open(lock_path.c_str(), flags));
     if (lock_fd_.get() < 0) {
         throw io_error(where + "cannot write the lock file: " + errno_text(errno), false);
     }
+    struct stat lock_st {};
+    if (::fstat(lock_fd_.get(), &lock_st) != 0 || !S_ISREG(lock_st.st_mode)) {
+        throw io_error(where + "'.lock' is not a regular file", false);
+    }
+    // A lock file of ours gets the folder's file mode (one an older ferry made 0644 too).
+    if (lock_st.st_uid == ::geteuid()) ::fchmod(lock_fd_.get(), file_mode_);
+    if (created && options_.shared_group)
+        ::fchown(lock_fd_.get(), static_cast<uid_t>(-1), folder_gid_);
     try {
         const auto probe = begin("open_cache probe");
         if (!probe->write(reinterpret_cast<const std::byte*>(magic), sizeof magic)) {
@@ -192,8 +292,12 @@ cache_store::cache_store(cache_options options) : options_(std::move(options)) {
     } catch (const io_error& e) {
         throw io_error(where + "cannot write to the folder: " + e.what(), false);
     }
-    const folder_lock lock(lock_mutex_, lock_fd_.get());
-    sweep(std::string());
+    const folder_lock lock(lock_mutex_, lock_fd_.get(), options_.lock_wait);
+    if (lock.held()) {
+        sweep(std::string());
+    } else {
+        ++counters.lock_timeouts;  // the next fill lists the folder
+    }
 }
 
 std::filesystem::path cache_store::path_of(const std::string& key) const {
@@ -202,10 +306,21 @@ std::filesystem::path cache_store::path_of(const std::string& key) const {
 
 std::optional<cache_hit> cache_store::find(const std::string& key) {
     const auto path = path_of(key);
-    unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (fd.get() < 0) return std::nullopt;
+    // Non-blocking: a FIFO planted here must not hold the read (a stop would not reach it).
+    unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (fd.get() < 0) {
+        if (errno == ELOOP || errno == ENXIO) {  // a symbolic link, a socket
+            ++counters.invalid_entries;
+            remove_if_same(path, -1);
+        }
+        return std::nullopt;
+    }
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        ++counters.invalid_entries;
+        remove_if_same(path, fd.get());
+        return std::nullopt;
+    }
     const auto file_size = static_cast<std::uint64_t>(st.st_size);
     char tail[footer];
     std::uint64_t length = 0;
@@ -222,6 +337,7 @@ std::optional<cache_hit> cache_store::find(const std::string& key) {
     }
     if (record && record->url != key) return std::nullopt;  // another URL with this hash
     if (!record || record->size + length + footer != file_size) {
+        ++counters.invalid_entries;
         remove_if_same(path, fd.get());
         return std::nullopt;
     }
@@ -241,12 +357,21 @@ std::unique_ptr<cache_writer> cache_store::begin(const std::string& key) {
                              std::to_string(temp_counter_.fetch_add(1)) + "-" +
                              sha256_hex(key).substr(0, 16);
     const auto temp = options_.dir / name;
-    unique_fd fd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+    unique_fd fd(
+        ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, file_mode_));
     if (fd.get() < 0) {
         throw io_error("cache: '" + temp.string() + "': cannot create: " + errno_text(errno));
     }
+    // The mode says who may read the entry it becomes: exactly the folder's, whatever the umask.
+    ::fchmod(fd.get(), file_mode_);
+    if (options_.shared_group) ::fchown(fd.get(), static_cast<uid_t>(-1), folder_gid_);
     ::flock(fd.get(), LOCK_EX);  // while it is held, no sweep takes the file for an orphan
-    return std::make_unique<cache_writer>(temp, std::move(fd), options_.max_bytes);
+    // The most one fill writes: the budget and max_object_bytes, the smaller that is set.
+    std::uint64_t cap = options_.max_bytes;
+    if (options_.max_object_bytes != 0 && (cap == 0 || options_.max_object_bytes < cap)) {
+        cap = options_.max_object_bytes;
+    }
+    return std::make_unique<cache_writer>(temp, std::move(fd), cap);
 }
 
 bool cache_store::commit(cache_writer& w, const entry_record& r) {
@@ -260,7 +385,12 @@ bool cache_store::commit(cache_writer& w, const entry_record& r) {
         return false;
     }
     const auto path = path_of(r.url);
-    const folder_lock lock(lock_mutex_, lock_fd_.get());
+    const folder_lock lock(lock_mutex_, lock_fd_.get(), options_.lock_wait);
+    if (!lock.held()) {
+        ++counters.lock_timeouts;
+        this_call::count("cache lock timeouts");
+        return false;
+    }
     const std::int64_t stamp = touch(w.fd());
     struct stat old {};
     const bool replaced = ::lstat(path.c_str(), &old) == 0;  // a key filled again
@@ -331,6 +461,10 @@ void cache_store::sweep(const std::string& keep) {
             if (orphaned(p, name, st)) ::unlink(p.c_str());
             continue;
         }
+        // An entry of ours more open than the folder's files (an older ferry made them 0644).
+        if ((st.st_mode & 0777U & ~file_mode_) != 0 && st.st_uid == ::geteuid()) {
+            ::chmod(p.c_str(), file_mode_);
+        }
         entries.push_back({mtime_ns(st), static_cast<std::uint64_t>(st.st_size), name});
         total += static_cast<std::uint64_t>(st.st_size);
     }
@@ -354,12 +488,19 @@ void cache_store::sweep(const std::string& keep) {
 }
 
 void cache_store::remove_if_same(const std::filesystem::path& p, int fd) {
-    const folder_lock lock(lock_mutex_, lock_fd_.get());
+    const folder_lock lock(lock_mutex_, lock_fd_.get(), options_.lock_wait);
+    if (!lock.held()) {
+        ++counters.lock_timeouts;  // it stays; the next fill replaces it
+        return;
+    }
     struct stat named {
     }, open{};
-    // Only the file we found damaged: another writer may have renamed a good one in since.
-    if (::lstat(p.c_str(), &named) == 0 && ::fstat(fd, &open) == 0 && named.st_dev == open.st_dev &&
-        named.st_ino == open.st_ino) {
+    if (::lstat(p.c_str(), &named) != 0) return;
+    // Only the file we found damaged: another writer may have renamed a good one in since. With
+    // no fd (what was there could not be opened), only what no writer makes: not a regular file.
+    if (fd < 0 ? !S_ISREG(named.st_mode)
+               : ::fstat(fd, &open) == 0 && named.st_dev == open.st_dev &&
+                     named.st_ino == open.st_ino) {
         ::unlink(p.c_str());
     }
 }
@@ -404,7 +545,10 @@ cache_stats object_cache::stats() const {
             .revalidated = c.revalidated.load(),
             .not_kept = c.not_kept.load(),
             .failures = c.failures.load(),
-            .listings = c.listings.load()};
+            .listings = c.listings.load(),
+            .lock_timeouts = c.lock_timeouts.load(),
+            .invalid_entries = c.invalid_entries.load(),
+            .bypassed = c.bypassed.load()};
 }
 
 const cache_options& object_cache::options() const noexcept {
@@ -412,7 +556,8 @@ const cache_options& object_cache::options() const noexcept {
 }
 
 std::filesystem::path object_cache::entry_path(std::string_view url) const {
-    return store_->path_of(ops::detail::cache_key(url));
+    const auto key = ops::detail::cache_key(ops::detail::make_request(url), {}, store_->options());
+    return key ? store_->path_of(*key) : std::filesystem::path();
 }
 
 std::shared_ptr<object_cache> ops::open_cache(const cache_options& options) {

@@ -5,8 +5,14 @@
 /// which thread of this process fills which entry.
 ///
 /// An entry file is `<object bytes><record><u64 record length, little-endian><"FRYCACH1">`,
-/// named by the SHA-256 of the key (the URL without credentials). The record sits at the end so
-/// that any truncation or append shows: such a file is invalid, and removed.
+/// named by the SHA-256 of the key (cache_key.hpp: the URL without credentials, and a hash of
+/// who asked). The record sits at the end so that any truncation or append shows: such a file
+/// is invalid, and removed; so is one of an older record format.
+///
+/// Against other local users: the folder is this user's (0700, files 0600) or its group's
+/// (2770, files 0660), and one that others can write is refused; entries are opened without
+/// following links or blocking and must be regular files; the lock is waited for
+/// `cache_options::lock_wait` at most.
 #pragma once
 
 #include <atomic>
@@ -70,9 +76,14 @@ class cache_writer {
     cache_writer& operator=(const cache_writer&) = delete;
     ~cache_writer();
 
-    /// Appends; false when the object passes the budget (`too_big()`) or the write fails.
+    /// Appends; false when the object passes the cap (`too_big()`), passes what `expect` said,
+    /// or the write fails.
     bool write(const std::byte* data, std::size_t n);
+    /// The object is `n` bytes (as announced): no more is written.
+    void expect(std::uint64_t n) noexcept { expected_ = n; }
     [[nodiscard]] bool too_big() const noexcept { return too_big_; }
+    /// The most this writer takes (0: no cap).
+    [[nodiscard]] std::uint64_t max_bytes() const noexcept { return max_bytes_; }
     [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
     [[nodiscard]] int fd() const noexcept { return fd_.get(); }
 
@@ -81,6 +92,7 @@ class cache_writer {
     std::filesystem::path temp_;
     unique_fd fd_;
     std::uint64_t max_bytes_;
+    std::uint64_t expected_ = UINT64_MAX;
     std::uint64_t size_ = 0;
     bool too_big_ = false;
     bool committed_ = false;
@@ -108,13 +120,15 @@ class fill_turn {
 /// This process's counters, as `cache_stats` reports them.
 struct cache_counters {
     std::atomic<std::uint64_t> hits{0}, misses{0}, evictions{0}, bytes_fetched{0}, bytes_stored{0},
-        entries{0}, revalidated{0}, not_kept{0}, failures{0}, listings{0};
+        entries{0}, revalidated{0}, not_kept{0}, failures{0}, listings{0}, lock_timeouts{0},
+        invalid_entries{0}, bypassed{0};
 };
 
 class cache_store {
   public:
-    /// Creates the folder and its lock file, checks that it can be written, removes temporary
-    /// files of dead writers. Throws `ferry::io_error` naming the folder.
+    /// Creates the folder and its lock file (or checks an existing folder's owner and mode),
+    /// checks that it can be written, removes temporary files of dead writers. Throws
+    /// `ferry::io_error` naming the folder.
     explicit cache_store(cache_options options);
     cache_store(const cache_store&) = delete;
     cache_store& operator=(const cache_store&) = delete;
@@ -123,7 +137,8 @@ class cache_store {
     [[nodiscard]] std::filesystem::path path_of(const std::string& key) const;
 
     /// The valid entry for `key`, or nullopt. A damaged one (size not its record's) is removed;
-    /// one whose record names another URL (a hash collision) is a miss and stays.
+    /// one whose record names another URL (a hash collision) is a miss and stays; one that is
+    /// not a regular file (a FIFO, a link) is never waited on, and removed too.
     std::optional<cache_hit> find(const std::string& key);
     /// Marks the entry open on `fd` as used now (its mtime: the LRU order); returns that time
     /// (ns since the epoch).
@@ -131,8 +146,9 @@ class cache_store {
     /// A temporary file for `key`'s object; throws `ferry::io_error` when none can be made.
     std::unique_ptr<cache_writer> begin(const std::string& key);
     /// Appends the record, renames the file into place and evicts least recently used entries
-    /// (never this one) down to the budget. False when that failed (the writer's file still
-    /// holds the object, to be read from its fd).
+    /// (never this one) down to the budget. False when that failed or the lock could not be had
+    /// within `lock_wait` (counted in `lock_timeouts`): the writer's file still holds the
+    /// object, to be read from its fd.
     bool commit(cache_writer& w, const entry_record& r);
     /// Waits while another thread of this process fills `key`, then holds the turn.
     fill_turn take_turn(const std::string& key);
@@ -150,11 +166,16 @@ class cache_store {
     /// mtime, so one used since the listing is kept) until `total_` fits the budget. False when
     /// `known_` ran out first: the folder must be listed again.
     bool evict_known(const std::string& keep);
+    /// Under the lock: removes `p` if it is still the file open on `fd` (-1: if it is still not a
+    /// regular file).
     void remove_if_same(const std::filesystem::path& p, int fd);
 
     cache_options options_;
+    unsigned file_mode_;   // entries', temporary files' and the lock's: 0600, or 0660 when shared
+    unsigned folder_gid_;  // given to files of a shared folder
     unique_fd lock_fd_;
-    std::mutex lock_mutex_;  // flock excludes other processes, not threads sharing lock_fd_
+    // flock excludes other processes, not threads sharing lock_fd_; timed, as the flock is.
+    std::timed_mutex lock_mutex_;
     std::mutex turns_mutex_;
     std::condition_variable turns_cv_;
     std::set<std::string> turns_;  // keys a thread of this process is filling

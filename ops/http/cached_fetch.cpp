@@ -3,9 +3,10 @@
 /// `read_url` through a cache (see cached_fetch.hpp). A miss always fetches the whole object
 /// (without `Range`), streamed to a temporary file in the folder, and answers from that file:
 /// a ranged read on a miss pays for the whole object once so that every later range is local —
-/// what shards read chunk by chunk want. Objects larger than the budget are not fetched whole:
-/// the transfer stops at the announced size (or at the budget) and the read goes to the network
-/// as it would without a cache.
+/// what shards read chunk by chunk want. Objects larger than the writer's cap (the budget,
+/// `max_object_bytes`) are not fetched whole: the transfer stops at the announced size (or at
+/// the cap, for a body of unannounced length that may never end) and the read goes to the
+/// network as it would without a cache. Whatever the path, the answer keeps to `max_bytes`.
 #include "cached_fetch.hpp"
 
 #include "ferry/this_call.hpp"
@@ -15,9 +16,9 @@
 #include <cerrno>
 #include <optional>
 
+#include "cache_key.hpp"
 #include "cache_store.hpp"
 #include "range.hpp"
-#include "s3_text.hpp"
 
 namespace ferry::ops::detail {
 
@@ -40,11 +41,13 @@ struct cached_read {
         if (options.range) {
             offset = options.range->offset;
             n = range_within(*options.range, size, 200, r.display, where);
-        } else if (options.max_bytes != 0 && size > options.max_bytes) {
-            throw http_error(r.display, 200,
+        }
+        // As from the network: the answer (a range's bytes, or the whole object) within max_bytes.
+        if (options.max_bytes != 0 && n > options.max_bytes) {
+            throw http_error(r.display, options.range ? 206 : 200,
                              where + "response body larger than max_bytes (" +
                                  std::to_string(options.max_bytes) + " bytes); Content-Length " +
-                                 std::to_string(size),
+                                 std::to_string(n),
                              false);
         }
         bytes out(static_cast<std::size_t>(n));
@@ -85,11 +88,13 @@ struct cached_read {
         } catch (const io_error&) {
             return from_network();
         }
-        const std::uint64_t budget = store.options().max_bytes;
+        const std::uint64_t cap = w->max_bytes();
         bool too_big = false;
         body_sink sink;
         sink.start = [&](std::int64_t length) {
-            too_big = budget != 0 && length > 0 && static_cast<std::uint64_t>(length) > budget;
+            too_big = cap != 0 && length > 0 && static_cast<std::uint64_t>(length) > cap;
+            // No more than announced reaches the disk, whatever the server sends.
+            if (length >= 0) w->expect(static_cast<std::uint64_t>(length));
             return !too_big;
         };
         sink.write = [&](const std::byte* data, std::size_t n) {
@@ -99,7 +104,8 @@ struct cached_read {
         };
         http_options whole = plain;
         whole.range.reset();
-        // A ranged caller bounds what it holds in memory; the whole object goes to disk.
+        // A ranged caller bounds what it holds in memory; the whole object goes to disk, within
+        // the writer's cap (the budget, max_object_bytes).
         if (options.range) whole.max_bytes = 0;
         if (old != nullptr && !old->record.etag.empty()) {
             whole.headers.push_back("If-None-Match: " + old->record.etag);
@@ -131,29 +137,20 @@ struct cached_read {
     }
 };
 
-/// Keys are stored in the entry's record, one per line: a URL with a line break is not cached.
-bool cacheable(const std::string& key) {
-    return key.find_first_of(std::string("\r\n\0", 3)) == std::string::npos;
-}
-
 }  // namespace
-
-std::string cache_key(std::string_view url) {
-    if (url.starts_with("s3://")) return unsigned_url(s3_object_request(url).url);
-    return unsigned_url(url);
-}
 
 bytes cached_fetch(object_cache& cache, const request& r, const http_options& options) {
     http_options plain = options;
     plain.cache.reset();
-    const cached_read read{cache.store(),
-                           r,
-                           options,
-                           std::move(plain),
-                           unsigned_url(r.url),
-                           "read_url: '" + r.display + "': "};
-    if (!cacheable(read.key)) return fetch(r, read.plain);
-    cache_store& store = read.store;
+    cache_store& store = cache.store();
+    auto key = cache_key(r, options, store.options());
+    if (!key) {
+        ++store.counters.bypassed;
+        this_call::count("cache bypassed");
+        return fetch(r, plain);
+    }
+    const cached_read read{
+        store, r, options, std::move(plain), std::move(*key), "read_url: '" + r.display + "': "};
     const bool revalidate = store.options().revalidate;
     std::optional<cache_hit> hit = store.find(read.key);
     if (hit && !revalidate) return read.serve(*hit);

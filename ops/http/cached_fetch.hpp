@@ -4,18 +4,11 @@
 /// into the cache, revalidation with If-None-Match, and the network when the cache fails.
 #pragma once
 
-#include <string>
-#include <string_view>
-
 #include "ferry/bytes.hpp"
 #include "ferry/cache.hpp"
 #include "request.hpp"
 
 namespace ferry::ops::detail {
-
-/// The cache's key for a URL read with `read_url`: the URL fetched (an `s3://` URL's HTTPS URL)
-/// without credentials or presigning (`unsigned_url`).
-std::string cache_key(std::string_view url);
 
 /// `fetch(r, options)` answered through `cache` (see `ferry::ops::open_cache`).
 bytes cached_fetch(object_cache& cache, const request& r, const http_options& options);

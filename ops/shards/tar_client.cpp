@@ -96,7 +96,8 @@ ferry::bytes shard_bytes::read(std::uint64_t offset, std::uint64_t length) const
                 ::pread(fd_, out.data() + got, out.size() - got, static_cast<off_t>(offset + got));
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) {
-                throw io_error("reading '" + file_ + "' failed: " + std::strerror(errno), false);
+                throw io_error(
+                    "reading '" + shard_label(file_) + "' failed: " + std::strerror(errno), false);
             }
             if (n == 0) break;
             got += static_cast<std::size_t>(n);

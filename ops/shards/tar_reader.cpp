@@ -10,10 +10,13 @@
 #include <archive_entry.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 #include <utility>
 
+#include "ferry/detail/redact.hpp"
 #include "ferry/error.hpp"
 
 namespace ferry::shards_detail {
@@ -24,10 +27,65 @@ namespace {
 // small next to the members themselves.
 constexpr std::size_t block_bytes = 256 * 1024;
 
+/// A compression libarchive may read a shard with, if it does so in-process.
+struct filter {
+    const char* name;
+    int (*support)(::archive*);
+    std::string_view magic;  ///< the first bytes of such a stream
+};
+
+// gzip, bzip2, xz, zstd and lz4: what tar shards use, each with its library linked into Debian's
+// libarchive. libarchive falls back to running an external program (found on PATH) where a
+// library is missing; archive_read_support_filter_X then returns ARCHIVE_WARN, and such a filter
+// is left out: a shard's first bytes must not choose a program to run.
+const std::array<filter, 5> readable{{
+    {"gzip", archive_read_support_filter_gzip, std::string_view("\x1f\x8b", 2)},
+    {"bzip2", archive_read_support_filter_bzip2, "BZh"},
+    {"xz", archive_read_support_filter_xz,
+     std::string_view("\xfd"
+                      "7zXZ\0",
+                      6)},
+    {"zstd", archive_read_support_filter_zstd, "\x28\xb5\x2f\xfd"},
+    {"lz4", archive_read_support_filter_lz4, "\x04\x22\x4d\x18"},
+}};
+
+// Compressions ferry does not read, named when a shard that is none of the above starts with
+// one: libarchive reads lrzip, grzip and lzop only through their programs; lzip and compress
+// are not formats tar shards use.
+const std::array<filter, 5> refused{{
+    {"lrzip", nullptr, "LRZI"},
+    {"grzip", nullptr, "GRZipII"},
+    {"lzop", nullptr, std::string_view("\x89LZO\0\r\n\x1a\n", 9)},
+    {"lzip", nullptr, "LZIP"},
+    {"compress (.Z)", nullptr, "\x1f\x9d"},
+}};
+
+/// Whether libarchive reads `f` in-process: asked once per filter and process.
+bool in_process(std::size_t i) {
+    static const std::array<bool, readable.size()> ok = [] {
+        std::array<bool, readable.size()> out{};
+        for (std::size_t j = 0; j < readable.size(); ++j) {
+            ::archive* probe = archive_read_new();
+            out[j] = probe != nullptr && readable[j].support(probe) == ARCHIVE_OK;
+            if (probe != nullptr) archive_read_free(probe);
+        }
+        return out;
+    }();
+    return ok[i];
+}
+
+std::string escaped(const char* libarchive_text, const char* otherwise) {
+    return detail::escape_controls(libarchive_text != nullptr ? libarchive_text : otherwise);
+}
+
 }  // namespace
 
+std::string shard_label(const std::string& shard) {
+    return detail::escape_controls(detail::redact_url(shard));
+}
+
 tar_reader::tar_reader(const std::string& shard, const sources::tar_options& options, bool walking)
-    : shard_(shard),
+    : shard_(shard_label(shard)),
       max_member_bytes_(options.max_member_bytes),
       client_(std::make_unique<client>(shard, options)),
       chunk_(client_->bytes.remote() ? options.remote_chunk : block_bytes) {
@@ -60,8 +118,12 @@ bool tar_reader::new_archive() {
             "tar_samples: shard '" + shard_ + "': libarchive could not allocate a reader"));
         return false;
     }
-    // Any compression libarchive knows, recognised from the bytes; tar formats only.
-    archive_read_support_filter_all(a_);
+    // The compressions libarchive reads in-process (not filter_all, which lets a shard's first
+    // bytes start lrzip, grzip or lzop), recognised from the bytes; tar formats only.
+    archive_read_support_filter_none(a_);
+    for (std::size_t i = 0; i < readable.size(); ++i) {
+        if (in_process(i)) readable[i].support(a_);
+    }
     archive_read_support_format_tar(a_);
     return true;
 }
@@ -70,19 +132,48 @@ void tar_reader::open_failed(int err, const char* text) {
     // libarchive recognises the format while it opens: bytes that are no tar (an empty file
     // included) are a decode error; a missing file is for good; other failures (EIO, EMFILE)
     // may pass. A failed read is that read's own error.
-    const std::string why = text != nullptr ? text : "unknown error";
+    const std::string why = escaped(text, "unknown error");
     if (client_ && client_->error) {
         open_error_ = read_error();
     } else if (err == EILSEQ) {
         // ARCHIVE_ERRNO_FILE_FORMAT, which libarchive's public headers do not define: EFTYPE
         // where the system has it, else EILSEQ (Linux).
-        open_error_ = std::make_exception_ptr(
-            decode_error("tar_samples: shard '" + shard_ + "': not a tar archive: " + why));
+        const auto compression = unsupported_compression();
+        open_error_ = std::make_exception_ptr(decode_error(
+            "tar_samples: shard '" + shard_ +
+            "': " + (compression.empty() ? "not a tar archive: " + why : compression)));
     } else {
         open_error_ = std::make_exception_ptr(
             io_error("tar_samples: shard '" + shard_ + "': cannot open: " + why,
                      err != ENOENT && err != EACCES && err != EISDIR));
     }
+}
+
+std::string tar_reader::unsupported_compression() const {
+    // Only for a shard libarchive did not recognise: its first bytes again (one small read).
+    std::string head;
+    try {
+        const auto bytes = client_->bytes.read(0, 16);
+        head.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    } catch (const std::exception&) {
+        return {};
+    }
+    const auto starts = [&](std::string_view magic) { return head.starts_with(magic); };
+    for (std::size_t i = 0; i < readable.size(); ++i) {
+        if (!in_process(i) && starts(readable[i].magic)) {
+            return std::string("compressed with ") + readable[i].name +
+                   ", which this libarchive decompresses only by running an external program: "
+                   "unsupported (ferry runs no program a shard names)";
+        }
+    }
+    for (const auto& f : refused) {
+        if (starts(f.magic)) {
+            return std::string("compressed with ") + f.name +
+                   ", which ferry does not read: unsupported (shards may be plain tar or "
+                   "compressed with gzip, bzip2, xz, zstd or lz4)";
+        }
+    }
+    return {};
 }
 
 std::exception_ptr tar_reader::read_error() const {
@@ -99,9 +190,10 @@ std::exception_ptr tar_reader::read_error() const {
         cause = e.what();
     } catch (...) {
     }
+    // The cause is the range reader's, which may name the shard's URL in full.
     return std::make_exception_ptr(
         io_error("tar_samples: shard '" + shard_ + "': reading at byte " +
-                     std::to_string(client_->offset) + " failed: " + cause,
+                     std::to_string(client_->offset) + " failed: " + detail::redact_text(cause),
                  transient));
 }
 
@@ -110,7 +202,8 @@ tar_reader::~tar_reader() {
 }
 
 std::string tar_reader::where(const std::string& name) const {
-    return "tar_samples: shard '" + shard_ + "'" + (name.empty() ? "" : ", member '" + name + "'");
+    return "tar_samples: shard '" + shard_ + "'" +
+           (name.empty() ? "" : ", member '" + detail::escape_controls(name) + "'");
 }
 
 member tar_reader::fail(std::string name, const std::string& what, bool io) {
@@ -155,13 +248,13 @@ member tar_reader::read_next() {
         if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
             // RETRY (a damaged header libarchive would step over, block by block) ends the shard
             // as FATAL does: what follows a bad header cannot be trusted to be the next sample.
-            const char* text = archive_error_string(a_);
-            const std::string after =
-                last_.empty() ? "at the start" : "after member '" + last_ + "'";
+            const std::string after = last_.empty()
+                                          ? "at the start"
+                                          : "after member '" + detail::escape_controls(last_) + "'";
             return fail({},
                         "bad header " + after + " (read stopped at byte " +
                             std::to_string(archive_filter_bytes(a_, 0)) +
-                            "): " + (text != nullptr ? text : "unreadable"),
+                            "): " + escaped(archive_error_string(a_), "unreadable"),
                         false);
         }
         const char* path = archive_entry_pathname(entry);
@@ -174,13 +267,18 @@ member tar_reader::read_next() {
         const auto declared = archive_entry_size_is_set(entry) != 0
                                   ? static_cast<std::uint64_t>(archive_entry_size(entry))
                                   : std::uint64_t{0};
-        if (declared > max_member_bytes_) {
+        std::exception_ptr refusal;
+        if (declared <= max_member_bytes_ && admit_) refusal = admit_(name, declared);
+        if (declared > max_member_bytes_ || refusal) {
             member m;
             m.status = member_status::too_big;
             m.offset = offset;
-            m.damage = std::make_exception_ptr(decode_error(
-                where(name) + ": " + std::to_string(declared) + " bytes, over max_member_bytes (" +
-                std::to_string(max_member_bytes_) + ")"));
+            m.refused = refusal != nullptr;
+            m.damage = refusal ? std::move(refusal)
+                               : std::make_exception_ptr(
+                                     decode_error(where(name) + ": " + std::to_string(declared) +
+                                                  " bytes, over max_member_bytes (" +
+                                                  std::to_string(max_member_bytes_) + ")"));
             m.name = std::move(name);
             // Skipping seeks past its data (or reads it, compressed). A shard cut inside it has
             // nothing after it to read: this member's damage says all there is.
@@ -207,11 +305,10 @@ member tar_reader::read_next() {
         while (got < m.data.size()) {
             const la_ssize_t n = archive_read_data(a_, m.data.data() + got, m.data.size() - got);
             if (n < 0) {
-                const char* text = archive_error_string(a_);
                 return fail(std::move(name),
                             "cut short after " + std::to_string(got) + " of " +
                                 std::to_string(declared) +
-                                " bytes: " + (text != nullptr ? text : "read error"),
+                                " bytes: " + escaped(archive_error_string(a_), "read error"),
                             false);
             }
             if (n == 0) break;

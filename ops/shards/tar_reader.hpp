@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,8 +20,10 @@ namespace ferry::shards_detail {
 
 /// What `tar_reader::next` found.
 enum class member_status : std::uint8_t {
-    member,   ///< a regular file: `name` and `data` are set
-    too_big,  ///< a regular file over the size limit (not read): `name` and `damage` are set
+    member,  ///< a regular file: `name` and `data` are set
+    /// a regular file over `max_member_bytes`, or refused by the `admit` hook (not read):
+    /// `name` and `damage` are set
+    too_big,
     damaged,  ///< `damage` is set; the shard cannot be read further (`name`: the member, if any)
     end,      ///< the shard's end
 };
@@ -38,10 +41,21 @@ struct member {
     std::uint64_t data_offset = 0;
     std::uint64_t size = 0;
     std::exception_ptr damage;  ///< a `decode_error` or `io_error` naming the shard
+    bool refused = false;       ///< `too_big` because the `admit` hook refused it
 };
 
+/// Asked before a regular member's data is read, with its name and declared size: null reads
+/// it, an error refuses it (its data is skipped; `next()` returns it `too_big` with that error).
+using admit_fn = std::function<std::exception_ptr(const std::string& name, std::uint64_t size)>;
+
+/// A shard's name as messages show it: credentials redacted, control characters escaped.
+[[nodiscard]] std::string shard_label(const std::string& shard);
+
 /// Reads a shard's regular members in order (directories, links and other entries are skipped).
-/// `.tar` with any compression libarchive recognises from the bytes (gzip, zstd, xz, bzip2).
+/// `.tar`, plain or compressed with what libarchive decompresses in-process (gzip, bzip2, xz,
+/// zstd, lz4), recognised from the bytes. Formats for which libarchive would start an external
+/// program (lrzip, grzip, lzop, or any of those five in a libarchive built without its library)
+/// are refused: shard bytes must not choose a program to run.
 class tar_reader {
   public:
     /// Opens `shard` as `tar_samples` reads it: through `options.read_remote`, `remote_chunk`
@@ -56,6 +70,8 @@ class tar_reader {
 
     /// The next member. After `damaged` or `end`, every call returns `end`.
     member next();
+    /// Sets the hook asked before each member's data is read (none: every member is read).
+    void admit(admit_fn hook) { admit_ = std::move(hook); }
     /// How many members `next()` has returned (its next member's index).
     [[nodiscard]] std::uint64_t returned() const noexcept { return returned_; }
 
@@ -81,9 +97,11 @@ class tar_reader {
     void open_failed(int err, const char* text);
     [[nodiscard]] std::exception_ptr read_error() const;
     std::string where(const std::string& name) const;
+    [[nodiscard]] std::string unsupported_compression() const;
 
     ::archive* a_ = nullptr;
-    std::string shard_;
+    std::string shard_;  ///< the shard's `shard_label`
+    admit_fn admit_;
     std::uint64_t max_member_bytes_;
     std::exception_ptr open_error_;
     std::unique_ptr<client> client_;

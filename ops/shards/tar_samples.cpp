@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/detail/redact.hpp"
 #include "ferry/error.hpp"
 #include "ferry/shards.hpp"
 #include "tar_client.hpp"
@@ -28,8 +29,11 @@ const ferry::bytes& sample_fields::at(std::string_view ext) const {
     const auto it = map_.find(ext);
     if (it != map_.end()) return it->second;
     std::string have;
-    for (const auto& [name, data] : map_) have += (have.empty() ? "" : ", ") + name;
-    throw decode_error(name_ + ": no member with extension '" + std::string(ext) +
+    for (const auto& [name, data] : map_) {
+        have += (have.empty() ? "" : ", ") + ferry::detail::escape_controls(name);
+    }
+    throw decode_error(name_ + ": no member with extension '" +
+                       ferry::detail::escape_controls(ext) +
                        "' (it has: " + (have.empty() ? "none" : have) + ")");
 }
 
@@ -95,6 +99,9 @@ class tar_stream {
     struct entry {
         sample s;
         std::vector<unread> later;
+        std::size_t members = 0;  // its members so far, read or not
+        std::uint64_t bytes = 0;  // their declared sizes, of those admitted
+        bool over_limit = false;  // refused a member: its key's later members are not read
     };
 
     // Reaches position `position_` as reading would, but walking the shards' headers: the same
@@ -163,7 +170,11 @@ class tar_stream {
             if (!reader_) {
                 if (next_shard_ == order_.size()) return false;
                 shard_ = (*shards_)[order_.index(epoch_, next_shard_++)];
+                label_ = shards_detail::shard_label(shard_);
                 reader_.emplace(shard_, options_, walking_);
+                reader_->admit([this](const std::string& name, std::uint64_t size) {
+                    return admit(name, size);
+                });
             }
             read_member();
         }
@@ -174,9 +185,12 @@ class tar_stream {
         auto m = reader_->next();
         if (walking_ && m.status == shards_detail::member_status::damaged) {
             // What reading finds here, exactly: the shard read again, without walking, up to
-            // this member (only damaged shards cost this).
+            // this member (only damaged shards cost this). The members before it were admitted
+            // by the walk already: the hook judges only this one, against its sample so far.
             reader_.emplace(shard_, options_);
             for (std::uint64_t i = 0; i < index; ++i) (void)reader_->next();
+            reader_->admit(
+                [this](const std::string& name, std::uint64_t size) { return admit(name, size); });
             m = reader_->next();
         }
         std::string key;
@@ -185,10 +199,12 @@ class tar_stream {
             case shards_detail::member_status::member:
                 if (!split_name(m.name, key, ext)) return;
                 group_for(key);
+                ++group_->members;
+                group_->bytes += m.skipped ? m.size : m.data.size();
                 if (!add_field(*group_, ext, m) && !group_->s.damaged()) {
                     group_->s.fields.set_damage(std::make_exception_ptr(
-                        decode_error("tar_samples: shard '" + shard_ + "', sample '" + key +
-                                     "': two members with extension '" + ext + "'")));
+                        decode_error(sample_label(key) + ": two members with extension '" +
+                                     ferry::detail::escape_controls(ext) + "'")));
                 }
                 return;
             case shards_detail::member_status::too_big:
@@ -197,6 +213,8 @@ class tar_stream {
                 if (!m.name.empty()) {
                     if (!split_name(m.name, key, ext)) key = m.name;
                     group_for(key);
+                    ++group_->members;
+                    if (m.refused) group_->over_limit = true;
                     if (!group_->s.damaged()) group_->s.fields.set_damage(m.damage);
                 }
                 if (!ends) return;
@@ -207,7 +225,9 @@ class tar_stream {
                     entry rest;
                     rest.s.shard = shard_;
                     rest.s.path = m.offset == 0 ? shard_ : shard_ + "#@" + std::to_string(m.offset);
-                    rest.s.fields.set_name("tar_samples: '" + rest.s.path + "'");
+                    rest.s.fields.set_name("tar_samples: '" + label_ +
+                                           (m.offset == 0 ? "" : "#@" + std::to_string(m.offset)) +
+                                           "'");
                     rest.s.fields.set_damage(m.damage);
                     ready_.push_back(std::move(rest));
                 }
@@ -219,6 +239,39 @@ class tar_stream {
                 reader_.reset();
                 return;
         }
+    }
+
+    // The reader's hook, before a member's data is read: whether it fits its sample's limits.
+    // The member joins the sample being grouped when its key is that sample's (as read_member
+    // will decide), else it starts a sample of its own. A sample over a limit is damaged at the
+    // member that crosses it, and its later members are not read either.
+    std::exception_ptr admit(const std::string& name, std::uint64_t size) {
+        std::string key;
+        std::string ext;
+        if (!split_name(name, key, ext)) return nullptr;  // not a sample's member: skipped
+        const bool same = group_ && group_->s.key == key;
+        if (same && group_->over_limit) return group_->s.fields.damage();
+        const std::size_t members = (same ? group_->members : 0) + 1;
+        const std::uint64_t bytes = (same ? group_->bytes : 0) + size;
+        std::string why;
+        if (members > options_.max_sample_members) {
+            why = "more than max_sample_members (" + std::to_string(options_.max_sample_members) +
+                  ") members";
+        } else if (bytes > options_.max_sample_bytes || bytes < size) {
+            why = std::to_string(bytes) + " bytes with this member, over max_sample_bytes (" +
+                  std::to_string(options_.max_sample_bytes) + ")";
+        } else {
+            return nullptr;
+        }
+        return std::make_exception_ptr(decode_error(sample_label(key) + ": member '" +
+                                                    ferry::detail::escape_controls(name) +
+                                                    "' not read: " + why));
+    }
+
+    // How messages name sample `key` of the current shard.
+    [[nodiscard]] std::string sample_label(const std::string& key) const {
+        return "tar_samples: shard '" + label_ + "', sample '" +
+               ferry::detail::escape_controls(key) + "'";
     }
 
     // Adds member `m` as field `ext` (its data, or where it lies); false when the sample has
@@ -288,11 +341,13 @@ class tar_stream {
                                                      : ferry::bytes(run.span().subspan(
                                                            at, static_cast<std::size_t>(u->size))));
                 } else if (!e->s.damaged()) {
-                    e->s.fields.set_damage(std::make_exception_ptr(
-                        io_error("tar_samples: shard '" + shard + "', sample '" + e->s.key +
-                                     "': reading member data ('" + u->ext + "', byte " +
-                                     std::to_string(u->offset) + ") again failed: " + failed,
-                                 true)));
+                    e->s.fields.set_damage(std::make_exception_ptr(io_error(
+                        "tar_samples: shard '" + shards_detail::shard_label(shard) + "', sample '" +
+                            ferry::detail::escape_controls(e->s.key) + "': reading member data ('" +
+                            ferry::detail::escape_controls(u->ext) + "', byte " +
+                            std::to_string(u->offset) +
+                            ") again failed: " + ferry::detail::redact_text(failed),
+                        true)));
                 }
             }
         }
@@ -308,7 +363,7 @@ class tar_stream {
         s.key = key;
         s.shard = shard_;
         s.path = shard_ + "#" + key;
-        s.fields.set_name("tar_samples: shard '" + shard_ + "', sample '" + key + "'");
+        s.fields.set_name(sample_label(key));
     }
 
     void flush() {
@@ -326,6 +381,7 @@ class tar_stream {
     bool walking_ = false;
     std::uint64_t next_shard_ = 0;
     std::string shard_;
+    std::string label_;  // shard_ as messages name it
     std::optional<shards_detail::tar_reader> reader_;
     std::optional<entry> group_;
     std::deque<entry> ready_;
@@ -351,7 +407,7 @@ tar_samples_source::tar_samples_source(std::vector<std::string> shards, const ta
     if (!options.read_remote) {
         for (const auto& s : *shards_) {
             if (s.find("://") != std::string::npos && !s.starts_with("file://")) {
-                throw invalid_argument("tar_samples: shard '" + s +
+                throw invalid_argument("tar_samples: shard '" + shards_detail::shard_label(s) +
                                        "': not a local file; give tar_options::read_remote "
                                        "(e.g. ferry::ops::url_ranges{}) to read it");
             }

@@ -301,7 +301,7 @@ BOOST_AUTO_TEST_CASE(entry_names_are_flat_hashes) {
 }
 
 // A presigned URL's signature, credential and token reach no file name and no file content,
-// and two presignings of one object hit one entry.
+// and two presignings of one object by one access key id hit one entry.
 BOOST_AUTO_TEST_CASE(presigned_urls_share_an_entry_and_leave_no_secret) {
     scratch dir("ferry-cache-presigned");
     object_server s;
@@ -309,8 +309,8 @@ BOOST_AUTO_TEST_CASE(presigned_urls_share_an_entry_and_leave_no_secret) {
     s.put("/bucket/key.jpg", body);
     const auto presigned = [&](const std::string& sig, const std::string& date) {
         return s.url(
-            "/bucket/key.jpg?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDSECRET" + date +
-            "%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=" + date +
+            "/bucket/key.jpg?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDSECRET%2F" +
+            date + "%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=" + date +
             "T000000Z&X-Amz-Expires=3600&X-Amz-Security-Token=TOKENSECRET" + sig +
             "&X-Amz-SignedHeaders=host&X-Amz-Signature=" + sig + "&versionId=7");
     };
@@ -327,10 +327,56 @@ BOOST_AUTO_TEST_CASE(presigned_urls_share_an_entry_and_leave_no_secret) {
     }
     // What is kept: the object's own URL, other query parameters included.
     BOOST_TEST(all.find(s.url("/bucket/key.jpg?versionId=7")) != std::string::npos);
-    // user:password@ is a credential too.
+    // user:password@ is a credential too: its entry is not the anonymous one.
     const std::string with_user =
         "http://user:hunter2@127.0.0.1:" + std::to_string(s.server.port()) + "/bucket/key.jpg";
-    BOOST_TEST(cache->entry_path(with_user) == cache->entry_path(s.url("/bucket/key.jpg")));
+    BOOST_TEST(cache->entry_path(with_user) != cache->entry_path(s.url("/bucket/key.jpg")));
+}
+
+// max_bytes holds for a ranged read through the cache as it does from the network: a range
+// longer than it is the same permanent http_error, on the miss (the whole object goes to disk)
+// and on the hit after it; a range within it is answered.
+BOOST_AUTO_TEST_CASE(a_cached_range_keeps_to_max_bytes) {
+    scratch dir("ferry-cache-range-max");
+    object_server s;
+    const std::string body = random_body(100000, 14);
+    s.put("/r", body);
+    const auto cache = ferry::ops::open_cache({.dir = dir.path()});
+    const auto ranged = [&](std::uint64_t length) {
+        return as_string(ferry::ops::read_url(
+            s.url("/r"), {.max_bytes = 1000,
+                          .range = ferry::byte_range{.offset = 10, .length = length},
+                          .cache = cache}));
+    };
+    for (const char* when : {"miss", "hit"}) {
+        const auto e =
+            ferry_test::expect_throw<ferry::http_error>([&] { (void)ranged(50000); }, when);
+        BOOST_TEST(e.what().find("read_url: '" + s.url("/r") +
+                                 "': response body larger than max_bytes (1000 bytes)") !=
+                       std::string::npos,
+                   when << ": " << e.what());
+        BOOST_TEST(!e.value_or(ferry::http_error("", 0, "", true)).transient(), when);
+    }
+    BOOST_TEST(ranged(1000) == body.substr(10, 1000));
+    BOOST_TEST(s.gets.load() == 1);
+}
+
+// A ranged fill of a body with no announced length stops at max_object_bytes: the range is
+// answered from the network, nothing stays in the folder (no entry, no temporary file), and
+// not_kept counts it — a body that never ends cannot fill the disk.
+BOOST_AUTO_TEST_CASE(a_ranged_fill_stops_at_max_object_bytes) {
+    scratch dir("ferry-cache-object-cap");
+    const std::string body = random_body(3 << 20, 15);
+    ferry_test::http_server unsized([&](const ferry_test::http_request&) {
+        return ferry_test::http_response{.body = body, .content_length = -2};
+    });
+    const auto cache =
+        ferry::ops::open_cache({.dir = dir.path(), .max_object_bytes = std::uint64_t{1} << 20});
+    BOOST_TEST(read_range(unsized.url("/endless"), cache, 2000000, 100) ==
+               body.substr(2000000, 100));
+    BOOST_TEST(files_in(dir.path()).empty(), "kept: " << files_in(dir.path()).size());
+    BOOST_TEST(cache->stats().not_kept == 1U);
+    BOOST_TEST(cache->stats().bytes_stored == 0U);
 }
 
 // A folder that cannot be created is an io_error at open_cache naming it and the cause.

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The cache's key for a read (see cache_key.hpp): who a read's credentials say is asking.
+#include "cache_key.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "ferry/detail/redact.hpp"
+#include "s3_text.hpp"
+#include "sha256.hpp"
+
+namespace ferry::ops::detail {
+
+namespace {
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+std::string percent_decode(std::string_view s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 &&
+            hex_value(s[i + 2]) >= 0) {
+            out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
+            i += 2;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+/// Standard base64 (padding optional); nullopt when `s` is not base64.
+std::optional<std::string> base64_decode(std::string_view s) {
+    std::string out;
+    std::uint32_t bits = 0;
+    int count = 0;
+    for (const char c : s) {
+        int v = -1;
+        if (c >= 'A' && c <= 'Z') v = c - 'A';
+        if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+        if (c >= '0' && c <= '9') v = c - '0' + 52;
+        if (c == '+') v = 62;
+        if (c == '/') v = 63;
+        if (c == '=') break;
+        if (v < 0) return std::nullopt;
+        bits = (bits << 6) | static_cast<std::uint32_t>(v);
+        count += 6;
+        if (count >= 8) {
+            count -= 8;
+            out += static_cast<char>((bits >> count) & 0xFF);
+        }
+    }
+    return out;
+}
+
+/// Who a read's credentials say is asking: the identities they name, and whether one of them
+/// names nobody.
+struct identity {
+    std::vector<std::string> names;
+    bool unknown = false;
+};
+
+/// `user:password@` names its user; a user part alone (`https://TOKEN@host/`) is a token.
+void from_user_part(std::string_view url, identity& id) {
+    const auto scheme = url.find("://");
+    if (scheme == std::string_view::npos) return;
+    const auto start = scheme + 3;
+    const auto end = url.find_first_of("/?#", start);
+    const std::string_view authority =
+        url.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    const auto at = authority.rfind('@');
+    if (at == std::string_view::npos) return;
+    const std::string_view user_info = authority.substr(0, at);
+    const auto colon = user_info.find(':');
+    if (colon == std::string_view::npos || colon == 0) {
+        id.unknown = true;
+        return;
+    }
+    id.names.push_back("user " + percent_decode(user_info.substr(0, colon)));
+}
+
+/// Presigned URLs name their key id (`X-Amz-Credential=<id>/<date>/...`, `AWSAccessKeyId`,
+/// `X-Goog-Credential`); their signatures and tokens belong to it. Any other credential
+/// parameter (`sig`, `token`, ...), or a signature without its key id, names nobody.
+void from_query(std::string_view url, identity& id) {
+    const auto q = url.find('?');
+    if (q == std::string_view::npos) return;
+    const auto hash = url.find('#', q);
+    const std::string_view query =
+        url.substr(q + 1, hash == std::string_view::npos ? std::string_view::npos : hash - q - 1);
+    bool key_id = false;
+    bool signed_part = false;
+    std::size_t at = 0;
+    while (at <= query.size()) {
+        auto amp = query.find('&', at);
+        if (amp == std::string_view::npos) amp = query.size();
+        const std::string_view item = query.substr(at, amp - at);
+        at = amp + 1;
+        const auto eq = item.find('=');
+        const std::string name = lower(percent_decode(item.substr(0, eq)));
+        if (!ferry::detail::credential_parameter(name)) continue;
+        const std::string value =
+            eq == std::string_view::npos ? std::string() : percent_decode(item.substr(eq + 1));
+        const std::string first = value.substr(0, value.find('/'));
+        if ((name == "x-amz-credential" || name == "awsaccesskeyid") && !first.empty()) {
+            id.names.push_back("aws " + first);
+            key_id = true;
+        } else if (name == "x-goog-credential" && !first.empty()) {
+            id.names.push_back("goog " + first);
+            key_id = true;
+        } else if (name.starts_with("x-amz-") || name.starts_with("x-goog-") ||
+                   name == "signature") {
+            signed_part = true;
+        } else {
+            id.unknown = true;
+        }
+    }
+    if (signed_part && !key_id) id.unknown = true;
+}
+
+/// Whether a request header (its name in lower case) carries a credential.
+bool credential_header(std::string_view name) {
+    for (const std::string_view word : {"auth", "token", "key", "secret", "session", "cookie",
+                                        "password", "signature", "credential"}) {
+        if (name.find(word) != std::string_view::npos) return true;
+    }
+    return false;
+}
+
+/// `Authorization: Basic` names its user, `Authorization: AWS4-HMAC-SHA256 Credential=<id>/...`
+/// its key id; every other credential header names nobody.
+void from_header(std::string_view header, identity& id) {
+    const auto colon = header.find(':');
+    if (colon == std::string_view::npos) return;
+    const std::string name = lower(trim(header.substr(0, colon)));
+    const std::string_view value = trim(header.substr(colon + 1));
+    if (value.empty() || !credential_header(name)) return;
+    if (name == "authorization") {
+        const std::string scheme = lower(value.substr(0, value.find(' ')));
+        const std::string_view rest = trim(value.substr(std::min(value.size(), scheme.size())));
+        if (scheme == "basic") {
+            const auto text = base64_decode(rest);
+            const auto c = text ? text->find(':') : std::string::npos;
+            if (c != std::string::npos && c > 0) {
+                id.names.push_back("user " + text->substr(0, c));
+                return;
+            }
+        } else if (scheme == "aws4-hmac-sha256") {
+            const auto p = rest.find("Credential=");
+            if (p != std::string_view::npos) {
+                const std::string_view v = rest.substr(p + 11);
+                const std::string_view key = v.substr(0, v.find_first_of("/, "));
+                if (!key.empty()) {
+                    id.names.push_back("aws " + std::string(key));
+                    return;
+                }
+            }
+        }
+    }
+    id.unknown = true;
+}
+
+}  // namespace
+
+std::optional<std::string> cache_key(const request& r, const http_options& options,
+                                     const cache_options& cache) {
+    std::string key = unsigned_url(r.url);
+    // The key is the last field of an entry's record; the URL in it holds no line break.
+    if (key.find_first_of(std::string("\r\n\0", 3)) != std::string::npos) return std::nullopt;
+    identity id;
+    from_user_part(r.url, id);
+    from_query(r.url, id);
+    if (!r.sigv4.empty()) {
+        // Its own headers (the session token) belong to the key id it is signed with.
+        id.names.push_back("aws " + r.user);
+    } else {
+        for (const auto& h : r.headers) from_header(h, id);
+    }
+    for (const auto& h : options.headers) from_header(h, id);
+    if (id.names.empty() && !id.unknown) return key;
+    if (id.unknown && !cache.cache_unidentified) return std::nullopt;
+    std::sort(id.names.begin(), id.names.end());
+    id.names.erase(std::unique(id.names.begin(), id.names.end()), id.names.end());
+    std::string who = "ferry-cache identity";
+    for (const auto& n : id.names) who += "\n" + n;
+    return key + "\ncredential " + (id.unknown ? "unidentified " : "") + sha256_hex(who);
+}
+
+}  // namespace ferry::ops::detail

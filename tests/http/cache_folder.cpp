@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The cache folder against other local users: the modes of what open_cache creates (private,
+/// or shared with a group), folders it must refuse (another owner, writable by others), a FIFO
+/// planted at an entry's path, and the folder's lock held by someone else. Each read that could
+/// block runs under a watchdog that unblocks it after a while and fails the case, so a hang is
+/// a failure, not a stuck suite.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <ferry/cache.hpp>
+#include <ferry/http.hpp>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <string>
+
+#include "../support/expect.hpp"
+#include "cache_support.hpp"
+
+using ferry_test::as_string;
+using ferry_test::files_in;
+using ferry_test::object_server;
+using ferry_test::random_body;
+using ferry_test::scratch;
+using ferry_test::temp_files_in;
+
+namespace {
+
+std::string read(const std::string& url, const std::shared_ptr<ferry::object_cache>& cache) {
+    return as_string(ferry::ops::read_url(url, {.cache = cache}));
+}
+
+/// The permission bits of `p` (setgid included).
+unsigned mode_of(const std::filesystem::path& p) {
+    struct stat st {};
+    ::stat(p.c_str(), &st);
+    return st.st_mode & 07777U;
+}
+
+/// A bound on a call that must not block: generous on a loaded machine, short enough that a hang
+/// fails the case in the suite's time.
+constexpr auto watchdog = std::chrono::seconds(30);
+
+/// Runs `f` on a thread and waits up to `watchdog` for it. When it has not returned by then,
+/// `unblock` runs (it must make `f` return), the case fails naming `what`, and false is returned.
+bool returns_in_time(const std::function<void()>& f, const std::function<void()>& unblock,
+                     const std::string& what) {
+    auto done = std::async(std::launch::async, f);
+    if (done.wait_for(watchdog) == std::future_status::ready) {
+        done.get();
+        return true;
+    }
+    unblock();
+    done.wait();
+    BOOST_ERROR(what << " blocked: still waiting after the watchdog's "
+                     << std::chrono::duration_cast<std::chrono::seconds>(watchdog).count() << " s");
+    return false;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(http)
+BOOST_AUTO_TEST_SUITE(cache)
+
+// A private cache is this user's alone: the folder open_cache creates is 0700, and its lock
+// file, entries and temporary files are 0600, whatever the umask allows.
+BOOST_AUTO_TEST_CASE(a_new_folder_and_its_files_are_private) {
+    scratch root("ferry-cache-private");
+    object_server s;
+    const std::string body = random_body(5000, 41);
+    s.put("/p", body);
+    const auto dir = root / "cache";
+    const mode_t old_umask = ::umask(0);  // a umask that would let everyone in
+    const auto cache = ferry::ops::open_cache({.dir = dir});
+    ::umask(old_umask);
+    BOOST_TEST(read(s.url("/p"), cache) == body);
+    BOOST_TEST(mode_of(dir) == 0700U, std::oct << mode_of(dir));
+    BOOST_TEST(mode_of(dir / ".lock") == 0600U, std::oct << mode_of(dir / ".lock"));
+    const auto entry = cache->entry_path(s.url("/p"));
+    BOOST_TEST(mode_of(entry) == 0600U, std::oct << mode_of(entry));
+}
+
+// A folder that others may write (0777) is refused with an io_error naming the folder, its mode
+// and the fix; so is one owned by another user (uid 65534) — unless it is shared on purpose.
+BOOST_AUTO_TEST_CASE(a_folder_others_can_write_or_own_is_refused) {
+    scratch root("ferry-cache-refused");
+    const auto open = root / "open";
+    std::filesystem::create_directories(open);
+    ::chmod(open.c_str(), 0777);
+    const auto e = ferry_test::expect_throw<ferry::io_error>(
+        [&] { (void)ferry::ops::open_cache({.dir = open}); });
+    BOOST_TEST(e.what().find("open_cache: '" + open.string() + "'") != std::string::npos, e.what());
+    BOOST_TEST(e.what().find("writable by group or others (mode 0777)") != std::string::npos,
+               e.what());
+    BOOST_TEST(e.what().find("chmod 700") != std::string::npos, e.what());
+    BOOST_TEST(e.what().find("cache_options::shared_group") != std::string::npos, e.what());
+    BOOST_TEST(!std::filesystem::exists(open / ".lock"), "the refused folder was written to");
+    // Writable by others is refused even for a group-shared cache.
+    const auto shared = ferry_test::expect_throw<ferry::io_error>(
+        [&] { (void)ferry::ops::open_cache({.dir = open, .shared_group = true}); });
+    BOOST_TEST(shared.what().find("writable by others (mode 0777)") != std::string::npos,
+               shared.what());
+    BOOST_TEST(shared.what().find("chmod 2770") != std::string::npos, shared.what());
+
+    const auto theirs = root / "theirs";
+    std::filesystem::create_directories(theirs);
+    ::chmod(theirs.c_str(), 0700);
+    if (::chown(theirs.c_str(), 65534, 65534) != 0) {
+        BOOST_TEST_MESSAGE("not root: the other-owner half is skipped");
+        return;
+    }
+    const auto owned = ferry_test::expect_throw<ferry::io_error>(
+        [&] { (void)ferry::ops::open_cache({.dir = theirs}); });
+    BOOST_TEST(owned.what().find("open_cache: '" + theirs.string() + "'") != std::string::npos,
+               owned.what());
+    BOOST_TEST(owned.what().find("belongs to uid 65534, not to this user (uid " +
+                                 std::to_string(::geteuid()) + ")") != std::string::npos,
+               owned.what());
+    BOOST_TEST(owned.what().find("cache_options::shared_group") != std::string::npos, owned.what());
+}
+
+// A group-shared cache: the folder open_cache creates is 2770 and its files 0660; a folder of
+// another owner, shared with this process's group, is accepted and works.
+BOOST_AUTO_TEST_CASE(a_shared_group_cache_is_2770_with_0660_files) {
+    scratch root("ferry-cache-shared");
+    object_server s;
+    const std::string body = random_body(5000, 42);
+    s.put("/g", body);
+    const auto dir = root / "cache";
+    const auto cache = ferry::ops::open_cache({.dir = dir, .shared_group = true});
+    BOOST_TEST(read(s.url("/g"), cache) == body);
+    BOOST_TEST(mode_of(dir) == 02770U, std::oct << mode_of(dir));
+    BOOST_TEST(mode_of(dir / ".lock") == 0660U, std::oct << mode_of(dir / ".lock"));
+    BOOST_TEST(mode_of(cache->entry_path(s.url("/g"))) == 0660U);
+    if (::chown(dir.c_str(), 65534, ::getegid()) != 0) return;  // not root: the rest needs it
+    const auto other = ferry::ops::open_cache({.dir = dir, .shared_group = true});
+    BOOST_TEST(read(s.url("/g"), other) == body);
+    BOOST_TEST(other->stats().hits == 1U);
+}
+
+// A FIFO planted at an entry's path is no entry: the read does not block on it, it is a miss
+// (counted once as an invalid entry), the object is fetched, and a regular entry replaces the
+// FIFO; a symbolic link planted there is not followed, and replaced the same way.
+BOOST_AUTO_TEST_CASE(a_fifo_at_an_entry_path_is_a_miss_not_a_hang) {
+    scratch dir("ferry-cache-fifo");
+    object_server s;
+    const std::string body = random_body(8000, 43);
+    s.put("/f", body);
+    const auto cache = ferry::ops::open_cache({.dir = dir.path()});
+    const auto entry = cache->entry_path(s.url("/f"));
+    BOOST_TEST_REQUIRE(::mkfifo(entry.c_str(), 0600) == 0);
+    std::string got;
+    const bool in_time = returns_in_time([&] { got = read(s.url("/f"), cache); },
+                                         [&] {
+                                             // A writer that comes and goes lets the open end.
+                                             const int w =
+                                                 ::open(entry.c_str(), O_WRONLY | O_NONBLOCK);
+                                             if (w >= 0) ::close(w);
+                                         },
+                                         "read_url of an entry that is a FIFO");
+    BOOST_TEST(in_time);
+    BOOST_TEST(got == body);
+    const auto st = cache->stats();
+    BOOST_TEST(st.misses == 1U);
+    BOOST_TEST(st.invalid_entries == 1U);
+    BOOST_TEST(std::filesystem::is_regular_file(entry));
+    BOOST_TEST(read(s.url("/f"), cache) == body);
+    BOOST_TEST(s.gets.load() == 1);
+    std::filesystem::remove(entry);
+    std::filesystem::create_symlink(dir / "elsewhere", entry);
+    BOOST_TEST(read(s.url("/f"), cache) == body);
+    BOOST_TEST(cache->stats().invalid_entries == 2U);
+    BOOST_TEST(std::filesystem::is_regular_file(std::filesystem::symlink_status(entry)));
+    BOOST_TEST(!std::filesystem::exists(dir / "elsewhere"));
+}
+
+// Someone else holding the folder's lock (flock on `.lock`, here from another open of it) cannot
+// stall the cache: opening it and a fill give up after lock_wait, the read still returns the
+// object's bytes, nothing is kept, and lock_timeouts counts both; once the lock is free, the
+// next read is kept.
+BOOST_AUTO_TEST_CASE(a_held_lock_does_not_block_fills) {
+    scratch dir("ferry-cache-locked");
+    object_server s;
+    const std::string body = random_body(20000, 44);
+    s.put("/l", body);
+    (void)ferry::ops::open_cache({.dir = dir.path()});  // creates the folder and its lock file
+    const int holder = ::open((dir / ".lock").c_str(), O_RDONLY | O_CLOEXEC);
+    BOOST_TEST_REQUIRE(holder >= 0);
+    BOOST_TEST_REQUIRE(::flock(holder, LOCK_EX) == 0);
+    std::shared_ptr<ferry::object_cache> cache;
+    std::string got;
+    const bool in_time = returns_in_time(
+        [&] {
+            cache = ferry::ops::open_cache(
+                {.dir = dir.path(), .lock_wait = std::chrono::milliseconds(200)});
+            got = read(s.url("/l"), cache);
+        },
+        [&] { ::flock(holder, LOCK_UN); }, "open_cache and read_url with the lock held");
+    BOOST_TEST(in_time);
+    BOOST_TEST(got == body);
+    BOOST_REQUIRE(cache != nullptr);
+    BOOST_TEST(cache->stats().lock_timeouts == 2U);
+    BOOST_TEST(files_in(dir.path()).empty(), "kept: " << files_in(dir.path()).size());
+    ::flock(holder, LOCK_UN);
+    ::close(holder);
+    BOOST_TEST(read(s.url("/l"), cache) == body);
+    BOOST_TEST(std::filesystem::exists(cache->entry_path(s.url("/l"))));
+    BOOST_TEST(temp_files_in(dir.path()).empty());
+    BOOST_TEST(cache->stats().lock_timeouts == 2U);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()
