@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-# Finds what ferry::http links: libcurl (7.68 or newer), as CMake's FindCURL imported target
-#   CURL::libcurl
+# Finds what ferry::http links, as CMake's imported targets:
+#   CURL::libcurl    libcurl 7.68 or newer (FindCURL): the transfers, and SigV4 signing
+#   EXPAT::EXPAT     expat 2.2 or newer (FindEXPAT): S3's XML answers (listings, error documents)
+#   OpenSSL::Crypto  OpenSSL 1.1.1 or newer's libcrypto (FindOpenSSL): SHA-256 for the cache
 # Used by ferry's own build and by the installed ferryConfig.cmake (static builds).
 include_guard(GLOBAL)
 
@@ -9,5 +11,19 @@ if(NOT TARGET CURL::libcurl)
   if(NOT CURL_FOUND)
     message(FATAL_ERROR "ferry::http needs libcurl 7.68 or newer "
       "(Debian: libcurl4-openssl-dev; `bash setup.sh deps`)")
+  endif()
+endif()
+if(NOT TARGET EXPAT::EXPAT)
+  find_package(EXPAT 2.2 QUIET)
+  if(NOT EXPAT_FOUND)
+    message(FATAL_ERROR "ferry::http needs expat 2.2 or newer "
+      "(Debian: libexpat1-dev; `bash setup.sh deps`)")
+  endif()
+endif()
+if(NOT TARGET OpenSSL::Crypto)
+  find_package(OpenSSL 1.1.1 QUIET COMPONENTS Crypto)
+  if(NOT OpenSSL_FOUND)
+    message(FATAL_ERROR "ferry::http needs OpenSSL 1.1.1 or newer's libcrypto "
+      "(Debian: libssl-dev; `bash setup.sh deps`)")
   endif()
 endif()

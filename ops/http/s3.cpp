@@ -12,6 +12,7 @@
 
 #include "request.hpp"
 #include "s3_text.hpp"
+#include "s3_xml.hpp"
 
 namespace ferry::ops::detail {
 

@@ -1,18 +1,45 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// URI encoding for SigV4 and the little XML reading S3's answers need (see s3_text.hpp).
+/// URI encoding for SigV4, and the cache's unsigned URLs (see s3_text.hpp).
 
 #include "s3_text.hpp"
 
-#include <cctype>
-#include <charconv>
-#include <cstdint>
+#include <algorithm>
+#include <string>
 
 namespace ferry::ops::detail {
 
 using ferry::detail::credential_parameter;
 using ferry::detail::query_item;
 using ferry::detail::rewrite_query;
+
+namespace {
+
+/// `path`'s `.` and `..` segments as `%2E` and `%2E%2E`. In a key they are the key's own bytes,
+/// but URL parsers (curl's included) remove them as dot segments: `a/./b` would read `a/b`, and
+/// `../other-bucket/x` another bucket's object with the user's credentials. Encoded, they reach
+/// the store as they are, and curl signs the path it sends.
+void encode_dot_segments(std::string& path) {
+    std::string out;
+    std::size_t start = 0;
+    for (;;) {
+        const auto end = std::min(path.find('/', start), path.size());
+        const std::string_view segment = std::string_view(path).substr(start, end - start);
+        if (segment == ".") {
+            out += "%2E";
+        } else if (segment == "..") {
+            out += "%2E%2E";
+        } else {
+            out += segment;
+        }
+        if (end == path.size()) break;
+        out += '/';
+        start = end + 1;
+    }
+    path = std::move(out);
+}
+
+}  // namespace
 
 std::string uri_encode(std::string_view s, bool encode_slash) {
     static constexpr char hex[] = "0123456789ABCDEF";
@@ -31,6 +58,7 @@ std::string uri_encode(std::string_view s, bool encode_slash) {
             out += hex[c & 0x0F];
         }
     }
+    if (!encode_slash) encode_dot_segments(out);
     return out;
 }
 
@@ -54,110 +82,6 @@ std::string unsigned_url(std::string_view url) {
             return presigning ? query_item::drop : query_item::keep;
         });
     if (out.ends_with('?')) out.pop_back();
-    return out;
-}
-
-namespace {
-
-/// `&amp;` `&lt;` `&gt;` `&quot;` `&apos;` and numeric references; anything else stays as is.
-std::string decode_entities(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] != '&') {
-            out += s[i];
-            continue;
-        }
-        const auto semi = s.find(';', i);
-        if (semi == std::string_view::npos) {
-            out += s[i];
-            continue;
-        }
-        const std::string_view name = s.substr(i + 1, semi - i - 1);
-        std::uint32_t code = 0;
-        bool known = true;
-        if (name == "amp") {
-            code = '&';
-        } else if (name == "lt") {
-            code = '<';
-        } else if (name == "gt") {
-            code = '>';
-        } else if (name == "quot") {
-            code = '"';
-        } else if (name == "apos") {
-            code = '\'';
-        } else if (name.size() > 1 && name[0] == '#') {
-            const bool is_hex = name[1] == 'x' || name[1] == 'X';
-            const auto digits = name.substr(is_hex ? 2 : 1);
-            const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), code,
-                                                 is_hex ? 16 : 10);
-            known = ec == std::errc{} && p == digits.data() + digits.size() && code < 0x110000;
-        } else {
-            known = false;
-        }
-        if (!known) {
-            out += s[i];
-            continue;
-        }
-        // UTF-8 of the code point.
-        if (code < 0x80) {
-            out += static_cast<char>(code);
-        } else if (code < 0x800) {
-            out += static_cast<char>(0xC0 | (code >> 6));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-        } else if (code < 0x10000) {
-            out += static_cast<char>(0xE0 | (code >> 12));
-            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-        } else {
-            out += static_cast<char>(0xF0 | (code >> 18));
-            out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-        }
-        i = semi;
-    }
-    return out;
-}
-
-/// The inside of the next `<tag>...</tag>` at or after `from` (moved past it), or npos.
-std::string_view next_element(std::string_view xml, std::string_view tag, std::size_t& from) {
-    const std::string open = "<" + std::string(tag) + ">";
-    const std::string close = "</" + std::string(tag) + ">";
-    const auto start = xml.find(open, from);
-    if (start == std::string_view::npos) {
-        from = std::string_view::npos;
-        return {};
-    }
-    const auto inner = start + open.size();
-    const auto end = xml.find(close, inner);
-    if (end == std::string_view::npos) {
-        from = std::string_view::npos;
-        return {};
-    }
-    from = end + close.size();
-    return xml.substr(inner, end - inner);
-}
-
-}  // namespace
-
-std::string xml_text(std::string_view xml, std::string_view tag) {
-    std::size_t from = 0;
-    const auto inner = next_element(xml, tag, from);
-    return from == std::string_view::npos ? std::string() : decode_entities(inner);
-}
-
-std::vector<std::string> xml_texts(std::string_view xml, std::string_view within,
-                                   std::string_view tag) {
-    std::vector<std::string> out;
-    std::size_t from = 0;
-    for (;;) {
-        const auto block = next_element(xml, within, from);
-        if (from == std::string_view::npos) break;
-        std::size_t in = 0;
-        const auto inner = next_element(block, tag, in);
-        if (in != std::string_view::npos) out.push_back(decode_entities(inner));
-    }
     return out;
 }
 

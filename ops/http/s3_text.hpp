@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// The small text jobs of S3: where a bucket lives, URI encoding as SigV4 wants it, and reading
-/// the few elements ferry needs out of S3's XML documents.
+/// The small text jobs of S3: where a bucket lives and URI encoding as SigV4 wants it (its XML
+/// answers are read in s3_xml.hpp).
 #pragma once
 
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "ferry/detail/redact.hpp"
 #include "request.hpp"
@@ -32,7 +31,8 @@ request s3_request(const s3_location& loc, std::string url, std::string display)
 
 /// RFC 3986 percent-encoding as SigV4 wants it: unreserved characters kept, every other byte
 /// `%XX` (upper case); `/` kept unless `encode_slash` (keys in a path keep theirs, query values
-/// do not).
+/// do not). In a path (`encode_slash` false) a `.` or `..` segment is encoded too (`%2E`,
+/// `%2E%2E`), so that no URL parser removes it: the key `../x` stays that key.
 std::string uri_encode(std::string_view s, bool encode_slash);
 
 /// `url` with its credentials REDACTED (ferry/detail/redact.hpp): what messages show of it.
@@ -43,12 +43,5 @@ using ferry::detail::redact_url;
 /// `Expires`; a `user:password@`; the fragment): the same object under every presigning, and
 /// nothing secret in it. The cache's key.
 std::string unsigned_url(std::string_view url);
-
-/// The text of the first `<tag>...</tag>` in `xml` with entities decoded; empty when absent.
-std::string xml_text(std::string_view xml, std::string_view tag);
-
-/// The texts of every `<tag>...</tag>` inside each `<within>...</within>`, in order.
-std::vector<std::string> xml_texts(std::string_view xml, std::string_view within,
-                                   std::string_view tag);
 
 }  // namespace ferry::ops::detail

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// SHA-256 (FIPS 180-4), for the cache's file names: a name that says nothing of the URL, and
-/// collisions that do not happen by accident. Not for anything that needs constant time.
+/// SHA-256 (FIPS 180-4) through OpenSSL's EVP, for the cache: file names that say nothing of the
+/// URL, and collisions that do not happen by accident.
 #pragma once
 
 #include <string>

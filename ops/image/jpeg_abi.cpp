@@ -53,7 +53,9 @@ int find_loaded_layout() noexcept {
         return 0;
     }
     if (dladdr(reinterpret_cast<void*>(&here), &self) != 0 && self.dli_fbase == lib.dli_fbase) {
-        return built_layout;  // linked statically: headers and library of one build
+        // Linked statically into the same object: nothing to ask at run time (a static
+        // program exports no symbols), and the archive came with the headers compiled against.
+        return built_layout;
     }
     void* handle = dlopen(lib.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     if (handle == nullptr) return 0;

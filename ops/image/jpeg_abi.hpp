@@ -43,7 +43,7 @@ struct entropy_decoder_header {
 #if FERRY_JPEG_BUILT_LAYOUT == 3
     /// 3.x, lossless JPEG only (jddiffct.c); ferry never takes lossless scans. The first
     /// argument after cinfo is a JDIFFIMAGE, declared in jpegint.h only.
-    JDIMENSION (*decode_mcus)
+    JDIMENSION(*decode_mcus)
     (j_decompress_ptr, void*, JDIMENSION, JDIMENSION, JDIMENSION) = nullptr;
     /// 3.x, lossless JPEG only (jddiffct.c).
     boolean (*process_restart)(j_decompress_ptr) = nullptr;
@@ -55,7 +55,10 @@ struct entropy_decoder_header {
 /// that defines libjpeg's error messages also exports `jpeg12_read_scanlines` (libjpeg-turbo
 /// 3.0 added the 12-bit API to libjpeg.so.62, in the same release that added the two members),
 /// 2 when it does not; `built_layout` when libjpeg is linked statically into the same object as
-/// ferry (then headers and library came from one build); 0 when it cannot tell.
+/// ferry (then headers and library are taken to come from one build: a static archive of another
+/// major than its headers is not noticed); 0 when it cannot tell. A later major that exports
+/// `jpeg12_read_scanlines` and changes the layout again would read as 3: `built_layout` is 0 for
+/// headers of a major ferry does not know, but the run-time check cannot tell 3.x from 4.x.
 [[nodiscard]] int loaded_layout() noexcept;
 
 /// Whether the loaded libjpeg has the entropy-decoder layout ferry was built for.

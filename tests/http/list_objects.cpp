@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// list_objects against a store that misbehaves, on the in-process server: keys with dot
+/// segments, continuation tokens that come back, pages that are not listings (a captive
+/// portal), keys outside the prefix, and XML read as XML (CDATA, comments, namespaces) within
+/// limits (no DOCTYPE or entities, bounded depth and size).
+#include <boost/test/unit_test.hpp>
+#include <cstddef>
+#include <ferry/http.hpp>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../support/expect.hpp"
+#include "../support/http_bodies.hpp"
+#include "../support/http_server.hpp"
+#include "s3_support.hpp"
+#include "sigv4_support.hpp"
+
+using ferry_test::as_string;
+using ferry_test::check_signature;
+using ferry_test::contains;
+using ferry_test::expect_throw;
+using ferry_test::http_request;
+using ferry_test::http_response;
+using ferry_test::scoped_env;
+
+namespace {
+
+constexpr const char* key_id = "AKIDEXAMPLE";
+constexpr const char* secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+
+/// A server that keeps every request and answers with `answer`.
+struct recording_server {
+    std::mutex m;
+    std::vector<http_request> seen;  ///< under `m`
+    ferry_test::http_server server;
+    explicit recording_server(std::function<http_response(const http_request&)> answer)
+        : server([this, answer = std::move(answer)](const http_request& r) {
+              {
+                  const std::lock_guard lock(m);
+                  seen.push_back(r);
+              }
+              return answer(r);
+          }) {}
+    std::vector<http_request> requests() {
+        const std::lock_guard lock(m);
+        return seen;
+    }
+};
+
+/// A ListObjectsV2 page as S3 writes it, with `keys` (written as given: escape them yourself).
+std::string listing(const std::vector<std::string>& keys, const std::string& next_token = {}) {
+    std::string body =
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>b</Name>";
+    for (const auto& k : keys) body += "<Contents><Key>" + k + "</Key><Size>1</Size></Contents>";
+    body += next_token.empty() ? "<IsTruncated>false</IsTruncated>"
+                               : "<IsTruncated>true</IsTruncated><NextContinuationToken>" +
+                                     next_token + "</NextContinuationToken>";
+    return body + "</ListBucketResult>";
+}
+
+/// Whether `s` holds a control character (a byte below 0x20, or 0x7f).
+bool has_control(const std::string& s) {
+    for (const char c : s) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
+    }
+    return false;
+}
+
+/// What list_objects throws for a server that answers every listing request with `body` (200).
+ferry_test::thrown<ferry::io_error> listing_error(const std::string& url, std::string body) {
+    recording_server rec(
+        [body = std::move(body)](const http_request&) { return http_response{.body = body}; });
+    const scoped_env env({{"AWS_ENDPOINT_URL", rec.server.url("")}});
+    return expect_throw<ferry::io_error>([&] { (void)ferry::sources::list_objects(url); }, url);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(http)
+BOOST_AUTO_TEST_SUITE(list_objects)
+
+// A listed key's `.` and `..` segments are the key's own bytes: reading it asks the store for
+// that key in the listed bucket, signed as sent, not for what removing dot segments makes of it
+// (`../other-bucket/secret.bin` was another bucket's object, read with the user's keys).
+BOOST_AUTO_TEST_CASE(dot_segments_in_listed_keys_stay_in_the_key) {
+    recording_server rec([](const http_request& r) {
+        if (r.target.starts_with("/b/?")) {
+            return http_response{
+                .body = listing({"../other-bucket/secret.bin", "a/./b//c", "x/..", "./y"})};
+        }
+        return http_response{.body = "object at " + r.target};
+    });
+    const scoped_env env({{"AWS_ENDPOINT_URL", rec.server.url("")},
+                          {"AWS_ACCESS_KEY_ID", key_id},
+                          {"AWS_SECRET_ACCESS_KEY", secret}});
+    const auto urls = ferry::sources::list_objects("s3://b/");
+    const std::vector<std::string> expected_urls{"s3://b/../other-bucket/secret.bin",
+                                                 "s3://b/a/./b//c", "s3://b/x/..", "s3://b/./y"};
+    BOOST_TEST(urls == expected_urls, boost::test_tools::per_element());
+    const std::vector<std::string> expected_paths{"/b/%2E%2E/other-bucket/secret.bin",
+                                                  "/b/a/%2E/b//c", "/b/x/%2E%2E", "/b/%2E/y"};
+    for (std::size_t i = 0; i < urls.size() && i < expected_paths.size(); ++i) {
+        BOOST_TEST(as_string(ferry::ops::read_url(urls[i])) == "object at " + expected_paths[i]);
+        const auto seen = rec.requests();
+        BOOST_TEST(check_signature(seen.back(), key_id, secret, "us-east-1") == "ok");
+    }
+}
+
+// A store that hands out a continuation token it gave before would be listed forever: the
+// token's second coming is an io_error (not transient) naming the page, after as many requests
+// as pages. The server ends the listing after 20 pages, so a loop fails here instead of hanging.
+BOOST_AUTO_TEST_CASE(a_repeated_continuation_token_is_an_error) {
+    for (const std::vector<std::string>& tokens :
+         {std::vector<std::string>{"T1", "T1"}, std::vector<std::string>{"T1", "T2", "T1"}}) {
+        recording_server rec([&tokens](const http_request& r) {
+            if (r.index >= 20) return http_response{.body = listing({"k/end"})};
+            const std::string& token = tokens[std::min<std::size_t>(r.index, tokens.size() - 1)];
+            return http_response{.body = listing({"k/" + std::to_string(r.index)}, token)};
+        });
+        const scoped_env env({{"AWS_ENDPOINT_URL", rec.server.url("")}});
+        const auto e = expect_throw<ferry::io_error>(
+            [] { (void)ferry::sources::list_objects("s3://b/k/"); }, tokens.back());
+        BOOST_TEST(contains(e.what(), "list_objects: 's3://b/k/'"), e.what());
+        BOOST_TEST(contains(e.what(), "continuation token 'T1'"), e.what());
+        BOOST_TEST(contains(e.what(), "page " + std::to_string(tokens.size())), e.what());
+        BOOST_TEST(!(e.has_value() && e->transient()));
+        BOOST_TEST(rec.requests().size() == tokens.size());
+    }
+}
+
+// A 200 that is not a ListBucketResult (a captive portal's login page, another document) is an
+// error that says what came back, escaped and cut short, not an empty listing.
+BOOST_AUTO_TEST_CASE(a_page_that_is_not_a_listing_is_an_error_naming_it) {
+    std::string portal =
+        "<!DOCTYPE html>\n<html><head><title>Hotel Wi-Fi: log in</title></head><body>\x1b[31m";
+    for (int i = 0; i < 2000; ++i) portal += "lorem ipsum ";
+    portal += "</body></html>";
+    const auto html = listing_error("s3://b/train/", portal);
+    BOOST_TEST(contains(html.what(), "list_objects: 's3://b/train/'"), html.what());
+    BOOST_TEST(contains(html.what(), "not a ListBucketResult"), html.what());
+    BOOST_TEST(contains(html.what(), "<!DOCTYPE html>\\n<html><head><title>Hotel Wi-Fi: log in"),
+               html.what());
+    BOOST_TEST(!has_control(html.what()), html.what());
+    BOOST_TEST(html.what().size() < 600U, html.what());
+
+    const auto other = listing_error(
+        "s3://b/",
+        "<?xml version=\"1.0\"?><ListAllMyBucketsResult><Buckets/></ListAllMyBucketsResult>");
+    BOOST_TEST(contains(other.what(), "not a ListBucketResult"), other.what());
+    BOOST_TEST(contains(other.what(), "<ListAllMyBucketsResult>"), other.what());
+
+    const auto empty = listing_error("s3://b/", "");
+    BOOST_TEST(contains(empty.what(), "not a ListBucketResult"), empty.what());
+}
+
+// S3 lists only keys that start with the prefix asked for: a key outside it is a store that
+// cannot be trusted, and an error naming the key, not an object to read.
+BOOST_AUTO_TEST_CASE(keys_outside_the_prefix_are_refused) {
+    const auto e = listing_error("s3://b/train/", listing({"train/0.tar", "../secret/key"}));
+    BOOST_TEST(contains(e.what(), "list_objects: 's3://b/train/' (page 1)"), e.what());
+    BOOST_TEST(contains(e.what(), "the key '../secret/key'"), e.what());
+    BOOST_TEST(contains(e.what(), "prefix 'train/'"), e.what());
+}
+
+// XML 1.0 cannot carry control characters, not even as character references: a listing that
+// holds one (to forge a log line or colour a terminal) is refused, and the message shows it
+// escaped.
+BOOST_AUTO_TEST_CASE(control_characters_in_a_listing_are_refused) {
+    for (const std::string key : {"train/\x1b[2J.tar", "train/&#x1b;[2J.tar"}) {
+        const auto e = listing_error("s3://b/train/", listing({key}));
+        BOOST_TEST(contains(e.what(), "not well-formed XML"), e.what());
+        BOOST_TEST(!has_control(e.what()), e.what());
+    }
+}
+
+// Keys are read as XML defines them: CDATA kept verbatim, comments skipped, character
+// references decoded, S3's namespace and the document's formatting ignored.
+BOOST_AUTO_TEST_CASE(listing_xml_is_read_as_xml_defines_it) {
+    recording_server rec([](const http_request&) {
+        return http_response{
+            .body =
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                "<!-- <ListBucketResult><Contents><Key>commented</Key></Contents> -->\n"
+                "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\n"
+                "  <Contents>\n    <!-- <Key>not this</Key> -->\n"
+                "    <Key><![CDATA[a&amp;b <c>]]></Key>\n  </Contents>\n"
+                "  <Contents><Key>caf&#xE9; &#38; &lt;tea&gt;</Key></Contents>\n"
+                "  <IsTruncated>false</IsTruncated>\n</ListBucketResult>\n"};
+    });
+    const scoped_env env({{"AWS_ENDPOINT_URL", rec.server.url("")}});
+    const auto urls = ferry::sources::list_objects("s3://b/");
+    const std::vector<std::string> expected{"s3://b/a&amp;b <c>", "s3://b/caf\xC3\xA9 & <tea>"};
+    BOOST_TEST(urls == expected, boost::test_tools::per_element());
+}
+
+// A listing with a DOCTYPE (entity expansion: a billion laughs), an undeclared entity, nesting
+// deeper than any S3 document or a page over the size cap is refused with a message that says
+// which limit, not expanded, recursed into or held in memory.
+BOOST_AUTO_TEST_CASE(listing_xml_past_its_limits_is_refused) {
+    std::string laughs = "<?xml version=\"1.0\"?><!DOCTYPE ListBucketResult [<!ENTITY l0 \"lol\">";
+    for (int i = 1; i < 10; ++i) {
+        laughs += "<!ENTITY l" + std::to_string(i) + " \"";
+        for (int j = 0; j < 10; ++j) laughs += "&l" + std::to_string(i - 1) + ";";
+        laughs += "\">";
+    }
+    laughs += "]><ListBucketResult><Contents><Key>&l9;</Key></Contents></ListBucketResult>";
+    const auto doctype = listing_error("s3://b/", laughs);
+    BOOST_TEST(contains(doctype.what(), "DOCTYPE"), doctype.what());
+
+    const auto entity = listing_error(
+        "s3://b/", "<ListBucketResult><Contents><Key>&secret;</Key></Contents></ListBucketResult>");
+    BOOST_TEST(contains(entity.what(), "not well-formed XML"), entity.what());
+
+    std::string deep = "<ListBucketResult>";
+    for (int i = 0; i < 100000; ++i) deep += "<a>";
+    const auto depth = listing_error("s3://b/", deep);
+    BOOST_TEST(contains(depth.what(), "nested deeper than 32 elements"), depth.what());
+
+    std::string big = "<ListBucketResult>";
+    big += std::string(std::size_t{17} << 20, ' ');
+    big += "</ListBucketResult>";
+    const auto size = listing_error("s3://b/", big);
+    BOOST_TEST(contains(size.what(), "16777216 bytes"), size.what());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()
