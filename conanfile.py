@@ -75,6 +75,8 @@ class FerryConan(ConanFile):
             self.requires("ffmpeg/[>=5.1 <8]")
         if self.options.http:
             self.requires("libcurl/[>=7.78 <9]")
+            self.requires("expat/[>=2.4 <3]")
+            self.requires("openssl/[>=1.1.1 <4]")
         if self.options.shards:
             self.requires("libarchive/[>=3.6 <4]")
 
@@ -154,7 +156,7 @@ class FerryConan(ConanFile):
             http = self.cpp_info.components["http"]
             http.set_property("cmake_target_name", "ferry::http")
             http.libs = ["ferry_http"]
-            http.requires = ["core", "libcurl::curl"]
+            http.requires = ["core", "libcurl::curl", "expat::expat", "openssl::crypto"]
         if self.options.shards:
             shards = self.cpp_info.components["shards"]
             shards.set_property("cmake_target_name", "ferry::shards")

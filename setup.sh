@@ -41,7 +41,7 @@ readonly packages=(
     zlib1g-dev libcli11-dev dataset-fashion-mnist
     libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev
     ffmpeg libjpeg-turbo-progs python3-pil
-    libcurl4-openssl-dev
+    libcurl4-openssl-dev libexpat1-dev libssl-dev
     libarchive-dev zstd python3-boto3
     libopenmpi-dev openmpi-bin
     clang libclang-rt-14-dev

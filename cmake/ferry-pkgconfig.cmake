@@ -170,7 +170,7 @@ if(TARGET ferry_http)
   ferry_pkgconfig_file(ferry-http TARGET ferry_http
     DESCRIPTION "ferry's read_url over HTTP(S) on libcurl (ferry::http)"
     REQUIRES "ferry-core = ${PROJECT_VERSION}"
-    STATIC_MODULES "libcurl >= 7.68")
+    STATIC_MODULES "libcurl >= 7.68" "expat >= 2.2" "libcrypto >= 1.1.1")
 endif()
 
 if(TARGET ferry_shards)

@@ -15,7 +15,7 @@ list(SORT _headers)
 if(NOT _headers)
   message(FATAL_ERROR "no headers under ${INCLUDE_DIR}/ferry")
 endif()
-set(_forbidden "tbb|libav|libsw|opencv|curl|cuda_runtime|/cuda\\.h|/cuda/|dlpack|jpeglib|turbojpeg|/png\\.h|webp|/mpi\\.h|openmpi|mpich")
+set(_forbidden "tbb|libav|libsw|opencv|curl|cuda_runtime|/cuda\\.h|/cuda/|dlpack|jpeglib|turbojpeg|/png\\.h|webp|/mpi\\.h|openmpi|mpich|expat|openssl")
 set(_failed "")
 foreach(_h IN LISTS _headers)
   # -H lists every header the compiler opens, one per line, dots for the depth.
