@@ -126,6 +126,51 @@ BOOST_AUTO_TEST_CASE(four_ranks_saved_three_resume_and_every_item_comes_once) {
     }
 }
 
+// Elastic resume against sequences written out by hand from the documented rule (the rest is
+// every undelivered position of the saved epoch, in its order; new rank r takes the rest's
+// positions r, r + w, ..., started over to even the counts), not against resumed_sampler.
+BOOST_AUTO_TEST_CASE(elastic_resume_gives_the_hand_written_shares) {
+    using shares = std::vector<std::vector<int>>;
+    const auto data = dataset();
+    const std::vector<int> ten(data.begin(), data.begin() + 10);
+    // Two ranks take `taken[r]` items of epoch 0 and save; four (or three) ranks resume.
+    const auto run = [&](bool shuffle, const std::vector<std::size_t>& taken, std::size_t world) {
+        std::vector<ferry::pipeline_state> states;
+        for (std::size_t r = 0; r < taken.size(); ++r) {
+            auto p = ferry::from(
+                         ten,
+                         ferry::sampling{
+                             .shuffle = shuffle, .seed = 42, .rank = r, .world_size = taken.size()})
+                         .build({.threads = 2});
+            std::size_t k = 0;
+            for (const int x : p) {
+                (void)x;
+                if (++k == taken[r]) {
+                    states.push_back(ferry::pipeline_state::parse(p.state().serialize()));
+                    break;
+                }
+            }
+        }
+        const auto merged = ferry::pipeline_state::merge(states);
+        shares out;
+        for (std::size_t r = 0; r < world; ++r) {
+            auto p =
+                ferry::from(
+                    ten,
+                    ferry::sampling{.shuffle = shuffle, .seed = 42, .rank = r, .world_size = world})
+                    .build({.threads = 2, .resume_from = merged});
+            out.push_back(drain(p));
+        }
+        return out;
+    };
+    // In order: rank 0 of 2 delivered positions 0, 2, 4; rank 1 position 1. The rest is
+    // 3, 5, 6, 7, 8, 9, started over (3, 5) to 8 = 4 x 2 positions.
+    BOOST_TEST((run(false, {3, 1}, 4) == (shares{{3, 8}, {5, 9}, {6, 3}, {7, 5}})));
+    // Shuffled, epoch 0 is 1 8 3 2 4 0 6 5 9 7 (pinned): both ranks delivered two positions
+    // (1, 3 and 8, 2); the rest 4 0 6 5 9 7 goes to three ranks.
+    BOOST_TEST((run(true, {2, 2}, 3) == (shares{{4, 5}, {0, 9}, {6, 7}})));
+}
+
 BOOST_AUTO_TEST_CASE(with_drop_no_item_comes_twice) {
     const auto data = dataset();
     std::vector<int> delivered;

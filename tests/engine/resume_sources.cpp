@@ -52,7 +52,13 @@ BOOST_AUTO_TEST_CASE(a_positioned_epoch_factory_resumes_exactly) {
             if (positioned) return shaped(ferry::from(numbers));
             return shaped(ferry::from([numbers](std::uint64_t e) { return numbers(e); }));
         };
-        check_resume(positioned ? "positioned factory" : "plain factory", make);
+        std::vector<std::vector<int>> kept;  // each epoch's rotation, less skips and filtered
+        for (std::uint64_t e = 0; e < epochs; ++e) {
+            kept.push_back(positioned_numbers{.n = 41}.numbers(e));
+            std::erase_if(kept.back(), [](int x) { return x % 11 == 5 || x % 5 == 2; });
+        }
+        check_resume(positioned ? "positioned factory" : "plain factory", make, texts(kept, 3),
+                     without_noise);
         const bool called_at =
             std::any_of(numbers.calls->begin(), numbers.calls->end(),
                         [](const std::string& c) { return c.find('@') != std::string::npos; });

@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <memory>
 #include <numeric>
@@ -73,10 +74,34 @@ inline std::vector<std::string> interrupted(const factory& make, std::size_t at)
     return out;
 }
 
+/// Each number in `t` divided by 1000: `noisy`'s outputs as the items they came from.
+inline std::string without_noise(const std::string& t) {
+    std::string out;
+    for (std::size_t i = 0; i < t.size();) {
+        if (t[i] == '-' || std::isdigit(static_cast<unsigned char>(t[i]))) {
+            std::size_t used = 0;
+            const long v = std::stol(t.substr(i), &used);
+            out += std::to_string(v / 1000);
+            i += used;
+        } else {
+            out += t[i++];
+        }
+    }
+    return out;
+}
+
 /// Same outputs whatever the break point: about `points` of them, spread over the run, plus
-/// the first and the last output.
-inline void check_resume(const std::string& what, const factory& make, std::size_t points = 24) {
+/// the first and the last output. The uninterrupted run itself is first checked against `want`,
+/// worked out without ferry (each output through `key` first, e.g. `without_noise`): a run that
+/// is wrong the same way before and after a break fails there.
+inline void check_resume(const std::string& what, const factory& make,
+                         const std::vector<std::string>& want,
+                         std::string (*key)(const std::string&) = nullptr,
+                         std::size_t points = 24) {
     const auto whole = uninterrupted(make);
+    std::vector<std::string> keys;
+    for (const auto& x : whole) keys.push_back(key ? key(x) : x);
+    BOOST_TEST(keys == want, what << ": " << boost::test_tools::per_element());
     BOOST_TEST_REQUIRE(whole.size() > 4U);
     std::vector<std::size_t> at;
     for (std::size_t i = 0; i < points; ++i) at.push_back(1 + i * (whole.size() - 1) / points);
@@ -88,6 +113,24 @@ inline void check_resume(const std::string& what, const factory& make, std::size
             BOOST_TEST(got == whole, boost::test_tools::per_element());
         }
     }
+}
+
+/// `items` of each epoch in `epochs` (outer), as text, in batches of `n` when `n` > 0.
+inline std::vector<std::string> texts(const std::vector<std::vector<int>>& epochs,
+                                      std::size_t n = 0) {
+    std::vector<std::string> out;
+    for (const auto& items : epochs) {
+        if (n == 0) {
+            for (const int x : items) out.push_back(text(x));
+            continue;
+        }
+        for (std::size_t i = 0; i < items.size(); i += n) {
+            out.push_back(text(std::vector<int>(
+                items.begin() + static_cast<std::ptrdiff_t>(i),
+                items.begin() + static_cast<std::ptrdiff_t>(std::min(items.size(), i + n)))));
+        }
+    }
+    return out;
 }
 
 inline std::vector<int> iota_vec(int n) {

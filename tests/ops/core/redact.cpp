@@ -12,6 +12,7 @@ using ferry::detail::escape_controls;
 using ferry::detail::redact_text;
 using ferry::detail::redact_url;
 
+BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(redact)
 
 // AWS SigV4 and SigV2 presigned URLs keep their path and their other parameters.
@@ -85,4 +86,5 @@ BOOST_AUTO_TEST_CASE(describe_redacts_and_escapes) {
                "GET https://h/o?X-Goog-Signature=REDACTED failed:\\x1b[2J\\nforged");
 }
 
-BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()  // redact
+BOOST_AUTO_TEST_SUITE_END()  // ops

@@ -127,6 +127,28 @@ BOOST_AUTO_TEST_CASE(unshuffled_is_index_order) {
                boost::test_tools::per_element());
 }
 
+// The permutations are pinned: a saved state names positions, so a change of the shuffle for a
+// given (n, seed, epoch) would make every checkpoint taken before it resume other items. These
+// values were computed once and are kept; never update them without a state format version.
+BOOST_AUTO_TEST_CASE(permutations_are_pinned_across_versions) {
+    BOOST_TEST(epoch_of(ferry::sampler(10, {.shuffle = true, .seed = 42}), 0) ==
+                   (indices{1, 8, 3, 2, 4, 0, 6, 5, 9, 7}),
+               boost::test_tools::per_element());
+    BOOST_TEST(epoch_of(ferry::sampler(10, {.shuffle = true, .seed = 42}), 1) ==
+                   (indices{1, 3, 4, 0, 9, 7, 2, 6, 8, 5}),
+               boost::test_tools::per_element());
+    BOOST_TEST(
+        epoch_of(ferry::sampler(45, {.shuffle = true, .seed = 7, .rank = 1, .world_size = 4}), 1) ==
+            (indices{30, 35, 17, 27, 25, 15, 39, 28, 42, 16, 9, 7}),
+        boost::test_tools::per_element());
+    const ferry::sampler thousand(1000, {.shuffle = true, .seed = 7});
+    const indices first{537, 186, 422, 28, 704, 874, 308, 936, 345, 219, 846, 57};
+    for (std::size_t i = 0; i < first.size(); ++i) BOOST_TEST(thousand.index(3, i) == first[i]);
+    const ferry::sampler billion(1000000007ULL, {.shuffle = true, .seed = 123});
+    const indices big{767088248, 342804217, 40572557, 786846681, 120740784, 612310470};
+    for (std::size_t i = 0; i < big.size(); ++i) BOOST_TEST(billion.index(0, i) == big[i]);
+}
+
 // The order is a pure function of (n, options, epoch): two samplers made apart agree, as do
 // copies (every machine computes the same permutation).
 BOOST_AUTO_TEST_CASE(same_options_give_the_same_order) {
