@@ -187,26 +187,30 @@ test_mode() {
         ctest --test-dir build-asan -L 'engine|ops|cuda|http|shards' --output-on-failure --no-tests=error -j "$jobs"
     done_parts+=("asan+ubsan: engine, ops, cuda (host side), http, shards")
 
-    # libFuzzer on decode_image, on decode_media (video and audio from memory) and on the tar
-    # shard reader, clang + ASan, bounded: FERRY_FUZZ_SECONDS in all (default 70: 36 s, 22 s and
-    # 12 s; 0 skips them).
+    # libFuzzer on decode_image, on decode_media (video and audio from memory), on the tar
+    # shard reader and on S3's listing XML, clang + ASan, bounded: FERRY_FUZZ_SECONDS in all
+    # (default 70: 33 s, 20 s, 12 s and 5 s; 0 skips them).
     local fuzz_seconds="${FERRY_FUZZ_SECONDS:-70}"
     if ((fuzz_seconds > 0)); then
-        local image_seconds=$((fuzz_seconds * 36 / 70))
-        local media_seconds=$((fuzz_seconds * 22 / 70))
-        local shards_seconds=$((fuzz_seconds - image_seconds - media_seconds))
+        local image_seconds=$((fuzz_seconds * 33 / 70))
+        local media_seconds=$((fuzz_seconds * 20 / 70))
+        local listing_seconds=$((fuzz_seconds * 5 / 70))
+        local shards_seconds=$((fuzz_seconds - image_seconds - media_seconds - listing_seconds))
         step "configure build-fuzz/ (clang++, libFuzzer + ASan)"
         cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
             -DCMAKE_CXX_COMPILER="$(command -v clang++)" -DFERRY_FUZZ=ON \
             -DFERRY_SANITIZE=address \
             -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
-        step "build build-fuzz/ (decode_image_fuzzer, decode_media_fuzzer, tar_samples_fuzzer)"
+        step "build build-fuzz/ (decode_image_fuzzer, decode_media_fuzzer, tar_samples_fuzzer, listing_fuzzer)"
         cmake --build build-fuzz --parallel "$jobs" \
-            --target decode_image_fuzzer decode_media_fuzzer tar_samples_fuzzer
+            --target decode_image_fuzzer decode_media_fuzzer tar_samples_fuzzer listing_fuzzer
         # fuzz <name> <seconds> <seed folders>...: a scratch corpus in build-fuzz/<name>-corpus.
         fuzz() {
             local name="$1" seconds="$2"
             shift 2
+            # libFuzzer reads -max_total_time=0 as "no limit": a small FERRY_FUZZ_SECONDS's share
+            # rounded to 0 would run forever.
+            ((seconds > 0)) || seconds=1
             step "fuzz ${name} for ${seconds}s (seeds: $*)"
             mkdir -p "build-fuzz/${name}-corpus"
             ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" \
@@ -219,6 +223,7 @@ test_mode() {
             tests/fuzz/regressions
         fuzz decode_media "$media_seconds" tests/fuzz/media_corpus tests/fuzz/media_regressions
         fuzz tar_samples "$shards_seconds" tests/fuzz/shards_corpus
+        fuzz listing "$listing_seconds" tests/fuzz/listing_corpus
     fi
 
     if [[ "${FERRY_TSAN:-0}" == 1 ]]; then
