@@ -225,8 +225,13 @@ struct list_options {
 /// Every object under an S3 prefix, as `s3://bucket/key` URLs in S3's order (by key, UTF-8
 /// bytes): `list_objects("s3://bucket/train/")` lists the keys that start with `train/`, at any
 /// depth (ListObjectsV2, page after page). Keys ending in `/` (folder markers) are left out.
-/// Same environment as `read_url`'s `s3://`. Throws `ferry::s3_error` or `ferry::http_error` as
-/// `read_url` does, `ferry::invalid_argument` for a URL that is not `s3://`.
+/// A key is listed as it is, `.` and `..` segments included (`s3://b/../x` is the key `../x` in
+/// bucket `b`, and `read_url` reads that key). Same environment as `read_url`'s `s3://`. Throws
+/// `ferry::s3_error` or `ferry::http_error` as `read_url` does, `ferry::invalid_argument` for a
+/// URL that is not `s3://`, and `ferry::io_error` (not transient) for a store that cannot be
+/// trusted: a continuation token it gave before, an answer that is not a `ListBucketResult` (a
+/// captive portal's page; the message shows what came back, escaped and cut short), a key
+/// outside the prefix, XML with a DOCTYPE, nested deeper than 32 or larger than 16 MiB.
 /// \code
 ///   auto shards = ferry::sources::list_objects("s3://bucket/train/");
 /// \endcode
