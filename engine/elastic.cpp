@@ -69,6 +69,10 @@ pipeline_state pipeline_state::merge(const std::vector<pipeline_state>& states) 
                 "the states are of an unordered pipeline, with items done past their "
                 "positions; merge takes ordered pipelines' states");
         }
+        if (s.sampler_->rank >= w) {
+            refuse("a state of rank " + std::to_string(s.sampler_->rank) + " in a world of " +
+                   std::to_string(w) + " ranks");
+        }
         if (!seen.insert(s.sampler_->rank).second) {
             refuse("two states of rank " + std::to_string(s.sampler_->rank));
         }
@@ -97,31 +101,32 @@ resumed_sampler::resumed_sampler(const pipeline_state& st, std::size_t rank, std
                                " is not below world_size " + std::to_string(world_size));
     }
     const std::size_t w = st.rank_positions().size();
-    sampling options{.shuffle = saved->shuffle,
-                     .seed = saved->seed,
-                     .rank = 0,
-                     .world_size = w,
-                     .remainder = saved->remainder};
-    for (std::size_t r = 0; r < w; ++r) {
-        options.rank = r;
-        ranks_.emplace_back(saved->n, options);
+    if (w != saved->world_size) {
+        throw invalid_argument("resumed_sampler: the state holds " + std::to_string(w) +
+                               " rank positions for a saved world of " +
+                               std::to_string(saved->world_size) + " ranks");
     }
-    const std::uint64_t per_rank = ranks_.front().size();
-    const std::uint64_t total = per_rank * w;
-    std::uint64_t done = 0;
-    std::uint64_t m = per_rank;
-    for (std::size_t r = 0; r < w; ++r) {
-        const auto p = std::min(st.rank_positions()[r], per_rank);
-        done += p;
-        m = std::min(m, p);
+    saved_ = {.shuffle = saved->shuffle,
+              .seed = saved->seed,
+              .rank = 0,
+              .world_size = w,
+              .remainder = saved->remainder};
+    n_ = saved->n;
+    const std::uint64_t per_rank = sampler(n_, saved_).size();
+    positions_.reserve(w);
+    for (const auto p : st.rank_positions()) positions_.push_back(std::min(p, per_rank));
+    // Row i (i >= the lowest position) holds one global not delivered for each rank whose
+    // position is at most i: as many as sorted positions up to i. Between two sorted positions
+    // that count is constant, so the globals not delivered before each sorted position add up
+    // in one pass, and never a list of the globals themselves (a state's few bytes could name
+    // an epoch's worth).
+    rows_ = positions_;
+    std::sort(rows_.begin(), rows_.end());
+    before_.assign(w, 0);
+    for (std::size_t j = 1; j < w; ++j) {
+        before_[j] = before_[j - 1] + (rows_[j] - rows_[j - 1]) * j;
     }
-    first_ = m * w;
-    for (std::size_t r = 0; r < w; ++r) {
-        const auto p = std::min(st.rank_positions()[r], per_rank);
-        for (std::uint64_t i = m; i < p; ++i) delivered_.push_back(r + i * w);
-    }
-    std::sort(delivered_.begin(), delivered_.end());
-    rest_ = total - done;
+    rest_ = before_[w - 1] + (per_rank - rows_[w - 1]) * w;
     if (rest_ == 0) {
         size_ = 0;
     } else if (saved->remainder == remainder::pad) {
@@ -137,15 +142,23 @@ std::uint64_t resumed_sampler::index(std::uint64_t i) const {
                                " is past the share's " + std::to_string(size_) + " items");
     }
     // The position in the rest (padding starts the rest over), then its global position: the
-    // k-th global from first_ on that was not delivered.
+    // k-th global from the lowest saved position's row on that was not delivered. Its row lies
+    // in the last stretch between sorted positions that starts at or before k, where each row
+    // holds j + 1 such globals; within its row it is the col-th rank whose position is at most
+    // the row.
     const std::uint64_t k = (rank_ + i * world_size_) % rest_;
-    std::uint64_t g = first_ + k;
-    for (const auto d : delivered_) {
-        if (d > g) break;
-        ++g;
+    const auto j = static_cast<std::size_t>(std::upper_bound(before_.begin(), before_.end(), k) -
+                                            before_.begin() - 1);
+    const std::uint64_t into = k - before_[j];
+    const std::uint64_t row = rows_[j] + into / (j + 1);
+    std::uint64_t col = into % (j + 1);
+    std::size_t r = 0;
+    for (;; ++r) {
+        if (positions_[r] <= row && col-- == 0) break;
     }
-    const std::size_t w = ranks_.size();
-    return ranks_[g % w].index(epoch_, g / w);
+    sampling options = saved_;
+    options.rank = r;
+    return sampler(n_, options).index(epoch_, row);
 }
 
 }  // namespace ferry

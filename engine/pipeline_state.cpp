@@ -7,6 +7,7 @@
 #include <charconv>
 #include <map>
 
+#include "ferry/detail/redact.hpp"
 #include "ferry/error.hpp"
 
 namespace ferry {
@@ -19,12 +20,18 @@ constexpr std::string_view version = "1";
     throw invalid_argument("pipeline_state::parse: " + why);
 }
 
+/// A piece of the text as a message shows it: at most 40 characters, control characters escaped.
+std::string quote(std::string_view text) {
+    constexpr std::size_t most = 40;
+    return detail::escape_controls(text.substr(0, most)) + (text.size() > most ? "..." : "");
+}
+
 std::uint64_t number(std::string_view key, std::string_view text) {
     std::uint64_t v = 0;
     const auto* end = text.data() + text.size();
     const auto [p, ec] = std::from_chars(text.data(), end, v);
     if (text.empty() || ec != std::errc() || p != end) {
-        bad("field '" + std::string(key) + "' is not a number: '" + std::string(text) + "'");
+        bad("field '" + std::string(key) + "' is not a number: '" + quote(text) + "'");
     }
     return v;
 }
@@ -62,8 +69,7 @@ sampler_identity parse_sampler(std::string_view text) {
     std::map<std::string_view, std::string_view> f;
     for (const auto part : split(text, ',')) {
         const auto colon = part.find(':');
-        if (colon == std::string_view::npos)
-            bad("malformed sampler field '" + std::string(part) + "'");
+        if (colon == std::string_view::npos) bad("malformed sampler field '" + quote(part) + "'");
         f[part.substr(0, colon)] = part.substr(colon + 1);
     }
     const auto get = [&](std::string_view k) {
@@ -80,12 +86,38 @@ sampler_identity parse_sampler(std::string_view text) {
     } else if (rem == "drop") {
         s.remainder = remainder::drop;
     } else {
-        bad("the sampler's remainder is '" + std::string(rem) + "', not pad or drop");
+        bad("the sampler's remainder is '" + quote(rem) + "', not pad or drop");
     }
     const auto shuffle = get("shuffle");
     if (shuffle != "0" && shuffle != "1") bad("the sampler's shuffle is not 0 or 1");
     s.shuffle = shuffle == "1";
+    if (s.world_size == 0 || s.rank >= s.world_size) {
+        bad("the sampler's rank " + std::to_string(s.rank) + " is not below its world size " +
+            std::to_string(s.world_size));
+    }
+    if (s.n > ~std::uint64_t{0} - s.world_size) {
+        bad("the sampler's dataset of " + std::to_string(s.n) + " items is too large for " +
+            std::to_string(s.world_size) + " ranks");
+    }
     return s;
+}
+
+/// Checks the saved world's rank positions against that world's sampler: one position per rank,
+/// none past the epoch's items per rank.
+void check_ranks(const std::vector<std::uint64_t>& ranks, const sampler_identity& saved) {
+    if (ranks.size() != saved.world_size) {
+        bad("the state holds " + std::to_string(ranks.size()) +
+            " rank positions for a saved world of " + std::to_string(saved.world_size) + " ranks");
+    }
+    const std::uint64_t per_rank =
+        sampler(saved.n, {.rank = 0, .world_size = saved.world_size, .remainder = saved.remainder})
+            .size();
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+        if (ranks[r] > per_rank) {
+            bad("rank " + std::to_string(r) + "'s position " + std::to_string(ranks[r]) +
+                " is past the saved epoch's " + std::to_string(per_rank) + " items per rank");
+        }
+    }
 }
 
 std::string sampler_text(const sampler_identity& s) {
@@ -123,20 +155,20 @@ pipeline_state pipeline_state::parse(std::string_view text) {
     if (text.empty()) bad("the text is empty");
     const auto words = split(text, ' ');
     if (words[0] != magic) {
-        bad("not a ferry pipeline state (it starts '" + std::string(text.substr(0, 24)) +
-            "', not '" + std::string(magic) + "')");
+        bad("not a ferry pipeline state (it starts '" + quote(text.substr(0, 24)) + "', not '" +
+            std::string(magic) + "')");
     }
     if (words.size() < 2 || words[1] != version) {
-        bad("version " + std::string(words.size() < 2 ? "(none)" : words[1]) +
+        bad("version " + (words.size() < 2 ? std::string("(none)") : quote(words[1])) +
             " is not one this ferry reads (" + std::string(version) + ")");
     }
     std::map<std::string_view, std::string_view> f;
     for (std::size_t i = 2; i < words.size(); ++i) {
         const auto eq = words[i].find('=');
-        if (eq == std::string_view::npos) bad("malformed field '" + std::string(words[i]) + "'");
+        if (eq == std::string_view::npos) bad("malformed field '" + quote(words[i]) + "'");
         const auto key = words[i].substr(0, eq);
         if (!f.emplace(key, words[i].substr(eq + 1)).second) {
-            bad("field '" + std::string(key) + "' appears twice");
+            bad("field '" + quote(key) + "' appears twice");
         }
     }
     const auto get = [&](std::string_view k) {
@@ -167,7 +199,7 @@ pipeline_state pipeline_state::parse(std::string_view text) {
         if (key != "epoch" && key != "position" && key != "children" && key != "failed" &&
             key != "shape" && key != "sampler" && key != "ranks" && key != "merged" &&
             key != "saved" && key != "done") {
-            bad("unknown field '" + std::string(key) + "'");
+            bad("unknown field '" + quote(key) + "'");
         }
     }
     if (st.merged_ && (st.ranks_.empty() || !st.sampler_)) {
@@ -176,6 +208,14 @@ pipeline_state pipeline_state::parse(std::string_view text) {
     if (!st.merged_ && !st.ranks_.empty() && !st.merged_sampler_) {
         bad("the ranks' positions come without the saved world's sampler");
     }
+    if (st.merged_sampler_ && (st.merged_ || st.ranks_.empty())) {
+        bad("the saved world's sampler comes " +
+            std::string(st.merged_ ? "with a merged state, which holds it as its sampler"
+                                   : "without the ranks' positions"));
+    }
+    // The parts agree: later work (resumed_sampler's) is bounded by the positions' count, which
+    // the text's length bounds.
+    if (!st.ranks_.empty()) check_ranks(st.ranks_, st.merged_ ? *st.sampler_ : *st.merged_sampler_);
     return st;
 }
 

@@ -23,12 +23,13 @@ class pipeline_state;
 /// for users who build their own source. The rest is every position of the saved world's epoch
 /// that its ranks had not delivered, in the saved epoch's order; rank `rank` of `world_size`
 /// takes the rest's positions `rank, rank + world_size, ...` and, with `remainder::pad`, starts
-/// the rest over to even the counts. Memory: O(saved world size x the spread of its ranks'
-/// positions).
+/// the rest over to even the counts. Memory: O(saved world size), whatever the dataset size and
+/// the spread of the saved ranks' positions; `index` costs O(saved world size).
 class FERRY_API resumed_sampler {
   public:
     /// Throws `ferry::invalid_argument` for a state that is not merged (nor taken while a merged
-    /// epoch ran), or a rank not below `world_size`.
+    /// epoch ran), one whose rank positions are not one per rank of its saved world, or a rank
+    /// not below `world_size`.
     resumed_sampler(const pipeline_state& merged, std::size_t rank, std::size_t world_size);
     /// Items of this rank's share.
     [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
@@ -39,10 +40,14 @@ class FERRY_API resumed_sampler {
 
   private:
     std::uint64_t epoch_ = 0;
-    std::vector<sampler> ranks_;            ///< the saved world's samplers, by rank
-    std::uint64_t first_ = 0;               ///< every position before it was delivered
-    std::vector<std::uint64_t> delivered_;  ///< sorted positions delivered at or after first_
-    std::uint64_t rest_ = 0;                ///< positions not delivered
+    sampling saved_{};                      ///< the saved world's sampling (any rank)
+    std::uint64_t n_ = 0;                   ///< the dataset size
+    std::vector<std::uint64_t> positions_;  ///< the saved ranks' positions, by rank
+    /// The saved positions ascending (their rows: row i holds the globals i * w .. i * w + w - 1),
+    /// and how many globals are not delivered in the rows from the first of them up to each.
+    std::vector<std::uint64_t> rows_;
+    std::vector<std::uint64_t> before_;
+    std::uint64_t rest_ = 0;  ///< positions not delivered
     std::size_t rank_ = 0, world_size_ = 1;
     std::uint64_t size_ = 0;
 };
@@ -106,7 +111,11 @@ class FERRY_API pipeline_state {
     /// gives the same text on every machine.
     [[nodiscard]] std::string serialize() const;
     /// Reads what `serialize` wrote. Throws `ferry::invalid_argument` saying what is wrong with a
-    /// blob that is not one (empty, another format or version, a missing or malformed field).
+    /// blob that is not one (empty, another format or version, a missing or malformed field) or
+    /// whose parts disagree (a sampler's rank not below its world size, rank positions that are
+    /// not one per rank of the saved world or lie past its epoch). Work and memory are linear in
+    /// the text's length, and so is what a state read from it costs `merge` and
+    /// `resumed_sampler`.
     [[nodiscard]] static pipeline_state parse(std::string_view text);
 
     /// Merges the states of every rank of one distributed run, taken at the same training step
