@@ -75,6 +75,8 @@ struct http_response {
     std::chrono::milliseconds drip{0};
     /// Send nothing at all, not even the status line, and stall (a frozen server).
     bool frozen = false;
+    /// The status line's reason phrase, sent as is (control characters too); empty: the usual.
+    std::string reason{};
 };
 
 using http_handler = std::function<http_response(const http_request&)>;
@@ -90,6 +92,8 @@ inline const char* reason_of(int status) {
             return "Partial Content";
         case 302:
             return "Found";
+        case 307:
+            return "Temporary Redirect";
         case 400:
             return "Bad Request";
         case 403:
@@ -291,8 +295,9 @@ class http_server {
             stall(fd);
             return false;
         }
-        std::string head =
-            "HTTP/1.1 " + std::to_string(r.status) + " " + reason_of(r.status) + "\r\n";
+        std::string head = "HTTP/1.1 " + std::to_string(r.status) + " " +
+                           (r.reason.empty() ? std::string(reason_of(r.status)) : r.reason) +
+                           "\r\n";
         if (r.content_length != -2) {
             const auto length = r.content_length == -1 ? static_cast<std::int64_t>(r.body.size())
                                                        : r.content_length;
@@ -335,6 +340,26 @@ class http_server {
     std::mutex mutex_;
     std::list<std::thread> connections_;
     std::thread acceptor_;
+};
+
+/// A server that keeps every request it answers (with `answer`), to check what reached it.
+struct recording_server {
+    std::mutex m;
+    std::vector<http_request> seen;  ///< under `m`
+    http_server server;
+    explicit recording_server(http_handler answer)
+        : server([this, answer = std::move(answer)](const http_request& r) {
+              {
+                  const std::lock_guard lock(m);
+                  seen.push_back(r);
+              }
+              return answer(r);
+          }) {}
+    /// The requests so far.
+    std::vector<http_request> requests() {
+        const std::lock_guard lock(m);
+        return seen;
+    }
 };
 
 /// A port on 127.0.0.1 where nothing listens (bound, then released): connecting is refused.
