@@ -42,22 +42,28 @@ struct http_options {
     /// Longest time to set up the connection (DNS, TCP, TLS).
     std::chrono::milliseconds connect_timeout{10'000};
     /// Longest time for the whole transfer, connection included; 0 = no limit (the low-speed
-    /// rule below still ends a stalled transfer).
+    /// rule below still ends a stalled or trickling transfer; a total limit would also end a
+    /// large object read over a slow link).
     std::chrono::milliseconds timeout{0};
-    /// A transfer slower than `low_speed_limit` bytes/s for `low_speed_time` fails: a server
-    /// that stops sending mid-body ends in an error instead of a hang. `low_speed_time` 0 turns
+    /// A transfer slower than `low_speed_limit` bytes/s (1 KiB/s) for `low_speed_time` (30 s)
+    /// fails (transient): a server that stops sending mid-body, or trickles a few bytes a
+    /// second, ends in an error instead of holding the call for good. `low_speed_time` 0 turns
     /// the rule off (curl counts it in whole seconds). curl averages the speed over its last
     /// few seconds, so after a burst a full stall can take up to about 6 s more to be seen.
-    std::uint64_t low_speed_limit = 1;
+    std::uint64_t low_speed_limit = 1024;
     std::chrono::seconds low_speed_time{30};
     /// Bodies larger than this are refused: up front when the server announces a larger
     /// Content-Length, else as soon as more arrives. 0 = no limit.
     std::uint64_t max_bytes = std::uint64_t{1} << 30;
     /// Extra request headers, each `"Name: value"`.
     std::vector<std::string> headers{};
-    /// Follow 3xx redirects (at most 10, to http and https only).
+    /// Follow 3xx redirects (at most 10, to http and https only). A request that carries a
+    /// credential (an `Authorization`, `Cookie` or other credential header, a `user:password@`,
+    /// an S3 session token) is redirected to https only; a signed `s3://` request is not
+    /// redirected at all (S3 redirects to the bucket's region: the `s3_error` names it).
     bool follow_redirects = true;
-    /// Verify the server's TLS certificate and host name (https).
+    /// Verify the server's TLS certificate and host name (https). Off, ferry says so once per
+    /// process on stderr, naming the first host it was off for.
     bool verify_tls = true;
     /// Only these bytes of the resource (an HTTP `Range` request; `file://` reads just them). A
     /// `206 Partial Content` must start at `offset` and hold `length` bytes; a server that
@@ -103,9 +109,9 @@ class FERRY_API http_error : public io_error {
                (status >= 200 && status < 300);  // 2xx: the body was cut short
     }
 
-    /// The URL as the caller passed it, with the values of a presigned URL's credential
-    /// parameters (`X-Amz-Signature`, `X-Amz-Credential`, `X-Amz-Security-Token`, `Signature`,
-    /// `AWSAccessKeyId`) replaced by `REDACTED`, as in `what()`.
+    /// The URL as the caller passed it, its credentials replaced by `REDACTED` as in `what()`
+    /// (`ferry::detail::redact_url`: AWS, GCS and Azure signatures, tokens, a password or a
+    /// token in the user part), and its control characters (a NUL, a newline) escaped.
     [[nodiscard]] const std::string& url() const noexcept { return url_; }
     /// The last HTTP status received (e.g. 404, 503; 200 for a truncated or oversized body),
     /// or 0 when none was (refused connection, DNS, timeout before the headers, `file://`).
@@ -124,8 +130,11 @@ class FERRY_API http_error : public io_error {
 ///   exist.
 /// \endcode
 /// `transient()` follows the status (429, 5xx) and is also true for `SlowDown`, `RequestTimeout`,
-/// `InternalError`, `ServiceUnavailable` and `RequestTimeTooSkewed`. Messages never hold the
-/// credentials or the request's signature.
+/// `InternalError` and `ServiceUnavailable`; not for `RequestTimeTooSkewed` (this machine's clock
+/// stays as far off: the message says by how much). A redirect S3 answers with (a bucket in
+/// another region) is an `s3_error` too, naming the region `x-amz-bucket-region` gives. Messages
+/// never hold the credentials or the request's signature, and show the store's texts with
+/// control characters escaped.
 class FERRY_API s3_error : public http_error {
   public:
     s3_error(std::string url, int status, std::string code, const std::string& what, bool transient)
@@ -154,7 +163,9 @@ struct FERRY_API read_url_fn {
 /// `https://<bucket>.s3.<region>.amazonaws.com/<key>`; the credentials from `AWS_ACCESS_KEY_ID`,
 /// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`, else from the `AWS_PROFILE` (`default`)
 /// section of `AWS_SHARED_CREDENTIALS_FILE` (`~/.aws/credentials`); without any, the request
-/// is not signed (public buckets). Requests are signed with SigV4 by libcurl.
+/// is not signed (public buckets). Credentials asked for but not found (one of the two keys
+/// without the other, an `AWS_PROFILE` the file does not have, a profile without both keys)
+/// throw `ferry::invalid_argument` before any request. Requests are signed with SigV4 by libcurl.
 ///
 /// Each thread keeps one curl handle and reuses it across calls, so consecutive requests to a
 /// host reuse its keep-alive connection (no new TCP or TLS handshake per item); a failed

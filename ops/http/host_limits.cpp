@@ -52,7 +52,12 @@ std::string host_of(std::string_view url) {
     const auto scheme = url.find("://");
     if (scheme == std::string_view::npos || url.substr(0, scheme) == "file") return {};
     const auto end = url.find_first_of("/?#", scheme + 3);
-    return std::string(url.substr(0, end));
+    std::string_view authority = url.substr(scheme + 3, end - scheme - 3);
+    // Without a user part: `user:password@` or a token is no part of the host, and no name of it.
+    if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+        authority.remove_prefix(at + 1);
+    }
+    return std::string(url.substr(0, scheme + 3)) + std::string(authority);
 }
 
 namespace {

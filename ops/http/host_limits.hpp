@@ -13,7 +13,8 @@
 
 namespace ferry::ops::detail {
 
-/// `scheme://host[:port]` of a URL (what the limits are kept per); empty for `file://`.
+/// `scheme://host[:port]` of a URL (what the limits are kept per), without a `user:password@`;
+/// empty for `file://`.
 std::string host_of(std::string_view url);
 
 /// The non-blocking form, for an event loop that keeps a queue per host instead of waiting:

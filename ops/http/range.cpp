@@ -4,6 +4,7 @@
 
 #include "range.hpp"
 
+#include "ferry/detail/redact.hpp"
 #include "request.hpp"
 
 #include <algorithm>
@@ -81,7 +82,7 @@ bytes take_range(ranged_body in, const byte_range& r, const std::string& url,
         if (!cr) {
             throw http_error(url, in.status,
                              what + "206 Partial Content without a valid Content-Range ('" +
-                                 in.content_range + "')",
+                                 ferry::detail::escape_controls(in.content_range) + "')",
                              false);
         }
         if (cr->first != r.offset) {
@@ -95,6 +96,15 @@ bytes take_range(ranged_body in, const byte_range& r, const std::string& url,
             throw http_error(url, in.status,
                              what + "truncated body: got " + std::to_string(in.got) + " of " +
                                  std::to_string(sent) + " bytes");
+        }
+        if (r.length != 0 && sent > r.length) {
+            // More than asked for: the server did not do what was asked, and will not next time.
+            throw http_error(url, in.status,
+                             what + "the server sent bytes " + std::to_string(cr->first) + "-" +
+                                 std::to_string(cr->last) + " (" + std::to_string(sent) +
+                                 " bytes), more than the " + std::to_string(r.length) +
+                                 " asked for",
+                             false);
         }
         if (r.length != 0 && sent < r.length) {
             if (r.at_most && cr->total >= 0 &&

@@ -12,6 +12,7 @@
 
 #include "cached_fetch.hpp"
 #include "curl_session.hpp"
+#include "ferry/detail/redact.hpp"
 #include "ferry/http.hpp"
 #include "ferry/this_call.hpp"
 #include "host_limits.hpp"
@@ -22,15 +23,16 @@
 namespace ferry::ops::detail {
 
 request make_request(std::string_view url) {
+    // Named as messages name it: credentials REDACTED, control characters (a NUL) escaped.
+    std::string display = ferry::detail::escape_controls(redact_url(url));
     if (url.find('\0') != std::string_view::npos) {
-        throw http_error(std::string(url), 0,
-                         "read_url: '" + std::string(url) + "': URL contains a NUL character",
+        throw http_error(display, 0, "read_url: '" + display + "': URL contains a NUL character",
                          false);
     }
     if (url.starts_with("s3://")) return s3_object_request(url);
     request r;
     r.url = std::string(url);
-    r.display = redact_url(url);
+    r.display = std::move(display);
     return r;
 }
 

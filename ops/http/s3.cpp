@@ -5,10 +5,13 @@
 /// documents as `ferry::s3_error`.
 
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "request.hpp"
 #include "s3_text.hpp"
@@ -17,6 +20,8 @@
 namespace ferry::ops::detail {
 
 namespace {
+
+using ferry::detail::escape_controls;
 
 std::string env(const char* name) {
     const char* v = std::getenv(name);
@@ -37,10 +42,10 @@ struct credentials {
     std::string token;
 };
 
-/// The profile's keys in an AWS shared credentials file (INI: `[name]`, `key = value`).
-credentials from_file(const std::filesystem::path& file, const std::string& profile) {
+/// The profile's keys in an AWS shared credentials file (INI: `[name]`, `key = value`);
+/// `found`: whether the file has the profile's section.
+credentials from_file(std::ifstream& in, const std::string& profile, bool& found) {
     credentials c;
-    std::ifstream in(file);
     std::string line;
     bool ours = false;
     while (std::getline(in, line)) {
@@ -48,6 +53,7 @@ credentials from_file(const std::filesystem::path& file, const std::string& prof
         if (t.empty() || t.front() == '#' || t.front() == ';') continue;
         if (t.front() == '[') {
             ours = t == "[" + profile + "]";
+            found = found || ours;
             continue;
         }
         const auto eq = t.find('=');
@@ -63,26 +69,85 @@ credentials from_file(const std::filesystem::path& file, const std::string& prof
 
 /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN), else the AWS_PROFILE
 /// ("default") section of AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials); none: unsigned.
-credentials find_credentials() {
+/// Credentials asked for but not found (one of the two keys, a profile named but absent or
+/// without its secret) throw `invalid_argument` (`where` starts the message): a request sent
+/// unsigned instead would fail later with a message that says nothing of why.
+credentials find_credentials(const std::string& where) {
     credentials c{env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN")};
     if (!c.key.empty() && !c.secret.empty()) return c;
+    if (!c.key.empty() || !c.secret.empty()) {
+        throw invalid_argument(where +
+                               (c.key.empty() ? "AWS_SECRET_ACCESS_KEY is set but "
+                                                "AWS_ACCESS_KEY_ID is not"
+                                              : "AWS_ACCESS_KEY_ID is set but "
+                                                "AWS_SECRET_ACCESS_KEY is not") +
+                               ": set both (or neither, to read a profile)");
+    }
     std::filesystem::path file = env("AWS_SHARED_CREDENTIALS_FILE");
     if (file.empty()) {
         const std::string home = env("HOME");
-        if (home.empty()) return {};
-        file = std::filesystem::path(home) / ".aws" / "credentials";
+        if (!home.empty()) file = std::filesystem::path(home) / ".aws" / "credentials";
     }
-    std::string profile = env("AWS_PROFILE");
-    if (profile.empty()) profile = "default";
-    c = from_file(file, profile);
-    if (c.key.empty() || c.secret.empty()) return {};
+    const std::string named = env("AWS_PROFILE");
+    const std::string profile = named.empty() ? std::string("default") : named;
+    std::ifstream in;
+    if (!file.empty()) in.open(file);
+    if (!in) {
+        if (named.empty()) return {};  // no credentials anywhere: a public bucket
+        throw invalid_argument(where + "AWS_PROFILE names profile '" + escape_controls(named) +
+                               "', but '" + escape_controls(file.string()) +
+                               "' cannot be read (AWS_SHARED_CREDENTIALS_FILE, else "
+                               "~/.aws/credentials)");
+    }
+    bool found = false;
+    c = from_file(in, profile, found);
+    if (!found) {
+        if (named.empty()) return {};
+        throw invalid_argument(where + "AWS_PROFILE names profile '" + escape_controls(named) +
+                               "', which '" + escape_controls(file.string()) +
+                               "' does not have (ferry reads keys from the credentials file "
+                               "only; `aws configure export-credentials --format env` prints "
+                               "them for other kinds of profile)");
+    }
+    if (c.key.empty() || c.secret.empty()) {
+        throw invalid_argument(where + "profile '" + escape_controls(profile) + "' in '" +
+                               escape_controls(file.string()) + "' has no " +
+                               (c.key.empty() ? "aws_access_key_id" : "aws_secret_access_key") +
+                               " (ferry reads static keys only; `aws configure "
+                               "export-credentials --format env` prints them for other kinds "
+                               "of profile)");
+    }
     return c;
+}
+
+/// A time as S3 writes it: `20261205T060000Z` (a request's), `2026-12-05T06:20:00Z` (the
+/// server's, perhaps with fractions) or an HTTP-date; nullopt for anything else.
+std::optional<std::time_t> parse_time(const std::string& text) {
+    for (const char* format :
+         {"%Y%m%dT%H%M%SZ", "%Y-%m-%dT%H:%M:%S", "%a, %d %b %Y %H:%M:%S GMT"}) {
+        std::tm tm{};
+        if (::strptime(text.c_str(), format, &tm) != nullptr) return ::timegm(&tm);
+    }
+    return std::nullopt;
+}
+
+/// How many seconds this machine's clock is ahead of the store's (negative: behind), from an
+/// error document's <RequestTime> and <ServerTime>, else from the response's Date header
+/// against this clock now; nullopt when neither says.
+std::optional<long long> clock_skew(const std::string& body, const std::string& date) {
+    const auto sent = parse_time(xml_text(body, "RequestTime"));
+    const auto server = parse_time(xml_text(body, "ServerTime"));
+    if (sent && server) return static_cast<long long>(*sent - *server);
+    if (const auto at = parse_time(date)) {
+        return static_cast<long long>(std::time(nullptr) - *at);
+    }
+    return std::nullopt;
 }
 
 }  // namespace
 
 s3_location s3_locate(std::string_view url, bool key_required) {
-    const std::string where = "read_url: '" + std::string(url) + "': ";
+    const std::string where = "read_url: '" + escape_controls(redact_url(url)) + "': ";
     std::string_view rest = url.substr(5);  // past "s3://"
     const auto slash = rest.find('/');
     s3_location loc;
@@ -114,7 +179,8 @@ request s3_request(const s3_location& loc, std::string url, std::string display)
     r.url = std::move(url);
     r.display = std::move(display);
     r.s3 = true;
-    const credentials c = find_credentials();
+    r.region = loc.region;
+    const credentials c = find_credentials("read_url: '" + r.display + "': ");
     if (!c.key.empty()) {
         r.sigv4 = "aws:amz:" + loc.region + ":s3";
         r.user = c.key;
@@ -130,22 +196,51 @@ request s3_request(const s3_location& loc, std::string url, std::string display)
 
 request s3_object_request(std::string_view url) {
     const s3_location loc = s3_locate(url, true);
-    return s3_request(loc, loc.base + "/" + uri_encode(loc.key, false), std::string(url));
+    return s3_request(loc, loc.base + "/" + uri_encode(loc.key, false),
+                      escape_controls(redact_url(url)));
 }
 
-void throw_s3_error(const request& r, int status, const std::string& status_text,
-                    const std::string& body, std::chrono::milliseconds retry_after) {
-    const std::string code = xml_text(body, "Code");
-    const std::string message = xml_text(body, "Message");
-    std::string what = "read_url: '" + r.display + "': " + status_text;
+void throw_s3_error(const request& r, const s3_answer& a) {
+    const std::string code = escape_controls(xml_text(a.body, "Code"));
+    std::string message = escape_controls(xml_text(a.body, "Message"));
+    // What to do, where the answer says it.
+    std::vector<std::string> advice;
+    if (!a.location.empty()) {
+        advice.push_back("redirected to '" + a.location + "', not followed" +
+                         (r.sigv4.empty() ? std::string(" (follow_redirects is off)")
+                          : a.other_origin
+                              ? std::string(": a signed S3 request is not redirected to another "
+                                            "origin")
+                              : std::string(": a signed S3 request is not redirected")));
+    }
+    if (!a.bucket_region.empty() && a.bucket_region != r.region) {
+        const std::string region = escape_controls(a.bucket_region);
+        advice.push_back("the bucket is in region '" + region + "', not '" + r.region +
+                         "': set AWS_REGION=" + region);
+    }
+    if (code == "RequestTimeTooSkewed") {
+        if (const auto skew = clock_skew(a.body, a.date)) {
+            advice.push_back("this machine's clock is " + std::to_string(std::abs(*skew)) + " s " +
+                             (*skew < 0 ? "behind" : "ahead of") +
+                             " the store's: set the clock right (NTP); asking again will not help");
+        }
+    }
+    // S3's message ends in a full stop; the advice goes on from it.
+    if (!advice.empty() && message.ends_with('.')) message.pop_back();
+    std::string what = "read_url: '" + r.display + "': " + a.status_text;
     if (!code.empty()) what += ": " + code;
     if (!message.empty()) what += ": " + message;
-    // What S3 asks to be tried again, whatever the status says.
-    const bool transient = http_error::transient_status(status) || code == "SlowDown" ||
-                           code == "RequestTimeout" || code == "InternalError" ||
-                           code == "ServiceUnavailable" || code == "RequestTimeTooSkewed";
-    s3_error e(r.display, status, code, what, transient);
-    e.set_retry_after(retry_after);
+    for (std::size_t i = 0; i < advice.size(); ++i) {
+        what += (i == 0 && code.empty() && message.empty() ? ": " : "; ") + advice[i];
+    }
+    // What S3 asks to be tried again, whatever the status says. Not RequestTimeTooSkewed: the
+    // clock stays as wrong as it was.
+    const bool transient =
+        a.status >= 400 &&
+        (http_error::transient_status(a.status) || code == "SlowDown" || code == "RequestTimeout" ||
+         code == "InternalError" || code == "ServiceUnavailable");
+    s3_error e(r.display, a.status, code, what, transient);
+    e.set_retry_after(a.retry_after);
     throw e;
 }
 

@@ -12,12 +12,17 @@
 #include <cstring>
 #include <string>
 
+#include "credential_guard.hpp"
+#include "ferry/detail/redact.hpp"
 #include "ferry/version.hpp"
+#include "host_limits.hpp"
 #include "range.hpp"
 #include "s3_text.hpp"
 
 namespace ferry::ops::detail {
 namespace {
+
+using ferry::detail::escape_controls;
 
 // A body with an error status is kept only for a short excerpt in the message; past this much
 // the transfer is aborted (the connection is closed, the status is still reported).
@@ -41,6 +46,22 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     }
 }
 
+/// A header's value without the white space around it and the line end.
+std::string header_value(const char* data, std::size_t n, std::size_t name_length) {
+    std::string_view v(data + name_length, n - name_length);
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() &&
+           (v.back() == '\r' || v.back() == '\n' || v.back() == ' ' || v.back() == '\t')) {
+        v.remove_suffix(1);
+    }
+    return std::string(v);
+}
+
+/// Whether the header line `data` (`n` bytes) is the header `name` (lower case, with its colon).
+bool is_header(const char* data, std::size_t n, std::string_view name) {
+    return n > name.size() && strncasecmp(data, name.data(), name.size()) == 0;
+}
+
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
     auto& t = *static_cast<transfer*>(user);
     const std::size_t n = size * count;
@@ -49,19 +70,20 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
             std::string line(data, n);
             while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
             t.new_response(std::move(line));
-        } else if (n > 15 && strncasecmp(data, "content-length:", 15) == 0) {
+        } else if (is_header(data, n, "content-length:")) {
             t.announced = std::strtoll(std::string(data + 15, n - 15).c_str(), nullptr, 10);
-        } else if (n > 14 && strncasecmp(data, "content-range:", 14) == 0) {
-            t.content_range.assign(data + 14, n - 14);
-        } else if (n > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
-            t.retry_after.assign(data + 12, n - 12);
-        } else if (n > 5 && strncasecmp(data, "etag:", 5) == 0) {
-            std::string_view v(data + 5, n - 5);
-            while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-            while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) {
-                v.remove_suffix(1);
-            }
-            t.etag.assign(v);
+        } else if (is_header(data, n, "content-range:")) {
+            t.content_range = header_value(data, n, 14);
+        } else if (is_header(data, n, "retry-after:")) {
+            t.retry_after = header_value(data, n, 12);
+        } else if (is_header(data, n, "etag:")) {
+            t.etag = header_value(data, n, 5);
+        } else if (is_header(data, n, "location:")) {
+            t.location = header_value(data, n, 9);
+        } else if (is_header(data, n, "x-amz-bucket-region:")) {
+            t.bucket_region = header_value(data, n, 20);
+        } else if (is_header(data, n, "date:")) {
+            t.date = header_value(data, n, 5);
         }
     } catch (...) {
         t.exception = std::current_exception();
@@ -112,7 +134,7 @@ std::string status_text(long status, const std::string& line) {
     if (code_at != std::string::npos) {
         const auto reason_at = line.find(' ', code_at + 1);
         if (reason_at != std::string::npos && reason_at + 1 < line.size()) {
-            out += line.substr(reason_at);
+            out += escape_controls(line.substr(reason_at));
         }
     }
     return out;
@@ -129,6 +151,9 @@ void transfer::new_response(std::string line) {
     announced = -1;
     content_range.clear();
     retry_after.clear();
+    location.clear();
+    bucket_region.clear();
+    date.clear();
     error_body.clear();
     error_bytes = 0;
 }
@@ -139,7 +164,8 @@ std::size_t transfer::append(const char* data, std::size_t n) {
         long status = 0;
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
         curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &content_length);
-        error_status = status >= 400;
+        // A 3xx body reaches here only when the redirect is not followed: it is not the resource.
+        error_status = status >= 300;
         if (!error_status && sink != nullptr) {
             if (sink->start && !sink->start(static_cast<std::int64_t>(content_length))) {
                 sink->refused = true;
@@ -217,12 +243,18 @@ void configure(CURL* c, const request& r, const http_options& options, transfer&
     set(c, CURLOPT_WRITEDATA, static_cast<void*>(&t));
     set(c, CURLOPT_HEADERFUNCTION, &on_header);
     set(c, CURLOPT_HEADERDATA, static_cast<void*>(&t));
+    // A credential never goes to plain http on a redirect (curl drops Authorization and Cookie
+    // on a change of host, but not a custom header such as x-amz-security-token or X-Api-Key).
+    t.credentials = credential_carrier(r, options);
+    const bool https_only = !t.credentials.empty();
 #if LIBCURL_VERSION_NUM >= 0x075500  // 7.85: the string forms; the bitmasks are deprecated
     set(c, CURLOPT_PROTOCOLS_STR, "http,https,file");
-    set(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    set(c, CURLOPT_REDIR_PROTOCOLS_STR, https_only ? "https" : "http,https");
 #else
     set(c, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS | CURLPROTO_FILE));
-    set(c, CURLOPT_REDIR_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    set(c, CURLOPT_REDIR_PROTOCOLS,
+        https_only ? static_cast<long>(CURLPROTO_HTTPS)
+                   : static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
     set(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
     set(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options.timeout.count()));
@@ -234,8 +266,11 @@ void configure(CURL* c, const request& r, const http_options& options, transfer&
         set(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options.max_bytes));
     }
     if (t.headers.list != nullptr) set(c, CURLOPT_HTTPHEADER, t.headers.list);
-    set(c, CURLOPT_FOLLOWLOCATION, options.follow_redirects ? 1L : 0L);
+    // A signed S3 request is not redirected at all: S3 redirects only to the bucket's region (an
+    // error that says which), and the session token is a header curl would carry to any host.
+    set(c, CURLOPT_FOLLOWLOCATION, options.follow_redirects && r.sigv4.empty() ? 1L : 0L);
     set(c, CURLOPT_MAXREDIRS, 10L);
+    if (!options.verify_tls && has_scheme(r.url, "https")) warn_unverified_tls(r.url);
     set(c, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
     set(c, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
     t.agent = std::string("ferry/") + ferry::version;
@@ -260,8 +295,9 @@ bytes outcome(CURL* c, CURLcode rc, const request& r, const http_options& option
         sink->etag = t.etag;
         if (sink->refused) return bytes();
     }
+    // curl's text can quote the server (a Location's scheme): escaped like every such text.
     const std::string curl_says =
-        t.errors[0] != '\0' ? std::string(t.errors) : curl_easy_strerror(rc);
+        escape_controls(t.errors[0] != '\0' ? std::string(t.errors) : curl_easy_strerror(rc));
 
     // file:// with a range that starts past the file's end.
     if (rc == CURLE_BAD_DOWNLOAD_RESUME && options.range) {
@@ -273,10 +309,34 @@ bytes outcome(CURL* c, CURLcode rc, const request& r, const http_options& option
     }
     // A chunked reader's range that starts at or past the end: no bytes, not an error.
     if (status == 416 && options.range && options.range->at_most) return bytes();
-    if (status >= 400) {
+    const bool redirect = status >= 300 && status < 400 && status != 304;
+    if (redirect && rc == CURLE_UNSUPPORTED_PROTOCOL && !t.credentials.empty()) {
+        // curl refused to follow: the redirect led to plain http (REDIR_PROTOCOLS, configure).
+        const std::string to = redirect_target(c, t.location);
+        if (has_scheme(to, "http")) {
+            throw http_error(target, st,
+                             where + status_text(status, t.status_line) + ": redirected to '" +
+                                 shown_url(to) +
+                                 "': not followed: the request carries credentials (" +
+                                 t.credentials + "), which never go to plain http",
+                             false);
+        }
+    }
+    if (status >= 400 || (redirect && r.s3)) {
         const auto wait = parse_retry_after(t.retry_after);
         if (r.s3) {
-            throw_s3_error(r, st, status_text(status, t.status_line), t.error_body, wait);
+            s3_answer a{.status = st,
+                        .status_text = status_text(status, t.status_line),
+                        .body = t.error_body,
+                        .retry_after = wait,
+                        .bucket_region = t.bucket_region,
+                        .date = t.date};
+            if (redirect && !t.location.empty()) {
+                const std::string to = redirect_target(c, t.location);
+                a.location = shown_url(to);
+                a.other_origin = host_of(to) != host_of(last_url(c));
+            }
+            throw_s3_error(r, a);
         }
         std::string msg = where + status_text(status, t.status_line);
         const std::string body = excerpt(t.error_body);
@@ -304,12 +364,13 @@ bytes outcome(CURL* c, CURLcode rc, const request& r, const http_options& option
     }
     if (rc != CURLE_OK) throw http_error(target, st, where + curl_says, transient_curl(rc));
     if (sink != nullptr && status == 304) return bytes();  // the cache's copy is current
-    if (status >= 300 && status < 400) {
-        // Only reached with follow_redirects off: the redirect's own body is not the resource.
-        throw http_error(
-            target, st,
-            where + status_text(status, t.status_line) + " (a redirect; follow_redirects is off)",
-            false);
+    if (redirect) {
+        // Not followed: the redirect's own body is not the resource.
+        throw http_error(target, st,
+                         where + status_text(status, t.status_line) +
+                             (t.location.empty() ? " (a redirect without a Location)"
+                                                 : " (a redirect; follow_redirects is off)"),
+                         false);
     }
     // curl checks Content-Length itself; this guards the cases it lets through.
     if (t.content_length >= 0 && t.got != static_cast<std::size_t>(t.content_length) &&

@@ -33,7 +33,7 @@ struct transfer {
     bytes body;
     std::size_t got = 0;
     bool started = false;       // the current response's body has begun
-    bool error_status = false;  // ... and its status is >= 400
+    bool error_status = false;  // ... and its status is >= 300 (a 3xx not followed)
     bool too_large = false;
     curl_off_t content_length = -1;
     curl_off_t announced = -1;  // the Content-Length header as read (curl may refuse before
@@ -41,6 +41,10 @@ struct transfer {
     std::string status_line;
     std::string content_range;  // the Content-Range header's value, for a ranged request
     std::string retry_after;    // the Retry-After header's value
+    std::string location;       // the Location header's value
+    std::string bucket_region;  // the x-amz-bucket-region header's value
+    std::string date;           // the Date header's value
+    std::string credentials;    // what of the request is a credential (credential_carrier)
     std::string error_body;
     std::size_t error_bytes = 0;
     std::exception_ptr exception;  // thrown inside a callback (bad_alloc), rethrown after

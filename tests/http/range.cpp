@@ -131,6 +131,43 @@ BOOST_AUTO_TEST_CASE(a_bad_206_is_refused) {
                bare->what());
 }
 
+// A 206 with more bytes than the range asked for is refused (the server did not do what was
+// asked), for a fixed and an at_most range; a Content-Range with control characters is shown
+// escaped in the message, so it cannot forge a log line or colour a terminal.
+BOOST_AUTO_TEST_CASE(a_206_longer_than_the_range_is_refused) {
+    const std::string body = random_body(10000, 16);
+    http_server server([&](const http_request& r) {
+        if (r.target == "/forged") {
+            return http_response{.status = 206,
+                                 .body = body.substr(0, 100),
+                                 .headers = {{"Content-Range", "bytes 0-99\x1b[31m/x"}}};
+        }
+        return http_response{.status = 206,
+                             .body = body.substr(0, 1000),
+                             .headers = {{"Content-Range", "bytes 0-999/10000"}}};
+    });
+    for (const bool at_most : {false, true}) {
+        const auto e = ferry_test::expect_throw<ferry::http_error>([&] {
+            (void)ferry::ops::read_url(
+                server.url("/longer"),
+                {.range = ferry::byte_range{.offset = 0, .length = 100, .at_most = at_most}});
+        });
+        BOOST_REQUIRE(e.has_value());
+        BOOST_TEST(!e->transient());
+        BOOST_TEST(e->status() == 206);
+        BOOST_TEST(contains(e->what(),
+                            "range 0-99: the server sent bytes 0-999 (1000 bytes), more "
+                            "than the 100 asked for"),
+                   e->what());
+    }
+    const auto forged = ferry_test::expect_throw<ferry::http_error>(
+        [&] { (void)read(server.url("/forged"), 0, 100); });
+    BOOST_REQUIRE(forged.has_value());
+    BOOST_TEST(std::string(forged->what()).find('\x1b') == std::string::npos, forged->what());
+    BOOST_TEST(contains(forged->what(), "without a valid Content-Range ('bytes 0-99\\x1b[31m/x')"),
+               forged->what());
+}
+
 // at_most: the chunks of a resource of unknown size, from a server that honours ranges, one that
 // ignores them and a file:// URL: the last chunk is short, a chunk past the end is empty.
 BOOST_AUTO_TEST_CASE(at_most_reads_chunks_to_the_end) {

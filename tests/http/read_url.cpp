@@ -2,6 +2,7 @@
 /// \file
 /// ferry::ops::read_url on its own: exact bytes, typed errors that name the URL and the cause,
 /// bounded time on stalls, size limits, keep-alive reuse, and a handle that survives failures.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <ferry/http.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <random>
 #include <string>
@@ -43,6 +45,33 @@ ferry::http_error expect_http_error(F&& f) {
 
 double seconds_since(steady::time_point t0) {
     return std::chrono::duration<double>(steady::now() - t0).count();
+}
+
+/// What `f` writes to the process's stderr (file descriptor 2) while it runs.
+template <typename F>
+std::string capture_stderr(F&& f) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("ferry-stderr-" + std::to_string(::getpid()) + ".txt");
+    std::fflush(stderr);
+    const int saved = ::dup(2);
+    const int file = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+    ::dup2(file, 2);
+    ::close(file);
+    try {
+        std::forward<F>(f)();
+    } catch (...) {
+        std::fflush(stderr);
+        ::dup2(saved, 2);
+        ::close(saved);
+        throw;
+    }
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    std::ifstream in(path);
+    std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::filesystem::remove(path);
+    return out;
 }
 
 }  // namespace
@@ -147,6 +176,55 @@ BOOST_AUTO_TEST_CASE(stalled_body_fails_in_bounded_time) {
     BOOST_TEST(seconds_since(t0) < 10.0);
     BOOST_TEST(contains(e.what(), "imed out"));
     BOOST_TEST_MESSAGE("total timeout: " << e.what());
+}
+
+// The defaults are the documented ones (ops/README.md's HTTP section): a loader's read that
+// trickles in under 1 KiB/s for 30 s ends in an error instead of holding its thread for good.
+BOOST_AUTO_TEST_CASE(defaults_end_a_trickle_instead_of_hanging) {
+    const ferry::http_options defaults;
+    BOOST_TEST(defaults.connect_timeout.count() == 10'000);
+    BOOST_TEST(defaults.timeout.count() == 0);
+    BOOST_TEST(defaults.low_speed_limit == 1024U);
+    BOOST_TEST(defaults.low_speed_time.count() == 30);
+    BOOST_TEST(defaults.max_bytes == std::uint64_t{1} << 30);
+    BOOST_TEST(defaults.follow_redirects);
+    BOOST_TEST(defaults.verify_tls);
+
+    // 2 bytes a second, with the default limit and a 1 s window (30 s in a test is too long):
+    // the read fails, long before the 15 s the whole body would take.
+    http_server server([](const http_request&) {
+        return http_response{.body = std::string(30, 'd'), .drip = std::chrono::milliseconds(500)};
+    });
+    const std::string url = server.url("/trickle");
+    const ferry::http_error e = expect_http_error(
+        [&] { (void)ferry::ops::read_url(url, {.low_speed_time = std::chrono::seconds(1)}); });
+    BOOST_TEST(e.transient());
+    BOOST_TEST(contains(e.what(), "read_url: '" + url +
+                                      "': Operation too slow. Less than 1024 "
+                                      "bytes/sec transferred the last 1 seconds"),
+               e.what());
+}
+
+// verify_tls = false warns on stderr once per process, naming the first https host it was off
+// for; later calls (other hosts too) and plain http stay quiet. The only case of the suite that
+// turns verification off, since the warning is once per process.
+BOOST_AUTO_TEST_CASE(verify_tls_off_warns_once_naming_the_host) {
+    const std::uint16_t port = ferry_test::closed_port();
+    const std::string first = "https://127.0.0.1:" + std::to_string(port) + "/a";
+    const std::string second = "https://localhost:" + std::to_string(port) + "/b";
+    const std::string said = capture_stderr([&] {
+        for (const std::string& url : {first, first, second, first}) {
+            (void)expect_http_error(
+                [&] { (void)ferry::ops::read_url(url, {.verify_tls = false, .adaptive = false}); });
+        }
+    });
+    const std::string expected =
+        "ferry: warning: TLS certificates are not verified "
+        "(http_options::verify_tls = false), first for https://127.0.0.1:" +
+        std::to_string(port) +
+        "; anyone on the network path can read and change what "
+        "ferry fetches (said once per process)\n";
+    BOOST_TEST(said == expected);
 }
 
 // max_bytes refuses a body announced larger (before reading it) and one that turns out larger

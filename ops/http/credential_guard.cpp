@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Where a request's credentials may go (credential_guard.hpp).
+
+#include "credential_guard.hpp"
+
+#include <strings.h>
+
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+
+#include "ferry/detail/redact.hpp"
+#include "host_limits.hpp"
+
+namespace ferry::ops::detail {
+namespace {
+
+using ferry::detail::escape_controls;
+
+/// Whether a header name (lower case) names a credential (see `credential_carrier`).
+bool credential_header(const std::string& name) {
+    if (name == "authorization" || name == "proxy-authorization" || name == "cookie") return true;
+    for (const std::string_view part :
+         {"token", "secret", "password", "key", "auth", "session", "signature", "credential"}) {
+        if (name.find(part) != std::string::npos) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+std::string credential_carrier(const request& r, const http_options& options) {
+    if (const auto scheme = r.url.find("://"); scheme != std::string::npos) {
+        const auto authority_end = r.url.find_first_of("/?#", scheme + 3);
+        const std::string_view authority =
+            std::string_view(r.url).substr(scheme + 3, authority_end - scheme - 3);
+        if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+            return authority.substr(0, at).find(':') != std::string_view::npos ? "user:password@"
+                                                                               : "user@";
+        }
+    }
+    for (const auto* list : {&options.headers, &r.headers}) {
+        for (const std::string& h : *list) {
+            const std::string given = h.substr(0, h.find(':'));
+            std::string name = given;
+            for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            if (credential_header(name)) return escape_controls(given);
+        }
+    }
+    return r.sigv4.empty() ? std::string() : std::string("a SigV4 signature");
+}
+
+std::string last_url(CURL* c) {
+    char* url = nullptr;
+    curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &url);
+    return url != nullptr ? url : "";
+}
+
+std::string redirect_target(CURL* c, const std::string& location) {
+    CURLU* const u = curl_url();
+    if (u == nullptr) return location;
+    std::string out = location;
+    char* text = nullptr;
+    const std::string base = last_url(c);
+    if (curl_url_set(u, CURLUPART_URL, base.c_str(), 0) == CURLUE_OK &&
+        curl_url_set(u, CURLUPART_URL, location.c_str(), 0) == CURLUE_OK &&
+        curl_url_set(u, CURLUPART_USER, nullptr, 0) == CURLUE_OK &&
+        curl_url_set(u, CURLUPART_PASSWORD, nullptr, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_URL, &text, 0) == CURLUE_OK) {
+        out = text;
+    }
+    curl_free(text);
+    curl_url_cleanup(u);
+    return out;
+}
+
+std::string shown_url(std::string_view url) {
+    return escape_controls(ferry::detail::redact_url(url));
+}
+
+bool has_scheme(std::string_view url, std::string_view scheme) {
+    return url.size() > scheme.size() + 3 &&
+           strncasecmp(url.data(), scheme.data(), scheme.size()) == 0 &&
+           url.substr(scheme.size(), 3) == "://";
+}
+
+void warn_unverified_tls(std::string_view url) {
+    static std::atomic<bool> said{false};
+    if (said.load(std::memory_order_relaxed) || said.exchange(true)) return;
+    const std::string line =
+        "ferry: warning: TLS certificates are not verified (http_options::verify_tls = false), "
+        "first for " +
+        escape_controls(host_of(url)) +
+        "; anyone on the network path can read and change what ferry fetches (said once per "
+        "process)\n";
+    std::fputs(line.c_str(), stderr);
+}
+
+}  // namespace ferry::ops::detail

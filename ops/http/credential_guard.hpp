@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Where a request's credentials may go (credential_guard.cpp): what in a request is a
+/// credential, where a redirect leads and how a message shows it, and the once-per-process
+/// warning when TLS certificates go unverified.
+#pragma once
+
+#include <curl/curl.h>
+
+#include <string>
+#include <string_view>
+
+#include "ferry/http.hpp"
+#include "request.hpp"
+
+namespace ferry::ops::detail {
+
+/// What in `r` (with `options`' headers) is a credential, named for a message: `"user:password@"`
+/// or `"user@"` (in the URL), the first credential header's name as given (`Authorization`,
+/// `Proxy-Authorization`, `Cookie`, and any whose name holds `token`, `secret`, `password`,
+/// `key`, `auth`, `session`, `signature` or `credential`, such as `x-amz-security-token` or
+/// `X-Api-Key`), `"a SigV4 signature"`; empty when nothing is. Such a request is redirected to
+/// https only: curl drops `Authorization` and `Cookie` on a change of host, not the others.
+std::string credential_carrier(const request& r, const http_options& options);
+
+/// The URL `c` requested last.
+std::string last_url(CURL* c);
+
+/// Where a redirect's `location` (relative or not) leads from the URL `c` requested last,
+/// without a user part; `location` itself when curl cannot resolve it.
+std::string redirect_target(CURL* c, const std::string& location);
+
+/// A URL as messages show it: credentials REDACTED, control characters escaped.
+std::string shown_url(std::string_view url);
+
+/// Whether `url` starts with `scheme` and "://", without regard to case.
+bool has_scheme(std::string_view url, std::string_view scheme);
+
+/// Says once per process, on stderr, that TLS certificates are not verified, naming the host of
+/// `url` (the first one it was off for). Thread-safe.
+void warn_unverified_tls(std::string_view url);
+
+}  // namespace ferry::ops::detail
