@@ -25,12 +25,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <thread>
 #include <vector>
 
+#include "cache_folder.hpp"
 #include "cache_key.hpp"
 #include "sha256.hpp"
 
@@ -126,99 +125,6 @@ std::int64_t next_stamp() {
         const std::int64_t next = std::max(want, seen + 1);
         if (last.compare_exchange_weak(seen, next)) return next;
     }
-}
-
-/// The mutex then the flock: the folder's lock, for this process's threads and for other
-/// processes, waited for `wait` at most (and not past a stop request): anyone who can open
-/// `.lock` can hold it forever.
-class folder_lock {
-  public:
-    folder_lock(std::timed_mutex& m, int fd, std::chrono::milliseconds wait) : fd_(fd) {
-        const auto deadline = std::chrono::steady_clock::now() + wait;
-        if (!m.try_lock_until(deadline)) return;
-        auto pause = std::chrono::milliseconds(1);
-        for (;;) {
-            if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
-                held_ = &m;
-                return;
-            }
-            if (errno != EWOULDBLOCK && errno != EINTR) break;
-            const auto now = std::chrono::steady_clock::now();
-            if (now >= deadline || this_call::stop_requested()) break;
-            std::this_thread::sleep_for(
-                std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
-            pause = std::min(pause * 2, std::chrono::milliseconds(50));
-        }
-        m.unlock();
-    }
-    folder_lock(const folder_lock&) = delete;
-    folder_lock& operator=(const folder_lock&) = delete;
-    ~folder_lock() {
-        if (held_ == nullptr) return;
-        ::flock(fd_, LOCK_UN);
-        held_->unlock();
-    }
-    /// Whether the lock was had in time.
-    [[nodiscard]] bool held() const noexcept { return held_ != nullptr; }
-
-  private:
-    std::timed_mutex* held_ = nullptr;
-    int fd_;
-};
-
-std::string octal(unsigned mode) {
-    char text[8];
-    std::snprintf(text, sizeof text, "%04o", mode & 07777U);
-    return text;
-}
-
-/// Creates the folder (its mode: 0700, or 2770 when shared) or checks an existing one: a private
-/// folder must be this user's and not writable by group or others, a shared one not writable by
-/// others. Returns its stat.
-struct stat prepare_folder(const cache_options& o, const std::string& where) {
-    const auto& dir = o.dir;
-    const unsigned mode = o.shared_group ? 02770U : 0700U;
-    std::error_code ec;
-    if (const auto parent = dir.parent_path(); !parent.empty()) {
-        std::filesystem::create_directories(parent, ec);
-        if (ec) throw io_error(where + "cannot create the folder: " + ec.message(), false);
-    }
-    if (::mkdir(dir.c_str(), mode) == 0) {
-        // mkdir's mode passes through the umask (and drops setgid): say it exactly.
-        ::chmod(dir.c_str(), mode);
-    } else if (errno != EEXIST) {
-        throw io_error(where + "cannot create the folder: " + errno_text(errno), false);
-    }
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0) {
-        throw io_error(where + "cannot create the folder: " + errno_text(errno), false);
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        throw io_error(where + "cannot create the folder: " + errno_text(ENOTDIR), false);
-    }
-    const uid_t me = ::geteuid();
-    if (o.shared_group) {
-        if ((st.st_mode & S_IWOTH) != 0) {
-            throw io_error(where + "the folder is writable by others (mode " + octal(st.st_mode) +
-                               "): anyone could plant entries or hold its lock; run `chmod 2770 '" +
-                               dir.string() + "'` (a folder of the sharing group)",
-                           false);
-        }
-    } else if (st.st_uid != me) {
-        throw io_error(where + "the folder belongs to uid " + std::to_string(st.st_uid) +
-                           ", not to this user (uid " + std::to_string(me) +
-                           "): its owner could read and plant entries; use a folder of your own, "
-                           "or set cache_options::shared_group to share it with its group",
-                       false);
-    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-        throw io_error(
-            where + "the folder is writable by group or others (mode " + octal(st.st_mode) +
-                "): they could plant entries or hold its lock; run `chmod 700 '" + dir.string() +
-                "'`, or set cache_options::shared_group for a cache shared with its "
-                "group (mode 2770)",
-            false);
-    }
-    return st;
 }
 
 /// Whether a temporary file's writer is gone: its flock is free, and its pid (in the name,
