@@ -71,6 +71,14 @@ std::uint64_t mix(std::uint64_t x) {
 
 namespace detail {
 
+// What a sample on its way holds, against tar_options' caps. (Outside tar_stream: clang cannot
+// use a nested struct's member initializers before the enclosing class is complete.)
+struct sample_tally {
+    std::size_t members = 0;  // members so far, read or not
+    std::uint64_t bytes = 0;  // their declared sizes, of those admitted
+    bool over_limit = false;  // refused a member: the key's later members are not read
+};
+
 class tar_stream {
   public:
     tar_stream(std::shared_ptr<const std::vector<std::string>> shards, const tar_options& options,
@@ -99,9 +107,7 @@ class tar_stream {
     struct entry {
         sample s;
         std::vector<unread> later;
-        std::size_t members = 0;  // its members so far, read or not
-        std::uint64_t bytes = 0;  // their declared sizes, of those admitted
-        bool over_limit = false;  // refused a member: its key's later members are not read
+        sample_tally tally;
     };
 
     // Reaches position `position_` as reading would, but walking the shards' headers: the same
@@ -199,8 +205,8 @@ class tar_stream {
             case shards_detail::member_status::member:
                 if (!split_name(m.name, key, ext)) return;
                 group_for(key);
-                ++group_->members;
-                group_->bytes += m.skipped ? m.size : m.data.size();
+                ++group_->tally.members;
+                group_->tally.bytes += m.skipped ? m.size : m.data.size();
                 if (!add_field(*group_, ext, m) && !group_->s.damaged()) {
                     group_->s.fields.set_damage(std::make_exception_ptr(
                         decode_error(sample_label(key) + ": two members with extension '" +
@@ -213,8 +219,8 @@ class tar_stream {
                 if (!m.name.empty()) {
                     if (!split_name(m.name, key, ext)) key = m.name;
                     group_for(key);
-                    ++group_->members;
-                    if (m.refused) group_->over_limit = true;
+                    ++group_->tally.members;
+                    if (m.refused) group_->tally.over_limit = true;
                     if (!group_->s.damaged()) group_->s.fields.set_damage(m.damage);
                 }
                 if (!ends) return;
@@ -250,9 +256,9 @@ class tar_stream {
         std::string ext;
         if (!split_name(name, key, ext)) return nullptr;  // not a sample's member: skipped
         const bool same = group_ && group_->s.key == key;
-        if (same && group_->over_limit) return group_->s.fields.damage();
-        const std::size_t members = (same ? group_->members : 0) + 1;
-        const std::uint64_t bytes = (same ? group_->bytes : 0) + size;
+        if (same && group_->tally.over_limit) return group_->s.fields.damage();
+        const std::size_t members = (same ? group_->tally.members : 0) + 1;
+        const std::uint64_t bytes = (same ? group_->tally.bytes : 0) + size;
         std::string why;
         if (members > options_.max_sample_members) {
             why = "more than max_sample_members (" + std::to_string(options_.max_sample_members) +
