@@ -11,16 +11,18 @@
 #                        and the package tests against them, the engine, ops, cuda, http and
 #                        shards tests under
 #                        AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), and the
-#                        decode_image, decode_media and tar_samples fuzzers (clang, libFuzzer,
-#                        build-fuzz/) for 36 s, 22 s and 12 s; exits non-zero on any failure
+#                        decode_image, decode_media, tar_samples, listing and pipeline_state
+#                        fuzzers (clang, libFuzzer, build-fuzz/) for 33, 20, 8, 5 and 4 s;
+#                        exits non-zero on any failure
 #
 # Environment switches for `test`:
 #   FERRY_TSAN=1    also build build-tsan/ and run the engine, cuda and http tests under TSan
 #   FERRY_SOAK=1    also run the tests labelled "soak" (long runs) in build/
 #   FERRY_SHARED_SUITE=1   in build-shared/, build and run the whole suite too (every test,
 #                   example and consumer then links only what ferry's shared libraries export)
-#   FERRY_FUZZ_SECONDS=N   how long the fuzzers run together (default 70: 36/70 decode_image,
-#                   22/70 decode_media, the rest tar_samples; 0 skips them)
+#   FERRY_FUZZ_SECONDS=N   how long the fuzzers run together (default 70: 33/70 decode_image,
+#                   20/70 decode_media, 5/70 listing, 4/70 pipeline_state, the rest
+#                   tar_samples; 0 skips them)
 #   FERRY_SANITIZER_CXX=...   compiler for the sanitizer builds (default g++; Debian 12's clang++ 14
 #                   cannot compile libstdc++ 12's std::views, which the tests use)
 set -euo pipefail
@@ -188,22 +190,25 @@ test_mode() {
     done_parts+=("asan+ubsan: engine, ops, cuda (host side), http, shards")
 
     # libFuzzer on decode_image, on decode_media (video and audio from memory), on the tar
-    # shard reader and on S3's listing XML, clang + ASan, bounded: FERRY_FUZZ_SECONDS in all
-    # (default 70: 33 s, 20 s, 12 s and 5 s; 0 skips them).
+    # shard reader, on S3's listing XML and on saved states, clang + ASan, bounded:
+    # FERRY_FUZZ_SECONDS in all (default 70: 33 s, 20 s, 8 s, 5 s and 4 s; 0 skips them).
     local fuzz_seconds="${FERRY_FUZZ_SECONDS:-70}"
     if ((fuzz_seconds > 0)); then
         local image_seconds=$((fuzz_seconds * 33 / 70))
         local media_seconds=$((fuzz_seconds * 20 / 70))
         local listing_seconds=$((fuzz_seconds * 5 / 70))
-        local shards_seconds=$((fuzz_seconds - image_seconds - media_seconds - listing_seconds))
+        local state_seconds=$((fuzz_seconds * 4 / 70))
+        local shards_seconds=$((fuzz_seconds - image_seconds - media_seconds - listing_seconds -
+            state_seconds))
         step "configure build-fuzz/ (clang++, libFuzzer + ASan)"
         cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
             -DCMAKE_CXX_COMPILER="$(command -v clang++)" -DFERRY_FUZZ=ON \
             -DFERRY_SANITIZE=address \
             -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
-        step "build build-fuzz/ (decode_image_fuzzer, decode_media_fuzzer, tar_samples_fuzzer, listing_fuzzer)"
+        step "build build-fuzz/ (decode_image, decode_media, tar_samples, listing, pipeline_state)"
         cmake --build build-fuzz --parallel "$jobs" \
-            --target decode_image_fuzzer decode_media_fuzzer tar_samples_fuzzer listing_fuzzer
+            --target decode_image_fuzzer decode_media_fuzzer tar_samples_fuzzer listing_fuzzer \
+            pipeline_state_fuzzer
         # fuzz <name> <seconds> <seed folders>...: a scratch corpus in build-fuzz/<name>-corpus.
         fuzz() {
             local name="$1" seconds="$2"
@@ -224,6 +229,7 @@ test_mode() {
         fuzz decode_media "$media_seconds" tests/fuzz/media_corpus tests/fuzz/media_regressions
         fuzz tar_samples "$shards_seconds" tests/fuzz/shards_corpus
         fuzz listing "$listing_seconds" tests/fuzz/listing_corpus
+        fuzz pipeline_state "$state_seconds" tests/fuzz/state_corpus
     fi
 
     if [[ "${FERRY_TSAN:-0}" == 1 ]]; then
