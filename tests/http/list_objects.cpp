@@ -7,8 +7,6 @@
 #include <boost/test/unit_test.hpp>
 #include <cstddef>
 #include <ferry/http.hpp>
-#include <functional>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,31 +22,13 @@ using ferry_test::contains;
 using ferry_test::expect_throw;
 using ferry_test::http_request;
 using ferry_test::http_response;
+using ferry_test::recording_server;
 using ferry_test::scoped_env;
 
 namespace {
 
 constexpr const char* key_id = "AKIDEXAMPLE";
 constexpr const char* secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
-
-/// A server that keeps every request and answers with `answer`.
-struct recording_server {
-    std::mutex m;
-    std::vector<http_request> seen;  ///< under `m`
-    ferry_test::http_server server;
-    explicit recording_server(std::function<http_response(const http_request&)> answer)
-        : server([this, answer = std::move(answer)](const http_request& r) {
-              {
-                  const std::lock_guard lock(m);
-                  seen.push_back(r);
-              }
-              return answer(r);
-          }) {}
-    std::vector<http_request> requests() {
-        const std::lock_guard lock(m);
-        return seen;
-    }
-};
 
 /// A ListObjectsV2 page as S3 writes it, with `keys` (written as given: escape them yourself).
 std::string listing(const std::vector<std::string>& keys, const std::string& next_token = {}) {

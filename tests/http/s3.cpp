@@ -21,6 +21,7 @@
 #include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
 #include "s3_support.hpp"
+#include "sigv4_support.hpp"
 
 using ferry_test::as_string;
 using ferry_test::contains;
@@ -34,43 +35,10 @@ namespace {
 constexpr const char* key_id = "AKIDEXAMPLE";
 constexpr const char* secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 
-std::string json_string(const std::string& s) {
-    std::string out = "\"";
-    for (const char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
-    }
-    return out + "\"";
-}
-
-/// What tools/sigv4_check.py says of `r`'s signature, signed with `secret_key`.
+/// What tools/sigv4_check.py says of `r`'s signature, signed by `key_id` with `secret_key`.
 std::string check_signature(const http_request& r, const std::string& secret_key,
                             const std::string& region) {
-    const auto file = std::filesystem::temp_directory_path() /
-                      ("ferry-sigv4-" + std::to_string(::getpid()) + ".json");
-    {
-        std::ofstream out(file);
-        out << "{\"method\": " << json_string(r.method) << ", \"target\": " << json_string(r.target)
-            << ", \"secret\": " << json_string(secret_key) << ", \"access_key\": \"" << key_id
-            << "\", \"region\": " << json_string(region) << ", \"headers\": [";
-        for (std::size_t i = 0; i < r.headers.size(); ++i) {
-            out << (i ? ", " : "") << "[" << json_string(r.headers[i].first) << ", "
-                << json_string(r.headers[i].second) << "]";
-        }
-        out << "]}";
-    }
-    const std::string cmd = "python3 '" FERRY_TEST_SOURCE_DIR
-                            "/tests/http/tools/sigv4_check.py' '" +
-                            file.string() + "'";
-    std::string result;
-    if (std::FILE* p = ::popen(cmd.c_str(), "r")) {
-        char buf[4096];
-        while (const auto n = std::fread(buf, 1, sizeof buf, p)) result.append(buf, n);
-        ::pclose(p);
-    }
-    std::filesystem::remove(file);
-    while (!result.empty() && result.back() == '\n') result.pop_back();
-    return result;
+    return ferry_test::check_signature(r, key_id, secret_key, region);
 }
 
 /// A server that keeps every request and answers with `answer`.
