@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ferry/detail/redact.hpp"
 #include "ferry/error.hpp"
 
 namespace ferry::ops::detail {
@@ -127,7 +128,9 @@ std::vector<std::string> xml_document::texts(std::string_view path) const {
 
 xml_document read_xml(std::string_view xml) {
     if (xml.size() > xml_max_bytes) {
-        return {.error = "larger than " + std::to_string(xml_max_bytes) + " bytes"};
+        xml_document refused;
+        refused.error = "larger than " + std::to_string(xml_max_bytes) + " bytes";
+        return refused;
     }
     const std::unique_ptr<std::remove_pointer_t<XML_Parser>, parser_free> parser(
         XML_ParserCreateNS(nullptr, ns_separator));
@@ -156,7 +159,9 @@ xml_document read_xml(std::string_view xml) {
                           std::to_string(XML_GetCurrentLineNumber(parser.get())) + ", column " +
                           std::to_string(XML_GetCurrentColumnNumber(parser.get()));
         }
-        return {.error = std::move(r.doc.error)};
+        xml_document refused;
+        refused.error = std::move(r.doc.error);
+        return refused;
     }
     return std::move(r.doc);
 }
@@ -174,34 +179,11 @@ std::string xml_text(std::string_view xml, std::string_view tag) {
 }
 
 std::string shown_text(std::string_view text, std::size_t max_bytes) {
-    static constexpr char hex[] = "0123456789abcdef";
-    std::size_t n = text.size();
-    const bool cut = n > max_bytes;
-    if (cut) {
-        n = max_bytes;
-        // Back to the start of a UTF-8 character (past its continuation bytes).
-        while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
-    }
-    std::string out;
-    out.reserve(n + 8);
-    for (const char ch : text.substr(0, n)) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c == '\n') {
-            out += "\\n";
-        } else if (c == '\r') {
-            out += "\\r";
-        } else if (c == '\t') {
-            out += "\\t";
-        } else if (c < 0x20 || c == 0x7f) {
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 0x0F];
-        } else {
-            out += ch;
-        }
-    }
-    if (cut) out += "...";
-    return out;
+    if (text.size() <= max_bytes) return ferry::detail::redact_text(text);
+    std::size_t n = max_bytes;
+    // Back to the start of a UTF-8 character (past its continuation bytes).
+    while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+    return ferry::detail::redact_text(text.substr(0, n)) + "...";
 }
 
 listing_page read_listing_page(std::string_view xml, std::string_view where) {

@@ -65,8 +65,9 @@ struct listing_page {
 /// shown escaped (`\n`, `\x1b`) and cut to its first 160 bytes.
 [[nodiscard]] listing_page read_listing_page(std::string_view xml, std::string_view where);
 
-/// `text` as a message may show it: control characters escaped (`\n`, `\x1b`), at most
-/// `max_bytes` of it (cut at a UTF-8 character's start, `...` added).
+/// `text` as a message may show it: at most `max_bytes` of it (cut at a UTF-8 character's start,
+/// `...` added), through `ferry::detail::redact_text` (URL credentials REDACTED, control
+/// characters escaped: `\n`, `\x1b`).
 [[nodiscard]] std::string shown_text(std::string_view text, std::size_t max_bytes);
 
 }  // namespace ferry::ops::detail

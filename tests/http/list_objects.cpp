@@ -113,10 +113,11 @@ BOOST_AUTO_TEST_CASE(a_repeated_continuation_token_is_an_error) {
 }
 
 // A 200 that is not a ListBucketResult (a captive portal's login page, another document) is an
-// error that says what came back, escaped and cut short, not an empty listing.
+// error that says what came back, escaped, redacted and cut short, not an empty listing.
 BOOST_AUTO_TEST_CASE(a_page_that_is_not_a_listing_is_an_error_naming_it) {
     std::string portal =
-        "<!DOCTYPE html>\n<html><head><title>Hotel Wi-Fi: log in</title></head><body>\x1b[31m";
+        "<!DOCTYPE html>\n<html><head><title>Hotel Wi-Fi: log in</title></head><body>\x1b[31m"
+        "<a href=\"https://portal.example/go?token=SECRET123\">";
     for (int i = 0; i < 2000; ++i) portal += "lorem ipsum ";
     portal += "</body></html>";
     const auto html = listing_error("s3://b/train/", portal);
@@ -125,6 +126,8 @@ BOOST_AUTO_TEST_CASE(a_page_that_is_not_a_listing_is_an_error_naming_it) {
     BOOST_TEST(contains(html.what(), "<!DOCTYPE html>\\n<html><head><title>Hotel Wi-Fi: log in"),
                html.what());
     BOOST_TEST(!has_control(html.what()), html.what());
+    BOOST_TEST(contains(html.what(), "token=REDACTED"), html.what());
+    BOOST_TEST(!contains(html.what(), "SECRET123"), html.what());
     BOOST_TEST(html.what().size() < 600U, html.what());
 
     const auto other = listing_error(
