@@ -38,20 +38,8 @@ int hex_value(char c) noexcept {
 
 /// A query name as a server reads it: `%XX` decoded, in lower case (`X%2DAmz%2DSignature`).
 std::string decoded_lower(std::string_view name) {
-    std::string out;
-    out.reserve(name.size());
-    for (std::size_t i = 0; i < name.size(); ++i) {
-        char c = name[i];
-        if (c == '%' && i + 2 < name.size()) {
-            const int hi = hex_value(name[i + 1]);
-            const int lo = hex_value(name[i + 2]);
-            if (hi >= 0 && lo >= 0) {
-                c = static_cast<char>(hi * 16 + lo);
-                i += 2;
-            }
-        }
-        out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
+    std::string out = percent_decode(name);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
 }
 
@@ -62,6 +50,21 @@ bool word_break(char c) noexcept {
 }
 
 }  // namespace
+
+std::string percent_decode(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 &&
+            hex_value(s[i + 2]) >= 0) {
+            out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
+            i += 2;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
 
 bool credential_parameter(std::string_view name) noexcept {
     for (const auto n : credential_names) {

@@ -330,6 +330,8 @@ bytes outcome(CURL* c, CURLcode rc, const request& r, const http_options& option
                         .body = t.error_body,
                         .retry_after = wait,
                         .bucket_region = t.bucket_region,
+                        .location = {},
+                        .other_origin = false,
                         .date = t.date};
             if (redirect && !t.location.empty()) {
                 const std::string to = redirect_target(c, t.location);

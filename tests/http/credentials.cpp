@@ -20,13 +20,13 @@ using ferry_test::as_string;
 using ferry_test::contains;
 using ferry_test::http_request;
 using ferry_test::http_response;
+using ferry_test::key_id;
 using ferry_test::recording_server;
 using ferry_test::scoped_env;
+using ferry_test::secret;
 
 namespace {
 
-constexpr const char* key_id = "AKIDEXAMPLE";
-constexpr const char* secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 constexpr const char* token = "SESSIONTOKEN123";
 
 /// "127.0.0.1:PORT" of a server: how messages name its origin.

@@ -22,13 +22,12 @@ using ferry_test::contains;
 using ferry_test::expect_throw;
 using ferry_test::http_request;
 using ferry_test::http_response;
+using ferry_test::key_id;
 using ferry_test::recording_server;
 using ferry_test::scoped_env;
+using ferry_test::secret;
 
 namespace {
-
-constexpr const char* key_id = "AKIDEXAMPLE";
-constexpr const char* secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 
 /// A ListObjectsV2 page as S3 writes it, with `keys` (written as given: escape them yourself).
 std::string listing(const std::vector<std::string>& keys, const std::string& next_token = {}) {

@@ -28,12 +28,11 @@ using ferry_test::contains;
 using ferry_test::http_request;
 using ferry_test::http_response;
 using ferry_test::http_server;
+using ferry_test::key_id;
 using ferry_test::scoped_env;
+using ferry_test::secret;
 
 namespace {
-
-constexpr const char* key_id = "AKIDEXAMPLE";
-constexpr const char* secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 
 /// What tools/sigv4_check.py says of `r`'s signature, signed by `key_id` with `secret_key`.
 std::string check_signature(const http_request& r, const std::string& secret_key,

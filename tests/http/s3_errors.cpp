@@ -24,13 +24,12 @@
 using ferry_test::contains;
 using ferry_test::http_request;
 using ferry_test::http_response;
+using ferry_test::key_id;
 using ferry_test::recording_server;
 using ferry_test::scoped_env;
+using ferry_test::secret;
 
 namespace {
-
-constexpr const char* key_id = "AKIDEXAMPLE";
-constexpr const char* secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 
 std::string error_doc(const std::string& code, const std::string& message,
                       const std::string& more = "") {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// What the S3 tests share: environment variables set for one test and restored after it.
+/// What the S3 tests share: the example credentials, and environment variables set for one test
+/// and restored after it.
 #pragma once
 
 #include <cstdlib>
@@ -10,6 +11,10 @@
 #include <vector>
 
 namespace ferry_test {
+
+/// The example credentials of AWS's documentation, which the S3 tests sign with.
+inline constexpr const char* key_id = "AKIDEXAMPLE";
+inline constexpr const char* secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 
 /// Sets (or, with nullopt, unsets) environment variables for its lifetime; restores them after.
 /// Every AWS_* variable read_url looks at is cleared first, so the machine's own setting never

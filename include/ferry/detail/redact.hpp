@@ -50,6 +50,9 @@ std::string rewrite_query(std::string_view url, F what) {
     return out;
 }
 
+/// `s` with each `%XX` escape decoded (a `%` not followed by two hex digits is kept).
+[[nodiscard]] FERRY_API std::string percent_decode(std::string_view s);
+
 /// Whether a query parameter (its name in lower case, percent-decoded) carries a credential.
 /// The one list ferry keeps (ops/core/redact.cpp), used for messages and for the cache's key:
 /// AWS SigV4 and SigV2 (`x-amz-signature`, `x-amz-credential`, `x-amz-security-token`,

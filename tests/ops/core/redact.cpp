@@ -46,6 +46,13 @@ BOOST_AUTO_TEST_CASE(percent_encoded_parameter_names_are_redacted) {
                "https://h/o?X%2DAmz%2DSignature=REDACTED&a=1");
 }
 
+// %XX escapes decode; a % without two hex digits after it stays as it is.
+BOOST_AUTO_TEST_CASE(percent_escapes_decode) {
+    BOOST_TEST(ferry::detail::percent_decode("a%2Fb%2fc%41") == "a/b/cA");
+    BOOST_TEST(ferry::detail::percent_decode("100%") == "100%");
+    BOOST_TEST(ferry::detail::percent_decode("%zz%4") == "%zz%4");
+}
+
 // user:password@ keeps the user; a token as the whole user part (no colon) is hidden whole.
 BOOST_AUTO_TEST_CASE(user_part_passwords_and_tokens_are_redacted) {
     BOOST_TEST(redact_url("https://alice:pw@h/x") == "https://alice:REDACTED@h/x");
