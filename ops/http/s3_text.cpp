@@ -76,9 +76,12 @@ std::string unsigned_url(std::string_view url) {
     }
     std::string out =
         head + rewrite_query(rest.substr(0, rest.find('#')), [](const std::string& n) {
+            // What AWS's and Google Cloud Storage's presigning add besides the credential.
             const bool presigning = credential_parameter(n) || n == "x-amz-date" ||
                                     n == "x-amz-expires" || n == "expires" ||
-                                    n == "x-amz-algorithm" || n == "x-amz-signedheaders";
+                                    n == "x-amz-algorithm" || n == "x-amz-signedheaders" ||
+                                    n == "x-goog-date" || n == "x-goog-expires" ||
+                                    n == "x-goog-algorithm" || n == "x-goog-signedheaders";
             return presigning ? query_item::drop : query_item::keep;
         });
     if (out.ends_with('?')) out.pop_back();

@@ -40,7 +40,8 @@ using ferry::detail::redact_url;
 
 /// `url` without what presigning adds or a credential is (the query parameters `redact_url`
 /// redacts, and `X-Amz-Date`, `X-Amz-Expires`, `X-Amz-Algorithm`, `X-Amz-SignedHeaders`,
-/// `Expires`; a `user:password@`; the fragment): the same object under every presigning, and
+/// `Expires` and their `X-Goog-` counterparts; a `user:password@`; the fragment): the same
+/// object under every presigning, and
 /// nothing secret in it. The cache's key.
 std::string unsigned_url(std::string_view url);
 

@@ -327,6 +327,19 @@ BOOST_AUTO_TEST_CASE(presigned_urls_share_an_entry_and_leave_no_secret) {
     }
     // What is kept: the object's own URL, other query parameters included.
     BOOST_TEST(all.find(s.url("/bucket/key.jpg?versionId=7")) != std::string::npos);
+    // Google Cloud Storage's V4 presigning the same way: one service account, two signings of
+    // one object, one entry.
+    const auto gcs = [&](const std::string& sig, const std::string& date) {
+        return s.url(
+            "/bucket/key.jpg?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=sa%40p."
+            "iam.gserviceaccount.com%2F" +
+            date + "%2Fauto%2Fstorage%2Fgoog4_request&X-Goog-Date=" + date +
+            "T000000Z&X-Goog-Expires=900&X-Goog-SignedHeaders=host&X-Goog-Signature=" + sig);
+    };
+    BOOST_TEST(read(gcs("abc123", "20260101"), cache) == body);
+    BOOST_TEST(read(gcs("def456", "20260102"), cache) == body);
+    BOOST_TEST(s.gets.load() ==
+               2);  // the first GCS read is another identity's miss, the second a hit
     // user:password@ is a credential too: its entry is not the anonymous one.
     const std::string with_user =
         "http://user:hunter2@127.0.0.1:" + std::to_string(s.server.port()) + "/bucket/key.jpg";
