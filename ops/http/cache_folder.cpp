@@ -79,7 +79,22 @@ struct stat prepare_folder(const cache_options& o, const std::string& where) {
     return st;
 }
 
-folder_lock::folder_lock(std::timed_mutex& m, int fd, std::chrono::milliseconds wait) : fd_(fd) {
+bool deadline_mutex::try_lock_until(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(m_);
+    if (!freed_.wait_until(lock, deadline, [this] { return !held_; })) return false;
+    held_ = true;
+    return true;
+}
+
+void deadline_mutex::unlock() {
+    {
+        const std::lock_guard lock(m_);
+        held_ = false;
+    }
+    freed_.notify_one();
+}
+
+folder_lock::folder_lock(deadline_mutex& m, int fd, std::chrono::milliseconds wait) : fd_(fd) {
     const auto deadline = std::chrono::steady_clock::now() + wait;
     if (!m.try_lock_until(deadline)) return;
     auto pause = std::chrono::milliseconds(1);

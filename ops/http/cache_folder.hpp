@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 
@@ -21,12 +22,27 @@ namespace ferry::ops::detail {
 /// `where`, saying why and how to fix it. Returns the folder's stat.
 struct stat prepare_folder(const cache_options& o, const std::string& where);
 
+/// A mutex waited for with a deadline. Not `std::timed_mutex`: libstdc++ waits on it with
+/// `pthread_mutex_clocklock`, which ThreadSanitizer does not intercept, so it reports every
+/// unlock as one of an unlocked mutex.
+class deadline_mutex {
+  public:
+    /// Takes the mutex unless `deadline` passes first (false).
+    [[nodiscard]] bool try_lock_until(std::chrono::steady_clock::time_point deadline);
+    void unlock();
+
+  private:
+    std::mutex m_;
+    std::condition_variable freed_;
+    bool held_ = false;
+};
+
 /// The mutex then the flock: the folder's lock, for this process's threads and for other
 /// processes, waited for `wait` at most (and not past a stop request): anyone who can open
 /// `.lock` can hold it forever.
 class folder_lock {
   public:
-    folder_lock(std::timed_mutex& m, int fd, std::chrono::milliseconds wait);
+    folder_lock(deadline_mutex& m, int fd, std::chrono::milliseconds wait);
     folder_lock(const folder_lock&) = delete;
     folder_lock& operator=(const folder_lock&) = delete;
     ~folder_lock();
@@ -34,7 +50,7 @@ class folder_lock {
     [[nodiscard]] bool held() const noexcept { return held_ != nullptr; }
 
   private:
-    std::timed_mutex* held_ = nullptr;
+    deadline_mutex* held_ = nullptr;
     int fd_;
 };
 

@@ -28,6 +28,7 @@
 #include <string>
 #include <utility>
 
+#include "cache_folder.hpp"
 #include "ferry/cache.hpp"
 
 namespace ferry::ops::detail {
@@ -175,7 +176,7 @@ class cache_store {
     unsigned folder_gid_;  // given to files of a shared folder
     unique_fd lock_fd_;
     // flock excludes other processes, not threads sharing lock_fd_; timed, as the flock is.
-    std::timed_mutex lock_mutex_;
+    deadline_mutex lock_mutex_;
     std::mutex turns_mutex_;
     std::condition_variable turns_cv_;
     std::set<std::string> turns_;  // keys a thread of this process is filling
