@@ -172,11 +172,9 @@ int next_marker(reader_t& r, j_decompress_ptr cinfo, unsigned int& discarded) {
     }
 }
 
-/// libjpeg's process_restart and read_restart_marker, at the end of a restart interval: the
-/// bits left are dropped (whole bytes among them are extraneous data), the RSTn marker that
-/// should come next is read, or libjpeg's resync_to_restart decides what to do when another
-/// one comes; then the DC predictions start again from 0.
-reader_t restart(huffman_decoder& h, reader_t r, j_decompress_ptr cinfo) {
+/// Drops the bits left in `r` and reads on to the next marker (cinfo->unread_marker, unless
+/// libjpeg holds one already): the whole bytes passed over, which are extraneous data.
+unsigned int drop_to_marker(reader_t& r, j_decompress_ptr cinfo) {
     const int real = r.at_marker ? r.bits - r.fake : r.bits;
     unsigned int discarded = real > 0 ? static_cast<unsigned int>(real) / 8 : 0;
     r.acc = 0;
@@ -186,6 +184,15 @@ reader_t restart(huffman_decoder& h, reader_t r, j_decompress_ptr cinfo) {
         const int c = next_marker(r, cinfo, discarded);
         if (c > 0) cinfo->unread_marker = c;
     }
+    return discarded;
+}
+
+/// libjpeg's process_restart and read_restart_marker, at the end of a restart interval: the
+/// bits left are dropped (whole bytes among them are extraneous data), the RSTn marker that
+/// should come next is read, or libjpeg's resync_to_restart decides what to do when another
+/// one comes; then the DC predictions start again from 0.
+reader_t restart(huffman_decoder& h, reader_t r, j_decompress_ptr cinfo) {
+    const unsigned int discarded = drop_to_marker(r, cinfo);
     if (discarded != 0) {
         sync_source(r, cinfo);
         WARNMS2(cinfo, JWRN_EXTRANEOUS_DATA, static_cast<int>(discarded), cinfo->unread_marker);
@@ -222,15 +229,7 @@ reader_t restart(huffman_decoder& h, reader_t r, j_decompress_ptr cinfo) {
 /// scan leaves only the padding bits of its last byte: this warns wherever libjpeg does, and also
 /// about the few (up to 6 in the tests) that libjpeg-turbo's look-ahead swallows silently.
 reader_t end_scan(reader_t r, j_decompress_ptr cinfo) {
-    const int real = r.at_marker ? r.bits - r.fake : r.bits;
-    unsigned int discarded = real > 0 ? static_cast<unsigned int>(real) / 8 : 0;
-    r.acc = 0;
-    r.bits = 0;
-    r.fake = 0;
-    if (cinfo->unread_marker == 0) {
-        const int c = next_marker(r, cinfo, discarded);
-        if (c > 0) cinfo->unread_marker = c;
-    }
+    const unsigned int discarded = drop_to_marker(r, cinfo);
     // Nothing more is read: should libjpeg ask for another block, it gets zero bits.
     r.at_marker = true;
     r.fast_end = r.next;

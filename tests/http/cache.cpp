@@ -22,13 +22,10 @@ using ferry_test::file_text;
 using ferry_test::files_in;
 using ferry_test::object_server;
 using ferry_test::random_body;
+using ferry_test::read;
 using ferry_test::scratch;
 
 namespace {
-
-std::string read(const std::string& url, const std::shared_ptr<ferry::object_cache>& cache) {
-    return as_string(ferry::ops::read_url(url, {.cache = cache}));
-}
 
 std::string read_range(const std::string& url, const std::shared_ptr<ferry::object_cache>& cache,
                        std::uint64_t offset, std::uint64_t length, bool at_most = false) {

@@ -26,14 +26,11 @@ using ferry_test::as_string;
 using ferry_test::files_in;
 using ferry_test::object_server;
 using ferry_test::random_body;
+using ferry_test::read;
 using ferry_test::scratch;
 using ferry_test::temp_files_in;
 
 namespace {
-
-std::string read(const std::string& url, const std::shared_ptr<ferry::object_cache>& cache) {
-    return as_string(ferry::ops::read_url(url, {.cache = cache}));
-}
 
 /// The permission bits of `p` (setgid included).
 unsigned mode_of(const std::filesystem::path& p) {

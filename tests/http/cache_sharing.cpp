@@ -31,14 +31,11 @@ using ferry_test::http_response;
 using ferry_test::http_server;
 using ferry_test::object_server;
 using ferry_test::random_body;
+using ferry_test::read;
 using ferry_test::scratch;
 using ferry_test::temp_files_in;
 
 namespace {
-
-std::string read(const std::string& url, const std::shared_ptr<ferry::object_cache>& cache) {
-    return as_string(ferry::ops::read_url(url, {.cache = cache}));
-}
 
 /// Starts tests/http/cache_reader: another process that reads `url` through a cache of its own
 /// on `dir` and exits 0 when the bytes are `random_body(size, seed)`. -1 when it cannot start.

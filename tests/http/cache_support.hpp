@@ -11,9 +11,13 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <ferry/cache.hpp>
+#include <ferry/http.hpp>
 
 #include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
@@ -110,6 +114,11 @@ inline std::vector<std::string> temp_files_in(const std::filesystem::path& dir) 
 inline std::string file_text(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), {}};
+}
+
+/// `url` read through `cache`, as text.
+inline std::string read(const std::string& url, const std::shared_ptr<ferry::object_cache>& cache) {
+    return as_string(ferry::ops::read_url(url, {.cache = cache}));
 }
 
 }  // namespace ferry_test
