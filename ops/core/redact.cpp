@@ -4,6 +4,7 @@
 /// (ferry/detail/redact.hpp).
 
 #include "ferry/detail/redact.hpp"
+#include "ferry/detail/url_parts.hpp"
 
 #include <array>
 
@@ -82,19 +83,26 @@ std::string redact_url(std::string_view url) {
     });
     // The user part of the authority: scheme://user:password@host/... keeps the user and hides
     // the password; scheme://token@host/... (no colon) is all secret.
-    if (const auto scheme = out.find("://"); scheme != std::string::npos) {
-        const auto authority_end = out.find_first_of("/?#", scheme + 3);
-        const auto at = out.substr(0, authority_end).rfind('@');
-        if (at != std::string::npos && at > scheme + 3) {
-            const auto colon = out.find(':', scheme + 3);
-            if (colon != std::string::npos && colon < at) {
-                out.replace(colon + 1, at - colon - 1, "REDACTED");
-            } else {
-                out.replace(scheme + 3, at - scheme - 3, "REDACTED");
-            }
+    if (const auto user = user_part(out); user && user->size > 0) {
+        const auto at = user->offset + user->size;
+        const auto colon = out.find(':', user->offset);
+        if (colon < at) {
+            out.replace(colon + 1, at - colon - 1, "REDACTED");
+        } else {
+            out.replace(user->offset, user->size, "REDACTED");
         }
     }
     return out;
+}
+
+std::optional<url_span> user_part(std::string_view url) noexcept {
+    const auto scheme = url.find("://");
+    if (scheme == std::string_view::npos) return std::nullopt;
+    const auto start = scheme + 3;
+    const auto end = url.find_first_of("/?#", start);
+    const auto at = url.substr(start, end == std::string_view::npos ? end : end - start).rfind('@');
+    if (at == std::string_view::npos) return std::nullopt;
+    return url_span{start, at};
 }
 
 std::string escape_controls(std::string_view text) {

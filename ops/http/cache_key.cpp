@@ -9,7 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "credential_guard.hpp"
 #include "ferry/detail/redact.hpp"
+#include "ferry/detail/url_parts.hpp"
 #include "s3_text.hpp"
 #include "sha256.hpp"
 
@@ -66,15 +68,9 @@ struct identity {
 
 /// `user:password@` names its user; a user part alone (`https://TOKEN@host/`) is a token.
 void from_user_part(std::string_view url, identity& id) {
-    const auto scheme = url.find("://");
-    if (scheme == std::string_view::npos) return;
-    const auto start = scheme + 3;
-    const auto end = url.find_first_of("/?#", start);
-    const std::string_view authority =
-        url.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    const auto at = authority.rfind('@');
-    if (at == std::string_view::npos) return;
-    const std::string_view user_info = authority.substr(0, at);
+    const auto user = ferry::detail::user_part(url);
+    if (!user) return;
+    const std::string_view user_info = url.substr(user->offset, user->size);
     const auto colon = user_info.find(':');
     if (colon == std::string_view::npos || colon == 0) {
         id.unknown = true;
@@ -120,15 +116,6 @@ void from_query(std::string_view url, identity& id) {
         }
     }
     if (signed_part && !key_id) id.unknown = true;
-}
-
-/// Whether a request header (its name in lower case) carries a credential.
-bool credential_header(std::string_view name) {
-    for (const std::string_view word : {"auth", "token", "key", "secret", "session", "cookie",
-                                        "password", "signature", "credential"}) {
-        if (name.find(word) != std::string_view::npos) return true;
-    }
-    return false;
 }
 
 /// `Authorization: Basic` names its user, `Authorization: AWS4-HMAC-SHA256 Credential=<id>/...`

@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "ferry/detail/redact.hpp"
+#include "ferry/detail/url_parts.hpp"
 #include "host_limits.hpp"
 
 namespace ferry::ops::detail {
@@ -18,27 +19,20 @@ namespace {
 
 using ferry::detail::escape_controls;
 
-/// Whether a header name (lower case) names a credential (see `credential_carrier`).
-bool credential_header(const std::string& name) {
-    if (name == "authorization" || name == "proxy-authorization" || name == "cookie") return true;
-    for (const std::string_view part :
-         {"token", "secret", "password", "key", "auth", "session", "signature", "credential"}) {
-        if (name.find(part) != std::string::npos) return true;
+}  // namespace
+
+bool credential_header(std::string_view name) {
+    for (const std::string_view word : {"auth", "token", "key", "secret", "session", "cookie",
+                                        "password", "signature", "credential"}) {
+        if (name.find(word) != std::string_view::npos) return true;
     }
     return false;
 }
 
-}  // namespace
-
 std::string credential_carrier(const request& r, const http_options& options) {
-    if (const auto scheme = r.url.find("://"); scheme != std::string::npos) {
-        const auto authority_end = r.url.find_first_of("/?#", scheme + 3);
-        const std::string_view authority =
-            std::string_view(r.url).substr(scheme + 3, authority_end - scheme - 3);
-        if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
-            return authority.substr(0, at).find(':') != std::string_view::npos ? "user:password@"
-                                                                               : "user@";
-        }
+    if (const auto user = ferry::detail::user_part(r.url)) {
+        return r.url.find(':', user->offset) < user->offset + user->size ? "user:password@"
+                                                                         : "user@";
     }
     for (const auto* list : {&options.headers, &r.headers}) {
         for (const std::string& h : *list) {

@@ -15,6 +15,12 @@
 
 namespace ferry::ops::detail {
 
+/// Whether a request header (its name in lower case) carries a credential: `Authorization`,
+/// `Proxy-Authorization`, `Cookie`, and any whose name holds `auth`, `token`, `key`, `secret`,
+/// `session`, `cookie`, `password`, `signature` or `credential` (`x-amz-security-token`,
+/// `X-Api-Key`). The one rule redirects and the cache's key both use.
+bool credential_header(std::string_view lower_name);
+
 /// What in `r` (with `options`' headers) is a credential, named for a message: `"user:password@"`
 /// or `"user@"` (in the URL), the first credential header's name as given (`Authorization`,
 /// `Proxy-Authorization`, `Cookie`, and any whose name holds `token`, `secret`, `password`,

@@ -5,6 +5,8 @@
 
 #include "host_limits.hpp"
 
+#include "ferry/detail/url_parts.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -54,9 +56,7 @@ std::string host_of(std::string_view url) {
     const auto end = url.find_first_of("/?#", scheme + 3);
     std::string_view authority = url.substr(scheme + 3, end - scheme - 3);
     // Without a user part: `user:password@` or a token is no part of the host, and no name of it.
-    if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
-        authority.remove_prefix(at + 1);
-    }
+    if (const auto user = ferry::detail::user_part(url)) authority.remove_prefix(user->size + 1);
     return std::string(url.substr(0, scheme + 3)) + std::string(authority);
 }
 

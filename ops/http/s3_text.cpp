@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <string>
 
+#include "ferry/detail/url_parts.hpp"
+
 namespace ferry::ops::detail {
 
 using ferry::detail::credential_parameter;
@@ -66,13 +68,9 @@ std::string unsigned_url(std::string_view url) {
     // user:password@ in the authority is a credential too.
     std::string_view rest = url;
     std::string head;
-    if (const auto scheme = url.find("://"); scheme != std::string_view::npos) {
-        const auto authority_end = url.find_first_of("/?#", scheme + 3);
-        const auto at = url.substr(0, authority_end).rfind('@');
-        if (at != std::string_view::npos && at > scheme) {
-            head = std::string(url.substr(0, scheme + 3));
-            rest = url.substr(at + 1);
-        }
+    if (const auto user = ferry::detail::user_part(url)) {
+        head = std::string(url.substr(0, user->offset));
+        rest = url.substr(user->offset + user->size + 1);
     }
     std::string out =
         head + rewrite_query(rest.substr(0, rest.find('#')), [](const std::string& n) {
