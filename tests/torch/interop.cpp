@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "../cuda/fake_backend.hpp"
 #include "../support/expect.hpp"
+#include "ferry/collate.hpp"
 #include "ferry/cuda.hpp"
 #include "ferry/error.hpp"
 #include "ferry/torch.hpp"
@@ -244,6 +246,34 @@ BOOST_AUTO_TEST_CASE(pinned_memory_is_cpu_memory_to_torch) {
     BOOST_TEST(t.device().is_cpu());
     BOOST_TEST(t.data_ptr() == f.data());
     if (!at::hasCUDA()) BOOST_TEST(!t.is_pinned());
+}
+
+// A batch collated into a pinned pool (how a pipeline feeding the GPU builds it) is handed to
+// torch in place, and its block goes back to the pool only when the torch tensor lets go.
+BOOST_AUTO_TEST_CASE(pinned_pool_block_returns_when_the_torch_tensor_goes) {
+    ferry::cuda::memory_pool pool(std::make_shared<ferry_test::fake_backend>(),
+                                  ferry::cuda::memory_kind::pinned_host);
+    std::vector<ferry::tensor> items;
+    for (int i = 0; i < 4; ++i) {
+        ferry::tensor t(ferry::dtype::u8, {2, 2});
+        for (int k = 0; k < 4; ++k)
+            t.data_as<std::uint8_t>()[k] = static_cast<std::uint8_t>(i * 4 + k);
+        items.push_back(t);
+    }
+    torch::Tensor x;
+    const void* block = nullptr;
+    {
+        const ferry::tensor batch = ferry::ops::collate(items, {.alloc = pool.as_allocator()});
+        BOOST_TEST((batch.device().kind == ferry::device_kind::cuda_host));
+        block = batch.data();
+        x = ferry::to_torch(batch);
+    }
+    BOOST_TEST(x.data_ptr() == block);
+    BOOST_TEST(x.device().is_cpu());
+    BOOST_TEST(pool.stats().bytes_in_use > 0u);       // the batch is gone, torch still holds it
+    BOOST_TEST(x.sum().item<std::int64_t>() == 120);  // 0 + 1 + ... + 15
+    x = torch::Tensor();
+    BOOST_TEST(pool.stats().bytes_in_use == 0u);
 }
 
 // Device memory needs a libtorch with CUDA; without it the error says so instead of a tensor
