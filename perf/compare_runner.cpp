@@ -58,6 +58,7 @@
 #include <thread>
 #include <vector>
 
+#include "compare_job.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
 #include "tbb_baseline.hpp"
@@ -67,8 +68,10 @@ using steady = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int batch_size = 32;
-constexpr int side = 224;
+using ferry_perf::cpu_seconds;
+using ferry_perf::decode_mode;
+using ferry_perf::transform;
+constexpr int batch_size = ferry_perf::compare_batch_size;
 
 struct options {
     std::string runner;
@@ -79,57 +82,6 @@ struct options {
     bool fast_start = true;  ///< pipeline_options::fast_start of the tuned ferry runners
     bool checksum = false;   ///< hash every batch's bytes, in order (slows the run)
 };
-
-/// One sample's randomness: the same for every runner.
-std::mt19937_64 rng_for(std::size_t index) {
-    return std::mt19937_64(0x5EEDULL ^ (index * 0x9E3779B97F4A7C15ULL));
-}
-
-/// How the decode stage gets from the file to the crop.
-enum class decode_mode {
-    full,      ///< decode_image, then random_resized_crop
-    reduced,   ///< the box from the header, a reduced-scale decode_image, crop, resize
-    roi,       ///< decode_random_resized_crop: only the crop is decoded
-    roi_fast,  ///< roi with the fast IDCT and plain upsampling
-};
-
-/// decode -> random resized crop -> flip, as every C++ runner does it.
-ferry::image transform(const ferry::bytes& b, std::size_t index, ferry::interpolation interp,
-                       decode_mode mode) {
-    std::mt19937_64 rng = rng_for(index);
-    ferry::image img;
-    ferry::crop_box box;
-    if (mode == decode_mode::roi || mode == decode_mode::roi_fast) {
-        img = ferry::ops::decode_random_resized_crop(
-            b, side, side, rng, {.interp = interp, .fast = mode == decode_mode::roi_fast});
-    } else if (mode == decode_mode::reduced) {
-        // Draw the crop on the full-size geometry, then decode at the smallest scale at which
-        // the crop still has at least 224x224 pixels, and scale the box to that decode.
-        const ferry::image_info info = ferry::ops::probe_image(b);
-        box = ferry::ops::random_resized_crop_box({info.width, info.height}, rng);
-        const int need_w = (info.width * side + box.width - 1) / box.width;
-        const int need_h = (info.height * side + box.height - 1) / box.height;
-        img = ferry::ops::decode_image(
-            b, {.reduce_to = {std::min(need_w, info.width), std::min(need_h, info.height)}});
-        if (img.width() != info.width) {
-            const double sx = static_cast<double>(img.width()) / info.width;
-            const double sy = static_cast<double>(img.height()) / info.height;
-            const int x0 = static_cast<int>(box.x * sx);
-            const int y0 = static_cast<int>(box.y * sy);
-            const int x1 =
-                std::min(img.width(), static_cast<int>(std::ceil((box.x + box.width) * sx)));
-            const int y1 =
-                std::min(img.height(), static_cast<int>(std::ceil((box.y + box.height) * sy)));
-            box = {x0, y0, std::max(1, x1 - x0), std::max(1, y1 - y0)};
-        }
-        img = ferry::ops::resize(ferry::ops::crop(img, box), side, side, interp);
-    } else {
-        img = ferry::ops::decode_image(b);
-        img = ferry::ops::random_resized_crop(img, side, side, rng, {.interp = interp});
-    }
-    if ((rng() & 1) != 0) img = ferry::ops::horizontal_flip(std::move(img));
-    return img;
-}
 
 struct result {
     long long images = 0;
@@ -215,14 +167,6 @@ result run_tbb(const std::vector<fs::path>& paths, const options& o) {
         });
     r.seconds = std::chrono::duration<double>(steady::now() - t0).count();
     return r;
-}
-
-/// User + system CPU seconds of this process so far.
-double cpu_seconds() {
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 [[noreturn]] void usage(int code) {

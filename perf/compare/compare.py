@@ -17,6 +17,15 @@ over a generated ImageNet-like JPEG set (500x375, quality 90, photo-like content
   tbb            a hand-written tbb::parallel_pipeline making the same calls
   torch          PyTorch's DataLoader (Debian's python3-torch / torchvision / Pillow), num_workers
                  0, 1, 2, torchvision transforms on PIL images (Pillow's resize antialiases)
+  libtorch       libtorch's own C++ DataLoader (torch::data::make_data_loader, workers 0, 1, 2)
+                 over a Dataset that decodes, crops, resizes and flips with OpenCV, Stack<>
+                 collation (compare_runner_torch, built where ferry::torch is)
+  ferry-torch    ferry's best pipeline (region decode, fast IDCT) ending in .map(ferry::to_torch)
+
+End to end (with compare_runner_torch): training steps/s of one small libtorch CNN fed by
+libtorch's DataLoader or by ferry-torch, loader threads and the model's intra-op threads split
+from one budget of cores (--train-splits), with the fraction of wall time the training loop
+waited for its next batch.
 
 Every run is its own process. Measured per run: images/s, CPU seconds (the process and its
 reaped children while loading), peak RSS of the whole process tree (sampled every 5 ms from
@@ -119,6 +128,15 @@ def main():
     ap.add_argument("--workers", default="0,1,2", help="DataLoader num_workers values")
     ap.add_argument("--out", default="perf/compare/results")
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch (not installed)")
+    ap.add_argument("--torch-runner", default=None,
+                    help="compare_runner_torch (default: beside --runner, used where it exists)")
+    ap.add_argument("--torch-workers", default=None,
+                    help="libtorch DataLoader workers (default: --workers)")
+    ap.add_argument("--train-splits", default=None,
+                    help="end-to-end loader:model thread splits, e.g. 0:2,1:1,2:2 (default: "
+                         "from the largest of --threads, B: 0:B, l:B-l, B:B; 0 loads in the "
+                         "training thread, libtorch only)")
+    ap.add_argument("--no-train", action="store_true", help="skip the end-to-end rows")
     args = ap.parse_args()
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -137,6 +155,18 @@ def main():
 
     def cpp(runner, t, extra=()):
         return [args.runner, "--runner", runner, "--data", args.data, "--threads", str(t), *extra]
+
+    torch_runner = args.torch_runner or os.path.join(
+        os.path.dirname(os.path.abspath(args.runner)), "compare_runner_torch")
+    have_torch_cxx = os.access(torch_runner, os.X_OK)
+    if not have_torch_cxx:
+        print(f"{torch_runner} not found (ferry built without libtorch): no libtorch rows",
+              file=sys.stderr)
+    torch_workers = [int(w) for w in (args.torch_workers or args.workers).split(",") if w]
+
+    def cpp_torch(runner, t, extra=()):
+        return [torch_runner, "--runner", runner, "--data", args.data, "--threads", str(t),
+                *extra]
 
     configs = []  # (label, loader, threads/workers, command)
     for t in threads:
@@ -158,6 +188,29 @@ def main():
                             ["/usr/bin/python3", os.path.join(here, "torch_loader.py"),
                              "--data", args.data, "--workers", str(w)]))
 
+    if have_torch_cxx:
+        for w in torch_workers:
+            configs.append(("libtorch DataLoader (C++, OpenCV)", "libtorch", w,
+                            cpp_torch("libtorch", w)))
+        configs.append(("ferry, region decode, fast IDCT, to_torch", "ferry-torch", top,
+                        cpp_torch("ferry-torch", top)))
+    # End to end: (label, loader, loader threads, model threads, command), run in the same
+    # repetitions as the loaders, in the same shuffled order.
+    splits = ([tuple(int(x) for x in s.split(":")) for s in args.train_splits.split(",") if s]
+              if args.train_splits else
+              [(0, top)] + [(l, top - l) for l in range(1, top)] + [(top, top)])
+    train = []
+    if have_torch_cxx and not args.no_train:
+        for loader_t, model_t in splits:
+            for runner in ("libtorch", "ferry-torch"):
+                if runner == "ferry-torch" and loader_t == 0:
+                    continue  # ferry always loads on threads of its own
+                train.append((runner, runner, loader_t, model_t,
+                              cpp_torch(runner, loader_t,
+                                        ["--train", "--model-threads", str(model_t)])))
+    n_load = len(configs)
+    configs += [(label, loader, t, cmd) for label, loader, t, _, cmd in train]
+
     runs = {i: [] for i in range(len(configs))}
     for rep in range(args.reps):
         # Each repetition runs the loaders in its own (seeded) order: the process that follows
@@ -170,18 +223,23 @@ def main():
             label, _, t, cmd = configs[i]
             r = run_one(cmd)
             runs[i].append(r)
+            if "steps" in r:
+                print(f"rep {rep + 1}/{args.reps}  train: {label:17s} loader {t} model "
+                      f"{r['model_threads']}  {r['steps_per_s']:6.2f} steps/s  "
+                      f"waiting {100 * r['wait_fraction']:5.1f}%", file=sys.stderr, flush=True)
+                continue
             print(f"rep {rep + 1}/{args.reps}  {label:36s} {t:>2}  "
                   f"{r['images'] / r['seconds']:8.0f} img/s  cpu {r['cpu_s']:6.2f} s  "
                   f"rss {r['tree_rss_mb']:7.1f} MB  first batch {r['first_batch_s'] * 1000:7.1f} ms",
                   file=sys.stderr, flush=True)
 
     rows = []
-    for i, (label, loader, t, cmd) in enumerate(configs):
+    for i, (label, loader, t, cmd) in enumerate(configs[:n_load]):
         rs = runs[i]
         rate = median_range([r["images"] / r["seconds"] for r in rs])
         rows.append({
             "label": label, "loader": loader,
-            "threads": rs[0]["threads"] if loader != "torch" else t,
+            "threads": rs[0]["threads"] if loader not in ("torch", "libtorch") else t,
             "images_per_s": rate[0], "images_per_s_min": rate[1], "images_per_s_max": rate[2],
             "cpu_s_per_1000": statistics.median(1000 * r["cpu_s"] / r["images"] for r in rs),
             "peak_rss_mb": statistics.median(r["tree_rss_mb"] for r in rs),
@@ -198,6 +256,19 @@ def main():
     tbb_same = next(r for r in rows if r["loader"] == "tbb" and r["threads"] == ferry_same["threads"])
     torch_rows = [r for r in rows if r["loader"] == "torch"]
     torch_best = max(torch_rows, key=lambda r: r["images_per_s"]) if torch_rows else None
+
+    train_rows = []
+    for k, (label, loader, loader_t, model_t, cmd) in enumerate(train):
+        rs = runs[n_load + k]
+        steps = median_range([r["steps_per_s"] for r in rs])
+        train_rows.append({
+            "loader": loader, "loader_threads": loader_t, "model_threads": model_t,
+            "steps_per_s": steps[0], "steps_per_s_min": steps[1], "steps_per_s_max": steps[2],
+            "images_per_s": statistics.median(r["images"] / r["seconds"] for r in rs),
+            "wait_fraction": statistics.median(r["wait_fraction"] for r in rs),
+            "cpu_s_per_1000": statistics.median(1000 * r["cpu_s"] / r["images"] for r in rs),
+            "command": " ".join(cmd),
+        })
 
     os.makedirs(args.out, exist_ok=True)
     summary = {
@@ -225,8 +296,35 @@ def main():
             "ferry_first_batch_vs_torch_fastest": ferry_best["first_batch_ms"] /
                 min(r["first_batch_ms"] for r in torch_rows),
         })
+    libtorch_rows = [r for r in rows if r["loader"] == "libtorch"]
+    libtorch_top = next((r for r in libtorch_rows if r["threads"] == top), None)
+    ferry_torch = next((r for r in rows if r["loader"] == "ferry-torch"), None)
+    ferry_roi_fast = next((r for r in rows if r["loader"] == "ferry-roi-fast"), None)
+    if libtorch_top:
+        summary.update({
+            # At equal threads: ferry's best row, and ferry making the plain calls (full decode,
+            # crop, resize, like the OpenCV dataset), against libtorch's DataLoader.
+            "ferry_vs_libtorch": next(r for r in rows if r["loader"] == ferry_best["loader"]
+                                      and r["threads"] == top)["images_per_s"] /
+                libtorch_top["images_per_s"],
+            "ferry_same_calls_vs_libtorch": next(
+                r for r in rows if r["loader"] == "ferry" and r["threads"] == top
+            )["images_per_s"] / libtorch_top["images_per_s"],
+            "ferry_vs_libtorch_best": ferry_best["images_per_s"] /
+                max(r["images_per_s"] for r in libtorch_rows),
+            "ferry_torch_vs_ferry": ferry_torch["images_per_s"] / ferry_roi_fast["images_per_s"],
+        })
+    if train_rows:
+        best = {ld: max((r for r in train_rows if r["loader"] == ld),
+                        key=lambda r: r["steps_per_s"]) for ld in ("libtorch", "ferry-torch")}
+        summary.update({
+            "train_ferry_vs_libtorch": best["ferry-torch"]["steps_per_s"] /
+                best["libtorch"]["steps_per_s"],
+            "train_best": {ld: f"{r['loader_threads']}:{r['model_threads']}"
+                           for ld, r in best.items()},
+        })
     with open(os.path.join(args.out, "compare.json"), "w") as f:
-        json.dump({"summary": summary, "rows": rows}, f, indent=2)
+        json.dump({"summary": summary, "rows": rows, "train_rows": train_rows}, f, indent=2)
 
     lines = [
         f"{args.images} JPEGs (500x375, q90) -> RandomResizedCrop(224) -> flip -> batch 32 -> "
@@ -263,6 +361,38 @@ def main():
             f"the least memory: {summary['ferry_rss_vs_torch_least']:.2f}x the peak memory; with "
             f"the fastest first batch: {summary['ferry_first_batch_vs_torch_fastest']:.2f}x the "
             f"time to first batch.")
+    if libtorch_top:
+        lines.append(
+            f"ferry vs libtorch's C++ DataLoader at {top} threads (workers): "
+            f"{summary['ferry_vs_libtorch']:.2f}x images/s ({ferry_best['label']}), "
+            f"{summary['ferry_same_calls_vs_libtorch']:.2f}x making the plain calls (full "
+            f"decode, crop, resize); against its best workers setting "
+            f"{summary['ferry_vs_libtorch_best']:.2f}x. ferry ending in to_torch: "
+            f"{summary['ferry_torch_vs_ferry']:.3f}x the images/s of the same pipeline without "
+            f"it (ferry, region decode, fast IDCT).")
+    if train_rows:
+        lines += [
+            "",
+            f"End to end: a small libtorch CNN (3 strided convolutions, SGD) takes a training "
+            f"step on every batch; loader threads and the model's intra-op threads "
+            f"(torch::set_num_threads) from {top} cores; median of {args.reps} runs.",
+            "",
+            "| loader | loader threads | model threads | training steps/s (min–max) | images/s | "
+            "waiting for data | CPU s / 1000 img |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in train_rows:
+            lt = "0 (in the training thread)" if r["loader_threads"] == 0 else r["loader_threads"]
+            name = ("libtorch DataLoader" if r["loader"] == "libtorch"
+                    else "ferry, to_torch")
+            lines.append(
+                f"| {name} | {lt} | {r['model_threads']} | {r['steps_per_s']:.2f} "
+                f"({r['steps_per_s_min']:.2f}–{r['steps_per_s_max']:.2f}) | "
+                f"{r['images_per_s']:.0f} | {100 * r['wait_fraction']:.0f}% | "
+                f"{r['cpu_s_per_1000']:.2f} |")
+        lines += ["", f"Best split each: ferry {summary['train_best']['ferry-torch']} "
+                      f"(loader:model), libtorch {summary['train_best']['libtorch']}; ferry's "
+                      f"steps/s {summary['train_ferry_vs_libtorch']:.2f}x libtorch's."]
     md = "\n".join(lines) + "\n"
     with open(os.path.join(args.out, "compare.md"), "w") as f:
         f.write(md)
@@ -277,7 +407,8 @@ def main():
         return 0
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for loader, label, style in [("ferry", "ferry", "o-"), ("tbb", "tbb::parallel_pipeline", "s--"),
-                                 ("torch", "PyTorch DataLoader (workers)", "^-")]:
+                                 ("torch", "PyTorch DataLoader (workers)", "^-"),
+                                 ("libtorch", "libtorch DataLoader (workers)", "v-")]:
         pts = sorted((r["threads"], r["images_per_s"]) for r in rows if r["loader"] == loader)
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
@@ -285,11 +416,12 @@ def main():
                                   ("ferry-reduced", "ferry, reduced-scale decode", "*"),
                                   ("ferry-roi", "ferry, region decode", "P"),
                                   ("ferry-roi-fast", "ferry, region decode, fast IDCT", "X"),
-                                  ("ferry-area", "ferry, antialiasing resize", "D")]:
+                                  ("ferry-area", "ferry, antialiasing resize", "D"),
+                                  ("ferry-torch", "ferry, to_torch", "h")]:
         r = next((r for r in rows if r["loader"] == loader), None)
         if r:
             ax.plot([r["threads"]], [r["images_per_s"]], marker, markersize=9, label=label)
-    ax.set_xlabel("threads (ferry, TBB) / worker processes (PyTorch)")
+    ax.set_xlabel("threads (ferry, TBB) / workers (PyTorch, libtorch)")
     ax.set_ylabel("images/s")
     ax.set_title(f"read, decode, RandomResizedCrop 224, flip, batch 32 ({os.cpu_count()} CPUs)")
     ax.set_ylim(bottom=0)

@@ -6,8 +6,9 @@
 #
 # Installs what is missing (ferry's build dependencies via setup.sh deps, and Debian's
 # python3-torch, python3-torchvision, python3-pil, python3-matplotlib), builds compare_runner in
-# build/ (Release), and runs perf/compare/compare.py, which writes perf/compare/results/
-# compare.md, compare.json and compare.png.
+# build/ (Release), and compare_runner_torch (libtorch's DataLoader, ferry ending in to_torch, the
+# end-to-end training rows) where ferry::torch is built, and runs perf/compare/compare.py, which
+# writes perf/compare/results/compare.md, compare.json and compare.png.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -27,6 +28,9 @@ fi
 
 export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_PERF=ON >/dev/null
-cmake --build build --parallel "$(nproc)" --target compare_runner photo_set_gen
+targets=(compare_runner photo_set_gen)
+# compare_runner_torch exists where CMake found libtorch (setup.sh deps installs libtorch-dev).
+[[ -d build/perf/CMakeFiles/compare_runner_torch.dir ]] && targets+=(compare_runner_torch)
+cmake --build build --parallel "$(nproc)" --target "${targets[@]}"
 exec /usr/bin/python3 perf/compare/compare.py --runner build/perf/compare_runner \
     --data "${TMPDIR:-/tmp}/ferry-compare-jpegs" "$@"
