@@ -65,6 +65,18 @@ if(TARGET ferry_mpi)
   list(APPEND _ferry_deb_run_depends libopenmpi3)
   list(APPEND _ferry_deb_dev_depends libopenmpi-dev)
 endif()
+if(TARGET ferry_torch)
+  # Debian names libtorch's runtime package by its version (libtorch1.13 holds libtorch.so.1.13,
+  # libc10.so.1.13, ...; dpkg-shlibdeps finds it through that package's shlibs). libferry-dev
+  # Depends on libtorch-dev, not Suggests it: ferry/torch.hpp includes libtorch's headers and
+  # find_package(ferry COMPONENTS torch) reads TorchConfig.cmake, both from libtorch-dev, as
+  # the other components need their -dev packages.
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" _ferry_deb_torch "${Torch_VERSION}")
+  if(_ferry_deb_torch)
+    list(APPEND _ferry_deb_run_depends "libtorch${_ferry_deb_torch}")
+  endif()
+  list(APPEND _ferry_deb_dev_depends libtorch-dev)
+endif()
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libferry-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)

@@ -15,7 +15,9 @@
 # FFmpeg's codecs), asking for a fully static link and -dev packages that a static libferry,
 # which links the system's shared libcurl like ferry's own build does, does not need (and
 # pkgconf resolves Requires.private even for --cflags). ferry's headers include none of those
-# libraries, so no dependency adds Cflags. The prefix is ${pcfiledir}-relative: the installed
+# libraries, so no dependency adds Cflags, but for ferry-torch.pc: ferry/torch.hpp exists to
+# expose libtorch, whose headers and libraries every user of it needs (Cflags and Libs, below).
+# The prefix is ${pcfiledir}-relative: the installed
 # tree can move (cmake --install --prefix, a .deb under /usr) and the files stay right.
 include_guard(GLOBAL)
 
@@ -82,15 +84,16 @@ function(_ferry_pc_module_libs out)
 endfunction()
 
 # ferry_pkgconfig_file(<name> TARGET <target> DESCRIPTION <text> [REQUIRES <module>...]
-#                      [LIBS <flag>...] [STATIC_MODULES <module>...] [STATIC_LIBS <flag>...]
-#                      [NOTE <text>])
-# Writes and installs <name>.pc for <target>. REQUIRES and LIBS are public (what the target's
-# INTERFACE links); STATIC_MODULES (pkg-config modules, resolved to their Libs) and STATIC_LIBS
-# are the target's private dependencies, written as Libs.private only where the target is a
-# static library.
+#                      [CFLAGS <flag>...] [LIBS <flag>...] [STATIC_REQUIRES <module>...]
+#                      [STATIC_MODULES <module>...] [STATIC_LIBS <flag>...] [NOTE <text>])
+# Writes and installs <name>.pc for <target>. REQUIRES, CFLAGS and LIBS are public (what the
+# target's INTERFACE needs; they may hold generator expressions); STATIC_REQUIRES (ferry's own
+# modules), STATIC_MODULES (other pkg-config modules, resolved to their Libs) and STATIC_LIBS
+# are the target's private dependencies, written as Requires.private and Libs.private only
+# where the target is a static library.
 function(ferry_pkgconfig_file name)
   cmake_parse_arguments(PC "" "TARGET;DESCRIPTION;NOTE"
-    "REQUIRES;LIBS;STATIC_MODULES;STATIC_LIBS" ${ARGN})
+    "REQUIRES;CFLAGS;LIBS;STATIC_REQUIRES;STATIC_MODULES;STATIC_LIBS" ${ARGN})
   set(FERRY_PC_NAME "${name}")
   set(FERRY_PC_TARGET "${PC_TARGET}")
   set(FERRY_PC_DESCRIPTION "${PC_DESCRIPTION}")
@@ -103,6 +106,7 @@ function(ferry_pkgconfig_file name)
     set(FERRY_PC_LINKAGE "static")
   else()
     set(FERRY_PC_LINKAGE "shared")
+    unset(PC_STATIC_REQUIRES)
     unset(PC_STATIC_MODULES)
     unset(PC_STATIC_LIBS)
   endif()
@@ -118,9 +122,18 @@ function(ferry_pkgconfig_file name)
     list(JOIN PC_REQUIRES ", " v)
     string(APPEND FERRY_PC_FIELDS "Requires: ${v}\n")
   endif()
+  if(PC_STATIC_REQUIRES)
+    list(JOIN PC_STATIC_REQUIRES ", " v)
+    string(APPEND FERRY_PC_FIELDS "Requires.private: ${v}\n")
+  endif()
   if(PC_STATIC_LIBS)
     list(JOIN PC_STATIC_LIBS " " v)
     string(APPEND FERRY_PC_FIELDS "Libs.private: ${v}\n")
+  endif()
+  set(FERRY_PC_CFLAGS "")
+  if(PC_CFLAGS)
+    list(JOIN PC_CFLAGS "" v)
+    set(FERRY_PC_CFLAGS "${v}")
   endif()
   set(FERRY_PC_LIBS "")
   if(PC_LIBS)
@@ -203,4 +216,67 @@ else()
   ferry_pkgconfig_file(ferry-cuda TARGET ferry_cuda
     DESCRIPTION "ferry's CUDA transfer (ferry::cuda), built without CUDA: to_cuda() fails at build()"
     REQUIRES "ferry-core = ${PROJECT_VERSION}")
+endif()
+
+# ferry::torch. ferry/torch.hpp includes libtorch's headers and its users call libtorch, so
+# ferry-torch.pc gives libtorch's Cflags and Libs as its own (public, static or shared).
+# libtorch ships no .pc file (neither Debian's libtorch-dev nor PyTorch's libtorch zip), only
+# TorchConfig.cmake, and Debian's headers need -I<prefix>/include/torch/csrc/api/include and
+# -D_GLIBCXX_USE_CXX11_ABI=1: what the `torch` target asks of a CMake user is written here,
+# resolved when ferry is configured. Cflags: its include folders (less the compiler's own),
+# compile definitions and options, transitively (generator expressions evaluated by
+# file(GENERATE)); Libs: libtorch, libtorch_cpu and libc10 by file, the libraries its headers'
+# inline code and users' code call. A static libferry_torch.a also needs libferry_cuda
+# (Requires.private: ferry-cuda) and, where libtorch has CUDA, libc10_cuda.
+if(TARGET ferry_torch)
+  # CMake's INTERFACE_INCLUDE_DIRECTORIES repeats /usr/include as /usr/lib/../include: normalise,
+  # then drop the compiler's own folders (pkg-config would not, and -I/usr/include breaks
+  # #include_next in libstdc++).
+  set(_ferry_pc_implicit "")
+  foreach(_d IN LISTS CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)
+    string(REGEX REPLACE "([][+.*()^$?|\\\\])" "\\\\\\1" _d "${_d}")
+    list(APPEND _ferry_pc_implicit "${_d}")
+  endforeach()
+  list(JOIN _ferry_pc_implicit "|" _ferry_pc_implicit)
+  set(_inc "$<PATH:NORMAL_PATH,$<TARGET_PROPERTY:torch,INTERFACE_INCLUDE_DIRECTORIES>>")
+  set(_inc "$<FILTER:$<REMOVE_DUPLICATES:${_inc}>,EXCLUDE,^(${_ferry_pc_implicit})/?$>")
+  set(_defs "$<REMOVE_DUPLICATES:$<TARGET_PROPERTY:torch,INTERFACE_COMPILE_DEFINITIONS>>")
+  set(_opts "$<REMOVE_DUPLICATES:$<TARGET_PROPERTY:torch,INTERFACE_COMPILE_OPTIONS>>")
+  set(_ferry_pc_torch_cflags
+    "$<$<BOOL:${_inc}>: -I$<JOIN:${_inc}, -I>>"
+    "$<$<BOOL:${_defs}>: -D$<JOIN:${_defs}, -D>>"
+    "$<$<BOOL:${_opts}>: $<JOIN:${_opts}, >>")
+  # _ferry_pc_imported_file(<out> <target>): an imported library's file, whatever configuration
+  # its package was built in (Debian's libtorch: RelWithDebInfo).
+  function(_ferry_pc_imported_file out target)
+    get_target_property(file ${target} IMPORTED_LOCATION)
+    if(NOT file)
+      get_target_property(configs ${target} IMPORTED_CONFIGURATIONS)
+      list(GET configs 0 config)
+      get_target_property(file ${target} IMPORTED_LOCATION_${config})
+    endif()
+    if(NOT file)
+      message(FATAL_ERROR "ferry-torch.pc: no library file for libtorch's target ${target}")
+    endif()
+    set(${out} "${file}" PARENT_SCOPE)
+  endfunction()
+  set(_ferry_pc_torch_files "")
+  foreach(_t IN ITEMS torch torch_cpu c10)
+    _ferry_pc_imported_file(_f ${_t})
+    list(APPEND _ferry_pc_torch_files "${_f}")
+  endforeach()
+  _ferry_pc_link_flags(_ferry_pc_torch_libs ${_ferry_pc_torch_files})
+  set(_ferry_pc_torch_private "")
+  if(TARGET c10_cuda)
+    _ferry_pc_imported_file(_f c10_cuda)
+    _ferry_pc_link_flags(_ferry_pc_torch_private "${_f}")
+  endif()
+  ferry_pkgconfig_file(ferry-torch TARGET ferry_torch
+    DESCRIPTION "ferry's to_torch and from_torch with libtorch ${Torch_VERSION} (ferry::torch)"
+    REQUIRES "ferry-core = ${PROJECT_VERSION}"
+    CFLAGS ${_ferry_pc_torch_cflags}
+    LIBS "${_ferry_pc_torch_libs}"
+    STATIC_REQUIRES "ferry-cuda = ${PROJECT_VERSION}"
+    STATIC_LIBS "${_ferry_pc_torch_private}"
+    NOTE "libtorch has no .pc file: Cflags and Libs are its CMake target's, resolved when ferry was configured.")
 endif()

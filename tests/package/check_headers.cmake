@@ -1,10 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
 # ctest package.headers (cmake -P): every installed public header compiles on its own, with
 # nothing but the C++ standard library and ferry's include directory, and includes no TBB,
-# FFmpeg, OpenCV, image codec, curl, CUDA, MPI or DLPack header, directly or not (STYLE.md: public
-# headers include none of them; ferry/cuda.hpp and ferry/mpi.hpp neither, they declare what they
-# need).
+# FFmpeg, OpenCV, image codec, curl, CUDA, MPI, DLPack or libtorch header, directly or not
+# (STYLE.md: public headers include none of them; ferry/cuda.hpp and ferry/mpi.hpp neither, they
+# declare what they need).
+#
+# One deliberate exception: ferry/torch.hpp exists to expose libtorch (its functions take and
+# return torch::Tensor, which cannot be declared without libtorch's headers), so it is compiled
+# with libtorch's include directories as well, and may include libtorch's headers (torch/,
+# ATen/, c10/, caffe2/), but still none of the others: not through libtorch either (a CPU
+# libtorch's <torch/types.h> opens no CUDA runtime header). It is installed only by a build with
+# ferry::torch; then TORCH_INCLUDE_DIRS is set, and the header must be there.
 #   -DCXX=<compiler> -DINCLUDE_DIR=<prefix>/include
+#   [-DTORCH_INCLUDE_DIRS=<dir>|<dir>...]   libtorch's, for ferry/torch.hpp only ('|'-separated)
+cmake_minimum_required(VERSION 3.25)
 foreach(_v CXX INCLUDE_DIR)
   if(NOT DEFINED ${_v})
     message(FATAL_ERROR "check_headers.cmake needs -D${_v}=...")
@@ -16,11 +25,30 @@ if(NOT _headers)
   message(FATAL_ERROR "no headers under ${INCLUDE_DIR}/ferry")
 endif()
 set(_forbidden "tbb|libav|libsw|opencv|curl|cuda_runtime|/cuda\\.h|/cuda/|dlpack|jpeglib|turbojpeg|/png\\.h|webp|/mpi\\.h|openmpi|mpich|expat|openssl")
+set(_libtorch "/(torch|ATen|c10|caffe2)/")
+set(_torch_header "ferry/torch.hpp")
+string(REPLACE "|" ";" _torch_dirs "${TORCH_INCLUDE_DIRS}")
 set(_failed "")
+if(_torch_dirs AND NOT _torch_header IN_LIST _headers)
+  list(APPEND _failed "${_torch_header} is not installed, but ferry was built with ferry::torch")
+endif()
 foreach(_h IN LISTS _headers)
+  set(_extra "")
+  set(_not_allowed "${_forbidden}|${_libtorch}")
+  if(_h STREQUAL _torch_header)
+    if(NOT _torch_dirs)
+      list(APPEND _failed "${_h} is installed by a ferry built without ferry::torch")
+      continue()
+    endif()
+    foreach(_d IN LISTS _torch_dirs)
+      list(APPEND _extra -I "${_d}")
+    endforeach()
+    set(_not_allowed "${_forbidden}")
+  endif()
   # -H lists every header the compiler opens, one per line, dots for the depth.
   execute_process(
-    COMMAND "${CXX}" -std=c++20 -fsyntax-only -H -I "${INCLUDE_DIR}" -x c++ "${INCLUDE_DIR}/${_h}"
+    COMMAND "${CXX}" -std=c++20 -fsyntax-only -H -I "${INCLUDE_DIR}" ${_extra}
+            -x c++ "${INCLUDE_DIR}/${_h}"
     RESULT_VARIABLE _rc ERROR_VARIABLE _err OUTPUT_QUIET)
   if(NOT _rc EQUAL 0)
     list(APPEND _failed "${_h} does not compile on its own:\n${_err}")
@@ -30,7 +58,7 @@ foreach(_h IN LISTS _headers)
   foreach(_line IN LISTS _opened)
     string(REGEX REPLACE "^\n?\\.+ " "" _path "${_line}")
     cmake_path(IS_PREFIX INCLUDE_DIR "${_path}" NORMALIZE _ours)
-    if(NOT _ours AND _path MATCHES "${_forbidden}")
+    if(NOT _ours AND _path MATCHES "${_not_allowed}")
       list(APPEND _failed "${_h} includes ${_path}")
       break()  # the first is enough to act on
     endif()
@@ -41,5 +69,9 @@ if(_failed)
   message(FATAL_ERROR "public headers:\n  ${_text}")
 endif()
 list(LENGTH _headers _n)
+set(_but "")
+if(_torch_dirs)
+  set(_but " (${_torch_header}: but libtorch's)")
+endif()
 message(STATUS "ok: ${_n} public headers compile alone and include no TBB, FFmpeg, OpenCV, "
-               "codec, curl, CUDA, MPI or DLPack header")
+               "codec, curl, CUDA, MPI, DLPack or libtorch header${_but}")

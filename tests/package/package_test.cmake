@@ -11,6 +11,7 @@
 #                                    -> package.find.<set>      (one per component set)
 #                                    -> package.find.unknown_component
 #                 package.build_tree                            (this build folder, no install)
+#                 package.build_tree.torch, package.find.torch  (ferry::torch, where built)
 #                 package.subdirectory -> package.find.not_built
 #                 package.fetchcontent
 # package.configure/build/run: tests/package/, a project that only knows find_package(ferry),
@@ -19,11 +20,12 @@
 # package.headers compiles each installed public header alone and fails on any TBB, FFmpeg,
 # OpenCV, codec, curl, CUDA, MPI or DLPack include.
 # package.find.<set>: tests/package/components/ asks for one set of components (none, i.e. core
-# and the engine; image; video; http; mpi), with CMake's finding of TBB, CUDA and MPI disabled
-# where the set does not need them, and builds and runs a program for each. package.find.unknown_component
+# and the engine; image; video; http; mpi; "ferry,torch"), with CMake's finding of TBB, CUDA and
+# MPI disabled where the set does not need them, and builds and runs a program for each. package.find.unknown_component
 # asks for one that does not exist and must fail naming it; package.find.not_built asks the
 # minimal ferry package.subdirectory built for a component it was built without.
-# package.build_tree: the same project against this build folder's own export.
+# package.build_tree: the same project against this build folder's own export;
+# package.build_tree.torch likewise with "ferry,torch" (a pipeline ending in to_torch).
 # package.subdirectory, package.fetchcontent: tests/package/subproject/ builds ferry's core and
 # engine inside its own build, by add_subdirectory and by FetchContent from this source tree.
 set(_ferry_pkg_root "${PROJECT_BINARY_DIR}/package-test")
@@ -71,7 +73,7 @@ add_test(NAME package.configure
           -DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON)
 # The components this build made, which the links check requires find_package to find.
 set(_ferry_pkg_components "")
-foreach(_c IN ITEMS IMAGE VIDEO HTTP_ENABLED SHARDS_ENABLED MPI_ENABLED CUDA_ENABLED)
+foreach(_c IN ITEMS IMAGE VIDEO HTTP_ENABLED SHARDS_ENABLED MPI_ENABLED CUDA_ENABLED TORCH_ENABLED)
   if(FERRY_${_c})
     string(REGEX REPLACE "_ENABLED$" "" _c "${_c}")
     string(TOLOWER "${_c}" _c)
@@ -90,9 +92,17 @@ add_test(NAME package.links
           "-DFERRY_EXPECT_COMPONENTS=${_ferry_pkg_components}"
           -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
           -DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON)
+# ferry/torch.hpp, the header that exists to expose libtorch, compiles with libtorch's include
+# directories (those of this build's `torch` target); every other header with ferry's alone.
+set(_ferry_pkg_torch_dirs "")
+if(FERRY_TORCH_ENABLED)
+  set(_ferry_pkg_torch_dirs
+    "-DTORCH_INCLUDE_DIRS=$<JOIN:$<TARGET_PROPERTY:torch,INTERFACE_INCLUDE_DIRECTORIES>,|>")
+endif()
 add_test(NAME package.headers
   COMMAND ${CMAKE_COMMAND} "-DCXX=${CMAKE_CXX_COMPILER}"
           "-DINCLUDE_DIR=${_ferry_pkg_prefix}/${CMAKE_INSTALL_INCLUDEDIR}"
+          ${_ferry_pkg_torch_dirs}
           -P "${CMAKE_CURRENT_LIST_DIR}/check_headers.cmake")
 add_test(NAME package.build
   COMMAND ${CMAKE_COMMAND} --build "${_ferry_pkg_build}" --config $<CONFIG>)
@@ -172,6 +182,25 @@ foreach(_set IN LISTS _ferry_pkg_sets)
     "-DFERRY_COMPONENTS=${_asked}")
   set_tests_properties(package.find.${_set} PROPERTIES FIXTURES_REQUIRED ferry_pkg_installed)
 endforeach()
+
+# ferry::torch, with the engine (torch_main.cpp runs a pipeline that ends in to_torch), against
+# the install and against this build folder: libtorch and TBB looked for, MPI not, CUDA only
+# where a static ferry with CUDA needs it (ferry::torch links ferry::cuda, which links cudart).
+if(FERRY_TORCH_ENABLED)
+  set(_disabled -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON)
+  if(BUILD_SHARED_LIBS OR NOT FERRY_CUDA_ENABLED)
+    list(APPEND _disabled -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON)
+  endif()
+  _ferry_pkg_project(package.find.torch "${_ferry_pkg_components_src}"
+    "${_ferry_pkg_root}/find-torch" ${_ferry_pkg_find_options} ${_disabled}
+    "-DFERRY_COMPONENTS=ferry,torch")
+  set_tests_properties(package.find.torch PROPERTIES FIXTURES_REQUIRED ferry_pkg_installed)
+  _ferry_pkg_project(package.build_tree.torch "${_ferry_pkg_components_src}"
+    "${_ferry_pkg_root}/build-tree-torch" ${_ferry_pkg_options} "-DCMAKE_BUILD_TYPE=$<CONFIG>"
+    "-Dferry_DIR=${PROJECT_BINARY_DIR}" "-DFERRY_EXPECTED_PREFIX=${PROJECT_BINARY_DIR}"
+    ${_disabled} "-DFERRY_COMPONENTS=ferry,torch")
+  set_tests_properties(package.build_tree.torch PROPERTIES FIXTURES_REQUIRED ferry_pkg_clean)
+endif()
 
 # A component no ferry has: find_package fails and says which. CMake wraps the message it
 # prints at spaces, so the expected words may be a line apart.

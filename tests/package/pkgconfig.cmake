@@ -9,6 +9,8 @@
 #   package.pkgconfig.http    read_url over file:// (http_main.cpp) with `pkg-config ferry-http`
 #   package.pkgconfig.shards  tar_samples over a tar it writes (shards_main.cpp), `pkg-config ferry-shards`
 #   package.pkgconfig.mpi     a one-rank MPI session (mpi_main.cpp) with `pkg-config ferry-mpi`
+#   package.pkgconfig.torch   to_torch and back (pkgconfig/torch_main.cpp), `pkg-config ferry-torch`
+#                             (libtorch's include folders and -D flags come from ferry-torch.pc)
 # A static build links with `pkg-config --static` (every private dependency must be listed), a
 # shared one without.
 
@@ -26,7 +28,7 @@ set(_ferry_pc_args
   "-DSTATIC=${_ferry_pc_static}")
 
 set(_ferry_pc_modules ferry-core ferry ferry-cuda)
-foreach(_c IN ITEMS image video http shards mpi)
+foreach(_c IN ITEMS image video http shards mpi torch)
   if(TARGET ferry_${_c})
     list(APPEND _ferry_pc_modules ferry-${_c})
   endif()
@@ -62,6 +64,9 @@ if(TARGET ferry_shards)
 endif()
 if(TARGET ferry_mpi)
   _ferry_pc_program(mpi ferry-mpi mpi_main.cpp)
+endif()
+if(TARGET ferry_torch)
+  _ferry_pc_program(torch ferry-torch pkgconfig/torch_main.cpp)
 endif()
 set_tests_properties(${_ferry_pc_tests} PROPERTIES
   FIXTURES_REQUIRED ferry_pkg_installed LABELS "package;pkgconfig" TIMEOUT 300)

@@ -12,7 +12,7 @@
 #     package the headers, the CMake package, the .pc files and the .so links, and no
 #     versioned library.
 # Variables: CPACK, DPKG_DEB, BUILD_DIR, OUT_DIR, VERSION, SOVERSION, LIBDIR, COMPONENTS (the
-# components built: image, video, http, shards, mpi).
+# components built: image, video, http, shards, mpi, torch).
 cmake_minimum_required(VERSION 3.25)
 
 foreach(v CPACK DPKG_DEB BUILD_DIR OUT_DIR VERSION SOVERSION LIBDIR)
@@ -98,6 +98,10 @@ endif()
 if("mpi" IN_LIST COMPONENTS)
   list(APPEND want_runtime "libopenmpi[0-9]+")
   list(APPEND want_dev "libopenmpi-dev")
+endif()
+if("torch" IN_LIST COMPONENTS)
+  list(APPEND want_runtime "libtorch[0-9.]+")
+  list(APPEND want_dev "libtorch-dev")
 endif()
 depends(runtime_depends "${runtime_deb}")
 depends(dev_depends "${dev_deb}")
