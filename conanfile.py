@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Conan 2 recipe for ferry: `conan create . --build=missing` builds the package and runs
 tests/package/conan/, the test package. The options mirror ferry's CMake options (FERRY_IMAGE,
-FERRY_VIDEO, FERRY_HTTP, FERRY_CUDA); tests/package/recipes/ reads the cache variables
+FERRY_VIDEO, FERRY_HTTP, FERRY_SHARDS, FERRY_CUDA, FERRY_TORCH); tests/package/recipes/ reads the cache variables
 generate() sets and builds ferry with exactly those, so every FERRY_* name here must exist."""
 
 import os
@@ -32,8 +32,10 @@ class FerryConan(ConanFile):
         "http": [True, False],
         "shards": [True, False],
         "cuda": [True, False],
+        "torch": [True, False],
     }
-    # CUDA is off by default: the CUDA Toolkit is no Conan package, it has to be on the machine.
+    # CUDA and torch are off by default: neither the CUDA Toolkit nor libtorch is a Conan package
+    # (ConanCenter has no libtorch recipe), so each has to be on the machine.
     default_options = {
         "shared": False,
         "fPIC": True,
@@ -42,6 +44,7 @@ class FerryConan(ConanFile):
         "http": True,
         "shards": True,
         "cuda": False,
+        "torch": False,
     }
     exports_sources = ("CMakeLists.txt", "LICENSE", "cmake/*", "include/*", "engine/*", "ops/*")
     test_package_folder = "tests/package/conan"
@@ -96,6 +99,10 @@ class FerryConan(ConanFile):
         tc.cache_variables["FERRY_HTTP"] = "ON" if self.options.http else "OFF"
         tc.cache_variables["FERRY_SHARDS"] = "ON" if self.options.shards else "OFF"
         tc.cache_variables["FERRY_CUDA"] = "ON" if self.options.cuda else "OFF"
+        # libtorch from the machine, not from Conan: its TorchConfig.cmake where CMake looks
+        # (Debian's libtorch-dev), or Torch_DIR=<libtorch>/share/cmake/Torch in the environment
+        # or a profile's [conf] tools.cmake.cmaketoolchain:extra_variables.
+        tc.cache_variables["FERRY_TORCH"] = "ON" if self.options.torch else "OFF"
         # ferry::mpi has no option yet: never built, whatever MPI the build machine has.
         tc.cache_variables["FERRY_MPI"] = "OFF"
         tc.cache_variables["FERRY_BUILD_TESTS"] = False
@@ -170,3 +177,12 @@ class FerryConan(ConanFile):
         cuda.set_property("cmake_target_name", "ferry::cuda")
         cuda.libs = ["ferry_cuda"]
         cuda.requires = ["core"]
+
+        # libtorch is no Conan package: the consumer finds it (find_package(Torch), Debian's
+        # libtorch-dev or Torch_DIR) and links `torch` beside ferry::torch, whose header
+        # includes libtorch's. A static libferry_torch.a also needs libferry_cuda.
+        if self.options.torch:
+            torch = self.cpp_info.components["torch"]
+            torch.set_property("cmake_target_name", "ferry::torch")
+            torch.libs = ["ferry_torch"]
+            torch.requires = ["core", "cuda"]

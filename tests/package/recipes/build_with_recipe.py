@@ -9,9 +9,11 @@ would do, without vcpkg or Conan (neither can be installed on ferry's test machi
 
 After `--` come read_recipe.py's arguments. The consumer is, for Conan, the test package
 (tests/package/conan/, also checking that every target package_info() names exists), for vcpkg
-a project made of the port's `usage` snippet and the test package's main.cpp. Fails when
-ferry's configure warns that a FERRY_* variable the recipe passes is not used (a misspelled or
-removed option, which CMake otherwise only warns about), when the installed libraries are not
+a project made of the port's `usage` snippet and the test package's main.cpp. Fails when the
+recipe leaves one of ferry's AUTO options (FERRY_HTTP, FERRY_TORCH, ...) unset or AUTO (the
+package would then hold whatever the build machine has), when ferry's configure warns that a
+FERRY_* variable the recipe passes is not used (a misspelled or removed option, which CMake
+otherwise only warns about), when the installed libraries are not
 the ones the options ask for, or when the consumer does not build or its pipeline is wrong."""
 
 import argparse
@@ -52,6 +54,19 @@ def unused_variables(configure_output):
     return match.group(1).split() if match else []
 
 
+def auto_options():
+    """ferry's AUTO|ON|OFF options, from CMakeLists.txt: set(FERRY_X AUTO CACHE STRING ...)."""
+    with open(os.path.join(SOURCE, "CMakeLists.txt"), encoding="utf-8") as f:
+        return re.findall(r"^set\((FERRY_\w+) AUTO CACHE STRING", f.read(), re.M)
+
+
+def undecided_options(recipe):
+    """The AUTO options the recipe does not pass as ON or OFF."""
+    values = dict(a[2:].split("=", 1) for a in recipe["cmake_args"])
+    return [o for o in auto_options()
+            if values.get(o, "AUTO").upper() not in ("ON", "OFF", "TRUE", "FALSE", "1", "0")]
+
+
 def installed_ferry_libs(prefix):
     libs = set()
     for libdir in ("lib", "lib64"):
@@ -69,7 +84,7 @@ def expected_libs(recipe):
     libs = {"ferry_core", "ferry", "ferry_cuda"}  # always built
     for option, lib in (("FERRY_IMAGE", "ferry_image"), ("FERRY_VIDEO", "ferry_video"),
                         ("FERRY_HTTP", "ferry_http"), ("FERRY_SHARDS", "ferry_shards"),
-                        ("FERRY_MPI", "ferry_mpi")):
+                        ("FERRY_MPI", "ferry_mpi"), ("FERRY_TORCH", "ferry_torch")):
         if values.get(option, "ON").upper() in ("ON", "TRUE", "1", "YES"):
             libs.add(lib)
     return libs
@@ -125,6 +140,12 @@ def main(argv):
         fail("the recipe could not be read (above)")
     recipe = json.loads(proc.stdout)
     print(f"{recipe['recipe']} recipe passes: {' '.join(recipe['cmake_args'])}", flush=True)
+    if not auto_options():
+        fail("found no `set(FERRY_<X> AUTO CACHE STRING` in CMakeLists.txt: the check is blind")
+    undecided = undecided_options(recipe)
+    if undecided:
+        fail(f"the {recipe['recipe']} recipe leaves {', '.join(undecided)} to ferry's AUTO "
+             "detection: pass each as ON or OFF (a feature or option, or OFF)")
 
     build, prefix = os.path.join(work, "build"), os.path.join(work, "prefix")
     tools = ["-G", args.generator]

@@ -7,6 +7,7 @@
 #   package.recipes.vcpkg                      the port's default features (image, video)
 #   package.recipes.conan                      conanfile.py with video=False, http=False
 #   package.recipes.catches_misspelled_option  a port passing FERRY_VIDOE must fail
+#   package.recipes.catches_auto_option        a port leaving FERRY_MPI to AUTO must fail
 #   package.recipes.conan_requires_cxx20       validate() must reject compiler.cppstd=17
 find_package(Python3 3.8 COMPONENTS Interpreter)
 if(NOT Python3_Interpreter_FOUND)
@@ -46,6 +47,15 @@ add_test(NAME package.recipes.catches_misspelled_option
           -- vcpkg "${_ferry_recipes_port}" --features image ${_ferry_recipes_shared})
 set_tests_properties(package.recipes.catches_misspelled_option PROPERTIES
   PASS_REGULAR_EXPRESSION "passes FERRY_VIDOE, which ferry's CMakeLists.txt does not use")
+# And a recipe must decide every AUTO option (FERRY_HTTP, FERRY_TORCH, ...): one it does not pass
+# (here FERRY_MPI, renamed away) would make the package hold whatever the build machine has.
+add_test(NAME package.recipes.catches_auto_option
+  COMMAND ${Python3_EXECUTABLE} "${_ferry_recipes_builder}" ${_ferry_recipes_build_args}
+          --work "${_ferry_recipes_work}/auto" --configure-only
+          "--replace=-DFERRY_MPI=-DFERRY_NOT_MPI"
+          -- vcpkg "${_ferry_recipes_port}" --features image ${_ferry_recipes_shared})
+set_tests_properties(package.recipes.catches_auto_option PROPERTIES
+  PASS_REGULAR_EXPRESSION "leaves FERRY_MPI to ferry's AUTO detection")
 add_test(NAME package.recipes.conan_requires_cxx20
   COMMAND ${Python3_EXECUTABLE} "${_ferry_recipes_dir}/read_recipe.py"
           conan "${_ferry_recipes_conanfile}" -s compiler.cppstd=17)
@@ -53,5 +63,6 @@ set_tests_properties(package.recipes.conan_requires_cxx20 PROPERTIES
   PASS_REGULAR_EXPRESSION "ConanInvalidConfiguration: .*lower than the required C\\+\\+ standard \\(20\\)")
 
 set_tests_properties(package.recipes.vcpkg package.recipes.conan
-  package.recipes.catches_misspelled_option package.recipes.conan_requires_cxx20 PROPERTIES
+  package.recipes.catches_misspelled_option package.recipes.catches_auto_option
+  package.recipes.conan_requires_cxx20 PROPERTIES
   LABELS "package;recipes" TIMEOUT 1500)

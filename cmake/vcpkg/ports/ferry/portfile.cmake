@@ -6,9 +6,9 @@
 # the OPTIONS below and builds ferry with exactly those, so keep both literal.
 cmake_path(SET SOURCE_PATH NORMALIZE "${CURRENT_PORT_DIR}/../../../..")
 
-# Each feature turns its FERRY_* option ON, its absence OFF: vcpkg never leaves HTTP, shards or
-# CUDA to ferry's AUTO detection, so a build depends only on the features asked for. ferry::mpi
-# has no feature yet: always off.
+# Each feature turns its FERRY_* option ON, its absence OFF: vcpkg never leaves HTTP, shards,
+# CUDA or libtorch to ferry's AUTO detection, so a build depends only on the features asked for.
+# ferry::mpi has no feature yet: always off.
 vcpkg_check_features(OUT_FEATURE_OPTIONS FEATURE_OPTIONS
     FEATURES
         image FERRY_IMAGE
@@ -16,6 +16,7 @@ vcpkg_check_features(OUT_FEATURE_OPTIONS FEATURE_OPTIONS
         http  FERRY_HTTP
         shards FERRY_SHARDS
         cuda  FERRY_CUDA
+        torch FERRY_TORCH
 )
 
 if("video" IN_LIST FEATURES)
