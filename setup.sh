@@ -172,7 +172,7 @@ test_mode() {
             -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
         step "build build-shared/ (libraries only)"
         cmake --build build-shared --parallel "$jobs" \
-            --target ferry ferry_core ferry_image ferry_video ferry_cuda ferry_http ferry_shards ferry_mpi
+            --target ferry ferry_core ferry_image ferry_video ferry_cuda ferry_http ferry_shards ferry_mpi ferry_torch
         step "ctest build-shared/ -L package"
         ctest --test-dir build-shared -L package \
             -E '^package\.(fetchcontent|subdirectory|find\.not_built|recipes\.vcpkg)$' \
