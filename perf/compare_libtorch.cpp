@@ -18,7 +18,9 @@
 ///
 /// OpenCV's own threads are off (`cv::setNumThreads(1)`, as ferry sets them) and libtorch's
 /// intra-op threads are 1 unless --train says otherwise, so that --threads is the loader's
-/// thread count.
+/// thread count. libtorch's intra-op threads are OpenMP's, set per thread: run with
+/// OMP_NUM_THREADS=1 (compare.py does) or each DataLoader worker's tensor ops start a team of
+/// their own.
 ///
 /// `--train` adds the end-to-end run: one small libtorch CNN (3 strided convolutions, global
 /// average pooling, a linear layer; SGD with momentum) takes a training step on every batch the

@@ -165,8 +165,12 @@ def main():
     torch_workers = [int(w) for w in (args.torch_workers or args.workers).split(",") if w]
 
     def cpp_torch(runner, t, extra=()):
-        return [torch_runner, "--runner", runner, "--data", args.data, "--threads", str(t),
-                *extra]
+        # OMP_NUM_THREADS=1: libtorch's intra-op threads are OpenMP's, and each DataLoader
+        # worker's own tensor ops (the sample's clone, Stack's copies) would otherwise start a
+        # team of one thread per core, so `workers` would not be the loader's thread count. The
+        # model's threads are set with torch::set_num_threads, which overrides it.
+        return ["env", "OMP_NUM_THREADS=1", torch_runner, "--runner", runner, "--data",
+                args.data, "--threads", str(t), *extra]
 
     configs = []  # (label, loader, threads/workers, command)
     for t in threads:
