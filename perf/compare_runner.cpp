@@ -42,7 +42,9 @@
 ///   bilinear|area|antialias] [--no-fast-start] [--checksum]
 ///
 /// The JPEG set is written by photo_set_gen (perf/photo_set_gen.cpp), so that this program links
-/// only what a ferry loader links.
+/// only what a ferry loader links. The libtorch runners (libtorch's DataLoader, ferry ending in
+/// to_torch) are compare_runner_torch (perf/compare_libtorch.cpp), for the same reason; both
+/// make the job's calls through perf/compare_job.hpp.
 
 #include <sys/resource.h>
 
