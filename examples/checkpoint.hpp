@@ -2,7 +2,7 @@
 /// \file
 /// The image trainer's checkpoint: where training stands (epoch, step, the epoch's running loss,
 /// the loader's `ferry::pipeline_state`) and the model, written atomically and read back with
-/// checks.
+/// checks; and the --record-items file the resume tests read (torch_trainer's too).
 #pragma once
 
 #include <cstddef>
@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ferry/ferry.hpp"
 #include "mlp.hpp"
@@ -120,5 +121,30 @@ inline train_position parse_checkpoint(const std::string& bytes, mlp& model) {
     }
     return pos;
 }
+
+/// --record-items: each trained item's dataset index, a line each, with a line `epoch E` where
+/// an epoch starts or resumes and `checkpoint` after each checkpoint is written. Flushed after
+/// every batch, so that the lines of the steps taken survive a crash.
+class item_record {
+  public:
+    explicit item_record(const std::string& path) {
+        if (path.empty()) return;
+        out_.open(path, std::ios::app);
+        if (!out_) throw ferry::io_error("cannot open --record-items file " + path, false);
+    }
+    void epoch(int e) { line("epoch " + std::to_string(e)); }
+    void items(const std::vector<std::uint64_t>& indices) {
+        if (!out_.is_open()) return;
+        for (const auto i : indices) out_ << i << '\n';
+        out_.flush();
+    }
+    void checkpoint() { line("checkpoint"); }
+
+  private:
+    void line(const std::string& text) {
+        if (out_.is_open()) out_ << text << '\n' << std::flush;
+    }
+    std::ofstream out_;
+};
 
 }  // namespace ferry_examples

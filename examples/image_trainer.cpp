@@ -75,31 +75,6 @@ struct resume_error : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-/// --record-items: each trained item's dataset index, a line each, with a line `epoch E` where
-/// an epoch starts or resumes and `checkpoint` after each checkpoint is written. Flushed after
-/// every batch, so that the lines of the steps taken survive a crash.
-class item_record {
-  public:
-    explicit item_record(const std::string& path) {
-        if (path.empty()) return;
-        out_.open(path, std::ios::app);
-        if (!out_) throw ferry::io_error("cannot open --record-items file " + path, false);
-    }
-    void epoch(int e) { line("epoch " + std::to_string(e)); }
-    void items(const std::vector<std::uint64_t>& indices) {
-        if (!out_.is_open()) return;
-        for (const auto i : indices) out_ << i << '\n';
-        out_.flush();
-    }
-    void checkpoint() { line("checkpoint"); }
-
-  private:
-    void line(const std::string& text) {
-        if (out_.is_open()) out_ << text << '\n' << std::flush;
-    }
-    std::ofstream out_;
-};
-
 /// Normalize on the host; the model's forward and backward passes in plain C++. With `resume`,
 /// the model is already restored and the loop goes on from that position.
 void train_on_cpu(const dataset& data, mlp& model, const trainer_options& o,

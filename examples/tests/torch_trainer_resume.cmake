@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: Apache-2.0
+# ctest check that torch_trainer resumes mid-epoch exactly (cmake -P this file):
+#   -DTRAINER=<torch_trainer> -DCACHE=<Fashion-MNIST cache> -DWORK=<scratch>
+# As examples/tests/trainer_resume.cmake does for image_trainer's MLP: 3000 images, 2 epochs of
+# 60 steps (batch 50), a checkpoint (torch::save of model and optimizer + ferry's pipeline state)
+# every 7 steps. An uninterrupted run, then the same run crashing twice (--stop-after-steps: exit
+# 3, no save) and resumed each time (--resume):
+#   run 1: steps 1-40, crashes in epoch 1 (last checkpoint at step 35)
+#   run 2: resumes at step 35, crosses into epoch 2, crashes after step 82 (checkpoint at 77)
+#   run 3: resumes at step 77, finishes
+# Each run records the dataset index of every item it trains on (--record-items); the steps
+# after a run's last checkpoint are trained again by the next run, so each record but the last
+# is cut at its last `checkpoint` line. Then in every epoch:
+#   - the runs' items, in order, are the uninterrupted run's (the same items, order, batches);
+#   - each of the 3000 items appears exactly once;
+# the resumed runs print the uninterrupted run's epoch losses and accuracies, and end with its
+# weights bit for bit (libtorch on the CPU with fixed threads and a seeded initialisation is
+# deterministic; so are ferry's ordered output and item_rng's augmentation). Bad checkpoints
+# exit 2 naming the file and the cause.
+cmake_minimum_required(VERSION 3.25)
+
+function(fail msg)
+  message(FATAL_ERROR "torch_trainer resume check: ${msg}")
+endfunction()
+
+set(items 3000)
+set(common --cache ${CACHE} --max-items ${items} --max-test-items 500 --epochs 2
+           --batch-size 50 --threads 1 --pad 2 --no-progress --rank 0 --world-size 1)
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+set(ckpt ${WORK}/trainer.pt)
+
+# Runs the trainer with `common` and ARGN; expects exit status `want`; output in `out`.
+function(run want)
+  execute_process(COMMAND ${TRAINER} ${common} ${ARGN}
+                  OUTPUT_VARIABLE o ERROR_VARIABLE e RESULT_VARIABLE rc TIMEOUT 60)
+  if(NOT rc EQUAL want)
+    fail("torch_trainer ${ARGN}: exit status ${rc}, expected ${want}:\n${o}${e}")
+  endif()
+  set(out "${o}${e}" PARENT_SCOPE)
+endfunction()
+
+# The lines of record `file`, cut after its last `checkpoint` line when `cut` is true.
+function(read_record file cut var)
+  file(STRINGS ${file} lines)
+  if(cut)
+    set(rev ${lines})
+    list(REVERSE rev)
+    list(FIND rev "checkpoint" from_end)
+    if(from_end EQUAL -1)
+      fail("${file} has no checkpoint line")
+    endif()
+    list(LENGTH lines n)
+    math(EXPR keep "${n} - ${from_end}")
+    list(SUBLIST lines 0 ${keep} lines)
+  endif()
+  set(${var} "${lines}" PARENT_SCOPE)
+endfunction()
+
+# Splits record lines into the item lists `<prefix>_1` and `<prefix>_2`, one per epoch.
+function(split_epochs lines prefix)
+  set(cur "")
+  set(e_1 "")
+  set(e_2 "")
+  foreach(l IN LISTS lines)
+    if(l MATCHES "^epoch ([0-9]+)$")
+      set(cur ${CMAKE_MATCH_1})
+    elseif(l MATCHES "^[0-9]+$")
+      if(cur STREQUAL "")
+        fail("an item before any epoch line")
+      endif()
+      list(APPEND e_${cur} ${l})
+    elseif(NOT l STREQUAL "checkpoint")
+      fail("unexpected record line '${l}'")
+    endif()
+  endforeach()
+  set(${prefix}_1 "${e_1}" PARENT_SCOPE)
+  set(${prefix}_2 "${e_2}" PARENT_SCOPE)
+endfunction()
+
+# The "epoch E/2  loss L  test accuracy A" line of `text` (without the rate, which varies).
+function(epoch_line text e var)
+  string(REGEX MATCH "epoch ${e}/2  loss [0-9.]+  test accuracy [0-9.]+" line "${text}")
+  if(line STREQUAL "")
+    fail("no epoch ${e} line in:\n${text}")
+  endif()
+  set(${var} "${line}" PARENT_SCOPE)
+endfunction()
+
+# The uninterrupted run.
+run(0 --record-items ${WORK}/whole.txt)
+set(whole_out "${out}")
+epoch_line("${whole_out}" 1 whole_line_1)
+epoch_line("${whole_out}" 2 whole_line_2)
+string(REGEX MATCH "final test accuracy [0-9.]+" whole_final "${whole_out}")
+string(REGEX MATCH "weights: [0-9a-f]+" whole_weights "${whole_out}")
+
+# Crash, resume and crash, resume to the end.
+run(3 --checkpoint ${ckpt} --checkpoint-every 7 --record-items ${WORK}/run1.txt
+    --stop-after-steps 40)
+run(3 --checkpoint ${ckpt} --checkpoint-every 7 --record-items ${WORK}/run2.txt --resume
+    --stop-after-steps 82)
+if(NOT out MATCHES "resuming from [^\n]*trainer\\.pt: epoch 1/2, step 35, item 1750 of the epoch")
+  fail("run 2 did not resume at step 35:\n${out}")
+endif()
+epoch_line("${out}" 1 line_1)
+run(0 --checkpoint ${ckpt} --checkpoint-every 7 --record-items ${WORK}/run3.txt --resume)
+if(NOT out MATCHES "resuming from [^\n]*trainer\\.pt: epoch 2/2, step 77, item 850 of the epoch")
+  fail("run 3 did not resume at step 77:\n${out}")
+endif()
+epoch_line("${out}" 2 line_2)
+string(REGEX MATCH "final test accuracy [0-9.]+" final "${out}")
+string(REGEX MATCH "weights: [0-9a-f]+" weights "${out}")
+if(EXISTS ${ckpt}.tmp)
+  fail("${ckpt}.tmp was left behind")
+endif()
+
+foreach(e 1 2)
+  if(NOT line_${e} STREQUAL whole_line_${e})
+    fail("resumed '${line_${e}}', uninterrupted '${whole_line_${e}}'")
+  endif()
+endforeach()
+if(final STREQUAL "" OR NOT final STREQUAL whole_final)
+  fail("resumed '${final}', uninterrupted '${whole_final}'")
+endif()
+if(weights STREQUAL "" OR NOT weights STREQUAL whole_weights)
+  fail("resumed run ends with '${weights}', the uninterrupted one with '${whole_weights}'")
+endif()
+
+read_record(${WORK}/whole.txt FALSE whole_lines)
+split_epochs("${whole_lines}" whole)
+read_record(${WORK}/run1.txt TRUE r1)
+read_record(${WORK}/run2.txt TRUE r2)
+read_record(${WORK}/run3.txt FALSE r3)
+split_epochs("${r1};${r2};${r3}" resumed)
+math(EXPR last "${items} - 1")
+set(every_item "")
+foreach(i RANGE ${last})
+  list(APPEND every_item ${i})
+endforeach()
+foreach(e 1 2)
+  list(LENGTH resumed_${e} n)
+  if(NOT n EQUAL items)
+    fail("epoch ${e}: ${n} items trained across the runs, expected ${items}")
+  endif()
+  set(sorted ${resumed_${e}})
+  list(SORT sorted COMPARE NATURAL)
+  if(NOT sorted STREQUAL every_item)
+    fail("epoch ${e}: the items trained across the runs are not each of the ${items} once")
+  endif()
+  if(NOT resumed_${e} STREQUAL whole_${e})
+    fail("epoch ${e}: the resumed runs' item order differs from the uninterrupted run's")
+  endif()
+endforeach()
+message(STATUS "resume ok: ${whole_line_1}; ${whole_line_2}; ${whole_final}; ${whole_weights}; every item once "
+               "per epoch, in the uninterrupted order")
+
+# Bad checkpoints: exit 2, the file named, the cause said. Each on a copy: --resume also writes.
+run(2 --checkpoint ${WORK}/no-such.pt --resume)
+if(NOT out MATCHES "cannot resume: cannot open [^\n]*no-such\\.pt")
+  fail("missing checkpoint: ${out}")
+endif()
+file(WRITE ${WORK}/text.pt "not a checkpoint\n")
+run(2 --checkpoint ${WORK}/text.pt --resume)
+if(NOT out MATCHES "cannot resume from [^\n]*text\\.pt: not a readable checkpoint")
+  fail("not a checkpoint: ${out}")
+endif()
+execute_process(COMMAND head -c 20000 ${ckpt} OUTPUT_FILE ${WORK}/cut.pt)
+run(2 --checkpoint ${WORK}/cut.pt --resume)
+if(NOT out MATCHES "cannot resume from [^\n]*cut\\.pt: not a readable checkpoint")
+  fail("cut checkpoint: ${out}")
+endif()
+file(COPY_FILE ${ckpt} ${WORK}/copy.pt)
+run(2 --checkpoint ${WORK}/copy.pt --resume --width 8)
+if(NOT out MATCHES "cannot resume from [^\n]*copy\\.pt: the saved model is CNN width 16, 28x28, 10 classes, this run's is CNN width 8, 28x28, 10 classes")
+  fail("another model: ${out}")
+endif()
+run(2 --checkpoint ${WORK}/copy.pt --resume --seed 5)
+if(NOT out MATCHES "cannot resume from [^\n]*copy\\.pt: resume_from: the state was saved with seed 1")
+  fail("another seed: ${out}")
+endif()
+message(STATUS "bad checkpoints ok")
