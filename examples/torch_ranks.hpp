@@ -5,17 +5,28 @@
 /// every step (what PyTorch's DistributedDataParallel does, without its bucketing and overlap).
 #pragma once
 
+// Set by CMake: 1 where Gloo's headers, which c10d's ProcessGroupGloo.hpp includes, are found
+// (Debian ships them apart from libtorch-dev, in libgloo-dev).
+#ifndef FERRY_TORCH_GLOO
+#define FERRY_TORCH_GLOO 0
+#endif
+
 #include <torch/torch.h>
+#if FERRY_TORCH_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace ferry_examples {
+
+#if FERRY_TORCH_GLOO
 
 /// The ranks of one training job, joined through a `TCPStore` that rank 0 serves at
 /// `MASTER_ADDR:MASTER_PORT` (torchrun's variables; default 127.0.0.1:29500).
@@ -96,5 +107,25 @@ class rank_group {
     c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
     std::string endpoint_;
 };
+
+#else
+
+/// Without Gloo's headers: one rank only; more throw, saying what is missing.
+class rank_group {
+  public:
+    rank_group(std::size_t /*rank*/, std::size_t /*world_size*/, std::chrono::seconds /*timeout*/) {
+        throw std::runtime_error(
+            "this torch_trainer was built without Gloo's headers (Debian: libgloo-dev), so it "
+            "trains on one rank only");
+    }
+    [[nodiscard]] const std::string& endpoint() const { return endpoint_; }
+    void broadcast_state(torch::nn::Module& /*model*/) {}
+    void average(torch::nn::Module& /*model*/) {}
+
+  private:
+    std::string endpoint_;
+};
+
+#endif
 
 }  // namespace ferry_examples

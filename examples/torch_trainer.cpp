@@ -456,6 +456,10 @@ int main(int argc, char** argv) {
             std::cerr << "torch_trainer: rank " << o.rank
                       << " cannot join the others: " << e.what_without_backtrace() << '\n';
             return 1;
+        } catch (const std::exception& e) {
+            std::cerr << "torch_trainer: rank " << o.rank << " cannot join the others: " << e.what()
+                      << '\n';
+            return 1;
         }
         std::cout << "rank " << o.rank << "/" << o.world_size << ": joined the Gloo group at "
                   << ranks->endpoint() << "; gradients averaged every step" << std::endl;
