@@ -3,9 +3,9 @@
 # ferry's one entry point on a fresh Debian 12 machine, run as root from the repository root:
 #
 #   bash setup.sh deps   install what building and testing needs (apt-get; skipped when present)
-#   bash setup.sh run    deps + Release build in build/ + run examples/image_trainer, ferry's
-#                        main job: a network trained on Fashion-MNIST image files fed by ferry
-#                        (extra arguments go to the trainer: bash setup.sh run --epochs 2)
+#   bash setup.sh run    deps + Release build in build/ + run examples/torch_trainer, ferry's
+#                        main job: a libtorch CNN trained on Fashion-MNIST image files fed by
+#                        ferry (extra arguments go to the trainer: bash setup.sh run --epochs 2)
 #   bash setup.sh test   deps + Release build in build/ and every ctest test there (engine,
 #                        examples, the package tests), ferry's shared libraries (build-shared/)
 #                        and the package tests against them, the engine, ops, cuda, http and
@@ -46,6 +46,7 @@ readonly packages=(
     libcurl4-openssl-dev libexpat1-dev libssl-dev
     libarchive-dev zstd python3-boto3
     libopenmpi-dev openmpi-bin
+    libtorch-dev libgloo-dev
     clang libclang-rt-14-dev
 )
 
@@ -138,9 +139,9 @@ sanitizer_build() {
 # --- modes -----------------------------------------------------------------------------------
 run_mode() {
     deps
-    release_build --target image_trainer
-    step "run build/examples/image_trainer${*:+ $*}"
-    "$root/build/examples/image_trainer" "$@"
+    release_build --target torch_trainer
+    step "run build/examples/torch_trainer${*:+ $*}"
+    "$root/build/examples/torch_trainer" "$@"
     printf '\nsetup.sh run: done in %s\n' "$(elapsed)"
 }
 
