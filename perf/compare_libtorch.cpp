@@ -15,6 +15,9 @@
 ///                   fast IDCT, read on --read I/O threads, decode with concurrency = threads,
 ///                   collate) ending in `.map(ferry::to_torch)`, so the handoff's cost is in the
 ///                   number.
+///  * `ferry-collate` the same pipeline ending at collate, in this same process (libtorch
+///                   loaded): the row `ferry-torch` is measured against, so that the two differ
+///                   by the handoff alone (not with --train).
 ///
 /// OpenCV's own threads are off (`cv::setNumThreads(1)`, as ferry sets them) and libtorch's
 /// intra-op threads are 1 unless --train says otherwise, so that --threads is the loader's
@@ -28,7 +31,8 @@
 /// line then has steps, steps_per_s, wait_s (time the training loop spent waiting for the next
 /// batch) and wait_fraction (wait_s over the run's wall time) and the last loss.
 ///
-///   compare_runner_torch --runner libtorch|ferry-torch --data DIR [--threads 2] [--read 2]
+///   compare_runner_torch --runner libtorch|ferry-torch|ferry-collate --data DIR [--threads 2]
+///   [--read 2]
 ///                        [--train] [--model-threads 1]
 ///
 /// Prints one JSON object: runner, threads, images, seconds, first_batch_s, cpu_s, max_rss_kb as
@@ -181,15 +185,17 @@ void flush_shape(result& r) {
     if (r.last_count > 1) r.shapes += " x" + std::to_string(r.last_count);
 }
 
-void note_batch(result& r, const torch::Tensor& t, steady::time_point t0) {
+/// Counts a batch: its images, its shape (runs of equal shapes) and its element type.
+void note_batch(result& r, const std::vector<std::int64_t>& sizes, const std::string& dtype,
+                steady::time_point t0) {
     if (r.first_batch_s < 0) {
         r.first_batch_s = std::chrono::duration<double>(steady::now() - t0).count();
     }
-    r.images += t.size(0);
+    r.images += sizes.empty() ? 0 : sizes[0];
     ++r.batches;
     std::string shape;
-    for (std::int64_t d : t.sizes()) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-    r.dtype = std::string(c10::toString(t.scalar_type()));
+    for (std::int64_t d : sizes) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    r.dtype = dtype;
     if (shape == r.last_shape) {
         ++r.last_count;
     } else {
@@ -197,6 +203,15 @@ void note_batch(result& r, const torch::Tensor& t, steady::time_point t0) {
         r.last_shape = shape;
         r.last_count = 1;
     }
+}
+
+void note_batch(result& r, const torch::Tensor& t, steady::time_point t0) {
+    note_batch(r, t.sizes().vec(), std::string(c10::toString(t.scalar_type())), t0);
+}
+
+/// A ferry batch, named by torch's type name for the same dtype (the rows compare alike).
+void note_batch(result& r, const ferry::tensor& t, steady::time_point t0) {
+    note_batch(r, t.shape(), std::string(c10::toString(ferry::torch_dtype(t.dtype()))), t0);
 }
 
 /// One training step on a batch of uint8 NHWC images; returns the loss.
@@ -249,7 +264,10 @@ result run_libtorch(const std::vector<fs::path>& paths, const options& o) {
     return r;
 }
 
-result run_ferry_torch(const std::vector<fs::path>& paths, const options& o) {
+/// ferry's best pipeline; `handoff`: ending in `.map(ferry::to_torch)` (the `ferry-torch` row),
+/// else at collate (`ferry-collate`: the same work without the handoff, in this same process,
+/// libtorch loaded, so that the two rows differ by the handoff alone).
+result run_ferry(const std::vector<fs::path>& paths, const options& o, bool handoff) {
     result r;
     std::optional<trainer> model;
     if (o.train) model.emplace();
@@ -261,13 +279,18 @@ result run_ferry_torch(const std::vector<fs::path>& paths, const options& o) {
         return ferry_perf::transform(in.second, in.first, ferry::interpolation::bilinear,
                                      ferry_perf::decode_mode::roi_fast);
     };
-    auto p = ferry::from(order)
-                 .map(read, {.concurrency = o.read, .name = "read", .executor = ferry::io})
-                 .map(decode, {.concurrency = o.threads, .name = "decode"})
-                 .batch(batch_size)
-                 .map(ferry::ops::collate, {.name = "collate"})
-                 .map(ferry::to_torch, {.name = "to_torch"})
-                 .build({.threads = o.threads});
+    auto collated = ferry::from(order)
+                        .map(read, {.concurrency = o.read, .name = "read", .executor = ferry::io})
+                        .map(decode, {.concurrency = o.threads, .name = "decode"})
+                        .batch(batch_size)
+                        .map(ferry::ops::collate, {.name = "collate"});
+    if (!handoff) {
+        auto p = collated.build({.threads = o.threads});
+        drain(p, r, [&](ferry::tensor& batch) { note_batch(r, batch, t0); });
+        r.seconds = std::chrono::duration<double>(steady::now() - t0).count();
+        return r;
+    }
+    auto p = collated.map(ferry::to_torch, {.name = "to_torch"}).build({.threads = o.threads});
     // The same made-up classes as the libtorch dataset's (index % 10), in order.
     std::int64_t next_index = 0;
     drain(p, r, [&](torch::Tensor& batch) {
@@ -284,8 +307,9 @@ result run_ferry_torch(const std::vector<fs::path>& paths, const options& o) {
 }
 
 [[noreturn]] void usage(int code) {
-    std::cerr << "usage: compare_runner_torch --runner libtorch|ferry-torch --data DIR "
-                 "[--threads N] [--read N] [--train] [--model-threads N]\n";
+    std::cerr
+        << "usage: compare_runner_torch --runner libtorch|ferry-torch|ferry-collate --data DIR "
+           "[--threads N] [--read N] [--train] [--model-threads N]\n";
     std::exit(code);
 }
 
@@ -322,7 +346,7 @@ int main(int argc, char** argv) {
     options o = parse(argc, argv);
     if (o.runner.empty() || o.data.empty()) usage(2);
     // ferry needs a thread to run on; the DataLoader's 0 workers means the calling thread.
-    if (o.runner == "ferry-torch") o.threads = std::max(1, o.threads);
+    if (o.runner != "libtorch") o.threads = std::max(1, o.threads);
     std::vector<fs::path> paths;
     for (const auto& e : fs::directory_iterator(o.data)) {
         if (e.path().extension() == ".jpg") paths.push_back(e.path());
@@ -340,7 +364,9 @@ int main(int argc, char** argv) {
     if (o.runner == "libtorch") {
         r = run_libtorch(paths, o);
     } else if (o.runner == "ferry-torch") {
-        r = run_ferry_torch(paths, o);
+        r = run_ferry(paths, o, true);
+    } else if (o.runner == "ferry-collate" && !o.train) {
+        r = run_ferry(paths, o, false);
     } else {
         usage(2);
     }

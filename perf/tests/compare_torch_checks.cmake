@@ -38,10 +38,15 @@ if(NOT rc EQUAL 0)
   fail("photo_set_gen: exit status ${rc}")
 endif()
 
-foreach(case "libtorch;0" "libtorch;1" "libtorch;2" "ferry-torch;1" "ferry-torch;2")
+foreach(case "libtorch;0" "libtorch;1" "libtorch;2" "ferry-torch;1" "ferry-torch;2"
+             "ferry-collate;2")
   list(GET case 0 runner)
   list(GET case 1 threads)
-  foreach(mode loader train)
+  set(modes loader train)
+  if(runner STREQUAL "ferry-collate")
+    set(modes loader)  # the handoff's baseline: no model
+  endif()
+  foreach(mode IN LISTS modes)
     set(label "${runner}, ${threads} threads, ${mode}")
     if(mode STREQUAL "train")
       run_runner(${runner} ${threads} --train --model-threads 1)
@@ -62,4 +67,4 @@ foreach(case "libtorch;0" "libtorch;1" "libtorch;2" "ferry-torch;1" "ferry-torch
     expect("${label}" dtype "Byte")
   endforeach()
 endforeach()
-message(STATUS "libtorch and ferry-torch: 70 images each in 32, 32 and 6 of 224x224x3 uint8")
+message(STATUS "libtorch, ferry-torch and ferry-collate: 70 images each in 32, 32 and 6 of 224x224x3 uint8")
