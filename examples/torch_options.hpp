@@ -103,20 +103,9 @@ inline std::optional<int> parse_torch_command_line(int argc, char** argv, torch_
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     }
-    if (rank->count() == 0 || world_size->count() == 0) {
-        try {
-            const auto w = ferry::world::from_environment();
-            if (rank->count() == 0) o.rank = w.rank;
-            if (world_size->count() == 0) o.world_size = w.size;
-        } catch (const ferry::error& e) {
-            std::cerr << "torch_trainer: " << e.what() << "; or pass --rank and --world-size\n";
-            return 2;
-        }
-    }
-    if (o.world_size == 0 || o.rank >= o.world_size) {
-        std::cerr << "torch_trainer: --rank " << o.rank << " must be below --world-size "
-                  << o.world_size << '\n';
-        return 2;
+    if (const auto status =
+            resolve_ranks("torch_trainer", o, rank->count() > 0, world_size->count() > 0)) {
+        return status;
     }
     if (o.resume && o.checkpoint_path.empty()) {
         std::cerr << "torch_trainer: --resume needs --checkpoint FILE\n";

@@ -278,32 +278,8 @@ int main(int argc, char** argv) {
         }
     }
 
-    const fs::path root = !o.data_dir.empty()
-                              ? fs::path(o.data_dir)
-                              : fashion_mnist(ferry_examples::cache_dir(o.cache_dir));
-    dataset data = load_dataset(root);
-    // --max-items: a random subset of all classes, the same on every rank (seeded by --seed).
-    std::mt19937_64 pick(o.seed);
-    auto subset = [&](std::vector<item>& v, std::size_t n) {
-        if (n == 0 || n >= v.size()) return;
-        std::shuffle(v.begin(), v.end(), pick);
-        v.resize(n);
-    };
-    subset(data.train, o.max_items);
-    subset(data.test, o.max_test_items);
-    if (data.train.empty() || data.test.empty() || data.classes.size() < 2) {
-        std::cerr << "need at least two classes and some train and test images under "
-                  << root.string() << '\n';
-        return 2;
-    }
+    dataset data = load_training_data(o);
     const int classes = static_cast<int>(data.classes.size());
-    std::cout << "data: " << root.string() << ": " << data.train.size() << " train / "
-              << data.test.size() << " test images, " << classes << " classes";
-    if (o.world_size > 1) {
-        std::cout << "; rank " << o.rank << "/" << o.world_size << " trains on "
-                  << training_items(data, o) << " training images per epoch";
-    }
-    std::cout << std::endl;
 
     // Fixed thread counts and a seeded initialisation: libtorch on the CPU is then
     // bit-reproducible, which the resume and rank checks rely on.

@@ -74,6 +74,34 @@ struct trainer_options {
     }
 };
 
+/// The ranks the command line did not give (`rank_given`, `world_given`) from the launcher's
+/// variables (torchrun, mpirun, srun: `ferry::world::from_environment()`), then checked: a world
+/// of at least 1 with the rank below it. Otherwise says why on stderr as `program` and returns
+/// the exit status 2.
+inline std::optional<int> resolve_ranks(const char* program, trainer_options& o, bool rank_given,
+                                        bool world_given) {
+    if (!rank_given || !world_given) {
+        try {
+            const auto w = ferry::world::from_environment();
+            if (!rank_given) o.rank = w.rank;
+            if (!world_given) o.world_size = w.size;
+        } catch (const ferry::error& e) {
+            std::cerr << program << ": " << e.what() << "; or pass --rank and --world-size\n";
+            return 2;
+        }
+    }
+    if (o.world_size == 0) {
+        std::cerr << program << ": --world-size must be at least 1\n";
+        return 2;
+    }
+    if (o.rank >= o.world_size) {
+        std::cerr << program << ": --rank " << o.rank << " is not below --world-size "
+                  << o.world_size << '\n';
+        return 2;
+    }
+    return std::nullopt;
+}
+
 /// Fills `o` from the command line. Returns the exit status when the program should stop now
 /// (`--help`, a bad option or a bad rank; the message printed), else nothing.
 inline std::optional<int> parse_command_line(int argc, char** argv, trainer_options& o) {
@@ -156,25 +184,9 @@ inline std::optional<int> parse_command_line(int argc, char** argv, trainer_opti
         return app.exit(e);
     }
 
-    // What the command line does not say comes from the launcher (torchrun, mpirun, srun).
-    if (rank->count() == 0 || world_size->count() == 0) {
-        try {
-            const auto w = ferry::world::from_environment();
-            if (rank->count() == 0) o.rank = w.rank;
-            if (world_size->count() == 0) o.world_size = w.size;
-        } catch (const ferry::error& e) {
-            std::cerr << "image_trainer: " << e.what() << "; or pass --rank and --world-size\n";
-            return 2;
-        }
-    }
-    if (o.world_size == 0) {
-        std::cerr << "image_trainer: --world-size must be at least 1\n";
-        return 2;
-    }
-    if (o.rank >= o.world_size) {
-        std::cerr << "image_trainer: --rank " << o.rank << " is not below --world-size "
-                  << o.world_size << '\n';
-        return 2;
+    if (const auto status =
+            resolve_ranks("image_trainer", o, rank->count() > 0, world_size->count() > 0)) {
+        return status;
     }
 
     if (o.threads > 0) o.popts.threads = o.threads;

@@ -5,15 +5,18 @@
 /// test pipeline, and the lines printed after every epoch and at the end.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cache_dir.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
 #include "image_folder.hpp"
@@ -108,6 +111,39 @@ inline auto read_training_files(const std::vector<item>& items, const trainer_op
 /// This rank's training images per epoch: ceil(n / world_size).
 inline std::size_t training_items(const dataset& data, const trainer_options& o) {
     return static_cast<std::size_t>(ferry::sampler(data.train.size(), train_sampling(o)).size());
+}
+
+/// The trainers' data: `--data`, else Fashion-MNIST unpacked under `--cache`, cut to
+/// `--max-items` / `--max-test-items` random subsets of all classes (not the first classes in
+/// folder order), the same on every rank (seeded by --seed alone, so that the ranks split the
+/// same images); prints its "data: ..." line. Exits 2 naming the folder when it has fewer than
+/// two classes or no train or test images.
+inline dataset load_training_data(const trainer_options& o) {
+    const fs::path root = !o.data_dir.empty()
+                              ? fs::path(o.data_dir)
+                              : fashion_mnist(ferry_examples::cache_dir(o.cache_dir));
+    dataset data = load_dataset(root);
+    std::mt19937_64 pick(o.seed);
+    auto subset = [&](std::vector<item>& v, std::size_t n) {
+        if (n == 0 || n >= v.size()) return;
+        std::shuffle(v.begin(), v.end(), pick);
+        v.resize(n);
+    };
+    subset(data.train, o.max_items);
+    subset(data.test, o.max_test_items);
+    if (data.train.empty() || data.test.empty() || data.classes.size() < 2) {
+        std::cerr << "need at least two classes and some train and test images under "
+                  << root.string() << '\n';
+        std::exit(2);
+    }
+    std::cout << "data: " << root.string() << ": " << data.train.size() << " train / "
+              << data.test.size() << " test images, " << data.classes.size() << " classes";
+    if (o.world_size > 1) {
+        std::cout << "; rank " << o.rank << "/" << o.world_size << " trains on "
+                  << training_items(data, o) << " training images per epoch";
+    }
+    std::cout << std::endl;
+    return data;
 }
 
 /// SGD steps in the whole run, over which the learning rate schedule runs (a batch of skipped

@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: Apache-2.0
+# What the trainers' resume checks (trainer_resume.cmake, torch_trainer_resume.cmake) read from a
+# run: its --record-items file, split by epoch and checked against an uninterrupted run's, and its
+# epoch lines. include() it after defining fail(msg).
+
+# The lines of record `file`, cut after its last `checkpoint` line when `cut` is true.
+function(read_record file cut var)
+  file(STRINGS ${file} lines)
+  if(cut)
+    set(rev ${lines})
+    list(REVERSE rev)
+    list(FIND rev "checkpoint" from_end)
+    if(from_end EQUAL -1)
+      fail("${file} has no checkpoint line")
+    endif()
+    list(LENGTH lines n)
+    math(EXPR keep "${n} - ${from_end}")
+    list(SUBLIST lines 0 ${keep} lines)
+  endif()
+  set(${var} "${lines}" PARENT_SCOPE)
+endfunction()
+
+# Splits record lines into the item lists `<prefix>_1` and `<prefix>_2`, one per epoch (an
+# `epoch E` line starts or resumes epoch E).
+function(split_epochs lines prefix)
+  set(cur "")
+  set(e_1 "")
+  set(e_2 "")
+  foreach(l IN LISTS lines)
+    if(l MATCHES "^epoch ([0-9]+)$")
+      set(cur ${CMAKE_MATCH_1})
+    elseif(l MATCHES "^[0-9]+$")
+      if(cur STREQUAL "")
+        fail("an item before any epoch line")
+      endif()
+      list(APPEND e_${cur} ${l})
+    elseif(NOT l STREQUAL "checkpoint")
+      fail("unexpected record line '${l}'")
+    endif()
+  endforeach()
+  set(${prefix}_1 "${e_1}" PARENT_SCOPE)
+  set(${prefix}_2 "${e_2}" PARENT_SCOPE)
+endfunction()
+
+# The "epoch E/2  loss L  test accuracy A" line of `text` (without the rate, which varies).
+function(epoch_line text e var)
+  string(REGEX MATCH "epoch ${e}/2  loss [0-9.]+  test accuracy [0-9.]+" line "${text}")
+  if(line STREQUAL "")
+    fail("no epoch ${e} line in:\n${text}")
+  endif()
+  set(${var} "${line}" PARENT_SCOPE)
+endfunction()
+
+# The items trained in each of the 2 epochs across the crashed and resumed runs (records
+# `run1`..`run3` under `dir`, each but the last cut at its last checkpoint) against the
+# uninterrupted run's (`whole`): in every epoch each of the `items` once, in the same order.
+function(check_resumed_items dir items)
+  read_record(${dir}/whole.txt FALSE whole_lines)
+  split_epochs("${whole_lines}" whole)
+  read_record(${dir}/run1.txt TRUE r1)
+  read_record(${dir}/run2.txt TRUE r2)
+  read_record(${dir}/run3.txt FALSE r3)
+  split_epochs("${r1};${r2};${r3}" resumed)
+  math(EXPR last "${items} - 1")
+  set(every_item "")
+  foreach(i RANGE ${last})
+    list(APPEND every_item ${i})
+  endforeach()
+  foreach(e 1 2)
+    list(LENGTH resumed_${e} n)
+    if(NOT n EQUAL items)
+      fail("epoch ${e}: ${n} items trained across the runs, expected ${items}")
+    endif()
+    set(sorted ${resumed_${e}})
+    list(SORT sorted COMPARE NATURAL)
+    if(NOT sorted STREQUAL every_item)
+      fail("epoch ${e}: the items trained across the runs are not each of the ${items} once")
+    endif()
+    if(NOT resumed_${e} STREQUAL whole_${e})
+      fail("epoch ${e}: the resumed runs' item order differs from the uninterrupted run's")
+    endif()
+  endforeach()
+endfunction()
