@@ -30,7 +30,7 @@ export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_PERF=ON >/dev/null
 targets=(compare_runner photo_set_gen)
 # compare_runner_torch exists where CMake found libtorch (setup.sh deps installs libtorch-dev).
-[[ -d build/perf/CMakeFiles/compare_runner_torch.dir ]] && targets+=(compare_runner_torch)
+[[ -d build/perf/compare/CMakeFiles/compare_runner_torch.dir ]] && targets+=(compare_runner_torch)
 cmake --build build --parallel "$(nproc)" --target "${targets[@]}"
 exec /usr/bin/python3 perf/compare/compare.py --runner build/perf/compare_runner \
     --data "${TMPDIR:-/tmp}/ferry-compare-jpegs" "$@"

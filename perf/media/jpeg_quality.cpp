@@ -2,8 +2,8 @@
 /// \file
 /// jpeg_quality: what each JPEG speed option of `decode_image` and `decode_random_resized_crop`
 /// costs in pixels and buys in time, on the ImageNet-like set (500x375, q90, 4:2:0; see
-/// photo_set.hpp) and, with `--photos DIR`, on real photos (every .jpg/.jpeg under DIR, e.g.
-/// Debian's plasma-workspace-wallpapers in /usr/share/wallpapers).
+/// perf/common/photo_set.hpp) and, with `--photos DIR`, on real photos (every .jpg/.jpeg under DIR,
+/// e.g. Debian's plasma-workspace-wallpapers in /usr/share/wallpapers).
 ///
 /// Two jobs, each against its accurate reference computed in the same run:
 ///  * RandomResizedCrop(224) with a seeded box per image: the reference is the whole image
@@ -35,9 +35,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/photo_set.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
-#include "photo_set.hpp"
 
 namespace {
 

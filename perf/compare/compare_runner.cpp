@@ -41,10 +41,10 @@
 ///   compare_runner --runner ferry --data DIR [--threads 2] [--read 2] [--interp
 ///   bilinear|area|antialias] [--no-fast-start] [--checksum]
 ///
-/// The JPEG set is written by photo_set_gen (perf/photo_set_gen.cpp), so that this program links
-/// only what a ferry loader links. The libtorch runners (libtorch's DataLoader, ferry ending in
-/// to_torch) are compare_runner_torch (perf/compare_libtorch.cpp), for the same reason; both
-/// make the job's calls through perf/compare_job.hpp.
+/// The JPEG set is written by photo_set_gen (perf/compare/photo_set_gen.cpp), so that this program
+/// links only what a ferry loader links. The libtorch runners (libtorch's DataLoader, ferry ending
+/// in to_torch) are compare_runner_torch (perf/compare/compare_libtorch.cpp), for the same reason;
+/// both make the job's calls through perf/compare/compare_job.hpp.
 
 #include <sys/resource.h>
 
@@ -60,10 +60,10 @@
 #include <thread>
 #include <vector>
 
+#include "common/tbb_baseline.hpp"
 #include "compare_job.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
-#include "tbb_baseline.hpp"
 
 namespace fs = std::filesystem;
 using steady = std::chrono::steady_clock;

@@ -40,10 +40,10 @@
 #include <string>
 #include <thread>
 
+#include "common/photo_set.hpp"
 #include "ferry/cuda.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
-#include "photo_set.hpp"
 
 namespace {
 

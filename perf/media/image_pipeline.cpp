@@ -49,10 +49,10 @@
 #include <string>
 #include <vector>
 
+#include "common/photo_set.hpp"
+#include "common/tbb_baseline.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
-#include "photo_set.hpp"
-#include "tbb_baseline.hpp"
 
 namespace {
 

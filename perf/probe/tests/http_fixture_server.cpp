@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../tests/support/http_server.hpp"
+#include "support/http_server.hpp"
 
 extern char** environ;
 

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "../tests/support/tied_child.hpp"
+#include "support/tied_child.hpp"
 
 namespace ferry_perf {
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// jpeg_decode: microseconds per image for `decode_image` on the ImageNet-like JPEG set
-/// (500x375, quality 90, 4:2:0, photo-like content; see photo_set.hpp), sequentially on the
-/// calling thread, four ways:
+/// (500x375, quality 90, 4:2:0, photo-like content; see perf/common/photo_set.hpp), sequentially on
+/// the calling thread, four ways:
 ///
 ///  * `whole`      `decode_image(bytes)`: full size, RGB;
 ///  * `1/2 scale`  `decode_image(bytes, {.reduce_to = {250, 188}})`: libjpeg-turbo's 1/2 DCT
@@ -37,9 +37,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/photo_set.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
-#include "photo_set.hpp"
 
 namespace {
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// photo_set_gen: writes perf/compare's JPEG set (photo_set.hpp) and nothing else. A program of
-/// its own so that compare_runner, whose peak memory perf/compare reports, links only what a
-/// ferry user's loader links: OpenCV's imgcodecs (which encodes the set) loads GDAL and ~130
+/// photo_set_gen: writes perf/compare's JPEG set (perf/common/photo_set.hpp) and nothing else. A
+/// program of its own so that compare_runner, whose peak memory perf/compare reports, links only
+/// what a ferry user's loader links: OpenCV's imgcodecs (which encodes the set) loads GDAL and ~130
 /// more shared libraries, 43 MB of resident memory before the first image.
 ///
 ///   photo_set_gen DIR COUNT     prints {"generated": COUNT}
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "photo_set.hpp"
+#include "common/photo_set.hpp"
 
 int main(int argc, char** argv) {
     if (argc != 3 || std::atoi(argv[2]) < 1) {

@@ -35,9 +35,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/int_list.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/video.hpp"
-#include "int_list.hpp"
 
 namespace {
 

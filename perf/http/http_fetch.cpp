@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// http_fetch: how fast ferry fetches objects over HTTP, against `xargs -P N curl` on the same
-/// list, from a local nginx (perf/nginx_server.hpp) in the same run:
+/// list, from a local nginx (perf/http/nginx_server.hpp) in the same run:
 ///
 ///  * objects: many small objects (default 1000 x 100 KB) and a few large ones (8 x 64 MB) at
 ///    1, 8, 64 and 256 requests outstanding: objects/s and MB/s of
@@ -11,10 +11,10 @@
 ///                    blocking call on each of N I/O threads;
 ///      - `http_client` `from(urls).map_async<bytes>(client.reader(), N)` with an `http_client`
 ///                    of `max_outstanding = N`: N transfers on one event-loop thread;
-///  * shards: the same 2000 ImageNet-like JPEGs (photo_set.hpp) as WebDataset tar shards of 100
-///    samples (`tar` CLI) read with `tar_samples` from the server (`url_ranges`) and from local
-///    disk, and as files read with `read_url`, `http_client` (64 outstanding) and `read_file`;
-///    each decoded with `decode_random_resized_crop(224)` and batched by 32: images/s.
+///  * shards: the same 2000 ImageNet-like JPEGs (perf/common/photo_set.hpp) as WebDataset tar
+///    shards of 100 samples (`tar` CLI) read with `tar_samples` from the server (`url_ranges`)
+///    and from local disk, and as files read with `read_url`, `http_client` (64 outstanding) and
+///    `read_file`; each decoded with `decode_random_resized_crop(224)` and batched by 32: images/s.
 ///
 /// Every row checks what it got (bytes, images). Medians of `--reps`; the rows of a repetition
 /// run one after another, in a seeded order per repetition.
@@ -39,14 +39,14 @@
 #include <string>
 #include <vector>
 
+#include "common/int_list.hpp"
+#include "common/photo_set.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/http.hpp"
 #include "ferry/http_client.hpp"
 #include "ferry/image.hpp"
 #include "ferry/shards.hpp"
-#include "int_list.hpp"
 #include "nginx_server.hpp"
-#include "photo_set.hpp"
 
 namespace {
 
