@@ -6,20 +6,27 @@
 #   bash setup.sh run    deps + Release build in build/ + run examples/torch_trainer, ferry's
 #                        main job: a libtorch CNN trained on Fashion-MNIST image files fed by
 #                        ferry (extra arguments go to the trainer: bash setup.sh run --epochs 2)
-#   bash setup.sh test   deps + Release build in build/ and every ctest test there (engine,
-#                        examples, the package tests), ferry's shared libraries (build-shared/)
-#                        and the package tests against them, the engine, ops, cuda, http and
-#                        shards tests under
-#                        AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), and the
-#                        decode_image, decode_media, tar_samples, listing and pipeline_state
-#                        fuzzers (clang, libFuzzer, build-fuzz/) for 33, 20, 8, 5 and 4 s;
-#                        exits non-zero on any failure
+#   bash setup.sh test   deps + what CI runs, bounded to about 20 minutes on 2 cores: a Release
+#                        build in build/ (libraries, examples, benchmarks, the torch and mpi
+#                        suites) and its tests (examples, package, perf, torch, mpi); the unit
+#                        suites (core, engine, image, video, http, shards, cuda) built once, at
+#                        -O1 under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/),
+#                        and run there; the decode_image, decode_media, tar_samples, listing and
+#                        pipeline_state fuzzers (clang, libFuzzer, build-fuzz/) for 33, 20, 8, 5
+#                        and 4 s; exits non-zero on any failure
 #
-# Environment switches for `test`:
+# Environment switches for `test` (what a change to the engine or the packaging should run once
+# before it lands; CI runs the bounded default):
+#   FERRY_FULL=1    all of the below but FERRY_SHARED_SUITE and FERRY_SOAK: the unit suites in
+#                   build/ (Release) too, libtorch's suite under ASan too, the shared libraries'
+#                   package tests, TSan
+#   FERRY_RELEASE_SUITES=1   the unit suites in build/ (Release) too
+#   FERRY_SHARED=1  build ferry's shared libraries (build-shared/) and run the package tests that
+#                   depend on the linkage against them
 #   FERRY_TSAN=1    also build build-tsan/ and run the engine, cuda and http tests under TSan
 #   FERRY_SOAK=1    also run the tests labelled "soak" (long runs) in build/
-#   FERRY_SHARED_SUITE=1   in build-shared/, build and run the whole suite too (every test,
-#                   example and consumer then links only what ferry's shared libraries export)
+#   FERRY_SHARED_SUITE=1   in build-shared/, build and run the whole suite (every test, example
+#                   and consumer then links only what ferry's shared libraries export)
 #   FERRY_FUZZ_SECONDS=N   how long the fuzzers run together (default 70: 33/70 decode_image,
 #                   20/70 decode_media, 5/70 listing, 4/70 pipeline_state, the rest
 #                   tar_samples; 0 skips them)
@@ -116,22 +123,33 @@ deps() {
 }
 
 # --- builds ----------------------------------------------------------------------------------
+# release_build [cmake -D options...] [-- cmake --build arguments...]
 release_build() {
-    step "configure build/ (Release, tests and examples on)"
+    local configure=() build=()
+    while (($#)) && [[ "$1" != -- ]]; do
+        configure+=("$1")
+        shift
+    done
+    (($#)) && shift
+    build=("$@")
+    step "configure build/ (Release, tests and examples on${configure[*]:+, ${configure[*]}})"
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
-        -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=ON -DFERRY_BUILD_PERF=ON
-    step "build build/${*:+ ($*)}"
-    cmake --build build --parallel "$jobs" "$@"
+        -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=ON -DFERRY_BUILD_PERF=ON "${configure[@]}"
+    step "build build/${build[*]:+ (${build[*]})}"
+    cmake --build build --parallel "$jobs" "${build[@]}"
 }
 
-# sanitizer_build DIR SANITIZERS: a Debug build of the library and the tests only.
+# sanitizer_build DIR SANITIZERS [cmake -D options...]: the libraries and the test suites only,
+# at -O1 (what the sanitizers' authors advise: the suites run at a useful speed) with line tables
+# for the reports.
 sanitizer_build() {
     local dir="$1" sanitizers="$2" cxx
+    shift 2
     cxx="$(command -v "${FERRY_SANITIZER_CXX:-g++}")"
-    step "configure $dir/ (Debug, FERRY_SANITIZE=$sanitizers, $cxx)"
-    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$cxx" \
-        -DFERRY_SANITIZE="$sanitizers" \
-        -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
+    step "configure $dir/ (-O1, FERRY_SANITIZE=$sanitizers, $cxx${*:+, $*})"
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+        -DCMAKE_CXX_COMPILER="$cxx" -DFERRY_SANITIZE="$sanitizers" \
+        -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF "$@"
     step "build $dir/"
     cmake --build "$dir" --parallel "$jobs"
 }
@@ -139,7 +157,7 @@ sanitizer_build() {
 # --- modes -----------------------------------------------------------------------------------
 run_mode() {
     deps
-    release_build --target torch_trainer
+    release_build -- --target torch_trainer
     step "run build/examples/torch_trainer${*:+ $*}"
     "$root/build/examples/torch_trainer" "$@"
     printf '\nsetup.sh run: done in %s\n' "$(elapsed)"
@@ -147,48 +165,38 @@ run_mode() {
 
 test_mode() {
     local done_parts=()
+    local full="${FERRY_FULL:-0}"
     deps
 
-    release_build
-    step "ctest build/ (all tests)"
-    ctest --test-dir build --output-on-failure -j "$jobs"
-    done_parts+=("release: all tests")
-
-    # Shared libraries: what their consumers link is what ferry exports. The package tests
-    # check it (consumers of the installed, build-tree and pkg-config ferry, the conan recipe
-    # with shared=True); the subproject and vcpkg tests, which rebuild ferry, ran against the
-    # static build above. FERRY_SHARED_SUITE=1 also builds and runs every test and example
-    # against the shared libraries (one more build of the tests: several minutes on 2 cores).
-    step "configure build-shared/ (Release, BUILD_SHARED_LIBS=ON)"
-    if [[ "${FERRY_SHARED_SUITE:-0}" == 1 ]]; then
-        cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
-            -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=ON -DFERRY_BUILD_PERF=ON
-        step "build build-shared/"
-        cmake --build build-shared --parallel "$jobs"
-        step "ctest build-shared/ (all tests)"
-        ctest --test-dir build-shared --output-on-failure -j "$jobs"
-        done_parts+=("shared: all tests")
+    # The unit suites (core, engine, image, video, http, shards, cuda) are compiled and run once,
+    # in the sanitized build below; build/ (Release) builds the libraries, examples, benchmarks
+    # and the suites that do not run sanitized (torch, mpi), and runs those, the examples and the
+    # package tests. FERRY_FULL=1 (or FERRY_RELEASE_SUITES=1) runs the unit suites in build/ too.
+    local release_suites=OFF
+    if [[ "$full" == 1 || "${FERRY_RELEASE_SUITES:-0}" == 1 ]]; then
+        release_suites=ON
+    fi
+    release_build "-DFERRY_UNIT_TESTS=$release_suites"
+    step "ctest build/ (FERRY_UNIT_TESTS=$release_suites)"
+    ctest --test-dir build --output-on-failure --no-tests=error -j "$jobs"
+    if [[ "$release_suites" == ON ]]; then
+        done_parts+=("release: all tests")
     else
-        cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
-            -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
-        step "build build-shared/ (libraries only)"
-        cmake --build build-shared --parallel "$jobs" \
-            --target ferry ferry_core ferry_image ferry_video ferry_cuda ferry_http ferry_shards ferry_mpi ferry_torch
-        step "ctest build-shared/ -L package"
-        ctest --test-dir build-shared -L package \
-            -E '^package\.(fetchcontent|subdirectory|find\.not_built|recipes\.vcpkg)$' \
-            --output-on-failure --no-tests=error -j "$jobs"
-        done_parts+=("shared: package")
+        done_parts+=("release: examples, package, perf, torch, mpi")
     fi
 
-    # Not the mpi tests (label mpi, run in build/ above): LeakSanitizer reports Open MPI's own
-    # allocations that it keeps past MPI_Finalize, in every rank.
-    sanitizer_build build-asan "address;undefined"
-    step "ctest build-asan/ -L 'engine|ops|cuda|http|shards' (ASan + UBSan)"
+    # ASan + UBSan: every unit suite. Not the mpi tests (LeakSanitizer reports Open MPI's own
+    # allocations that it keeps past MPI_Finalize, in every rank) and, but with FERRY_FULL=1, not
+    # libtorch's (its headers double the sanitized build's time; the torch suite ran in build/).
+    local asan_torch=OFF asan_labels='core|engine|ops|image|video|cuda|http|shards'
+    [[ "$full" == 1 ]] && asan_torch=AUTO
+    sanitizer_build build-asan "address;undefined" -DFERRY_UNIT_TESTS=ON -DFERRY_MPI=OFF \
+        "-DFERRY_TORCH=$asan_torch"
+    step "ctest build-asan/ -L '$asan_labels' (ASan + UBSan)"
     ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
         UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-        ctest --test-dir build-asan -L 'engine|ops|cuda|http|shards' --output-on-failure --no-tests=error -j "$jobs"
-    done_parts+=("asan+ubsan: engine, ops, cuda (host side), http, shards")
+        ctest --test-dir build-asan -L "$asan_labels" --output-on-failure --no-tests=error -j "$jobs"
+    done_parts+=("asan+ubsan: core, engine, image, video, cuda (host side), http, shards")
 
     # libFuzzer on decode_image, on decode_media (video and audio from memory), on the tar
     # shard reader, on S3's listing XML and on saved states, clang + ASan, bounded:
@@ -233,8 +241,39 @@ test_mode() {
         fuzz pipeline_state "$state_seconds" tests/fuzz/state_corpus
     fi
 
-    if [[ "${FERRY_TSAN:-0}" == 1 ]]; then
-        sanitizer_build build-tsan thread
+    # Shared libraries: what their consumers link is what ferry exports (the Conan recipe test
+    # above built and consumed a shared ferry already). FERRY_SHARED=1 builds them in
+    # build-shared/ and runs the package tests that depend on the linkage against them;
+    # FERRY_SHARED_SUITE=1 builds and runs every test and example against them instead.
+    if [[ "${FERRY_SHARED_SUITE:-0}" == 1 ]]; then
+        step "configure build-shared/ (Release, BUILD_SHARED_LIBS=ON, every test)"
+        cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+            -DFERRY_BUILD_TESTS=ON -DFERRY_UNIT_TESTS=ON -DFERRY_BUILD_EXAMPLES=ON \
+            -DFERRY_BUILD_PERF=ON
+        step "build build-shared/"
+        cmake --build build-shared --parallel "$jobs"
+        step "ctest build-shared/ (all tests)"
+        ctest --test-dir build-shared --output-on-failure -j "$jobs"
+        done_parts+=("shared: all tests")
+    elif [[ "$full" == 1 || "${FERRY_SHARED:-0}" == 1 ]]; then
+        step "configure build-shared/ (Release, BUILD_SHARED_LIBS=ON)"
+        cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+            -DFERRY_BUILD_TESTS=ON -DFERRY_UNIT_TESTS=OFF -DFERRY_BUILD_EXAMPLES=OFF \
+            -DFERRY_BUILD_PERF=OFF
+        step "build build-shared/ (libraries only)"
+        cmake --build build-shared --parallel "$jobs" --target ferry ferry_core ferry_image \
+            ferry_video ferry_cuda ferry_http ferry_shards ferry_mpi ferry_torch
+        # Not what does not depend on the linkage (the headers, the .deb's contents, the
+        # recipes, which build ferry themselves) nor the subproject builds.
+        step "ctest build-shared/ -L package (the linkage's tests)"
+        ctest --test-dir build-shared -L package \
+            -E '^package\.(fetchcontent|subdirectory|find\.not_built|recipes\..*|headers|deb|build_tree\.torch|pkgconfig\.torch)$' \
+            --output-on-failure --no-tests=error -j "$jobs"
+        done_parts+=("shared: package")
+    fi
+
+    if [[ "$full" == 1 || "${FERRY_TSAN:-0}" == 1 ]]; then
+        sanitizer_build build-tsan thread -DFERRY_UNIT_TESTS=ON -DFERRY_MPI=OFF -DFERRY_TORCH=OFF
         step "ctest build-tsan/ -L 'engine|cuda|http' (TSan)"
         # tests/tsan.supp: races in uninstrumented libtbb's own task objects, none of ferry's.
         local tsan_options="halt_on_error=1:second_deadlock_stack=1"

@@ -28,7 +28,8 @@
 # package.build_tree: the same project against this build folder's own export;
 # package.build_tree.torch likewise with "ferry,torch" (a pipeline ending in to_torch).
 # package.subdirectory, package.fetchcontent: tests/package/subproject/ builds ferry's core and
-# engine inside its own build, by add_subdirectory and by FetchContent from this source tree.
+# engine inside its own build by add_subdirectory (and runs both apps), and its core by
+# FetchContent from this source tree (and runs core_app).
 set(_ferry_pkg_root "${PROJECT_BINARY_DIR}/package-test")
 set(_ferry_pkg_prefix "${_ferry_pkg_root}/prefix")
 set(_ferry_pkg_build "${_ferry_pkg_root}/consumer")
@@ -228,14 +229,25 @@ set_tests_properties(package.build_tree PROPERTIES FIXTURES_REQUIRED ferry_pkg_c
 
 # ferry inside another project's build. add_subdirectory with no build type (nothing is
 # optimised: the quicker build, and ferry must not set one for its parent); FetchContent with
-# this build's. Both build ferry's core and engine only (tests/package/subproject/).
+# this build's (tests/package/subproject/).
 _ferry_pkg_project(package.subdirectory "${CMAKE_CURRENT_LIST_DIR}/subproject"
   "${_ferry_pkg_root}/subdirectory" ${_ferry_pkg_sub_options}
   "-DFERRY_SOURCE_DIR=${PROJECT_SOURCE_DIR}" -DFERRY_HOW=add_subdirectory)
-_ferry_pkg_project(package.fetchcontent "${CMAKE_CURRENT_LIST_DIR}/subproject"
-  "${_ferry_pkg_root}/fetchcontent" ${_ferry_pkg_sub_options} "-DCMAKE_BUILD_TYPE=$<CONFIG>"
-  "-DFERRY_SOURCE_DIR=${PROJECT_SOURCE_DIR}" -DFERRY_HOW=fetchcontent
-  -DFETCHCONTENT_FULLY_DISCONNECTED=ON)
+# FetchContent ends in the same add_subdirectory: what differs is how the source arrives and the
+# build type, which its configure step checks. So it builds and runs core_app only, and
+# package.subdirectory builds the engine: one rebuild of ferry's engine here, not two.
+add_test(NAME package.fetchcontent
+  COMMAND ${CMAKE_CTEST_COMMAND} --build-and-test "${CMAKE_CURRENT_LIST_DIR}/subproject"
+          "${_ferry_pkg_root}/fetchcontent"
+          --build-generator "${CMAKE_GENERATOR}"
+          --build-makeprogram "${CMAKE_MAKE_PROGRAM}"
+          --build-target core_app
+          --build-options ${_ferry_pkg_sub_options} "-DCMAKE_BUILD_TYPE=$<CONFIG>"
+                          "-DFERRY_SOURCE_DIR=${PROJECT_SOURCE_DIR}" -DFERRY_HOW=fetchcontent
+                          -DFETCHCONTENT_FULLY_DISCONNECTED=ON
+          --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure --no-tests=error
+                         -R "^core_app$")
+set_tests_properties(package.fetchcontent PROPERTIES LABELS "package")
 set_tests_properties(package.subdirectory package.fetchcontent PROPERTIES
   FIXTURES_REQUIRED ferry_pkg_clean TIMEOUT 900)
 set_tests_properties(package.subdirectory PROPERTIES FIXTURES_SETUP ferry_pkg_minimal)

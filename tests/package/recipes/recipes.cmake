@@ -3,9 +3,12 @@
 # consumed with exactly the options cmake/vcpkg/ports/ferry/ and conanfile.py pass, read from
 # those files (read_recipe.py, with a stand-in `conan` module for conanfile.py), since neither
 # vcpkg nor Conan can be installed here. Each build is from this source tree into
-# package-test/recipes/, static or shared as this build is; labels "package" and "recipes".
+# package-test/recipes/; labels "package" and "recipes". The vcpkg build is static or shared as
+# this build is (x64-linux, vcpkg's default triplet, is static); the Conan build is always
+# shared=True, so that one build folder covers both linkages and a shared-library pass
+# (setup.sh's FERRY_SHARED=1) need not rebuild ferry twice more.
 #   package.recipes.vcpkg                      the port's default features (image, video)
-#   package.recipes.conan                      conanfile.py with video=False, http=False
+#   package.recipes.conan                      conanfile.py with video=False, http=False, shared=True
 #   package.recipes.catches_misspelled_option  a port passing FERRY_VIDOE must fail
 #   package.recipes.catches_auto_option        a port leaving FERRY_MPI to AUTO must fail
 #   package.recipes.conan_requires_cxx20       validate() must reject compiler.cppstd=17
@@ -36,8 +39,7 @@ add_test(NAME package.recipes.vcpkg
 add_test(NAME package.recipes.conan
   COMMAND ${Python3_EXECUTABLE} "${_ferry_recipes_builder}" ${_ferry_recipes_build_args}
           --work "${_ferry_recipes_work}/conan"
-          -- conan "${_ferry_recipes_conanfile}" -o video=False -o http=False
-          ${_ferry_recipes_shared})
+          -- conan "${_ferry_recipes_conanfile}" -o video=False -o http=False --shared)
 # The guard itself: CMake only warns about a -D variable nobody reads, so without the check a
 # recipe that misspells an option would build ferry with that option's default, silently.
 add_test(NAME package.recipes.catches_misspelled_option
