@@ -87,7 +87,7 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
             rt_.fail_item(st_, m_, e);
         } else {
             w.add(&counter_shard::out);
-            rt_.note_success(st_);
+            st_.budget.succeeded();
         }
         gateway_type& gw = *st_.gateway;
         w.add(&counter_shard::emitted);

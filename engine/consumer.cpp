@@ -94,8 +94,8 @@ bool pipeline_runtime::next(any_value& out) {
                 frontier_ = m->end;
                 if (tracker_) tracker_->done(*m);
                 // Only this thread writes these (under control_mutex_): no locked instruction.
-                bump_owned(ledger_.delivered, m->items);
-                bump_owned(ledger_.outputs, 1);
+                bump_owned(recorder_.counts.delivered, m->items);
+                bump_owned(recorder_.counts.outputs, 1);
                 consumer_credits_ += m->credits;
                 consumer_release(m);
                 if (awaiting_first_) {

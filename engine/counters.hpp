@@ -274,7 +274,6 @@ class stage_counters {
         return snap;
     }
 
-    std::atomic<std::uint64_t> skipped{0};  ///< failures skipped: the budget's exact count
     /// Results its calls reported truncated (`this_call::note_truncated()`); rare, so unsharded.
     std::atomic<std::uint64_t> truncated{0};
     /// What its calls counted by name (`this_call::count()`).

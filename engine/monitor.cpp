@@ -53,7 +53,7 @@ void pipeline_runtime::monitor_loop() {
                 try {
                     opts_.on_report(stats());
                 } catch (...) {
-                    log_.log("report", log_level::warning, "on_report callback threw; ignored");
+                    recorder_.log("report", log_level::warning, "on_report callback threw; ignored");
                 }
             }
             lock.lock();
@@ -193,7 +193,7 @@ pipeline_stats pipeline_runtime::stats() const {
     pipeline_stats s;
     s.stages.push_back(row(nullptr));
     for (const auto& st : stages_) s.stages.push_back(row(&st));
-    ledger_.snapshot(s);
+    recorder_.counts.snapshot(s);
     // Not a count of its own: what the others do not yet account for. Tests hold it to 0 once
     // an epoch has ended, which is what makes the sum a check rather than a definition.
     s.pending = ledger::unaccounted(s);

@@ -169,7 +169,7 @@ pipeline_state pipeline_runtime::state() const {
     if (epoch_running_ && tracker_) {
         auto [position, done] = tracker_->snapshot();
         std::uint64_t failed = carried_failed_;
-        for (const auto& f : ledger_.failures()) {
+        for (const auto& f : recorder_.counts.failures()) {
             if (f.epoch == epoch_ && f.stage != "source" &&
                 (f.item < position || std::binary_search(done.begin(), done.end(), f.item))) {
                 failed += f.items;
@@ -190,7 +190,7 @@ pipeline_state pipeline_runtime::state() const {
         out = pipeline_state(epoch_, frontier_.position, std::move(children));
         // Failures before the position, this epoch: the budget the resumed run continues.
         std::uint64_t failed = carried_failed_;
-        for (const auto& f : ledger_.failures()) {
+        for (const auto& f : recorder_.counts.failures()) {
             if (f.epoch == epoch_ && f.stage != "source" && f.item < frontier_.position) {
                 failed += f.items;
             }

@@ -5,8 +5,6 @@
 
 #include "runtime.hpp"
 
-#include <map>
-
 #include "input_label.hpp"
 #include "worker_budget.hpp"
 
@@ -15,21 +13,15 @@ namespace ferry::detail {
 pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     : plan_(make_plan(std::move(spec), opts)),
       opts_(std::move(opts)),
-      log_(opts_.logger, opts_.log_burst, opts_.log_window) {
-    // Opened first, so that a path that cannot work fails build() before any thread starts.
-    if (!opts_.quarantine.empty()) {
-        quarantine_ = std::make_unique<quarantine_writer>(opts_.quarantine);
-    }
+      // Opens the quarantine file first, so that a path that cannot work fails build() before
+      // any thread starts.
+      recorder_(opts_) {
     for (auto& p : plan_.stages) {
         auto& st = stages_.emplace_back(std::move(p));
         if (st.renumbers()) st.seq = std::make_unique<sequencer>(st.ordered);
         if (st.spec.options.timeout.count() > 0) {
             st.deadlines = std::make_unique<deadline_list>();
             timed_ = true;
-        }
-        if (st.spec.options.max_failure_rate > 0) {
-            st.window = std::make_unique<stage_runtime::failure_window>();
-            st.window->failed.assign(st.spec.options.failure_window, 0);
         }
     }
     plan_.stages.clear();  // the stage_runtimes own the callables now
@@ -103,7 +95,7 @@ pipeline_runtime::~pipeline_runtime() {
     }
     monitor_cv_.notify_all();
     if (monitor_.joinable()) monitor_.join();
-    log_.flush();
+    recorder_.flush();
     nodes_.clear();
     input_.reset();
     graph_.reset();
@@ -138,9 +130,9 @@ void pipeline_runtime::start_epoch() {
     starting_ = opts_.fast_start && plan_.first_output_items < plan_.in_flight;
     awaiting_first_ = true;
     admission_.set_limit(starting_ ? plan_.first_output_items : plan_.in_flight);
-    ledger_.epochs.fetch_add(1, std::memory_order_relaxed);
-    epoch_produced_base_ = ledger_.produced.load();
-    epoch_failed_base_ = ledger_.failed.load();
+    recorder_.counts.epochs.fetch_add(1, std::memory_order_relaxed);
+    epoch_produced_base_ = recorder_.counts.produced.load();
+    epoch_failed_base_ = recorder_.counts.failed.load();
     epoch_start_ = clock::now().time_since_epoch().count();
     epoch_running_ = true;
     monitor_cv_.notify_one();
@@ -166,7 +158,7 @@ void pipeline_runtime::finish_epoch() {
     frontier_ = resume_point{};
     if (tracker_) tracker_->reset(0, {});
     ++epoch_;
-    log_.flush();
+    recorder_.flush();
 }
 
 void pipeline_runtime::cancel_for_stop() noexcept {
@@ -247,7 +239,7 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
     }
     // What was still in the graph (in TBB's buffers, the sequencers, the hand-off, a call that
     // was let go) is cancelled: counted box by box.
-    ledger_.cancelled.fetch_add(pool_.reclaim_all());
+    recorder_.counts.cancelled.fetch_add(pool_.reclaim_all());
     halted_ = false;
     halt_after_ = std::numeric_limits<std::uint64_t>::max();
     aborting_ = false;
@@ -268,40 +260,11 @@ void pipeline_runtime::stop() noexcept {
 }
 
 std::exception_ptr pipeline_runtime::epoch_failure() const {
-    const double limit = opts_.max_epoch_failure_rate;
-    if (!(limit < 1.0)) return nullptr;
-    const auto produced = ledger_.produced.load() - epoch_produced_base_ + carried_produced_;
-    const auto failed = ledger_.failed.load() - epoch_failed_base_ + carried_failed_;
-    if (produced == 0 || static_cast<double>(failed) <= limit * static_cast<double>(produced)) {
-        return nullptr;
-    }
-    // Name the stage most of them failed in, and its last message.
-    std::string where;
-    std::string last;
-    {
-        std::map<std::string, std::uint64_t> by_stage;
-        for (const auto& f : ledger_.failures()) {
-            if (f.epoch != epoch_.load()) continue;
-            by_stage[f.stage] += f.items;
-            last = "stage '" + f.stage + "' on item " + std::to_string(f.item) +
-                   quoted_input(f.input) + ": " + f.message;
-        }
-        std::uint64_t most = 0;
-        for (const auto& [stage, n] : by_stage) {
-            if (n > most) {
-                most = n;
-                where = "; most in stage '" + stage + "' (" + std::to_string(n) + ")";
-            }
-        }
-    }
-    const auto percent = [](double f) { return std::to_string(static_cast<int>(f * 100 + 0.5)); };
-    return std::make_exception_ptr(
-        error(errc::stage_failed,
-              "epoch " + std::to_string(epoch_.load()) + ": " + std::to_string(failed) + " of " +
-                  std::to_string(produced) + " items failed (" +
-                  percent(static_cast<double>(failed) / static_cast<double>(produced)) +
-                  "%), more than max_epoch_failure_rate = " + percent(limit) + "%" + where +
-                  (last.empty() ? "" : "; the last: " + last) + " (see pipeline::failures())"));
+    const auto& counts = recorder_.counts;
+    return recorder_.epoch_failure(
+        opts_.max_epoch_failure_rate, epoch_.load(),
+        counts.produced.load() - epoch_produced_base_ + carried_produced_,
+        counts.failed.load() - epoch_failed_base_ + carried_failed_);
 }
 
 std::unique_ptr<runtime> compile(pipeline_spec spec, pipeline_options options) {

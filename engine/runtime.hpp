@@ -59,14 +59,12 @@
 #include "counters.hpp"
 #include "deadlines.hpp"
 #include "done_tracker.hpp"
-#include "failure_log.hpp"
+#include "failure_recorder.hpp"
 #include "ferry/detail/spec.hpp"
 #include "ferry/item.hpp"
 #include "handoff.hpp"
 #include "io_pool.hpp"
-#include "ledger.hpp"
 #include "plan.hpp"
-#include "quarantine_writer.hpp"
 #include "sequencer.hpp"
 #include "trace.hpp"
 #include "tsan.hpp"
@@ -84,7 +82,7 @@ struct timed_item;  // timed_stage.cpp
 
 /// Everything one stage needs at run time: its plan, its counters, and the state of its kind.
 struct stage_runtime : stage_plan {
-    explicit stage_runtime(stage_plan p) : stage_plan(std::move(p)) {}
+    explicit stage_runtime(stage_plan p) : stage_plan(std::move(p)), budget(spec.options) {}
 
     stage_counters counters;
     std::unique_ptr<io_pool> pool;    ///< executor = io
@@ -102,15 +100,7 @@ struct stage_runtime : stage_plan {
     std::list<std::shared_ptr<timed_item>> timed_items;
     std::deque<std::shared_ptr<timed_item>> timed_waiting;
 
-    /// The outcomes of the stage's last `failure_window` items, when it has a `max_failure_rate`.
-    struct failure_window {
-        std::mutex mutex;
-        std::vector<std::uint8_t> failed;  ///< a ring: 1 for a failed item
-        std::size_t next = 0;
-        std::size_t seen = 0;      ///< items in the ring (up to its size)
-        std::size_t failures = 0;  ///< failed items in the ring
-    };
-    std::unique_ptr<failure_window> window;  ///< null without a rate budget
+    failure_budget budget;  ///< the skip budgets of `max_failures` and the rate
 
     // Renumbering state (touched only by the stage's serial node).
     std::unique_ptr<sequencer> seq;
@@ -131,7 +121,7 @@ class pipeline_runtime final : public runtime {
     void stop() noexcept override;
     [[nodiscard]] bool epoch_running() const noexcept override { return epoch_running_; }
     [[nodiscard]] pipeline_stats stats() const override;
-    [[nodiscard]] std::vector<failure> failures() const override { return ledger_.failures(); }
+    [[nodiscard]] std::vector<failure> failures() const override { return recorder_.failures(); }
     void write_trace(std::ostream& os) const override;
     [[nodiscard]] pipeline_state state() const override;
 
@@ -140,7 +130,7 @@ class pipeline_runtime final : public runtime {
     /// value of the wrong type; its items are cancelled here, where they are dropped.
     void drop_unprocessed(msg m) noexcept {
         m->cancelled = true;  // not done: an unordered pipeline's state leaves it to do again
-        ledger_.cancelled.fetch_add(m->items, std::memory_order_relaxed);
+        recorder_.counts.cancelled.fetch_add(m->items, std::memory_order_relaxed);
         m->items = 0;
         m->value.reset();
         m->children.clear();
@@ -155,13 +145,6 @@ class pipeline_runtime final : public runtime {
     /// (stop() from any thread: no call starts after it, and a result that arrives after it is
     /// dropped).
     [[nodiscard]] bool cancelling() const noexcept { return aborting_ || stopping_; }
-    /// Counts one outcome of `st` in its failure window (a stage with `max_failure_rate` only).
-    /// Returns the failed items in the window when it is full and over the rate, else 0.
-    std::size_t note_outcome(stage_runtime& st, bool failed) noexcept;
-    /// The same, only for a success, and only where a window exists (a pointer test per item).
-    void note_success(stage_runtime& st) noexcept {
-        if (st.window) (void)note_outcome(st, false);
-    }
 
   private:
     // graph.cpp
@@ -203,14 +186,16 @@ class pipeline_runtime final : public runtime {
     /// Counts `m`'s items as filtered (by stage `w`): it then leaves the graph as a gap.
     void count_filtered(msg m, const shard_writer& w) noexcept {
         w.add(&counter_shard::filtered);
-        ledger_.filtered.fetch_add(m->items, std::memory_order_relaxed);
+        recorder_.counts.filtered.fetch_add(m->items, std::memory_order_relaxed);
         m->items = 0;
     }
-    /// The one record of a failure: `failures()` gets it, the quarantine file too (if any), and
-    /// the log (rate-limited) gets `line` unless it is empty.
+    /// The one record of a failure, in the current epoch (failure_recorder::record).
     void record_failure(const std::string& stage, std::uint64_t item, std::uint64_t items,
                         const std::exception_ptr& cause, const std::string& text, log_level level,
-                        const std::string& line, const std::string& input = {});
+                        const std::string& line, const std::string& input = {}) {
+        recorder_.record(stage, item, items, epoch_.load(std::memory_order_relaxed), cause, text,
+                         level, line, input);
+    }
 
     // renumber.cpp
     void renumber(stage_runtime& st, msg m, const shard_writer& w);
@@ -301,7 +286,7 @@ class pipeline_runtime final : public runtime {
     /// From the monitor; does nothing while a call runs or the consumer holds the control mutex.
     void settle_stopped_epoch() noexcept;
     /// At an epoch's end: the error to throw when more than `max_epoch_failure_rate` of its items
-    /// failed, else null.
+    /// failed, else null (failure_recorder::epoch_failure on this epoch's counts).
     [[nodiscard]] std::exception_ptr epoch_failure() const;
 
     // monitor.cpp
@@ -321,9 +306,7 @@ class pipeline_runtime final : public runtime {
     std::unique_ptr<span_log> spans_;
     std::vector<std::string> span_names_;
     std::unique_ptr<sequencer> output_seq_;
-    failure_log log_;
-    ledger ledger_;
-    std::unique_ptr<quarantine_writer> quarantine_;  ///< `pipeline_options::quarantine` set
+    failure_recorder recorder_;  ///< the ledger, the failure log, the quarantine file
     admission admission_;
 
     // What the source, the consumer and the workers write per item sits on separate cache lines

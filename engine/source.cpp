@@ -78,7 +78,7 @@ bool pipeline_runtime::source_pull(msg& out) {
         b->end = resume_point{source_pos_ + 1};
         ++source_pos_;
         ++source_seq_;
-        bump_owned(ledger_.produced, 1);
+        bump_owned(recorder_.counts.produced, 1);
         if (name_item) last_input_ = b->input;
         if (excluded) {
             // On an exclusion list: produced and filtered here, it flows on as a gap.

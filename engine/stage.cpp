@@ -14,51 +14,11 @@
 namespace ferry::detail {
 namespace {
 
-/// The ferry::errc of a ferry::error; `stage_failed` for any other exception.
-errc code_of(const std::exception_ptr& e) noexcept {
-    try {
-        std::rethrow_exception(e);
-    } catch (const error& x) {
-        return x.code();
-    } catch (...) {
-        return errc::stage_failed;
-    }
-}
-
 std::string item_label(const box& b) {
     return detail::item_label(b.source_index, b.items, b.input);
 }
 
 }  // namespace
-
-std::size_t pipeline_runtime::note_outcome(stage_runtime& st, bool failed) noexcept {
-    auto& w = *st.window;
-    const std::size_t size = w.failed.size();
-    if (size == 0) return 0;
-    std::lock_guard lock(w.mutex);
-    if (w.seen == size) {
-        w.failures -= w.failed[w.next];
-    } else {
-        ++w.seen;
-    }
-    w.failed[w.next] = failed ? 1 : 0;
-    w.failures += failed ? 1 : 0;
-    w.next = (w.next + 1) % size;
-    const bool over =
-        w.seen == size && static_cast<double>(w.failures) >
-                              st.spec.options.max_failure_rate * static_cast<double>(size);
-    return over ? w.failures : 0;
-}
-
-void pipeline_runtime::record_failure(const std::string& stage, std::uint64_t item,
-                                      std::uint64_t items, const std::exception_ptr& cause,
-                                      const std::string& text, log_level level,
-                                      const std::string& line, const std::string& input) {
-    failure f{stage, item, items, epoch_, text, code_of(cause), input};
-    if (quarantine_) quarantine_->append(f, log_);
-    ledger_.add_failure(std::move(f));
-    if (!line.empty()) log_.log(stage, level, line);
-}
 
 void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
     w.add(&counter_shard::in);
@@ -133,44 +93,24 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
         count_filtered(m, w);
         m->value.reset();
         m->kind = msg_kind::gap;
-        note_success(st);
+        st.budget.succeeded();
         return;
     }
     if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::out);
-    note_success(st);
+    st.budget.succeeded();
 }
 
 void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause) {
     auto& c = st.counters;
     c.shared().add(&counter_shard::failed);  // rare, and called from any thread
-    const auto& options = st.spec.options;
     const std::string text = describe(cause);
-    bool fail = options.on_error.action == error_action::fail;
-    std::string reason = text;
-    if (!fail) {
-        const auto n = c.skipped.fetch_add(1, std::memory_order_relaxed) + 1;
-        if (options.max_failures > 0 && n > options.max_failures) {
-            fail = true;
-            reason = "failure budget of " + std::to_string(options.max_failures) +
-                     " exhausted; last error: " + text;
-        }
-    }
-    if (st.window) {
-        const std::size_t over = note_outcome(st, true);
-        if (!fail && over > 0) {
-            fail = true;
-            reason = "failure rate budget of " +
-                     std::to_string(static_cast<int>(options.max_failure_rate * 100 + 0.5)) +
-                     "% exhausted (" + std::to_string(over) + " of the last " +
-                     std::to_string(options.failure_window) + " items failed); last error: " + text;
-        }
-    }
+    const auto [fail, reason] = st.budget.failed(text);
     const std::uint64_t items = std::max<std::uint64_t>(1, m->items);
     const std::string what = "stage '" + st.name + "' " + (fail ? "failed on " : "skipped ") +
                              item_label(*m) + ": " + reason;
     record_failure(st.name, m->source_index, items, cause, text,
                    fail ? log_level::error : log_level::warning, what, m->input);
-    ledger_.failed.fetch_add(m->items, std::memory_order_relaxed);
+    recorder_.counts.failed.fetch_add(m->items, std::memory_order_relaxed);
     m->value.reset();
     m->children.clear();
     m->items = 0;

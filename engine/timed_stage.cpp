@@ -214,7 +214,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
         } else if (st.spec.kind == stage_kind::filter && !keep) {
             count_filtered(m, w);
             m->kind = msg_kind::gap;
-            note_success(st);
+            st.budget.succeeded();
         } else {
             switch (st.spec.kind) {
                 case stage_kind::map:
@@ -229,7 +229,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
                     break;
             }
             if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::out);
-            note_success(st);
+            st.budget.succeeded();
         }
         if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::emitted);
         gateway_type& gw = *it->gw;
