@@ -116,7 +116,7 @@ BOOST_AUTO_TEST_CASE(sampled_shuffled_ranks_resume_with_the_same_augmentation) {
                 .map([](const std::vector<int>& b) { return text(b); }, c)
                 .build(o);
         };
-        // Rank 1 of 4's share of epochs 0 and 1 (pinned in tests/ops/core/sampler.cpp), less
+        // Rank 1 of 4's share of epochs 0 and 1 (pinned in tests/core/sampler.cpp), less
         // what noisy skips (x % 11 == 5), in batches of 3.
         std::vector<std::vector<int>> shares{{25, 28, 39, 27, 40, 35, 11, 17, 37, 24, 29, 41},
                                              {30, 35, 17, 27, 25, 15, 39, 28, 42, 16, 9, 7}};
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(sampled_shuffled_ranks_resume_with_the_same_augmentation) {
 }
 
 // Resumes against sequences written out by hand, not against another ferry run: in order, and
-// shuffled with the pinned permutation of 10 items, seed 42 (tests/ops/core/sampler.cpp).
+// shuffled with the pinned permutation of 10 items, seed 42 (tests/core/sampler.cpp).
 BOOST_AUTO_TEST_CASE(resumes_give_the_hand_written_sequences) {
     using batches = std::vector<std::vector<int>>;
     const auto data = iota_vec(10);

@@ -1,5 +1,0 @@
-// SPDX-License-Identifier: Apache-2.0
-/// \file
-/// The ops suite's module: Boost.Test's main with the hang watchdog (tests/support/).
-#define BOOST_TEST_MODULE ferry_ops
-#include "../support/watchdog_main.hpp"

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// decode_audio on tones made by the ffmpeg CLI (FLAC, AAC, Opus): sample counts and rates after
+/// resampling, the tone's frequency preserved, channel mixing, time windows, tensors, and bad
+/// input.
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cstring>
+#include <ferry/error.hpp>
+#include <ferry/ferry.hpp>
+#include <ferry/video.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../support/damaged_copies.hpp"
+#include "video_support.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace video_test;
+
+namespace audio_ops_test {
+
+/// Stereo, 2 s at 44.1 kHz: 440 Hz left, 1000 Hz right.
+std::filesystem::path stereo(const std::string& codec, const std::string& ext) {
+    return tone_file({440, 1000}, 44100, 2.0, codec, ext);
+}
+
+BOOST_AUTO_TEST_SUITE(ops)
+BOOST_AUTO_TEST_SUITE(audio)
+
+// Native rate and channels: every sample of a lossless file, each channel at its frequency.
+BOOST_AUTO_TEST_CASE(decodes_a_lossless_tone_sample_exact) {
+    const auto a = ferry::ops::decode_audio(stereo("flac", ".flac"));
+    BOOST_TEST(a.channels() == 2);
+    BOOST_TEST(a.sample_rate() == 44100);
+    BOOST_TEST(a.samples() == 88200);
+    BOOST_TEST(a.data().size() == 2U * 88200);
+    BOOST_TEST(tone_frequency(a.channel(0), 44100) == 440.0, boost::test_tools::tolerance(0.002));
+    BOOST_TEST(tone_frequency(a.channel(1), 44100) == 1000.0, boost::test_tools::tolerance(0.002));
+    // lavfi's sine source has amplitude 1/8: RMS 0.125 / sqrt(2).
+    BOOST_TEST(rms(a.channel(0)) == 0.0884, boost::test_tools::tolerance(0.02));
+}
+
+// Resampling to other rates keeps the sample count (rate x duration) and each tone's frequency,
+// for lossless and lossy codecs.
+BOOST_DATA_TEST_CASE(resamples_keeping_duration_and_frequency,
+                     bdata::make(std::vector<int>{16000, 22050, 48000}) *
+                         bdata::make(std::vector<std::string>{"flac", "aac", "libopus"}),
+                     rate, codec) {
+    const std::string ext = codec == "flac" ? ".flac" : codec == "aac" ? ".m4a" : ".ogg";
+    const auto a = ferry::ops::decode_audio(stereo(codec, ext), {.sample_rate = rate});
+    BOOST_TEST(a.sample_rate() == rate);
+    BOOST_TEST(a.channels() == 2);
+    // Lossless: exact. Lossy codecs pad the end to whole frames (AAC: 1024 samples at 44.1 kHz,
+    // 1.2%): within 2%.
+    if (codec == "flac") {
+        BOOST_TEST(a.samples() == 2 * rate);
+    } else {
+        BOOST_TEST(static_cast<double>(a.samples()) == 2.0 * rate,
+                   boost::test_tools::tolerance(0.02));
+    }
+    BOOST_TEST(tone_frequency(a.channel(0), rate) == 440.0, boost::test_tools::tolerance(0.005));
+    BOOST_TEST(tone_frequency(a.channel(1), rate) == 1000.0, boost::test_tools::tolerance(0.005));
+}
+
+// Asking for one channel downmixes stereo (both tones in it); asking for two upmixes mono.
+BOOST_AUTO_TEST_CASE(mixes_to_the_requested_channel_count) {
+    const auto mono = ferry::ops::decode_audio(stereo("flac", ".flac"), {.channels = 1});
+    BOOST_TEST(mono.channels() == 1);
+    BOOST_TEST(mono.samples() == 88200);
+    BOOST_TEST(rms(mono.channel(0)) > 0.05);
+    const auto up = ferry::ops::decode_audio(tone_file({440}, 44100, 1.0, "flac", ".flac"),
+                                             {.sample_rate = 16000, .channels = 2});
+    BOOST_TEST(up.channels() == 2);
+    BOOST_TEST(up.samples() == 16000);
+    BOOST_TEST(tone_frequency(up.channel(1), 16000) == 440.0, boost::test_tools::tolerance(0.005));
+}
+
+// A window [start, end) returns exactly (end - start) x rate samples, also after resampling.
+BOOST_AUTO_TEST_CASE(time_window_returns_exactly_its_samples) {
+    const auto path = stereo("flac", ".flac");
+    const auto a = ferry::ops::decode_audio(path, {.start = 0.5, .end = 1.25});
+    BOOST_TEST(a.samples() == 33075);  // 0.75 s x 44100
+    const auto full = ferry::ops::decode_audio(path);
+    // The same samples as the whole file's, from 0.5 s on.
+    BOOST_TEST(
+        std::equal(a.channel(0).begin(), a.channel(0).end(), full.channel(0).begin() + 22050));
+    const auto r = ferry::ops::decode_audio(path, {.sample_rate = 16000, .start = 1.0, .end = 2.0});
+    BOOST_TEST(r.samples() == 16000);
+    BOOST_TEST(tone_frequency(r.channel(1), 16000) == 1000.0, boost::test_tools::tolerance(0.005));
+}
+
+// The audio of a video file, from memory.
+BOOST_AUTO_TEST_CASE(decodes_the_audio_of_a_video_file_from_memory) {
+    const auto bytes = read_all(video_file({.frames = 25, .with_audio = true}));
+    const auto a = ferry::ops::decode_audio(bytes, {.sample_rate = 16000, .channels = 1});
+    BOOST_TEST(a.channels() == 1);
+    // 1 s, plus AAC's padding to whole frames.
+    BOOST_TEST(static_cast<double>(a.samples()) == 16000.0, boost::test_tools::tolerance(0.03));
+    BOOST_TEST(tone_frequency(a.channel(0), 16000) == 440.0, boost::test_tools::tolerance(0.005));
+}
+
+// audio owns its samples: a copy has its own, a move hands them over and leaves empty audio
+// (0 channels, 0 samples, rate 0).
+BOOST_AUTO_TEST_CASE(audio_copies_are_deep_and_moves_leave_it_empty) {
+    ferry::audio a(2, 100, 16000);
+    for (std::size_t i = 0; i < a.data().size(); ++i) a.data()[i] = static_cast<float>(i);
+    const ferry::audio copy = a;
+    BOOST_TEST(copy.data().data() != a.data().data());
+    BOOST_TEST((copy.channels() == 2 && copy.samples() == 100 && copy.sample_rate() == 16000));
+    BOOST_TEST(std::memcmp(copy.data().data(), a.data().data(), a.data().size_bytes()) == 0);
+
+    const float* samples = a.data().data();
+    const ferry::audio moved = std::move(a);
+    BOOST_TEST(moved.data().data() == samples);
+    // NOLINTNEXTLINE(bugprone-use-after-move): what a move leaves is the point
+    BOOST_TEST((a.empty() && a.channels() == 0 && a.samples() == 0 && a.sample_rate() == 0));
+    BOOST_TEST(a.duration() == 0.0);
+    const ferry::audio copy_of_empty = a;
+    BOOST_TEST(copy_of_empty.empty());
+}
+
+// to_tensor gives f32 [channels, samples]; no copy from an rvalue.
+BOOST_AUTO_TEST_CASE(to_tensor_is_channels_by_samples) {
+    auto a =
+        ferry::ops::decode_audio(tone_file({440}, 44100, 1.0, "flac", ".flac"), {.channels = 2});
+    const void* samples = a.data().data();
+    const ferry::tensor copy = a.to_tensor();
+    BOOST_TEST(copy.data() != samples);
+    const ferry::tensor t = std::move(a).to_tensor();
+    BOOST_TEST(t.data() == samples);
+    BOOST_TEST((t.dtype() == ferry::dtype::f32));
+    BOOST_TEST(t.shape() == (std::vector<std::int64_t>{2, 44100}),
+               boost::test_tools::per_element());
+    BOOST_TEST(std::memcmp(t.data(), copy.data(), copy.nbytes()) == 0);
+}
+
+BOOST_AUTO_TEST_SUITE(bad_input)
+
+// A video without audio, zero bytes and junk are decode_errors saying which.
+BOOST_AUTO_TEST_CASE(no_audio_empty_and_junk_are_decode_errors) {
+    const auto check = [](auto&& f, const std::string& word) {
+        try {
+            f();
+            BOOST_ERROR("no exception; expected '" << word << "'");
+        } catch (const ferry::decode_error& e) {
+            BOOST_TEST(std::string(e.what()).find(word) != std::string::npos, e.what());
+        }
+    };
+    check([] { (void)ferry::ops::decode_audio(video_file({.frames = 10})); }, "no audio stream");
+    check([] { (void)ferry::ops::decode_audio(std::span<const std::byte>{}); }, "empty input");
+    check([] { (void)ferry::ops::decode_audio(ferry::bytes::from_string(std::string(999, 'z'))); },
+          "Invalid data found");
+}
+
+/// Codecs with their containers, to check that nothing intact reads as truncated.
+const std::vector<std::string> codecs{"flac",      "aac",       "libopus",
+                                      "libvorbis", "pcm_s16le", "libmp3lame"};
+std::string container_of(const std::string& codec) {
+    if (codec == "flac") return ".flac";
+    if (codec == "aac") return ".m4a";
+    if (codec == "libopus") return ".opus";
+    if (codec == "libvorbis") return ".ogg";
+    if (codec == "pcm_s16le") return ".wav";
+    return ".mp3";
+}
+
+// An intact file is never marked truncated: whole, in a window, or resampled.
+BOOST_DATA_TEST_CASE(intact_files_are_not_truncated, bdata::make(codecs), codec) {
+    const auto path = tone_file({440}, 22050, 1.0, codec, container_of(codec));
+    const auto whole = ferry::ops::decode_audio(path);
+    BOOST_TEST(!whole.truncated(), codec);
+    BOOST_TEST(whole.duration() > 0.95, codec);
+    BOOST_TEST(!ferry::ops::decode_audio(path, {.sample_rate = 16000, .strict = true}).truncated());
+    const auto window =
+        ferry::ops::decode_audio(path, {.start = 0.25, .end = 0.75, .strict = true});
+    BOOST_TEST(!window.truncated(), codec);
+    BOOST_TEST(window.samples() == window.sample_rate() / 2);
+    // A window past the stream's end asks for more than there is; that is not damage.
+    BOOST_TEST(!ferry::ops::decode_audio(path, {.start = 0.5, .end = 9.0}).truncated(), codec);
+}
+
+/// A cut of `good` (`n` bytes).
+ferry::bytes prefix(const ferry::bytes& good, std::size_t n) {
+    ferry::bytes cut(good);
+    cut.truncate(n);
+    return cut;
+}
+
+/// A 2 s FLAC tone (FLAC's header holds 8 KiB of padding: the audio is the rest).
+ferry::bytes flac_tone() {
+    return read_all(tone_file({440}, 22050, 2.0, "flac", ".flac"));
+}
+
+// A cut FLAC returns the samples before the cut, the file's own, marked truncated, more of them
+// the more bytes are kept; strict makes it a decode_error that says so.
+BOOST_AUTO_TEST_CASE(cut_flac_returns_what_decodes_marked_truncated) {
+    const auto good = flac_tone();
+    const auto full = ferry::ops::decode_audio(good);
+    BOOST_TEST_REQUIRE(full.samples() == 44100);
+    BOOST_TEST(!full.truncated());
+    std::int64_t before = 0;
+    for (const double keep : {0.6, 0.75, 0.9, 0.99}) {
+        BOOST_TEST_CONTEXT("cut at " << keep) {
+            const auto cut = prefix(good, static_cast<std::size_t>(good.size() * keep));
+            const auto a = ferry::ops::decode_audio(cut);
+            BOOST_TEST(a.truncated());
+            BOOST_TEST(a.samples() > before);
+            BOOST_TEST(a.samples() < 44100);
+            before = a.samples();
+            for (std::int64_t i = 0; i < a.samples(); ++i) {
+                if (a.channel(0)[static_cast<std::size_t>(i)] !=
+                    full.channel(0)[static_cast<std::size_t>(i)]) {
+                    BOOST_ERROR("sample " << i << " differs from the intact file's");
+                    break;
+                }
+            }
+            try {
+                (void)ferry::ops::decode_audio(cut, {.strict = true});
+                BOOST_ERROR("strict: no exception");
+            } catch (const ferry::decode_error& e) {
+                BOOST_TEST(std::string(e.what()).find("truncated: the stream declares 2.000 s") !=
+                               std::string::npos,
+                           e.what());
+                BOOST_TEST(std::string(e.what()).find("audio_options::strict") !=
+                           std::string::npos);
+            }
+        }
+    }
+}
+
+// In a pipeline, the truncated results are delivered and counted in the stage's stats.
+BOOST_AUTO_TEST_CASE(truncated_results_are_counted_in_stats) {
+    const auto good = flac_tone();
+    std::vector<ferry::bytes> files{good, prefix(good, good.size() * 3 / 4), good,
+                                    prefix(good, good.size() * 9 / 10)};
+    auto pipe = ferry::from(files)
+                    .map([](const ferry::bytes& b) { return ferry::ops::decode_audio(b); },
+                         {.name = "decode"})
+                    .build();
+    int truncated = 0;
+    for (const ferry::audio& a : pipe) truncated += a.truncated() ? 1 : 0;
+    BOOST_TEST(truncated == 2);
+    const auto stats = pipe.stats();
+    BOOST_TEST(stats.stages.at(1).name == "decode");
+    BOOST_TEST(stats.stages.at(1).truncated == 2u);
+    BOOST_TEST(stats.delivered == 4u);
+}
+
+// Damaged audio files: every cut is audio marked truncated or a decode_error, and strict makes
+// every cut a decode_error (except WAV's, which FFmpeg cannot tell from an intact file: a cut
+// WAV gives the samples before the cut); a flipped byte gives audio or a decode_error.
+BOOST_DATA_TEST_CASE(corruption_matrix_gives_typed_errors_or_audio,
+                     bdata::make(std::vector<std::string>{"flac", "aac", "wav"}), codec) {
+    const auto path = codec == "flac"  ? tone_file({440}, 22050, 0.5, "flac", ".flac")
+                      : codec == "aac" ? tone_file({440}, 22050, 0.5, "aac", ".m4a")
+                                       : tone_file({440}, 22050, 0.5, "pcm_s16le", ".wav");
+    const auto good = read_all(path);
+    const std::int64_t whole = ferry::ops::decode_audio(good, {.sample_rate = 16000}).samples();
+    int errors = 0;
+    int truncated = 0;
+    for (const auto& copy : ferry_test::damaged_copies(good.span())) {
+        BOOST_TEST_CONTEXT(codec << ": " << copy.how) {
+            // A cut that kept every sample (only trailing metadata went) is intact audio.
+            bool complete = false;
+            try {
+                const auto a =
+                    ferry::ops::decode_audio(ferry_test::bytes_of(copy), {.sample_rate = 16000});
+                // A flipped header bit may change the channel count; the rest must hold.
+                BOOST_TEST(a.channels() >= 1);
+                BOOST_TEST(a.sample_rate() == 16000);
+                BOOST_TEST(a.samples() <= whole);
+                complete = a.samples() == whole && !a.truncated();
+                if (copy.cut && codec != "wav") BOOST_TEST((a.truncated() || complete));
+                if (copy.cut && codec == "wav") BOOST_TEST(a.samples() < whole);
+                truncated += a.truncated() ? 1 : 0;
+            } catch (const ferry::decode_error&) {
+                ++errors;
+            }
+            if (copy.cut && codec != "wav" && !complete) {
+                BOOST_CHECK_THROW(
+                    (void)ferry::ops::decode_audio(ferry_test::bytes_of(copy), {.strict = true}),
+                    ferry::decode_error);
+            }
+        }
+    }
+    BOOST_TEST_MESSAGE(codec << ": " << errors << " decode_errors, " << truncated
+                             << " truncated of 20 damaged copies");
+}
+
+BOOST_AUTO_TEST_SUITE_END()  // bad_input
+BOOST_AUTO_TEST_SUITE_END()  // audio
+BOOST_AUTO_TEST_SUITE_END()  // ops
+
+}  // namespace audio_ops_test

@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// demux_video, decode_video and load_video on clips made by the ffmpeg CLI (H.264, VP9, MPEG-4
+/// part 2) whose frames show their own index: counts, the right frames for every selection
+/// mode, sizes and pixel formats, memory and path sources, tensors, and bad input (empty, not a
+/// container, no video stream, absurd sizes, a stalled FIFO, a corruption matrix, truncation).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <cstring>
+#include <ferry/error.hpp>
+#include <ferry/ferry.hpp>
+#include <ferry/video.hpp>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../support/damaged_copies.hpp"
+#include "../support/expect.hpp"
+#include "video_support.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace video_test;
+
+// Named, not anonymous: data test cases are templates with external linkage.
+namespace video_ops_test {
+
+std::vector<int> iota(int from, int count, int step = 1) {
+    std::vector<int> v;
+    for (int i = 0; i < count; ++i) v.push_back(from + i * step);
+    return v;
+}
+
+/// A 10 s H.264 clip (250 frames, a keyframe every 25).
+video_spec long_h264() {
+    return {.frames = 250, .width = 64, .height = 48};
+}
+
+/// Runs `f`, which must throw `E` whose message contains `word`.
+template <class E, class F>
+void check_throws(F&& f, const std::string& word) {
+    const auto e =
+        ferry_test::expect_throw<E>(std::forward<F>(f), "expected one mentioning '" + word + "'");
+    if (e) {
+        BOOST_TEST(e.what().find(word) != std::string::npos,
+                   "message '" << e.what() << "' lacks '" << word << "'");
+    }
+}
+
+const std::vector<video_spec> codecs{
+    {.codec = "libx264", .ext = ".mp4"},
+    {.codec = "libvpx-vp9", .ext = ".webm"},
+    {.codec = "mpeg4", .ext = ".mp4"},
+    {.codec = "libx264", .ext = ".mkv"},
+};
+const std::vector<std::string> codec_names{"h264/mp4", "vp9/webm", "mpeg4/mp4", "h264/mkv"};
+
+BOOST_AUTO_TEST_SUITE(ops)
+BOOST_AUTO_TEST_SUITE(video)
+
+// Every frame comes back once, in order, at the stored size, for each codec and container.
+BOOST_DATA_TEST_CASE(decodes_every_frame_in_order_for_each_codec, bdata::xrange(codecs.size()), i) {
+    BOOST_TEST_CONTEXT(codec_names[i]) {
+        const auto clip = ferry::ops::load_video(video_file(codecs[i]));
+        BOOST_TEST(clip.frames() == 50);
+        BOOST_TEST(clip.width() == 96);
+        BOOST_TEST(clip.height() == 64);
+        BOOST_TEST(clip.channels() == 3);
+        BOOST_TEST(clip.data().size() == 50U * 64 * 96 * 3);
+        BOOST_TEST(frame_indices(clip) == iota(0, 50), boost::test_tools::per_element());
+        BOOST_TEST(clip.frame_rate() == 25.0, boost::test_tools::tolerance(1e-6));
+        BOOST_TEST(clip.timestamps().size() == 50U);
+        BOOST_TEST(clip.timestamps()[25] == 1.0, boost::test_tools::tolerance(1e-3));
+    }
+}
+
+// Specific indices come back in the order asked, repeats included, for each codec.
+BOOST_DATA_TEST_CASE(selects_specific_frames_in_the_requested_order, bdata::xrange(codecs.size()),
+                     i) {
+    BOOST_TEST_CONTEXT(codec_names[i]) {
+        const std::vector<std::int64_t> want{40, 3, 3, 26, 0, 49};
+        const auto clip = ferry::ops::load_video(
+            video_file(codecs[i]), {.decode = {.select = ferry::frame_selection::indices(want)}});
+        BOOST_TEST(frame_indices(clip) == (std::vector<int>{40, 3, 3, 26, 0, 49}),
+                   boost::test_tools::per_element());
+        BOOST_TEST(clip.indices() == want, boost::test_tools::per_element());
+    }
+}
+
+// uniform(n) spreads n frames from the first to the last, like linspace.
+BOOST_AUTO_TEST_CASE(selects_n_frames_uniformly_from_first_to_last) {
+    const auto clip = ferry::ops::load_video(
+        video_file(long_h264()), {.decode = {.select = ferry::frame_selection::uniform(8)}});
+    // round(i * 249 / 7)
+    BOOST_TEST(frame_indices(clip) == (std::vector<int>{0, 36, 71, 107, 142, 178, 213, 249}),
+               boost::test_tools::per_element());
+}
+
+// A clip of N frames at stride S from a timestamp starts at the frame shown at that time.
+BOOST_AUTO_TEST_CASE(clip_at_a_timestamp_starts_at_that_frame_with_the_stride) {
+    const auto path = video_file(long_h264());
+    const auto clip = ferry::ops::load_video(
+        path, {.demux = {.start = 4.0}, .decode = {.select = ferry::frame_selection::clip(8, 4)}});
+    BOOST_TEST(frame_indices(clip) == iota(100, 8, 4), boost::test_tools::per_element());
+    BOOST_TEST(clip.indices() == (std::vector<std::int64_t>{0, 4, 8, 12, 16, 20, 24, 28}),
+               boost::test_tools::per_element());
+    BOOST_TEST(clip.timestamps().front() == 4.0, boost::test_tools::tolerance(1e-3));
+    BOOST_TEST(clip.timestamps().back() == 4.0 + 28 / 25.0, boost::test_tools::tolerance(1e-3));
+}
+
+// Sampling a clip reads only the packets from the keyframe before it to its last frame, not
+// the whole file.
+BOOST_AUTO_TEST_CASE(clip_sampling_reads_only_the_packets_it_needs) {
+    const auto path = video_file(long_h264());
+    const auto all = ferry::ops::demux_video(path);
+    BOOST_TEST(all.frames() == 250);
+    const auto some = ferry::ops::demux_video(path, {.start = 4.0, .max_frames = 29});
+    // From the keyframe at or before 4 s (frame 100 at the latest, 75 at the earliest with
+    // x264's scene cuts) through frame 128, plus B-frame reordering slack.
+    BOOST_TEST(some.size() >= 29U);
+    BOOST_TEST(some.size() <= 60U);
+    BOOST_TEST(some.bytes() < all.bytes() / 3);
+}
+
+// load_video derives the demuxer's max_frames from the selection only when it is left at 0: set,
+// it is used as given (here: the first 10 frames of a 250-frame file, not all of them).
+BOOST_AUTO_TEST_CASE(load_video_uses_an_explicit_max_frames) {
+    const auto clip =
+        ferry::ops::load_video(video_file(long_h264()), {.demux = {.max_frames = 10}});
+    BOOST_TEST(frame_indices(clip) == iota(0, 10), boost::test_tools::per_element());
+    BOOST_TEST(!clip.truncated());
+}
+
+// A time window [start, end) holds exactly the frames shown in it; indices count from its start.
+BOOST_AUTO_TEST_CASE(time_window_holds_the_frames_shown_in_it) {
+    const auto pkts = ferry::ops::demux_video(video_file(long_h264()), {.start = 1.0, .end = 2.0});
+    BOOST_TEST(pkts.frames() == 25);
+    const auto clip = ferry::ops::decode_video(pkts);
+    BOOST_TEST(frame_indices(clip) == iota(25, 25), boost::test_tools::per_element());
+    const auto two =
+        ferry::ops::decode_video(pkts, {.select = ferry::frame_selection::indices({24, 0})});
+    BOOST_TEST(frame_indices(two) == (std::vector<int>{49, 25}), boost::test_tools::per_element());
+}
+
+// Packets describe their stream: codec, declared size, rate, frame count, source.
+BOOST_AUTO_TEST_CASE(packets_describe_their_stream) {
+    const auto path = video_file(codecs[1]);
+    const auto pkts = ferry::ops::demux_video(path);
+    BOOST_TEST(pkts.codec() == "vp9");
+    BOOST_TEST(pkts.width() == 96);
+    BOOST_TEST(pkts.height() == 64);
+    BOOST_TEST(pkts.frame_rate() == 25.0, boost::test_tools::tolerance(1e-6));
+    BOOST_TEST(pkts.frames() == 50);
+    BOOST_TEST(pkts.size() == 50U);
+    BOOST_TEST(pkts.source() == path.string());
+    const ferry::packets copy = pkts;  // shares the packets
+    BOOST_TEST(copy.bytes() == pkts.bytes());
+}
+
+// Resizing and format conversion happen in the decode step: sizes, channels and colours.
+BOOST_AUTO_TEST_CASE(resizes_and_converts_pixel_formats_while_decoding) {
+    const auto path = video_file(codecs[0]);
+    const auto sel = ferry::frame_selection::indices({7});
+    const auto rgb = ferry::ops::load_video(path, {.decode = {.select = sel, .resize = {48, 40}}});
+    BOOST_TEST(rgb.width() == 48);
+    BOOST_TEST(rgb.height() == 40);
+    BOOST_TEST(rgb.data().size() == 48U * 40 * 3);
+    BOOST_TEST(frame_index(rgb, 0) == 7);
+    // The red strip at the bottom: R high, B low in RGB; swapped in BGR.
+    BOOST_TEST(rgb.at(0, 24, 36, 0) > 170);
+    BOOST_TEST(rgb.at(0, 24, 36, 2) < 60);
+    const auto bgr = ferry::ops::load_video(
+        path, {.decode = {.select = sel, .format = ferry::frame_format::bgr, .resize = {48, 40}}});
+    BOOST_TEST(bgr.at(0, 24, 36, 2) > 170);
+    BOOST_TEST(bgr.at(0, 24, 36, 0) < 60);
+    const auto gray =
+        ferry::ops::load_video(path, {.decode = {.select = sel,
+                                                 .format = ferry::frame_format::gray,
+                                                 .filter = ferry::scale_filter::area}});
+    BOOST_TEST(gray.channels() == 1);
+    BOOST_TEST(gray.width() == 96);
+    BOOST_TEST(gray.data().size() == 96U * 64);
+    BOOST_TEST(frame_index(gray, 0) == 7);
+}
+
+// The same bytes from memory and from a path give the same pixels.
+BOOST_AUTO_TEST_CASE(memory_and_path_sources_decode_alike) {
+    const auto path = video_file(codecs[2]);
+    const auto bytes = read_all(path);
+    const auto a =
+        ferry::ops::load_video(path, {.decode = {.select = ferry::frame_selection::uniform(5)}});
+    const auto b =
+        ferry::ops::load_video(bytes, {.decode = {.select = ferry::frame_selection::uniform(5)}});
+    BOOST_TEST(a.frames() == 5);
+    BOOST_TEST(std::equal(a.data().begin(), a.data().end(), b.data().begin(), b.data().end()));
+    BOOST_TEST(ferry::ops::demux_video(bytes).source() == "<memory>");
+}
+
+// Decoder threads change nothing in the result.
+BOOST_AUTO_TEST_CASE(decoder_threads_give_the_same_frames) {
+    const auto path = video_file(long_h264());
+    const auto sel = ferry::frame_selection::indices({3, 60, 61, 200, 10});
+    const auto one = ferry::ops::load_video(path, {.decode = {.select = sel, .threads = 1}});
+    const auto three = ferry::ops::load_video(path, {.decode = {.select = sel, .threads = 3}});
+    BOOST_TEST(frame_indices(three) == (std::vector<int>{3, 60, 61, 200, 10}),
+               boost::test_tools::per_element());
+    BOOST_TEST(
+        std::equal(one.data().begin(), one.data().end(), three.data().begin(), three.data().end()));
+}
+
+// The video stream is found in a file that also has audio; asking for the audio stream as video
+// is a decode_error.
+BOOST_AUTO_TEST_CASE(finds_the_video_stream_beside_audio) {
+    const auto path = video_file({.frames = 25, .with_audio = true});
+    const auto clip = ferry::ops::load_video(path);
+    BOOST_TEST(clip.frames() == 25);
+    BOOST_TEST(frame_indices(clip) == iota(0, 25), boost::test_tools::per_element());
+    const int audio_stream = ferry::ops::demux_video(path).stream() == 0 ? 1 : 0;
+    check_throws<ferry::decode_error>(
+        [&] { (void)ferry::ops::demux_video(path, {.stream = audio_stream}); }, "not a video");
+}
+
+// A clip owns its pixels: a copy has its own and the same frame indices, timestamps and rate; a
+// move hands them over and leaves an empty clip with no frames.
+BOOST_AUTO_TEST_CASE(clip_copies_are_deep_and_moves_leave_it_empty) {
+    ferry::video_clip clip(3, 8, 6, ferry::frame_format::gray);
+    for (std::size_t i = 0; i < clip.data().size(); ++i) {
+        clip.data()[i] = static_cast<std::uint8_t>(i);
+    }
+    clip.set_frame_info({0, 4, 8}, {0.0, 0.16, 0.32}, 25.0);
+    const ferry::video_clip copy = clip;
+    BOOST_TEST(copy.data().data() != clip.data().data());
+    BOOST_TEST((copy.frames() == 3 && copy.width() == 8 && copy.height() == 6 &&
+                copy.format() == ferry::frame_format::gray && copy.frame_rate() == 25.0));
+    BOOST_TEST(copy.indices() == clip.indices(), boost::test_tools::per_element());
+    BOOST_TEST(copy.timestamps() == clip.timestamps(), boost::test_tools::per_element());
+    BOOST_TEST(std::memcmp(copy.data().data(), clip.data().data(), clip.data().size()) == 0);
+
+    const std::uint8_t* pixels = clip.data().data();
+    ferry::video_clip moved;
+    moved = std::move(clip);
+    BOOST_TEST(moved.data().data() == pixels);
+    BOOST_TEST(moved.indices() == copy.indices(), boost::test_tools::per_element());
+    // NOLINTNEXTLINE(bugprone-use-after-move): what a move leaves is the point
+    BOOST_TEST((clip.empty() && clip.frames() == 0 && clip.width() == 0 && clip.height() == 0));
+    BOOST_TEST(clip.indices().empty());
+    const ferry::video_clip copy_of_empty = clip;
+    BOOST_TEST(copy_of_empty.empty());
+}
+
+// to_tensor moves the pixels from an rvalue (same storage) and copies from an lvalue.
+BOOST_AUTO_TEST_CASE(to_tensor_moves_pixels_from_an_rvalue) {
+    auto clip = ferry::ops::load_video(video_file(codecs[0]),
+                                       {.decode = {.select = ferry::frame_selection::clip(4, 2)}});
+    const ferry::tensor copy = clip.to_tensor();
+    BOOST_TEST(copy.data() != static_cast<const void*>(clip.data().data()));
+    const void* pixels = clip.data().data();
+    const ferry::tensor t = std::move(clip).to_tensor();
+    BOOST_TEST(t.data() == pixels);
+    BOOST_TEST((t.dtype() == ferry::dtype::u8));
+    BOOST_TEST(t.shape() == (std::vector<std::int64_t>{4, 64, 96, 3}),
+               boost::test_tools::per_element());
+    BOOST_TEST(std::memcmp(t.data(), copy.data(), copy.nbytes()) == 0);
+}
+
+// A selection past the frames that decode is a decode_error naming the frame and the count.
+BOOST_AUTO_TEST_CASE(selection_past_the_end_is_a_decode_error) {
+    const auto pkts = ferry::ops::demux_video(video_file(codecs[0]));
+    check_throws<ferry::decode_error>(
+        [&] {
+            (void)ferry::ops::decode_video(pkts, {.select = ferry::frame_selection::indices({50})});
+        },
+        "frame 50");
+    check_throws<ferry::decode_error>(
+        [&] {
+            (void)ferry::ops::decode_video(pkts, {.select = ferry::frame_selection::clip(10, 6)});
+        },
+        "window has 50 frames that decode");
+    check_throws<ferry::invalid_argument>([] { (void)ferry::frame_selection::uniform(0); },
+                                          "positive");
+}
+
+// load_video in a pipeline: paths in, one clip per path out, in order; a bad file is skipped
+// and recorded.
+BOOST_AUTO_TEST_CASE(loads_clips_in_a_pipeline_and_skips_bad_files) {
+    std::vector<std::filesystem::path> paths{video_file(codecs[0]), video_file(codecs[1]),
+                                             scratch("missing.mp4"), video_file(codecs[2])};
+    auto pipe = ferry::from(paths)
+                    .map(
+                        [](const std::filesystem::path& p) {
+                            return ferry::ops::load_video(
+                                p, {.decode = {.select = ferry::frame_selection::clip(4, 3),
+                                               .resize = {32, 32}}});
+                        },
+                        {.concurrency = 2, .name = "video", .on_error = ferry::skip})
+                    .build({.threads = 2, .logger = [](ferry::log_level, std::string_view) {}});
+    std::vector<int> firsts;
+    for (const ferry::video_clip& clip : pipe) {
+        BOOST_TEST(clip.frames() == 4);
+        BOOST_TEST(clip.width() == 32);
+        firsts.push_back(frame_index(clip, 3));
+    }
+    BOOST_TEST(firsts == (std::vector<int>{9, 9, 9}), boost::test_tools::per_element());
+    BOOST_TEST_REQUIRE(pipe.failures().size() == 1U);
+    BOOST_TEST(pipe.failures()[0].item == 2U);
+}
+
+BOOST_AUTO_TEST_SUITE(bad_input)
+
+// Zero bytes, in memory or in a file, is a decode_error that says so.
+BOOST_AUTO_TEST_CASE(zero_bytes_is_a_decode_error) {
+    check_throws<ferry::decode_error>(
+        [] { (void)ferry::ops::demux_video(std::span<const std::byte>{}); }, "empty input");
+    const auto path = scratch("empty.mp4");
+    { std::ofstream(path, std::ios::binary); }
+    check_throws<ferry::decode_error>([&] { (void)ferry::ops::load_video(path); }, "empty input");
+}
+
+// A missing file is an io_error naming the path and the system's reason.
+BOOST_AUTO_TEST_CASE(missing_file_is_an_io_error) {
+    check_throws<ferry::io_error>([] { (void)ferry::ops::demux_video("/nonexistent/x.mp4"); },
+                                  "No such file");
+}
+
+// Bytes that are no container are a decode_error with FFmpeg's reason.
+BOOST_AUTO_TEST_CASE(not_a_container_is_a_decode_error_with_ffmpegs_reason) {
+    const auto junk = ferry::bytes::from_string(std::string(4000, 'x'));
+    check_throws<ferry::decode_error>([&] { (void)ferry::ops::demux_video(junk); },
+                                      "Invalid data found");
+}
+
+// An audio-only file has no video stream.
+BOOST_AUTO_TEST_CASE(audio_only_file_has_no_video_stream) {
+    const auto path = tone_file({440}, 44100, 0.5, "flac", ".flac");
+    check_throws<ferry::decode_error>([&] { (void)ferry::ops::load_video(path); },
+                                      "no video stream");
+}
+
+// Headers declaring 60000x60000 or 12000x12000 are refused before anything that size is
+// allocated: the first by FFmpeg itself (its reason is passed on), the second by max_pixels.
+BOOST_AUTO_TEST_CASE(absurd_declared_resolution_is_refused) {
+    const auto y4m = [](int side) {
+        const std::string s = std::to_string(side);
+        return ferry::bytes::from_string("YUV4MPEG2 W" + s + " H" + s +
+                                         " F25:1 Ip A1:1 C420jpeg\nFRAME\n" +
+                                         std::string(1000, '\x80'));
+    };
+    check_throws<ferry::decode_error>([&] { (void)ferry::ops::load_video(y4m(60000)); },
+                                      "60000x60000 is invalid");
+    check_throws<ferry::decode_error>([&] { (void)ferry::ops::load_video(y4m(12000)); },
+                                      "(max_pixels)");
+    // And a small limit refuses an ordinary clip.
+    check_throws<ferry::decode_error>(
+        [] {
+            (void)ferry::ops::load_video(video_file(codecs[0]), {.demux = {.max_pixels = 1000}});
+        },
+        "over the limit");
+}
+
+// A FIFO that delivers part of a file and then nothing fails with an io_error once the timeout
+// passes, promptly.
+BOOST_AUTO_TEST_CASE(stalled_read_times_out_with_an_io_error) {
+    const auto fifo = scratch("stall.fifo");
+    BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    // Held open for writing (and reading, so that open does not block): no EOF ever comes.
+    const int fd = ::open(fifo.c_str(), O_RDWR);
+    BOOST_TEST_REQUIRE(fd >= 0);
+    const auto bytes = read_all(video_file(codecs[1]));
+    BOOST_TEST_REQUIRE(::write(fd, bytes.data(), 3000) == 3000);
+    const auto t0 = std::chrono::steady_clock::now();
+    check_throws<ferry::io_error>(
+        [&] {
+            (void)ferry::ops::load_video(fifo,
+                                         {.demux = {.timeout = std::chrono::milliseconds(300)}});
+        },
+        "stalled");
+    const auto took = std::chrono::steady_clock::now() - t0;
+    BOOST_TEST(took < std::chrono::seconds(5));
+    ::close(fd);
+    std::filesystem::remove(fifo);
+}
+
+// Damaged copies (tests/support/damaged_copies.hpp): every cut copy is a clip marked truncated
+// whose frames are the file's first ones, or a decode_error (too little left to decode), or,
+// where the cut kept every frame, the whole clip; strict makes every cut that is not whole a
+// decode_error. A flipped byte gives frames or a decode_error, never a crash.
+BOOST_DATA_TEST_CASE(corruption_matrix_gives_truncated_clips_or_typed_errors,
+                     bdata::make(std::vector<std::string>{"h264", "vp9", "mpeg4",
+                                                          "h264-faststart"}),
+                     name) {
+    video_spec spec{.frames = 12, .width = 64, .height = 48, .gop = 6};
+    if (name == "vp9") {
+        spec.codec = "libvpx-vp9";
+        spec.ext = ".webm";
+    } else if (name == "mpeg4") {
+        spec.codec = "mpeg4";
+    } else if (name == "h264-faststart") {
+        spec.extra = "-movflags +faststart";
+    }
+    const auto good = read_all(video_file(spec));
+    const auto whole = ferry::ops::load_video(good);
+    BOOST_TEST_REQUIRE(frame_indices(whole) == iota(0, 12), boost::test_tools::per_element());
+    BOOST_TEST_REQUIRE(!whole.truncated());
+    int truncated = 0;
+    int errors = 0;
+    for (const auto& copy : ferry_test::damaged_copies(good.span())) {
+        BOOST_TEST_CONTEXT(name << ": " << copy.how) {
+            const auto bytes = ferry_test::bytes_of(copy);
+            std::optional<ferry::video_clip> clip;
+            try {
+                clip = ferry::ops::load_video(bytes);
+            } catch (const ferry::decode_error& e) {
+                const std::string what = e.what();
+                BOOST_TEST((what.starts_with("demux_video: <memory>: ") ||
+                            what.starts_with("decode_video: <memory>: ")),
+                           what);
+                ++errors;
+            }
+            if (clip) {
+                BOOST_TEST(clip->frames() > 0);
+                BOOST_TEST(clip->data().size() ==
+                           static_cast<std::size_t>(clip->frames()) * clip->frame_bytes());
+            }
+            if (!copy.cut) continue;
+            const bool complete = clip && !clip->truncated() && clip->frames() == 12 &&
+                                  std::equal(clip->data().begin(), clip->data().end(),
+                                             whole.data().begin(), whole.data().end());
+            if (clip) {
+                BOOST_TEST((clip->truncated() || complete));
+                // The frames before the cut are the file's first ones (the last may be a
+                // partly decoded one).
+                const auto got = frame_indices(*clip);
+                BOOST_TEST(
+                    std::vector<int>(got.begin(), got.end() - 1) == iota(0, clip->frames() - 1),
+                    boost::test_tools::per_element());
+                truncated += clip->truncated() ? 1 : 0;
+            }
+            if (!complete) {
+                const auto e = ferry_test::expect_throw<ferry::decode_error>(
+                    [&] { (void)ferry::ops::load_video(bytes, {.demux = {.strict = true}}); });
+                if (clip) {
+                    BOOST_TEST(e.what().find("truncated: ") != std::string::npos, e.what());
+                }
+            }
+        }
+    }
+    BOOST_TEST_MESSAGE(name << ": " << errors << " decode_errors, " << truncated
+                            << " truncated clips of 20 damaged copies");
+}
+
+// In a pipeline, truncated clips are delivered and counted once per call in the stage's stats.
+BOOST_AUTO_TEST_CASE(truncated_clips_are_counted_in_stats) {
+    const auto good = read_all(video_file(
+        {.frames = 24, .width = 64, .height = 48, .gop = 6, .extra = "-movflags +faststart"}));
+    ferry::bytes cut(good);
+    cut.truncate(good.size() * 3 / 4);
+    std::vector<ferry::bytes> files{good, cut, good, cut};
+    auto pipe = ferry::from(files)
+                    .map([](const ferry::bytes& b) { return ferry::ops::load_video(b); },
+                         {.name = "decode"})
+                    .build({.threads = 1});
+    int truncated = 0;
+    for (const ferry::video_clip& clip : pipe) truncated += clip.truncated() ? 1 : 0;
+    BOOST_TEST(truncated == 2);
+    const auto stats = pipe.stats();
+    BOOST_TEST(stats.stages.at(1).name == "decode");
+    BOOST_TEST(stats.stages.at(1).truncated == 2U);
+}
+
+BOOST_AUTO_TEST_SUITE_END()  // bad_input
+BOOST_AUTO_TEST_SUITE_END()  // video
+BOOST_AUTO_TEST_SUITE_END()  // ops
+
+}  // namespace video_ops_test
