@@ -22,7 +22,7 @@
 #                   package tests, TSan
 #   FERRY_RELEASE_SUITES=1   the unit suites in build/ (Release) too
 #   FERRY_SHARED=1  build ferry's shared libraries (build-shared/) and run the package tests that
-#                   depend on the linkage against them
+#                   depend on the linkage against them, the .deb packages' test among them
 #   FERRY_TSAN=1    also build build-tsan/ and run the engine, cuda and http tests under TSan
 #   FERRY_SOAK=1    also run the tests labelled "soak" (long runs) in build/
 #   FERRY_SHARED_SUITE=1   in build-shared/, build and run the whole suite (every test, example
@@ -263,11 +263,11 @@ test_mode() {
         step "build build-shared/ (libraries only)"
         cmake --build build-shared --parallel "$jobs" --target ferry ferry_core ferry_image \
             ferry_video ferry_cuda ferry_http ferry_shards ferry_mpi ferry_torch
-        # Not what does not depend on the linkage (the headers, the .deb's contents, the
-        # recipes, which build ferry themselves) nor the subproject builds.
+        # With the .deb test (registered for shared builds only); not what does not depend on the
+        # linkage (the headers, the recipes, which build ferry themselves, the subproject builds).
         step "ctest build-shared/ -L package (the linkage's tests)"
         ctest --test-dir build-shared -L package \
-            -E '^package\.(fetchcontent|subdirectory|find\.not_built|recipes\..*|headers|deb|build_tree\.torch|pkgconfig\.torch)$' \
+            -E '^package\.(fetchcontent|subdirectory|find\.not_built|recipes\..*|headers|build_tree\.torch|pkgconfig\.torch)$' \
             --output-on-failure --no-tests=error -j "$jobs"
         done_parts+=("shared: package")
     fi

@@ -7,6 +7,7 @@
 # Used by ferry's own build and by the installed ferryConfig.cmake, static and shared alike: a
 # shared libferry_mpi.so names MPI::MPI_CXX for the linker's -rpath-link.
 include_guard(GLOBAL)
+include("${CMAKE_CURRENT_LIST_DIR}/ferry-dependency.cmake")
 
 if(NOT TARGET MPI::MPI_CXX)
   if(NOT DEFINED MPI_CXX_SKIP_MPICXX)
@@ -19,7 +20,7 @@ if(NOT TARGET MPI::MPI_CXX)
     unset(_ferry_mpi_unset_skip)
   endif()
   if(NOT MPI_CXX_FOUND)
-    message(FATAL_ERROR "ferry::mpi needs an MPI library "
-      "(Debian: libopenmpi-dev openmpi-bin; `bash setup.sh deps`)")
+    ferry_dependency_missing(mpi
+      "an MPI library (Debian: libopenmpi-dev openmpi-bin; `bash setup.sh deps`)")
   endif()
 endif()

@@ -6,11 +6,12 @@
 # (ferry::torch links `torch` PUBLIC). Used by ferry's own build and by the installed
 # ferryConfig.cmake, static and shared alike.
 include_guard(GLOBAL)
+include("${CMAKE_CURRENT_LIST_DIR}/ferry-dependency.cmake")
 
 if(NOT TARGET torch)
   find_package(Torch QUIET)
   if(NOT Torch_FOUND AND NOT TORCH_FOUND)
-    message(FATAL_ERROR "ferry::torch needs libtorch's CMake package (TorchConfig.cmake; "
-      "Debian: libtorch-dev; elsewhere set Torch_DIR to <libtorch>/share/cmake/Torch)")
+    ferry_dependency_missing(torch "libtorch's CMake package (TorchConfig.cmake; Debian: \
+libtorch-dev; elsewhere set Torch_DIR to <libtorch>/share/cmake/Torch)")
   endif()
 endif()
