@@ -144,7 +144,7 @@ void pipeline_runtime::async_start(stage_runtime& st, msg m, const shard_writer&
     }
     try {
         if (st.deadlines) sink->arm();
-        const call_scope scope(&stopping_, &aborting_, nullptr, &st.counters.truncated,
+        const call_scope scope(&ctl_.stopping, &ctl_.aborting, nullptr, &st.counters.truncated,
                                &st.counters.named);
         st.spec.start_fn(std::move(m->value), sink);
     } catch (...) {

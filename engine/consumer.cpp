@@ -8,7 +8,7 @@
 namespace ferry::detail {
 
 void pipeline_runtime::end_start() {
-    starting_ = false;
+    con_.starting = false;
     // Raise the limit, return what the first output carried, then wake the source (admission.hpp).
     admission_.set_limit(plan_.in_flight);
     flush_consumer_credits();
@@ -17,34 +17,34 @@ void pipeline_runtime::end_start() {
 
 void pipeline_runtime::flush_consumer_credits() {
     // Boxes first: the source, woken by the credits, finds them in the pool.
-    pool_.release_bulk(consumer_boxes_);
-    if (consumer_credits_ == 0) return;
-    return_credits(std::exchange(consumer_credits_, 0));
+    pool_.release_bulk(con_.boxes);
+    if (con_.credits == 0) return;
+    return_credits(std::exchange(con_.credits, 0));
 }
 
 void pipeline_runtime::consumer_release(msg m) {
     box_pool::empty_out_delivered(m);
-    consumer_boxes_.push_back(m);
-    if (consumer_boxes_.size() >= 2 * box_batch) pool_.release_bulk(consumer_boxes_);
+    con_.boxes.push_back(m);
+    if (con_.boxes.size() >= 2 * box_batch) pool_.release_bulk(con_.boxes);
 }
 
 bool pipeline_runtime::next(any_value& out) {
-    std::unique_lock control(control_mutex_);
-    if (fatal_) std::rethrow_exception(fatal_);
-    if (stopping_) {
+    std::unique_lock control(ctl_.mutex);
+    if (ctl_.fatal) std::rethrow_exception(ctl_.fatal);
+    if (ctl_.stopping) {
         cancel_for_stop();
         return false;
     }
-    if (!epoch_running_) start_epoch();
+    if (!ctl_.running) start_epoch();
     for (;;) {
         msg m = nullptr;
-        if (!out_->pop(m)) {
+        if (!con_.out->pop(m)) {
             const auto wait_start = clock::now();
             const auto wait_ticks = ticks();
             // Relaxed: stats() reads it for the wait in progress (a stall shows while it lasts).
-            consumer_waiting_since_.store(wait_start.time_since_epoch().count(),
-                                          std::memory_order_relaxed);
-            if (out_->available() < plan_.burst) {
+            con_.waiting_since.store(wait_start.time_since_epoch().count(),
+                                     std::memory_order_relaxed);
+            if (con_.out->available() < plan_.burst) {
                 // Spin briefly before sleeping, until a burst has gathered: results usually
                 // arrive within microseconds, a futex sleep/wake pair per item costs more than
                 // the item (measured: 3x fewer items/s for cheap stages), and taking items in
@@ -57,32 +57,29 @@ bool pipeline_runtime::next(any_value& out) {
                 // worker run for a while) halves the next spin, and each short one doubles it,
                 // up to 64 yields.
                 flush_consumer_credits();
-                for (int spin = 0;
-                     spin < spin_limit_ && out_->available() < plan_.burst && !stopping_; ++spin) {
+                for (int spin = 0; spin < con_.spin_limit && con_.out->available() < plan_.burst &&
+                                   !ctl_.stopping;
+                     ++spin) {
                     std::this_thread::yield();
                 }
             }
-            while (!stopping_ && !out_->refill()) {
+            while (!ctl_.stopping && !con_.out->refill()) {
                 flush_consumer_credits();  // the graph may be waiting for them
-                out_->wait([this] { return stopping_.load(); });
+                con_.out->wait([this] { return ctl_.stopping.load(); });
             }
             const auto waited = clock::now() - wait_start;
-            consumer_waiting_since_.store(0, std::memory_order_relaxed);
-            if (waited < std::chrono::microseconds(50)) {
-                spin_limit_ = std::min(64, 2 * spin_limit_ + 1);
-            } else {
-                spin_limit_ /= 2;
-            }
-            bump_owned(consumer_wait_ns_, waited.count());
+            con_.waiting_since.store(0, std::memory_order_relaxed);
+            con_.adapt_spin(waited);
+            bump_owned(con_.wait_ns, waited.count());
             if (spans_ != nullptr) {
-                if (!consumer_named_) {
+                if (!con_.named) {
                     spans_->name_thread("consumer (your thread)");
-                    consumer_named_ = true;
+                    con_.named = true;
                 }
                 spans_->add(static_cast<std::uint32_t>(span_names_.size() - 1), wait_ticks,
                             ticks());
             }
-            if (stopping_) {
+            if (ctl_.stopping) {
                 cancel_for_stop();
                 return false;
             }
@@ -91,44 +88,39 @@ bool pipeline_runtime::next(any_value& out) {
         switch (m->kind) {
             case msg_kind::value:
                 out = std::move(m->value);
-                frontier_ = m->end;
-                if (tracker_) tracker_->done(*m);
-                // Only this thread writes these (under control_mutex_): no locked instruction.
+                res_.frontier = m->end;
+                if (res_.tracker) res_.tracker->done(*m);
+                // Only this thread writes these (under ctl_.mutex): no locked instruction.
                 bump_owned(recorder_.counts.delivered, m->items);
                 bump_owned(recorder_.counts.outputs, 1);
-                consumer_credits_ += m->credits;
+                con_.credits += m->credits;
                 consumer_release(m);
-                if (awaiting_first_) {
-                    awaiting_first_ = false;
-                    const std::int64_t ns = clock::now().time_since_epoch().count() - epoch_start_;
-                    first_output_ns_.store(ns, std::memory_order_relaxed);
-                    if (ns > first_output_max_ns_.load(std::memory_order_relaxed)) {
-                        first_output_max_ns_.store(ns, std::memory_order_relaxed);
-                    }
+                if (con_.awaiting_first) {
+                    con_.note_first_output(clock::now().time_since_epoch().count() - ctl_.start);
                 }
-                if (starting_) {
+                if (con_.starting) {
                     end_start();
-                } else if (consumer_credits_ >= plan_.credit_batch) {
+                } else if (con_.credits >= plan_.credit_batch) {
                     flush_consumer_credits();
                 }
                 return true;
             case msg_kind::end: {
-                consumer_credits_ += m->credits;
+                con_.credits += m->credits;
                 consumer_release(m);
                 flush_consumer_credits();
                 // Most items failed: the epoch ends with an error, not as a short success.
                 const std::exception_ptr failed = epoch_failure();
                 finish_epoch();
                 if (failed) {
-                    fatal_ = failed;
-                    std::rethrow_exception(fatal_);
+                    ctl_.fatal = failed;
+                    std::rethrow_exception(ctl_.fatal);
                 }
                 return false;
             }
             case msg_kind::error:
-                fatal_ = m->error;
+                ctl_.fatal = m->error;
                 abort_epoch_locked();
-                std::rethrow_exception(fatal_);
+                std::rethrow_exception(ctl_.fatal);
             case msg_kind::gap:
                 retire_gap(m);
                 break;

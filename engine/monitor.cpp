@@ -7,79 +7,37 @@
 
 namespace ferry::detail {
 
-void pipeline_runtime::poll_later(std::function<bool(any_value&)> try_take,
-                                  std::function<void(any_value*, std::exception_ptr)> done) {
-    {
-        std::lock_guard lock(monitor_mutex_);
-        polls_.push_back({std::move(try_take), std::move(done)});
+void pipeline_runtime::monitor_tick() {
+    expire_timeouts();  // the watchdog: calls past their stage's timeout
+    if (!ctl_.running) return;
+    settle_stopped_epoch();
+    sample();
+    const auto now = clock::now();
+    if (opts_.on_report && now >= next_report_) {
+        next_report_ = now + opts_.report_every;
+        try {
+            opts_.on_report(stats());
+        } catch (...) {
+            recorder_.log("report", log_level::warning, "on_report callback threw; ignored");
+        }
     }
-    monitor_cv_.notify_one();
 }
 
-void pipeline_runtime::monitor_loop() {
-    auto next_report = clock::now() + opts_.report_every;
-    std::unique_lock lock(monitor_mutex_);
-    while (!monitor_closing_) {
-        if (!polls_.empty()) {
-            std::vector<poll_entry> batch;
-            batch.swap(polls_);
-            lock.unlock();
-            std::vector<poll_entry> waiting;
-            for (auto& p : batch) {
-                any_value v;
-                try {
-                    if (p.try_take(v)) {
-                        p.done(&v, nullptr);
-                    } else {
-                        waiting.push_back(std::move(p));
-                    }
-                } catch (...) {
-                    p.done(nullptr, std::current_exception());
-                }
-            }
-            lock.lock();
-            for (auto& p : waiting) polls_.push_back(std::move(p));
-        }
-        lock.unlock();
-        expire_timeouts();  // the watchdog: calls past their stage's timeout
-        lock.lock();
-        if (epoch_running_) {
-            lock.unlock();
-            settle_stopped_epoch();
-            sample();
-            const auto now = clock::now();
-            if (opts_.on_report && now >= next_report) {
-                next_report = now + opts_.report_every;
-                try {
-                    opts_.on_report(stats());
-                } catch (...) {
-                    recorder_.log("report", log_level::warning, "on_report callback threw; ignored");
-                }
-            }
-            lock.lock();
-        }
-        // Sampling wakes this thread, which on a machine with few cores preempts a worker: every
-        // 1 ms for an epoch's first 50 ms (short epochs still get samples), then every 10 ms.
-        const clock::duration running_for(clock::now().time_since_epoch().count() -
-                                          epoch_start_.load());
-        const auto sample_every = running_for < std::chrono::milliseconds(50)
-                                      ? std::chrono::microseconds(1000)
-                                      : std::chrono::microseconds(10000);
-        const auto wait = !polls_.empty()  ? std::chrono::microseconds(100)
-                          : epoch_running_ ? sample_every
-                          : timed_         ? std::chrono::microseconds(10000)
-                                           : std::chrono::microseconds(50000);
-        monitor_cv_.wait_for(lock, wait);
-    }
+std::chrono::microseconds pipeline_runtime::monitor_period() const {
+    // Sampling wakes this thread, which on a machine with few cores preempts a worker: every
+    // 1 ms for an epoch's first 50 ms (short epochs still get samples), then every 10 ms.
+    const clock::duration running_for(clock::now().time_since_epoch().count() - ctl_.start.load());
+    const auto sample_every = running_for < std::chrono::milliseconds(50)
+                                  ? std::chrono::microseconds(1000)
+                                  : std::chrono::microseconds(10000);
+    return ctl_.running ? sample_every
+           : timed_     ? std::chrono::microseconds(10000)
+                        : std::chrono::microseconds(50000);
 }
 
 void pipeline_runtime::sample() {
     const bool saturated = admission_.saturated(plan_.in_flight);
-    {
-        std::lock_guard lock(sample_mutex_);
-        ++samples_;
-        if (saturated) ++saturated_samples_;
-    }
+    full_.add(saturated);
     // An idle stage with nothing queued waits on downstream (backpressure) only when the
     // pipeline is full with nothing waiting upstream of it; full with items queued before it (in
     // front of a slow stage) means it waits on upstream: starved.
@@ -101,13 +59,13 @@ void pipeline_runtime::sample() {
     };
     {
         // The source has no upstream: it is busy, or held back by the in-flight limit.
-        const bool busy = source_busy_;
-        std::lock_guard lock(source_counters_.sample_mutex);
-        ++source_counters_.samples;
-        if (busy) source_counters_.utilization_sum += 1.0;
-        if (!busy && saturated) ++source_counters_.backpressured_samples;
+        const bool busy = src_.busy;
+        std::lock_guard lock(src_.counters.sample_mutex);
+        ++src_.counters.samples;
+        if (busy) src_.counters.utilization_sum += 1.0;
+        if (!busy && saturated) ++src_.counters.backpressured_samples;
     }
-    auto upstream = static_cast<std::int64_t>(source_counters_.sum(&counter_shard::emitted));
+    auto upstream = static_cast<std::int64_t>(src_.counters.sum(&counter_shard::emitted));
     bool queued_upstream = false;
     for (auto& st : stages_) {
         const auto arrived = static_cast<std::int64_t>(st.counters.sum(&counter_shard::arrived));
@@ -127,7 +85,7 @@ void pipeline_runtime::sample() {
 }
 
 stage_stats pipeline_runtime::row(const stage_runtime* st) const {
-    const stage_counters& c = st != nullptr ? st->counters : source_counters_;
+    const stage_counters& c = st != nullptr ? st->counters : src_.counters;
     stage_stats r;
     if (st != nullptr) {
         r.name = st->name;
@@ -199,23 +157,16 @@ pipeline_stats pipeline_runtime::stats() const {
     s.pending = ledger::unaccounted(s);
     s.threads = plan_.threads;
     s.in_flight = plan_.in_flight;
-    auto elapsed = elapsed_ns_.load();
-    if (epoch_running_) elapsed += clock::now().time_since_epoch().count() - epoch_start_;
-    s.elapsed = std::chrono::nanoseconds(elapsed);
-    s.consumer_wait = std::chrono::nanoseconds(consumer_wait_ns_.load());
-    if (const auto since = consumer_waiting_since_.load(std::memory_order_relaxed); since != 0) {
+    s.elapsed = std::chrono::nanoseconds(ctl_.elapsed());
+    s.consumer_wait = std::chrono::nanoseconds(con_.wait_ns.load());
+    if (const auto since = con_.waiting_since.load(std::memory_order_relaxed); since != 0) {
         const auto now = clock::now().time_since_epoch().count();
         s.consumer_waiting = std::chrono::nanoseconds(now > since ? now - since : 0);
     }
-    s.first_output = std::chrono::nanoseconds(first_output_ns_.load(std::memory_order_relaxed));
+    s.first_output = std::chrono::nanoseconds(con_.first_output_ns.load(std::memory_order_relaxed));
     s.first_output_max =
-        std::chrono::nanoseconds(first_output_max_ns_.load(std::memory_order_relaxed));
-    {
-        std::lock_guard lock(sample_mutex_);
-        s.full = samples_ > 0
-                     ? static_cast<double>(saturated_samples_) / static_cast<double>(samples_)
-                     : 0;
-    }
+        std::chrono::nanoseconds(con_.first_output_max_ns.load(std::memory_order_relaxed));
+    s.full = full_.fraction();
     return s;
 }
 

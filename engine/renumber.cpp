@@ -57,7 +57,7 @@ void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
     std::uint64_t items = 0;
     std::uint64_t credits = 0;
     for (msg b : st.batch_items) {
-        if (tracker_) {
+        if (res_.tracker) {
             // Unordered: the batch's items are any; it lists their positions.
             if (b->covers.empty()) {
                 first->covers.push_back(b->source_index);
@@ -116,7 +116,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
     }
     auto& children = x->children;
     // A resumed epoch's first item may have delivered some of its outputs before the save.
-    const std::size_t skip = std::min<std::size_t>(resume_skip(x->start), children.size());
+    const std::size_t skip = std::min<std::size_t>(res_.skip(x->start), children.size());
     if (children.size() == skip) {
         count_filtered(x, w);
         retire_gap(x);

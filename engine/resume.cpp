@@ -53,23 +53,23 @@ constexpr const char* unordered_expansion =
 }  // namespace
 
 void pipeline_runtime::take_resume_state() {
-    shape_ = shape_of(stages_);
-    expands_ = std::any_of(stages_.begin(), stages_.end(), [](const stage_runtime& s) {
+    res_.shape = shape_of(stages_);
+    res_.expands = std::any_of(stages_.begin(), stages_.end(), [](const stage_runtime& s) {
         return s.spec.kind == stage_kind::flat_map || s.spec.kind == stage_kind::unbatch;
     });
     // Unordered: which positions are done is a set, kept as they are delivered or left.
-    if (!plan_.output_ordered && !expands_) tracker_ = std::make_unique<done_tracker>();
+    if (!plan_.output_ordered && !res_.expands) res_.tracker = std::make_unique<done_tracker>();
     if (!opts_.resume_from) return;
     const pipeline_state& st = *opts_.resume_from;
-    if (!plan_.output_ordered && expands_) refuse(unordered_expansion);
+    if (!plan_.output_ordered && res_.expands) refuse(unordered_expansion);
     if (plan_.output_ordered && !st.done().empty()) {
         refuse(
             "the state was saved by an unordered pipeline (it lists items done past its "
             "position); this one is ordered");
     }
-    if (!st.shape().empty() && st.shape() != shape_) {
+    if (!st.shape().empty() && st.shape() != res_.shape) {
         refuse("the state was saved by a pipeline of stages '" + st.shape() + "', this one has '" +
-               shape_ + "'");
+               res_.shape + "'");
     }
     const auto& mine = plan_.source.identity;
     if (!st.rank_positions().empty() && !plan_.source.open_resumed) {
@@ -122,35 +122,35 @@ void pipeline_runtime::take_resume_state() {
     for (const auto c : st.children()) {
         if (c > UINT32_MAX) refuse("an output count is out of range");
     }
-    epoch_ = st.epoch();
-    resume_ = st;
+    ctl_.epoch = st.epoch();
+    res_.pending = st;
 }
 
 source_cursor pipeline_runtime::open_epoch() {
-    if (!resume_) return plan_.source.open(epoch_);
-    const pipeline_state st = std::move(*resume_);
-    resume_.reset();
+    if (!res_.pending) return plan_.source.open(ctl_.epoch);
+    const pipeline_state st = std::move(*res_.pending);
+    res_.pending.reset();
     resume_point at{st.position()};
     for (const auto c : st.children()) at = at.child(c);
-    frontier_ = at;
-    resume_at_ = at;
-    resume_active_ = at.depth > 0;
-    carried_produced_ = st.position() + st.done().size();
-    carried_failed_ = st.failed();
-    if (tracker_) {
-        tracker_->reset(st.position(), st.done());
-        resume_done_ = st.done();
-        resume_done_next_ = 0;
+    res_.frontier = at;
+    res_.at = at;
+    res_.active = at.depth > 0;
+    res_.carried_produced = st.position() + st.done().size();
+    res_.carried_failed = st.failed();
+    if (res_.tracker) {
+        res_.tracker->reset(st.position(), st.done());
+        src_.resume_done = st.done();
+        src_.resume_done_next = 0;
     }
     if (!st.rank_positions().empty()) {
         // The rest of a merged epoch: this rank's share of it.
-        resumed_from_ranks_ = st.rank_positions();
-        resumed_from_sampler_ = *st.saved_sampler();
+        res_.from_ranks = st.rank_positions();
+        res_.from_sampler = *st.saved_sampler();
         return plan_.source.open_resumed(st);
     }
-    if (plan_.source.open_at) return plan_.source.open_at(epoch_, st.position());
+    if (plan_.source.open_at) return plan_.source.open_at(ctl_.epoch, st.position());
     // A source that cannot seek: pull and drop what comes before the position.
-    source_cursor cursor = plan_.source.open(epoch_);
+    source_cursor cursor = plan_.source.open(ctl_.epoch);
     any_value skipped;
     for (std::uint64_t i = 0; i < st.position(); ++i) {
         if (!cursor(skipped)) break;
@@ -160,50 +160,50 @@ source_cursor pipeline_runtime::open_epoch() {
 }
 
 pipeline_state pipeline_runtime::state() const {
-    if (!plan_.output_ordered && expands_) {
+    if (!plan_.output_ordered && res_.expands) {
         throw invalid_argument(std::string("pipeline::state(): ") + unordered_expansion);
     }
-    std::lock_guard lock(control_mutex_);
+    std::lock_guard lock(ctl_.mutex);
     pipeline_state out;
-    if (resume_) return *resume_;  // built to resume, no epoch started yet
-    if (epoch_running_ && tracker_) {
-        auto [position, done] = tracker_->snapshot();
-        std::uint64_t failed = carried_failed_;
+    if (res_.pending) return *res_.pending;  // built to resume, no epoch started yet
+    if (ctl_.running && res_.tracker) {
+        auto [position, done] = res_.tracker->snapshot();
+        std::uint64_t failed = res_.carried_failed;
         for (const auto& f : recorder_.counts.failures()) {
-            if (f.epoch == epoch_ && f.stage != "source" &&
+            if (f.epoch == ctl_.epoch && f.stage != "source" &&
                 (f.item < position || std::binary_search(done.begin(), done.end(), f.item))) {
                 failed += f.items;
             }
         }
-        out = pipeline_state(epoch_, position);
+        out = pipeline_state(ctl_.epoch, position);
         out.set_done(std::move(done));
         out.set_failed(failed);
-    } else if (epoch_running_) {
-        if (frontier_.depth == resume_point::too_deep) {
+    } else if (ctl_.running) {
+        if (res_.frontier.depth == resume_point::too_deep) {
             throw invalid_argument(
                 "pipeline::state(): the last output went through more than " +
                 std::to_string(resume_point::max_depth) +
                 " nested flat_map/unbatch stages; such a pipeline cannot resume mid-item");
         }
-        std::vector<std::uint64_t> children(frontier_.children,
-                                            frontier_.children + frontier_.depth);
-        out = pipeline_state(epoch_, frontier_.position, std::move(children));
+        std::vector<std::uint64_t> children(res_.frontier.children,
+                                            res_.frontier.children + res_.frontier.depth);
+        out = pipeline_state(ctl_.epoch, res_.frontier.position, std::move(children));
         // Failures before the position, this epoch: the budget the resumed run continues.
-        std::uint64_t failed = carried_failed_;
+        std::uint64_t failed = res_.carried_failed;
         for (const auto& f : recorder_.counts.failures()) {
-            if (f.epoch == epoch_ && f.stage != "source" && f.item < frontier_.position) {
+            if (f.epoch == ctl_.epoch && f.stage != "source" && f.item < res_.frontier.position) {
                 failed += f.items;
             }
         }
         out.set_failed(failed);
-        if (!resumed_from_ranks_.empty()) {
-            out.set_resumed_from(resumed_from_ranks_, resumed_from_sampler_);
+        if (!res_.from_ranks.empty()) {
+            out.set_resumed_from(res_.from_ranks, res_.from_sampler);
         }
     } else {
-        out = pipeline_state(epoch_, 0);
+        out = pipeline_state(ctl_.epoch, 0);
     }
     out.set_sampler(plan_.source.identity);
-    out.set_shape(shape_);
+    out.set_shape(res_.shape);
     return out;
 }
 

@@ -56,16 +56,20 @@
 
 #include "admission.hpp"
 #include "box.hpp"
+#include "consumer_side.hpp"
 #include "counters.hpp"
 #include "deadlines.hpp"
-#include "done_tracker.hpp"
+#include "epoch_control.hpp"
 #include "failure_recorder.hpp"
 #include "ferry/detail/spec.hpp"
 #include "ferry/item.hpp"
-#include "handoff.hpp"
 #include "io_pool.hpp"
+#include "monitor_thread.hpp"
 #include "plan.hpp"
+#include "resume_state.hpp"
 #include "sequencer.hpp"
+#include "source_driver.hpp"
+#include "timed_jobs.hpp"
 #include "trace.hpp"
 #include "tsan.hpp"
 
@@ -119,7 +123,7 @@ class pipeline_runtime final : public runtime {
     bool next(any_value& out) override;
     void abandon_epoch() noexcept override;
     void stop() noexcept override;
-    [[nodiscard]] bool epoch_running() const noexcept override { return epoch_running_; }
+    [[nodiscard]] bool epoch_running() const noexcept override { return ctl_.running; }
     [[nodiscard]] pipeline_stats stats() const override;
     [[nodiscard]] std::vector<failure> failures() const override { return recorder_.failures(); }
     void write_trace(std::ostream& os) const override;
@@ -138,13 +142,12 @@ class pipeline_runtime final : public runtime {
     }
     void fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause);
     void async_finished(stage_runtime& st);
-    void poll_later(std::function<bool(any_value&)> try_take,
-                    std::function<void(any_value*, std::exception_ptr)> done);
-    [[nodiscard]] bool aborting() const noexcept { return aborting_; }
-    /// The epoch's items can only end cancelled: it is being abandoned, or the pipeline stopped
-    /// (stop() from any thread: no call starts after it, and a result that arrives after it is
-    /// dropped).
-    [[nodiscard]] bool cancelling() const noexcept { return aborting_ || stopping_; }
+    void poll_later(monitor_thread::try_take_fn try_take, monitor_thread::done_fn done) {
+        monitor_.poll_later(std::move(try_take), std::move(done));
+    }
+    [[nodiscard]] bool aborting() const noexcept { return ctl_.aborting; }
+    /// The epoch's items can only end cancelled (epoch_control::cancelling).
+    [[nodiscard]] bool cancelling() const noexcept { return ctl_.cancelling(); }
 
   private:
     // graph.cpp
@@ -157,7 +160,7 @@ class pipeline_runtime final : public runtime {
     /// True for an element whose work would be wasted: its epoch is being cancelled, or it comes
     /// after an item that failed the pipeline.
     [[nodiscard]] bool should_drop(msg m) const noexcept {
-        return cancelling() || m->source_index > halt_after_.load(std::memory_order_relaxed);
+        return ctl_.should_drop(m->source_index);
     }
     /// A map / filter / flat_map stage's work on `m`, on whichever thread runs it: apply the
     /// function to a value (or drop it when the work would be wasted), then count `m` emitted
@@ -176,7 +179,7 @@ class pipeline_runtime final : public runtime {
     /// The `item_info` of `m` for a stage that asks for it (the current epoch's).
     [[nodiscard]] item_info item_of(const box& m) const {
         item_info info;
-        info.epoch = epoch_.load(std::memory_order_relaxed);
+        info.epoch = ctl_.epoch.load(std::memory_order_relaxed);
         info.position = m.source_index;
         info.index = plan_.source.index_of ? plan_.source.index_of(info.epoch, info.position)
                                            : info.position;
@@ -193,8 +196,8 @@ class pipeline_runtime final : public runtime {
     void record_failure(const std::string& stage, std::uint64_t item, std::uint64_t items,
                         const std::exception_ptr& cause, const std::string& text, log_level level,
                         const std::string& line, const std::string& input = {}) {
-        recorder_.record(stage, item, items, epoch_.load(std::memory_order_relaxed), cause, text,
-                         level, line, input);
+        recorder_.record(stage, item, items, ctl_.epoch.load(std::memory_order_relaxed), cause,
+                         text, level, line, input);
     }
 
     // renumber.cpp
@@ -222,14 +225,12 @@ class pipeline_runtime final : public runtime {
     /// An abort: lets go of every timed item still in the graph, so that waiting for the graph
     /// does not wait for calls that may never return; their boxes are reclaimed with the rest.
     void release_timed_items() noexcept;
-    /// Destruction: waits for the calls of timed stages still running (they use this object).
-    void wait_timed_jobs() noexcept;
 
     // consumer.cpp
-    void deliver(msg m) { out_->push(m); }
+    void deliver(msg m) { con_.out->push(m); }
     /// A gap leaves the graph: its box goes back, its credits too.
     void retire_gap(msg m) {
-        if (tracker_ && !m->cancelled) tracker_->done(*m);
+        if (res_.tracker && !m->cancelled) res_.tracker->done(*m);
         const auto credits = m->credits;
         pool_.release(m);
         return_credits(credits);
@@ -247,11 +248,6 @@ class pipeline_runtime final : public runtime {
     /// The consumer is done with `m`: its box goes back to the pool with the next credits.
     void consumer_release(msg m);
 
-    // source.cpp
-    /// Pulls and drops the items at the positions `resume_done_` lists next; false when the
-    /// source ended meanwhile.
-    bool skip_done_positions();
-
     // resume.cpp
     /// Construction: checks `opts_.resume_from` against this pipeline and makes it the first
     /// epoch's starting point. Throws `ferry::invalid_argument` when it does not fit.
@@ -259,26 +255,13 @@ class pipeline_runtime final : public runtime {
     /// start_epoch: the cursor for the epoch, opened at the resume position if one is pending
     /// (which then becomes the epoch's frontier).
     source_cursor open_epoch();
-    /// Outputs of the item at `start` that a flat_map or unbatch skips: those delivered before
-    /// the save, in a resumed epoch's first item; 0 otherwise.
-    [[nodiscard]] std::size_t resume_skip(const resume_point& start) const noexcept {
-        if (!resume_active_ || start.position != resume_at_.position ||
-            start.depth >= resume_at_.depth) {
-            return 0;
-        }
-        for (std::uint8_t i = 0; i < start.depth; ++i) {
-            if (start.children[i] != resume_at_.children[i]) return 0;
-        }
-        return resume_at_.children[start.depth];
-    }
-
     // runtime.cpp
     void start_epoch();
     void finish_epoch();
     void abort_epoch_locked() noexcept;
     /// The first half of an abort: waits for the graph, clears every buffer and counts what was
     /// still in it as cancelled; the epoch stays open (a stopped epoch's `state()` still names
-    /// its position). Under control_mutex_.
+    /// its position). Under ctl_.mutex.
     void reclaim_epoch_locked() noexcept;
     void cancel_for_stop() noexcept;
     /// A stopped epoch whose calls have all ended: its items still in the graph (queued, never
@@ -290,7 +273,11 @@ class pipeline_runtime final : public runtime {
     [[nodiscard]] std::exception_ptr epoch_failure() const;
 
     // monitor.cpp
-    void monitor_loop();
+    /// One tick of the monitor thread: the watchdog, and while an epoch runs the stop's
+    /// settling, a sample and the periodic report.
+    void monitor_tick();
+    /// How long the monitor sleeps after a tick.
+    [[nodiscard]] std::chrono::microseconds monitor_period() const;
     void sample();
     [[nodiscard]] stage_stats row(const stage_runtime* st) const;
 
@@ -300,7 +287,6 @@ class pipeline_runtime final : public runtime {
     tick_rate rate_;
     box_pool pool_;
     std::list<stage_runtime> stages_;  // stable addresses: nodes capture references
-    stage_counters source_counters_;
     /// Tracing (`trace_spans` > 0): the spans, and the names of their rows: the source, each
     /// stage, and the consumer's waits last.
     std::unique_ptr<span_log> spans_;
@@ -311,98 +297,21 @@ class pipeline_runtime final : public runtime {
 
     // What the source, the consumer and the workers write per item sits on separate cache lines
     // (each group aligned to its own), so that no line moves between cores on every item.
+    source_driver src_;  ///< the source's cursor, position, boxes (source.cpp)
+    consumer_side con_;  ///< the hand-off, credits and boxes back (consumer.cpp)
+    resume_state res_;   ///< the frontier and a resumed epoch's start (resume.cpp)
 
-    // Source state: the input node calls its body one at a time, the consumer opens epochs.
-    alignas(64) std::mutex source_mutex_;
-    source_cursor cursor_;
-    bool source_open_ = false;
-    std::uint64_t source_seq_ = 0;  ///< messages of this epoch so far
-    std::uint64_t source_pos_ = 0;  ///< the position of the next item in the epoch
-    /// Resuming an unordered pipeline: positions past the start done before the save (sorted),
-    /// and the next one to skip.
-    std::vector<std::uint64_t> resume_done_;
-    std::size_t resume_done_next_ = 0;
-    std::vector<box*> source_boxes_;  ///< free boxes taken from the pool in bulk
-    std::atomic<bool> source_busy_{false};
-    std::string last_input_;  ///< the last item's description, for a source failure's message
+    // Control: the epoch, its flags and the consumer's lock (epoch_control.hpp).
+    epoch_control ctl_;
 
-    // The consumer's own (consumer thread only, under control_mutex_).
-    alignas(64) std::atomic<std::int64_t> consumer_wait_ns_{0};
-    std::uint64_t consumer_credits_ = 0;
-    std::vector<box*> consumer_boxes_;  ///< boxes to give back in bulk
-    int spin_limit_ = 64;               ///< yields before the consumer sleeps (adapts; see next())
-    bool consumer_named_ = false;       ///< the consumer's thread is named in the trace
-    bool starting_ = false;             ///< fast_start holds the source for the first output
-    bool awaiting_first_ = false;       ///< the epoch's first output is not taken yet
-    /// Time from an epoch's start to the consumer taking its first output: the last epoch's, and
-    /// the longest of any (written by the consumer, read by stats()).
-    std::atomic<std::int64_t> first_output_ns_{0}, first_output_max_ns_{0};
+    fullness_samples full_;          ///< was the in-flight limit reached? (sampled)
+    clock::time_point next_report_;  ///< the monitor's next on_report (monitor thread only)
 
-    // The hand-off from the output node (bounded by in_flight through the credits, but for
-    // flat_map children).
-    std::unique_ptr<handoff> out_;
-
-    // Control. The consumer locks control_mutex_ on every item; the flags below it are read by
-    // the workers on every item.
-    alignas(64) mutable std::mutex control_mutex_;
-    alignas(64) std::atomic<bool> stopping_{false};
-    std::atomic<bool> aborting_{false};
-    std::atomic<bool> halted_{false};  ///< a stage failed: the source stops producing
-    std::atomic<std::uint64_t> halt_after_{std::numeric_limits<std::uint64_t>::max()};
-    std::atomic<bool> epoch_running_{false};
-    /// A stopped epoch's leftovers are counted (settle_stopped_epoch): nothing more to reclaim.
-    std::atomic<bool> stop_settled_{false};
-    std::exception_ptr fatal_;  ///< sticky stage_error
-    std::atomic<std::uint64_t> epoch_{0};
-    std::atomic<clock::rep> epoch_start_{0};  ///< steady_clock ticks
-    std::atomic<std::int64_t> elapsed_ns_{0};
-    /// The ledger's produced and failed counts when the epoch started (consumer thread only).
-    std::uint64_t epoch_produced_base_ = 0;
-    std::uint64_t epoch_failed_base_ = 0;
-
-    // Resume (resume.cpp). The consumer's frontier: where the epoch resumes after the output it
-    // took last (consumer thread, under control_mutex_).
-    resume_point frontier_;
-    std::string shape_;                     ///< the stages as pipeline_state::shape() spells them
-    std::optional<pipeline_state> resume_;  ///< from resume_from, until its epoch starts
-    /// The resumed epoch's start, while it runs (written between epochs, read by expansions).
-    resume_point resume_at_;
-    bool resume_active_ = false;
-    /// Of the resumed epoch, before its resume position: items (produced) and failed ones, for
-    /// its failure budget and the next state().
-    std::uint64_t carried_produced_ = 0;
-    std::uint64_t carried_failed_ = 0;
-    /// While the rest of a merged epoch runs: the saved world's positions and sampler.
-    std::vector<std::uint64_t> resumed_from_ranks_;
-    sampler_identity resumed_from_sampler_;
-    /// An unordered pipeline's done positions (null for an ordered one, or one with flat_map or
-    /// unbatch, whose outputs of one item it cannot tell apart).
-    std::unique_ptr<done_tracker> tracker_;
-    bool expands_ = false;  ///< some stage is a flat_map or unbatch
-
-    // Pipeline-level samples: was the in-flight limit reached?
-    mutable std::mutex sample_mutex_;
-    std::uint64_t samples_ = 0;
-    std::uint64_t saturated_samples_ = 0;
-
-    // Calls of timed stages that have not returned (an expired call runs on, apart from its box).
-    std::mutex timed_jobs_mutex_;
-    std::condition_variable timed_jobs_cv_;
-    std::size_t timed_jobs_ = 0;
+    timed_jobs timed_jobs_;  ///< calls of timed stages not returned (destruction waits)
     bool timed_ = false;  ///< some stage has a timeout: the monitor keeps watching between epochs
-    /// When the consumer began waiting in next() (steady_clock ticks; 0: not waiting).
-    std::atomic<clock::rep> consumer_waiting_since_{0};
 
-    // Monitor: sampling, periodic reports, polling of futures.
-    struct poll_entry {
-        std::function<bool(any_value&)> try_take;
-        std::function<void(any_value*, std::exception_ptr)> done;
-    };
-    std::mutex monitor_mutex_;
-    std::condition_variable monitor_cv_;
-    std::vector<poll_entry> polls_;
-    bool monitor_closing_ = false;
-    std::thread monitor_;
+    /// Sampling, periodic reports, the watchdog, polling of futures: its ticks run monitor_tick.
+    monitor_thread monitor_;
 
     // TBB objects last, so they are destroyed first.
     bool budget_held_ = false;

@@ -9,32 +9,32 @@
 namespace ferry::detail {
 
 bool pipeline_runtime::source_pull(msg& out) {
-    std::lock_guard lock(source_mutex_);
-    if (!source_open_ || halted_ || aborting_ || stopping_) return false;
+    std::lock_guard lock(src_.mutex);
+    if (!src_.open || ctl_.halted || ctl_.aborting || ctl_.stopping) return false;
     if (!admission_.take()) return false;
-    if (source_boxes_.empty()) pool_.acquire_bulk(source_boxes_, box_batch);
-    box* b = source_boxes_.back();
-    source_boxes_.pop_back();
+    if (src_.boxes.empty()) pool_.acquire_bulk(src_.boxes, box_batch);
+    box* b = src_.boxes.back();
+    src_.boxes.pop_back();
     b->credits = 1;
     // seq counts this epoch's messages from 0; the item's position in the epoch starts later
     // in a resumed epoch, and skips what an unordered pipeline had done past it.
-    const std::uint64_t position = source_pos_;
-    b->seq = source_seq_;
+    const std::uint64_t position = src_.pos;
+    b->seq = src_.seq;
     b->source_index = position;
     b->start = resume_point{position};
     b->end = resume_point{position + 1};
     // Relaxed: only the monitor reads it, for a sampled fraction.
-    source_busy_.store(true, std::memory_order_relaxed);
-    const shard_writer w = source_counters_.owned();  // the input node's body, in the arena
+    src_.busy.store(true, std::memory_order_relaxed);
+    const shard_writer w = src_.counters.owned();  // the input node's body, in the arena
     const auto& name_item = plan_.source.describe;
     const auto t0 = ticks();
     w.begin_call(t0, position);
     bool got = false;
     bool excluded = false;
     try {
-        const call_scope scope(&stopping_, &aborting_, nullptr, &source_counters_.truncated,
-                               &source_counters_.named);
-        got = skip_done_positions() && cursor_(b->value);
+        const call_scope scope(&ctl_.stopping, &ctl_.aborting, nullptr, &src_.counters.truncated,
+                               &src_.counters.named);
+        got = src_.skip_done_positions() && src_.cursor(b->value);
         // Named now, while the element is what the source made: a stage that fails it later
         // sees only what the stages before it turned it into.
         if (got && name_item) {
@@ -48,11 +48,12 @@ bool pipeline_runtime::source_pull(msg& out) {
         // item to name; the one before it says where in the source it happened.
         w.record_call(t0);
         w.end_call();
-        source_busy_.store(false, std::memory_order_relaxed);
+        src_.busy.store(false, std::memory_order_relaxed);
         const auto cause = std::current_exception();
         const std::string text = describe(cause);
-        const std::string after =
-            position > 0 && !last_input_.empty() ? " (after " + quote_input(last_input_) + ")" : "";
+        const std::string after = position > 0 && !src_.last_input.empty()
+                                      ? " (after " + quote_input(src_.last_input) + ")"
+                                      : "";
         const std::string what =
             "stage 'source' failed on item " + std::to_string(position) + after + ": " + text;
         b->value.reset();
@@ -61,25 +62,25 @@ bool pipeline_runtime::source_pull(msg& out) {
         b->error = std::make_exception_ptr(stage_error("source", position, 1, text, what));
         record_failure("source", position, 1, cause, text, log_level::error, what);
         w.add(&counter_shard::failed);
-        source_open_ = false;
-        ++source_seq_;
-        ++source_pos_;
+        src_.open = false;
+        ++src_.seq;
+        ++src_.pos;
         admission_.issued();
         w.add(&counter_shard::emitted);
         out = b;
         return true;
     }
-    source_busy_.store(false, std::memory_order_relaxed);
+    src_.busy.store(false, std::memory_order_relaxed);
     if (got) {
         b->kind = msg_kind::value;
         b->items = 1;
-        b->source_index = source_pos_;  // past the positions skipped
-        b->start = resume_point{source_pos_};
-        b->end = resume_point{source_pos_ + 1};
-        ++source_pos_;
-        ++source_seq_;
+        b->source_index = src_.pos;  // past the positions skipped
+        b->start = resume_point{src_.pos};
+        b->end = resume_point{src_.pos + 1};
+        ++src_.pos;
+        ++src_.seq;
         bump_owned(recorder_.counts.produced, 1);
-        if (name_item) last_input_ = b->input;
+        if (name_item) src_.last_input = b->input;
         if (excluded) {
             // On an exclusion list: produced and filtered here, it flows on as a gap.
             b->value.reset();
@@ -90,24 +91,11 @@ bool pipeline_runtime::source_pull(msg& out) {
         }
     } else {
         b->kind = msg_kind::end;  // seq = number of messages before it
-        source_open_ = false;
+        src_.open = false;
     }
     admission_.issued();
     w.add(&counter_shard::emitted);
     out = b;
-    return true;
-}
-
-bool pipeline_runtime::skip_done_positions() {
-    // Resuming an unordered pipeline: the items it had done past the state's position are pulled
-    // and dropped (the source's own order says which comes where).
-    while (resume_done_next_ < resume_done_.size() &&
-           resume_done_[resume_done_next_] == source_pos_) {
-        any_value dropped;
-        if (!cursor_(dropped)) return false;
-        ++resume_done_next_;
-        ++source_pos_;
-    }
     return true;
 }
 

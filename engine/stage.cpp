@@ -29,7 +29,7 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
     auto backoff = std::chrono::duration<double, std::milli>(policy.backoff);
     // The call can learn that it should give up (this_call::stop_requested()), and, where its
     // callable takes it, which item it works on.
-    const call_scope scope(&stopping_, &aborting_, nullptr, &st.counters.truncated,
+    const call_scope scope(&ctl_.stopping, &ctl_.aborting, nullptr, &st.counters.truncated,
                            &st.counters.named);
     std::optional<item_info> info;
     std::optional<item_scope> item;
@@ -69,7 +69,7 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
         }
         // A consumed input (moved into the call) cannot be retried, nor a failure that would
         // only come again.
-        if (last || !m->value.has_value() || aborting_ || stopping_ ||
+        if (last || !m->value.has_value() || ctl_.aborting || ctl_.stopping ||
             !worth_retrying(policy, err)) {
             break;
         }
@@ -126,11 +126,7 @@ void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_
             stage_error(st.name, m->source_index, items, text, what, m->input));
     }
     m->kind = msg_kind::error;
-    halted_ = true;  // the epoch is over: stop reading the source
-    // Items after the failing one are dropped unprocessed; the ones before still finish.
-    auto idx = halt_after_.load();
-    while (m->source_index < idx && !halt_after_.compare_exchange_weak(idx, m->source_index)) {
-    }
+    ctl_.halt_at(m->source_index);  // the epoch is over: stop reading the source
 }
 
 }  // namespace ferry::detail

@@ -72,9 +72,9 @@ void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway_type& gw,
     {
         std::lock_guard lock(st.async_mutex);
         // An abort lets go of the items listed when it looks (release_timed_items, under this
-        // mutex, after raising aborting_): an item that comes later is not listed, holds up no
+        // mutex, after raising ctl_.aborting): an item that comes later is not listed, holds up no
         // wait for the graph, and is cancelled here.
-        if (aborting_) {
+        if (ctl_.aborting) {
             aborted = true;
         } else {
             gw.reserve_wait();  // released when the item has been passed on, or let go by an abort
@@ -103,15 +103,11 @@ void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway_type& gw,
 void pipeline_runtime::timed_launch(std::shared_ptr<timed_item> it, int attempt,
                                     double backoff_ms) {
     stage_runtime& st = *it->st;
-    {
-        std::lock_guard lock(timed_jobs_mutex_);
-        ++timed_jobs_;
-    }
+    timed_jobs_.begin();
     auto job = [this, it = std::move(it), attempt, backoff_ms] {
         tsan_acquire(it.get());
         timed_run(it, attempt, backoff_ms);
-        std::lock_guard lock(timed_jobs_mutex_);
-        if (--timed_jobs_ == 0) timed_jobs_cv_.notify_all();
+        timed_jobs_.end();
     };
     if (st.io) {
         st.pool->submit(std::move(job));
@@ -134,11 +130,11 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
             it->attempts.push_back(at);
         }
         if (backoff_ms > 0) {
-            const call_scope scope(&stopping_, &aborting_, &at->give_up, &st.counters.truncated,
-                                   &st.counters.named);
+            const call_scope scope(&ctl_.stopping, &ctl_.aborting, &at->give_up,
+                                   &st.counters.truncated, &st.counters.named);
             sleep_unless_stopped(std::chrono::duration<double, std::milli>(backoff_ms));
         }
-        if (it->settled || aborting_ || stopping_) return;  // an abort lets go of the item
+        if (it->settled || ctl_.aborting || ctl_.stopping) return;  // an abort lets go of the item
         const bool last = attempt >= policy.attempts;
         // A timed-out attempt may still be reading the input: then no attempt may move from it.
         const bool consume = last && it->running.load() == 0;
@@ -161,8 +157,8 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
         const auto t0 = ticks();
         w.begin_call(t0, it->item);
         try {
-            const call_scope scope(&stopping_, &aborting_, &at->give_up, &st.counters.truncated,
-                                   &st.counters.named);
+            const call_scope scope(&ctl_.stopping, &ctl_.aborting, &at->give_up,
+                                   &st.counters.truncated, &st.counters.named);
             const item_scope item(it->info ? &*it->info : nullptr);
             std::optional<scoped_tensor_allocator> use;
             if (st.output_allocator) use.emplace(st.output_allocator);
@@ -194,7 +190,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
             if (at->replaced) io_pool::leave_after_this_job();
             return;
         }
-        if (err && !last && it->input.has_value() && !aborting_ && !stopping_ &&
+        if (err && !last && it->input.has_value() && !ctl_.aborting && !ctl_.stopping &&
             worth_retrying(policy, err)) {
             w.add(&counter_shard::retries);
             backoff_ms = attempt == 1 ? static_cast<double>(policy.backoff.count())
@@ -251,7 +247,8 @@ void pipeline_runtime::timed_expired(const std::shared_ptr<timed_item>& it, int 
     // A retry runs beside the expired call, on the same input: only where the call leaves its
     // input alone (and never for a filter, whose kept input moves back into the box).
     if (attempt < o.on_error.attempts && st.spec.kind != stage_kind::filter &&
-        st.spec.retry_reads_input && !aborting_ && !stopping_ && worth_retrying(o.on_error, err)) {
+        st.spec.retry_reads_input && !ctl_.aborting && !ctl_.stopping &&
+        worth_retrying(o.on_error, err)) {
         w.add(&counter_shard::retries);
         const double next =
             pause_before_retry(o.on_error,
@@ -319,11 +316,6 @@ void pipeline_runtime::release_timed_items() noexcept {
             if (timed_settle(*it)) it->gw->release_wait();
         }
     }
-}
-
-void pipeline_runtime::wait_timed_jobs() noexcept {
-    std::unique_lock lock(timed_jobs_mutex_);
-    timed_jobs_cv_.wait(lock, [this] { return timed_jobs_ == 0; });
 }
 
 }  // namespace ferry::detail

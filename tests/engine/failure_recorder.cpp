@@ -61,6 +61,18 @@ BOOST_AUTO_TEST_CASE(skip_budget_fails_the_item_past_max_failures) {
     failure_budget budget(skipping(2));
     BOOST_TEST(!budget.failed("a").fail);
     BOOST_TEST(!budget.failed("b").fail);
+    const auto v = budget.failed("c");
+    BOOST_TEST(v.fail);
+    BOOST_TEST(v.reason == "failure budget of 2 exhausted; last error: c");
+}
+
+// Protects: a rate budget is judged only over a full window, and successes count in it.
+BOOST_AUTO_TEST_CASE(rate_budget_is_judged_over_a_full_window) {
+    failure_budget budget(skipping(0, 0.5, 4));
+    BOOST_TEST(!budget.failed("a").fail);  // 1 of 1, the window not full
+    BOOST_TEST(!budget.failed("b").fail);  // 2 of 2
+    budget.succeeded();
+    budget.succeeded();                    // full: 2 of 4 failed, not over 50%
     BOOST_TEST(!budget.failed("c").fail);  // the ring drops a failure: 2 of 4 again
     BOOST_TEST(!budget.failed("d").fail);  // and the other one: 2 of 4
     const auto v = budget.failed("e");     // a success dropped: 3 of 4
