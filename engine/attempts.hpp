@@ -7,10 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
-#include <random>
 #include <thread>
 
-#include "ferry/error.hpp"
+#include "ferry/detail/retry_schedule.hpp"
 #include "ferry/options.hpp"
 #include "ferry/this_call.hpp"
 
@@ -30,39 +29,35 @@ inline void sleep_unless_stopped(std::chrono::duration<double, std::milli> d) {
     }
 }
 
-/// The pause before the next attempt: `backoff` times a random factor in [1 - jitter, 1], and
-/// at least what the failure asked for (`ferry::error::retry_after()`).
+/// A stage's policy as the one retry schedule (ferry/detail/retry_schedule.hpp). A stage asks
+/// `when` of every `std::exception` and retries anything else (`others::tested`), unlike
+/// `http_client`, which retries only a `ferry::error` that says it may pass.
+inline retry_schedule schedule_of(const error_policy& policy) noexcept {
+    return {.attempts = policy.attempts,
+            .backoff = policy.backoff,
+            .multiplier = policy.multiplier,
+            .jitter = policy.jitter,
+            .when = policy.when,
+            .foreign = retry_schedule::others::tested};
+}
+
+/// The pause after attempt `failed` of a call failed with `err` (`retry_schedule::pause_after`).
+inline std::chrono::duration<double, std::milli> pause_before_retry(const error_policy& policy,
+                                                                    int failed,
+                                                                    const std::exception_ptr& err) {
+    return schedule_of(policy).pause_after(failed, err);
+}
+
+/// The pause for a `nominal` one (jitter, `Retry-After`; `retry_schedule::pause`).
 inline std::chrono::duration<double, std::milli> pause_before_retry(
-    const error_policy& policy, std::chrono::duration<double, std::milli> backoff,
+    const error_policy& policy, std::chrono::duration<double, std::milli> nominal,
     const std::exception_ptr& err) {
-    auto pause = backoff;
-    if (policy.jitter > 0) {
-        thread_local std::minstd_rand rng{std::random_device{}()};
-        pause *= 1.0 - policy.jitter * std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-    }
-    try {
-        std::rethrow_exception(err);
-    } catch (const ::ferry::error& e) {
-        pause = std::max(pause, std::chrono::duration<double, std::milli>(e.retry_after()));
-    } catch (...) {
-    }
-    return pause;
+    return schedule_of(policy).pause(nominal, err);
 }
 
 /// Whether the policy's test calls a failure worth another attempt.
 inline bool worth_retrying(const error_policy& policy, const std::exception_ptr& err) noexcept {
-    if (policy.when == nullptr) return true;
-    try {
-        std::rethrow_exception(err);
-    } catch (const std::exception& e) {
-        try {
-            return policy.when(e);
-        } catch (...) {
-            return false;  // a test that throws retries nothing
-        }
-    } catch (...) {
-        return true;  // not a std::exception: nothing to test
-    }
+    return schedule_of(policy).transient(err);
 }
 
 }  // namespace ferry::detail

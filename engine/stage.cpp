@@ -26,7 +26,6 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
     const error_policy& policy = st.spec.options.on_error;
     std::exception_ptr err;
     bool keep = true;
-    auto backoff = std::chrono::duration<double, std::milli>(policy.backoff);
     // The call can learn that it should give up (this_call::stop_requested()), and, where its
     // callable takes it, which item it works on.
     const call_scope scope(&ctl_.stopping, &ctl_.aborting, nullptr, &st.counters.truncated,
@@ -74,9 +73,8 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
             break;
         }
         w.add(&counter_shard::retries);
-        sleep_unless_stopped(pause_before_retry(policy, backoff, err));
+        sleep_unless_stopped(pause_before_retry(policy, attempt, err));
         if (this_call::stop_requested()) break;  // stopped during the backoff: no more attempts
-        backoff *= policy.multiplier;
     }
     w.active(-1);
     if (cancelling()) {

@@ -193,11 +193,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
         if (err && !last && it->input.has_value() && !ctl_.aborting && !ctl_.stopping &&
             worth_retrying(policy, err)) {
             w.add(&counter_shard::retries);
-            backoff_ms = attempt == 1 ? static_cast<double>(policy.backoff.count())
-                                      : backoff_ms * policy.multiplier;
-            backoff_ms = pause_before_retry(
-                             policy, std::chrono::duration<double, std::milli>(backoff_ms), err)
-                             .count();
+            backoff_ms = pause_before_retry(policy, attempt, err).count();
             ++attempt;
             continue;
         }
@@ -237,7 +233,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
 }
 
 void pipeline_runtime::timed_expired(const std::shared_ptr<timed_item>& it, int attempt,
-                                     double backoff_ms) {
+                                     double /*backoff_ms: the schedule needs only `attempt`*/) {
     stage_runtime& st = *it->st;
     const shard_writer w = st.counters.shared();  // the monitor thread
     w.add(&counter_shard::timeouts);
@@ -250,13 +246,7 @@ void pipeline_runtime::timed_expired(const std::shared_ptr<timed_item>& it, int 
         st.spec.retry_reads_input && !ctl_.aborting && !ctl_.stopping &&
         worth_retrying(o.on_error, err)) {
         w.add(&counter_shard::retries);
-        const double next =
-            pause_before_retry(o.on_error,
-                               std::chrono::duration<double, std::milli>(
-                                   attempt == 1 ? static_cast<double>(o.on_error.backoff.count())
-                                                : backoff_ms * o.on_error.multiplier),
-                               err)
-                .count();
+        const double next = pause_before_retry(o.on_error, attempt, err).count();
         timed_launch(it, attempt + 1, next);  // takes over the expired call's slot
         return;
     }

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/completion.hpp"
 #include "ferry/detail/spec.hpp"
 #include "ferry/error.hpp"
 #include "ferry/item.hpp"
@@ -150,59 +151,6 @@ template <class F, class T>
 concept takes_item = !std::invocable<F&, T> && std::invocable<F&, T, const item_info&>;
 
 }  // namespace detail
-
-/// The callback handed to a `map_async<U>` callable: call it once with the result, or `fail`.
-/// Copyable (so it fits callback APIs that take `std::function`); if every copy is destroyed
-/// without a result the item fails with "completion dropped without a result" — nothing is lost.
-template <class U>
-class completion {
-  public:
-    explicit completion(std::shared_ptr<detail::async_sink> sink)
-        : state_(std::make_shared<state>(std::move(sink))) {}
-
-    /// Delivers the result. Later calls are ignored.
-    void operator()(U value) const {
-        if (auto sink = state_->claim()) {
-            detail::any_value v;
-            v.emplace<U>(std::move(value));
-            sink->complete(std::move(v));
-        }
-    }
-    /// Fails the item with `e`. Later calls are ignored.
-    void fail(std::exception_ptr e) const {
-        if (auto sink = state_->claim()) sink->fail(std::move(e));
-    }
-    /// True once the result is no longer wanted, so that the work behind it can stop early: the
-    /// call is settled already (a result was given, or its stage's timeout failed it), or its
-    /// pipeline is stopping, being destroyed or abandoning the epoch. A pipeline waits for its
-    /// outstanding completions when it stops or is destroyed: an operation that can take long
-    /// (a network request) should poll this and then `fail` with `errc::cancelled`, as
-    /// `ferry::ops::http_client` does. Safe from any thread.
-    [[nodiscard]] bool stop_requested() const noexcept {
-        std::lock_guard lock(state_->mutex);
-        return state_->sink == nullptr || state_->sink->stop_requested();
-    }
-
-  private:
-    struct state {
-        explicit state(std::shared_ptr<detail::async_sink> s) : sink(std::move(s)) {}
-        state(const state&) = delete;
-        state& operator=(const state&) = delete;
-        ~state() {
-            if (sink) {
-                sink->fail(std::make_exception_ptr(
-                    error(errc::internal, "completion dropped without a result")));
-            }
-        }
-        std::shared_ptr<detail::async_sink> claim() {
-            std::lock_guard lock(mutex);
-            return std::exchange(sink, nullptr);
-        }
-        std::mutex mutex;
-        std::shared_ptr<detail::async_sink> sink;
-    };
-    std::shared_ptr<state> state_;
-};
 
 /// Describes a pipeline whose elements are `T`. Each call returns a new builder (the element
 /// type follows the callables' return types); `build()` compiles it to a TBB flow graph.

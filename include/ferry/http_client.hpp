@@ -11,11 +11,11 @@
 #include <string>
 #include <utility>
 
-#include "ferry/builder.hpp"
 #include "ferry/bytes.hpp"
+#include "ferry/completion.hpp"
 #include "ferry/export.hpp"
 #include "ferry/http.hpp"
-#include "ferry/options.hpp"
+#include "ferry/retry.hpp"
 
 namespace ferry::ops {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ferry/export.hpp"
-#include "ferry/state.hpp"
+#include "ferry/pipeline_state.hpp"
 #include "ferry/world.hpp"
 
 /// MPI for a training job's ranks. Every function but `session`'s members is collective over
@@ -102,8 +102,7 @@ class FERRY_API session {
 /// `serialize()`, each read back with `pipeline_state::parse`. Rank 0 merges them into the
 /// checkpoint, which a run at any world size resumes from. Collective; call it at the same
 /// training step on every rank (states taken at the same step, after the same number of batches).
-/// Defined here, over `pipeline_state`'s members: a program that calls it links the engine
-/// (`ferry::ferry`), as every program holding a pipeline does; `ferry::mpi` itself does not.
+/// `pipeline_state`'s text form is ferry::core's: `ferry::mpi` does not link the engine.
 /// \code
 ///   for (auto& batch : pipe) {
 ///       train_step(batch);
@@ -119,12 +118,6 @@ class FERRY_API session {
 ///                   .map(load, 8).batch(32)
 ///                   .build({.resume_from = ferry::pipeline_state::parse(read_file(...))});
 /// \endcode
-[[nodiscard]] inline std::vector<pipeline_state> gather_states(const pipeline_state& mine) {
-    const std::vector<std::string> texts = all_gather(mine.serialize());
-    std::vector<pipeline_state> states;
-    states.reserve(texts.size());
-    for (const std::string& text : texts) states.push_back(pipeline_state::parse(text));
-    return states;
-}
+[[nodiscard]] FERRY_API std::vector<pipeline_state> gather_states(const pipeline_state& mine);
 
 }  // namespace ferry::mpi

@@ -25,7 +25,7 @@
 #include <utility>
 
 #include "ferry/export.hpp"
-#include "ferry/stats.hpp"
+#include "ferry/failure.hpp"
 
 namespace ferry {
 

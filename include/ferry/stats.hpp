@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// Per-stage statistics and the failure log: where the time went, what was lost and why.
+/// Per-stage statistics: where the time went and what was lost (`ferry::failure`, the failure
+/// log's record, is in ferry/failure.hpp, part of ferry::core).
 #pragma once
 
 #include <chrono>
@@ -12,6 +13,7 @@
 
 #include "ferry/error.hpp"
 #include "ferry/export.hpp"
+#include "ferry/failure.hpp"
 
 namespace ferry {
 
@@ -114,27 +116,5 @@ struct FERRY_API pipeline_stats {
 
 /// Prints the per-stage table and a bottleneck line.
 FERRY_API std::ostream& operator<<(std::ostream& os, const pipeline_stats& s);
-
-/// One failed item: which stage, which source item, why.
-/// \code
-///   for (const ferry::failure& f : pipe.failures())
-///       std::cerr << f.stage << " failed on " << f.input << ": " << f.message << '\n';
-/// \endcode
-struct failure {
-    std::string stage;
-    std::uint64_t item = 0;   ///< source index within its epoch (first item of a batch)
-    std::uint64_t items = 1;  ///< source items it stood for
-    std::uint64_t epoch = 0;
-    std::string message;
-    /// The cause's code when it was a `ferry::error` (`io`, `decode`, ...), else `stage_failed`.
-    errc code = errc::stage_failed;
-    /// The source item it is about, as the source described it when it produced the item: the
-    /// path or URL of a `std::string`, `std::string_view`, `const char*` or
-    /// `std::filesystem::path` element, or of an element's `.path` member (see
-    /// `ferry::describable`); what `from(...).describe(f)` returned otherwise; empty when
-    /// neither. A batch's is its first item's, a `flat_map` output's its input's. Empty for a
-    /// failure of the source itself (there is no item yet; its message names the item before).
-    std::string input{};
-};
 
 }  // namespace ferry

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
 #include <utility>
 
 #include "curl_session.hpp"
@@ -32,7 +31,11 @@ const char* const client_ending = "the http_client is being destroyed";
 }  // namespace
 
 client_loop::client_loop(const http_client_options& options)
-    : max_outstanding_(options.max_outstanding), retry_(options.retry) {
+    : max_outstanding_(options.max_outstanding),
+      // Only a ferry::error says whether a request may pass next time (`others::never`); a
+      // stage's retries also try what is not one (engine/attempts.hpp).
+      retry_(::ferry::detail::retry_schedule::of(options.retry,
+                                                 ::ferry::detail::retry_schedule::others::never)) {
     init_curl_once();
     multi_ = curl_multi_init();
     if (multi_ == nullptr) throw io_error("http_client: curl_multi_init failed");
@@ -208,20 +211,8 @@ void client_loop::finished(CURL* c, CURLcode rc) {
 
 bool client_loop::retry_later(job_ptr& j, const std::exception_ptr& e) {
     if (j->attempt >= retry_.attempts || j->done.stop_requested()) return false;
-    std::chrono::duration<double, std::milli> pause = retry_.backoff;
-    try {
-        std::rethrow_exception(e);
-    } catch (const error& err) {
-        if (retry_.when != nullptr && !retry_.when(err)) return false;
-        for (int k = 1; k < j->attempt; ++k) pause *= retry_.multiplier;
-        if (retry_.jitter > 0) {
-            thread_local std::minstd_rand rng{std::random_device{}()};
-            pause *= 1.0 - retry_.jitter * std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-        }
-        pause = std::max(pause, std::chrono::duration<double, std::milli>(err.retry_after()));
-    } catch (...) {
-        return false;  // not a ferry::error: nothing says it can pass
-    }
+    if (!retry_.transient(e)) return false;
+    const std::chrono::duration<double, std::milli> pause = retry_.pause_after(j->attempt, e);
     ++j->attempt;
     j->t = std::make_unique<transfer>();
     const auto due = std::chrono::steady_clock::now() +

@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ferry/detail/retry_schedule.hpp"
 #include "ferry/http_client.hpp"
 #include "request.hpp"
 #include "transfer.hpp"
@@ -87,7 +88,7 @@ class client_loop {
     void cancel(job_ptr j, const char* why);
 
     const std::size_t max_outstanding_;
-    const error_policy retry_;
+    const ::ferry::detail::retry_schedule retry_;
     CURLM* multi_ = nullptr;
 
     // Shared with the threads that submit.

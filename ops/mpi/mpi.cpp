@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// ferry::mpi on MPI's C API: the session, world(), agree_seed and all_gather.
+/// ferry::mpi on MPI's C API: the session, world(), agree_seed, all_gather and gather_states.
 ///
 /// Every collective runs on its own duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN: the
 /// program's messages and error handler on MPI_COMM_WORLD stay as they are (MPI's default there,
@@ -168,6 +168,14 @@ std::vector<std::string> all_gather(const std::string& mine) {
         out.push_back(all.substr(static_cast<std::size_t>(offsets[r]), lengths[r]));
     }
     return out;
+}
+
+std::vector<pipeline_state> gather_states(const pipeline_state& mine) {
+    const std::vector<std::string> texts = all_gather(mine.serialize());
+    std::vector<pipeline_state> states;
+    states.reserve(texts.size());
+    for (const std::string& text : texts) states.push_back(pipeline_state::parse(text));
+    return states;
 }
 
 }  // namespace ferry::mpi

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ferry/completion.hpp"
 #include "ferry/detail/any_value.hpp"
 #include "ferry/export.hpp"
 #include "ferry/options.hpp"
@@ -24,21 +25,6 @@
 namespace ferry::detail {
 
 enum class stage_kind : std::uint8_t { map, filter, flat_map, batch, unbatch, map_async };
-
-/// Where an asynchronous call delivers its result; implemented by the engine. Exactly one of
-/// `complete`, `fail`, or `poll` (whose `try_take` eventually returns true or throws) is used.
-class FERRY_API async_sink {
-  public:
-    virtual ~async_sink() = default;
-    virtual void complete(any_value&& value) noexcept = 0;
-    virtual void fail(std::exception_ptr error) noexcept = 0;
-    /// Asks the engine's poller to call `try_take` until it yields the value (returns true).
-    virtual void poll(std::function<bool(any_value&)> try_take) noexcept = 0;
-    /// True once the call's result is no longer wanted: it is settled already (delivered,
-    /// failed, past its stage's timeout), or its pipeline is stopping or abandoning the epoch.
-    /// Any thread may ask, as long as it holds the sink.
-    [[nodiscard]] virtual bool stop_requested() const noexcept { return false; }
-};
 
 /// Pulls the next source element into `out`; false at the end of the epoch.
 using source_cursor = std::function<bool(any_value& out)>;

@@ -13,7 +13,7 @@
 #include <set>
 
 #include "ferry/error.hpp"
-#include "ferry/state.hpp"
+#include "ferry/pipeline_state.hpp"
 
 namespace ferry {
 namespace {

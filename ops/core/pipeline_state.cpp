@@ -2,7 +2,7 @@
 /// \file
 /// pipeline_state's text form: `ferry-state 1` and space-separated `key=value` fields.
 
-#include "ferry/state.hpp"
+#include "ferry/pipeline_state.hpp"
 
 #include <charconv>
 #include <map>
