@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "ferry/error.hpp"
-#include "ferry/state.hpp"
+#include "ferry/pipeline_state.hpp"
 
 namespace {
 
