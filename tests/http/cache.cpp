@@ -23,7 +23,7 @@ using ferry_test::files_in;
 using ferry_test::object_server;
 using ferry_test::random_body;
 using ferry_test::read;
-using ferry_test::scratch;
+using ferry_test::temp_folder;
 
 namespace {
 
@@ -55,7 +55,7 @@ BOOST_AUTO_TEST_SUITE(cache)
 // Epoch 2 over 20 URLs is read from local disk: no GET reaches the server, and every object's
 // bytes are the server's.
 BOOST_AUTO_TEST_CASE(epoch_two_makes_no_requests) {
-    scratch dir("ferry-cache-epochs");
+    temp_folder dir("ferry-cache-epochs");
     object_server s;
     std::vector<std::string> urls, bodies;
     for (int i = 0; i < 20; ++i) {
@@ -81,7 +81,7 @@ BOOST_AUTO_TEST_CASE(epoch_two_makes_no_requests) {
 // whole object once (no Range request), every range after it is local; past the end is the same
 // permanent error as from the server, and an at_most range is cut at the end.
 BOOST_AUTO_TEST_CASE(ranges_come_from_the_local_file) {
-    scratch dir("ferry-cache-ranges");
+    temp_folder dir("ferry-cache-ranges");
     object_server s;
     const std::string body = random_body(100000, 7);
     s.put("/big", body);
@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(ranges_come_from_the_local_file) {
 // An entry whose size is not its record's (truncated by hand) is a miss: it is fetched again,
 // the answer is whole, and the entry is whole again.
 BOOST_AUTO_TEST_CASE(a_truncated_entry_is_fetched_again) {
-    scratch dir("ferry-cache-truncated");
+    temp_folder dir("ferry-cache-truncated");
     object_server s;
     const std::string body = random_body(30000, 8);
     s.put("/t", body);
@@ -129,7 +129,7 @@ BOOST_AUTO_TEST_CASE(a_truncated_entry_is_fetched_again) {
 // With revalidate, each hit asks If-None-Match with the entry's ETag: the same ETag is a 304 and
 // the local bytes (no body sent); a new ETag brings the new bytes, which replace the entry.
 BOOST_AUTO_TEST_CASE(revalidate_uses_the_etag) {
-    scratch dir("ferry-cache-revalidate");
+    temp_folder dir("ferry-cache-revalidate");
     object_server s;
     const std::string v1 = random_body(20000, 9);
     const std::string v2 = random_body(25000, 10);
@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(revalidate_uses_the_etag) {
 // Within a budget of three objects, a fourth evicts the least recently used one — by use, not
 // by fill: A, B, C filled, A read again, D filled: B goes, A, C and D stay.
 BOOST_AUTO_TEST_CASE(lru_evicts_the_least_recently_used) {
-    scratch dir("ferry-cache-lru");
+    temp_folder dir("ferry-cache-lru");
     object_server s;
     std::map<std::string, std::string> bodies = put_abcd(s);
     const auto cache = ferry::ops::open_cache({.dir = dir.path(), .max_bytes = three_objects});
@@ -184,7 +184,7 @@ BOOST_AUTO_TEST_CASE(lru_evicts_the_least_recently_used) {
 // which an eviction from the remembered order must notice), and the folder is read through at
 // opening and about once per 64 fills after, not at every fill.
 BOOST_AUTO_TEST_CASE(fills_evict_in_lru_order_without_listing_the_folder_each_time) {
-    scratch dir("ferry-cache-many");
+    temp_folder dir("ferry-cache-many");
     object_server s;
     constexpr int count = 600;
     std::vector<std::string> bodies;
@@ -221,7 +221,7 @@ BOOST_AUTO_TEST_CASE(fills_evict_in_lru_order_without_listing_the_folder_each_ti
 // In a pipeline, each fetch stage's stats show what the cache did for its calls (hits, misses,
 // evictions), and the printed stats name them on the stage's line.
 BOOST_AUTO_TEST_CASE(a_stage_reports_its_cache_hits_misses_and_evictions) {
-    scratch dir("ferry-cache-stats");
+    temp_folder dir("ferry-cache-stats");
     object_server s;
     std::map<std::string, std::string> bodies = put_abcd(s);
     const auto cache = ferry::ops::open_cache({.dir = dir.path(), .max_bytes = three_objects});
@@ -251,7 +251,7 @@ BOOST_AUTO_TEST_CASE(a_stage_reports_its_cache_hits_misses_and_evictions) {
 // An object larger than the budget is answered but not kept: a whole read from the network, a
 // ranged one by a ranged request, one of unannounced size too, and nothing stays in the folder.
 BOOST_AUTO_TEST_CASE(an_object_over_the_budget_is_served_not_kept) {
-    scratch dir("ferry-cache-too-big");
+    temp_folder dir("ferry-cache-too-big");
     object_server s;
     const std::string body = random_body(50000, 12);
     s.put("/huge", body);
@@ -274,7 +274,7 @@ BOOST_AUTO_TEST_CASE(an_object_over_the_budget_is_served_not_kept) {
 // Names come from a hash, never from the URL's path: ../ and absolute-looking paths make flat
 // files of 64 hex digits inside the folder, and nothing beside it.
 BOOST_AUTO_TEST_CASE(entry_names_are_flat_hashes) {
-    scratch root("ferry-cache-names");
+    temp_folder root("ferry-cache-names");
     const auto dir = root / "cache";
     ferry_test::http_server echo([](const ferry_test::http_request& r) {
         return ferry_test::http_response{.body = "body of " + r.target};
@@ -300,7 +300,7 @@ BOOST_AUTO_TEST_CASE(entry_names_are_flat_hashes) {
 // A presigned URL's signature, credential and token reach no file name and no file content,
 // and two presignings of one object by one access key id hit one entry.
 BOOST_AUTO_TEST_CASE(presigned_urls_share_an_entry_and_leave_no_secret) {
-    scratch dir("ferry-cache-presigned");
+    temp_folder dir("ferry-cache-presigned");
     object_server s;
     const std::string body = random_body(5000, 13);
     s.put("/bucket/key.jpg", body);
@@ -347,7 +347,7 @@ BOOST_AUTO_TEST_CASE(presigned_urls_share_an_entry_and_leave_no_secret) {
 // longer than it is the same permanent http_error, on the miss (the whole object goes to disk)
 // and on the hit after it; a range within it is answered.
 BOOST_AUTO_TEST_CASE(a_cached_range_keeps_to_max_bytes) {
-    scratch dir("ferry-cache-range-max");
+    temp_folder dir("ferry-cache-range-max");
     object_server s;
     const std::string body = random_body(100000, 14);
     s.put("/r", body);
@@ -375,7 +375,7 @@ BOOST_AUTO_TEST_CASE(a_cached_range_keeps_to_max_bytes) {
 // answered from the network, nothing stays in the folder (no entry, no temporary file), and
 // not_kept counts it — a body that never ends cannot fill the disk.
 BOOST_AUTO_TEST_CASE(a_ranged_fill_stops_at_max_object_bytes) {
-    scratch dir("ferry-cache-object-cap");
+    temp_folder dir("ferry-cache-object-cap");
     const std::string body = random_body(3 << 20, 15);
     ferry_test::http_server unsized([&](const ferry_test::http_request&) {
         return ferry_test::http_response{.body = body, .content_length = -2};
@@ -391,7 +391,7 @@ BOOST_AUTO_TEST_CASE(a_ranged_fill_stops_at_max_object_bytes) {
 
 // A folder that cannot be created is an io_error at open_cache naming it and the cause.
 BOOST_AUTO_TEST_CASE(an_unusable_folder_fails_at_open) {
-    scratch dir("ferry-cache-unusable");
+    temp_folder dir("ferry-cache-unusable");
     { std::ofstream(dir / "file") << "x"; }
     const auto bad = dir / "file" / "cache";
     const auto e = ferry_test::expect_throw<ferry::io_error>(

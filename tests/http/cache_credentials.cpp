@@ -25,7 +25,7 @@ using ferry_test::http_request;
 using ferry_test::http_response;
 using ferry_test::http_server;
 using ferry_test::scoped_env;
-using ferry_test::scratch;
+using ferry_test::temp_folder;
 
 namespace {
 
@@ -76,7 +76,7 @@ BOOST_AUTO_TEST_SUITE(cache)
 // nor to bob, it is to alice with another password and to alice by HTTP Basic (the same
 // credential curl sends), and neither the user nor a password reaches the folder.
 BOOST_AUTO_TEST_CASE(an_entry_fetched_as_a_user_is_served_to_that_user_only) {
-    scratch dir("ferry-cache-users");
+    temp_folder dir("ferry-cache-users");
     credential_echo s;
     const auto cache = ferry::ops::open_cache({.dir = dir.path()});
     const std::string alice = read(s.url("/private", "alice:hunter2@"), cache);
@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(an_entry_fetched_as_a_user_is_served_to_that_user_only) {
 // each gets its own answer, the folder stays empty, bypassed counts them) unless
 // cache_unidentified is set; then token reads share one entry, which anonymous reads never get.
 BOOST_AUTO_TEST_CASE(reads_with_a_token_of_unknown_identity_bypass_the_cache) {
-    scratch dir("ferry-cache-tokens");
+    temp_folder dir("ferry-cache-tokens");
     credential_echo s;
     const auto cache = ferry::ops::open_cache({.dir = dir.path()});
     BOOST_TEST(read(s.url("/t"), cache, {"Authorization: Bearer TOKEN-A"}) ==
@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(reads_with_a_token_of_unknown_identity_bypass_the_cache) {
 // id fetches again, the same key id with another secret hits, an unsigned read does not get a
 // signed read's entry; presigned URLs are keyed by X-Amz-Credential's key id the same way.
 BOOST_AUTO_TEST_CASE(s3_entries_are_keyed_by_access_key_id) {
-    scratch dir("ferry-cache-s3-identity");
+    temp_folder dir("ferry-cache-s3-identity");
     credential_echo s;
     const auto cache = ferry::ops::open_cache({.dir = dir.path()});
     const auto as = [&](const std::optional<std::string>& key, const std::string& secret) {
@@ -171,7 +171,7 @@ BOOST_AUTO_TEST_CASE(s3_entries_are_keyed_by_access_key_id) {
 // An entry written by a ferry that did not key by identity (record format 1) may hold an object
 // fetched with someone's credentials: it is not served, but fetched again.
 BOOST_AUTO_TEST_CASE(an_entry_of_the_old_format_is_not_served) {
-    scratch dir("ferry-cache-old-format");
+    temp_folder dir("ferry-cache-old-format");
     credential_echo s;
     const auto cache = ferry::ops::open_cache({.dir = dir.path()});
     const std::string url = s.url("/old");

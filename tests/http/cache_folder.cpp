@@ -27,8 +27,8 @@ using ferry_test::files_in;
 using ferry_test::object_server;
 using ferry_test::random_body;
 using ferry_test::read;
-using ferry_test::scratch;
 using ferry_test::temp_files_in;
+using ferry_test::temp_folder;
 
 namespace {
 
@@ -67,7 +67,7 @@ BOOST_AUTO_TEST_SUITE(cache)
 // A private cache is this user's alone: the folder open_cache creates is 0700, and its lock
 // file, entries and temporary files are 0600, whatever the umask allows.
 BOOST_AUTO_TEST_CASE(a_new_folder_and_its_files_are_private) {
-    scratch root("ferry-cache-private");
+    temp_folder root("ferry-cache-private");
     object_server s;
     const std::string body = random_body(5000, 41);
     s.put("/p", body);
@@ -85,7 +85,7 @@ BOOST_AUTO_TEST_CASE(a_new_folder_and_its_files_are_private) {
 // A folder that others may write (0777) is refused with an io_error naming the folder, its mode
 // and the fix; so is one owned by another user (uid 65534) — unless it is shared on purpose.
 BOOST_AUTO_TEST_CASE(a_folder_others_can_write_or_own_is_refused) {
-    scratch root("ferry-cache-refused");
+    temp_folder root("ferry-cache-refused");
     const auto open = root / "open";
     std::filesystem::create_directories(open);
     ::chmod(open.c_str(), 0777);
@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(a_folder_others_can_write_or_own_is_refused) {
 // A group-shared cache: the folder open_cache creates is 2770 and its files 0660; a folder of
 // another owner, shared with this process's group, is accepted and works.
 BOOST_AUTO_TEST_CASE(a_shared_group_cache_is_2770_with_0660_files) {
-    scratch root("ferry-cache-shared");
+    temp_folder root("ferry-cache-shared");
     object_server s;
     const std::string body = random_body(5000, 42);
     s.put("/g", body);
@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE(a_shared_group_cache_is_2770_with_0660_files) {
 // (counted once as an invalid entry), the object is fetched, and a regular entry replaces the
 // FIFO; a symbolic link planted there is not followed, and replaced the same way.
 BOOST_AUTO_TEST_CASE(a_fifo_at_an_entry_path_is_a_miss_not_a_hang) {
-    scratch dir("ferry-cache-fifo");
+    temp_folder dir("ferry-cache-fifo");
     object_server s;
     const std::string body = random_body(8000, 43);
     s.put("/f", body);
@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(a_fifo_at_an_entry_path_is_a_miss_not_a_hang) {
 // object's bytes, nothing is kept, and lock_timeouts counts both; once the lock is free, the
 // next read is kept.
 BOOST_AUTO_TEST_CASE(a_held_lock_does_not_block_fills) {
-    scratch dir("ferry-cache-locked");
+    temp_folder dir("ferry-cache-locked");
     object_server s;
     const std::string body = random_body(20000, 44);
     s.put("/l", body);

@@ -32,8 +32,8 @@ using ferry_test::http_server;
 using ferry_test::object_server;
 using ferry_test::random_body;
 using ferry_test::read;
-using ferry_test::scratch;
 using ferry_test::temp_files_in;
+using ferry_test::temp_folder;
 
 namespace {
 
@@ -64,7 +64,7 @@ BOOST_AUTO_TEST_SUITE(cache)
 // Eight threads reading one uncached URL at once all get the whole object; one of them fetches
 // it (the others wait for it), and the folder holds one complete entry.
 BOOST_AUTO_TEST_CASE(threads_filling_one_entry_share_one_fetch) {
-    scratch dir("ferry-cache-threads");
+    temp_folder dir("ferry-cache-threads");
     object_server s;
     const std::string body = random_body(2 << 20, 21);
     s.put("/shared", body);
@@ -88,7 +88,7 @@ BOOST_AUTO_TEST_CASE(threads_filling_one_entry_share_one_fetch) {
 // Two processes filling one entry at once (the server answers neither until both asked) both get
 // the whole object; one complete entry stays, and no temporary file.
 BOOST_AUTO_TEST_CASE(two_processes_filling_one_entry_leave_one_file) {
-    scratch dir("ferry-cache-processes");
+    temp_folder dir("ferry-cache-processes");
     const std::string body = random_body(1 << 20, 22);
     std::mutex m;
     std::condition_variable cv;
@@ -117,7 +117,7 @@ BOOST_AUTO_TEST_CASE(two_processes_filling_one_entry_leave_one_file) {
 // A writer killed mid-write leaves no file under the entry's name; its temporary file is
 // removed by the next process that opens the folder.
 BOOST_AUTO_TEST_CASE(a_writer_killed_mid_write_leaves_no_entry) {
-    scratch dir("ferry-cache-killed");
+    temp_folder dir("ferry-cache-killed");
     const std::string body = random_body(1 << 20, 23);
     http_server server([&](const http_request&) {
         return http_response{.body = body, .send_only = 4096, .after = http_response::then::stall};
@@ -146,7 +146,7 @@ BOOST_AUTO_TEST_CASE(a_writer_killed_mid_write_leaves_no_entry) {
 // A server that dies mid-body fails the read as it would without a cache, and leaves neither an
 // entry nor a temporary file; the next read, from a server that works, is cached.
 BOOST_AUTO_TEST_CASE(a_body_cut_short_leaves_nothing) {
-    scratch dir("ferry-cache-cut");
+    temp_folder dir("ferry-cache-cut");
     const std::string body = random_body(100000, 24);
     std::atomic<int> calls{0};
     http_server server([&](const http_request&) {
@@ -168,7 +168,7 @@ BOOST_AUTO_TEST_CASE(a_body_cut_short_leaves_nothing) {
 // A cache that fails mid-write (the process's file size limit: EFBIG, as a full disk gives
 // ENOSPC) does not lose the read: the network answers, the failure is counted, nothing stays.
 BOOST_AUTO_TEST_CASE(a_failing_disk_falls_back_to_the_network) {
-    scratch dir("ferry-cache-full");
+    temp_folder dir("ferry-cache-full");
     object_server s;
     const std::string body = random_body(200000, 25);
     s.put("/f", body);

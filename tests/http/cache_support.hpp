@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// What the cache tests share: a server of named objects that counts what it is asked and what
-/// it sends (ETags, 304s, ranges), a scratch folder, and a look at a cache folder's files.
+/// it sends (ETags, 304s, ranges), and a look at a cache folder's files; the cases' folders are
+/// `temp_folder`s (../support/temp_folder.hpp).
 #pragma once
 
 #include <unistd.h>
@@ -21,6 +22,7 @@
 
 #include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
+#include "../support/temp_folder.hpp"
 
 namespace ferry_test {
 
@@ -66,28 +68,6 @@ struct object_server {
         sent += reply.body.size();
         return reply;
     }
-};
-
-/// A fresh folder under the system's temporary folder, removed with the object.
-class scratch {
-  public:
-    explicit scratch(const std::string& name)
-        : path_(std::filesystem::temp_directory_path() /
-                (name + "-" + std::to_string(::getpid()))) {
-        std::filesystem::remove_all(path_);
-        std::filesystem::create_directories(path_);
-    }
-    ~scratch() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    scratch(const scratch&) = delete;
-    scratch& operator=(const scratch&) = delete;
-    [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
-    [[nodiscard]] std::filesystem::path operator/(const std::string& f) const { return path_ / f; }
-
-  private:
-    std::filesystem::path path_;
 };
 
 /// The names of everything in `dir`, recursively (relative, sorted), except its `.lock`.

@@ -24,6 +24,7 @@
 #include "../support/expect.hpp"
 #include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
+#include "../support/temp_folder.hpp"
 #include "client_support.hpp"
 #include "s3_support.hpp"
 
@@ -165,8 +166,8 @@ BOOST_AUTO_TEST_CASE(bodies_and_ranges_are_read_urls) {
         return http_response{.body = resource};  // ignores Range
     });
     ferry::ops::http_client client({.max_outstanding = 4});
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("ferry-client-test-" + std::to_string(::getpid()) + ".bin");
+    const ferry_test::temp_folder dir("ferry-client-test");
+    const auto path = dir / "resource.bin";
     std::ofstream(path, std::ios::binary) << resource;
     const std::vector<std::string> urls{server.url("/ranged"), server.url("/whole"),
                                         "file://" + path.string()};
@@ -236,8 +237,8 @@ BOOST_AUTO_TEST_CASE(s3_objects_are_signed_and_their_errors_typed) {
 // Options the client cannot honour are refused up front, naming them.
 BOOST_AUTO_TEST_CASE(refuses_a_cache_and_zero_outstanding) {
     ferry::ops::http_client client;
-    const auto dir = std::filesystem::temp_directory_path() /
-                     ("ferry-client-cache-" + std::to_string(::getpid()));
+    const ferry_test::temp_folder root("ferry-client-cache");
+    const auto dir = root / "cache";
     const ferry::http_options cached{.cache = ferry::ops::open_cache({.dir = dir})};
     BOOST_TEST(
         ferry_test::expect_throw<ferry::invalid_argument>([&] { (void)client.reader(cached); })

@@ -19,6 +19,7 @@
 #include "../support/expect.hpp"
 #include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
+#include "../support/temp_folder.hpp"
 
 using ferry_test::as_string;
 using ferry_test::contains;
@@ -174,8 +175,8 @@ BOOST_AUTO_TEST_CASE(at_most_reads_chunks_to_the_end) {
     const std::string body = random_body(10000, 15);
     http_server honours([&](const http_request& r) { return ranged(body, r); });
     http_server ignores([&](const http_request&) { return http_response{.body = body}; });
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("ferry-http-chunks-" + std::to_string(::getpid()) + ".bin");
+    const ferry_test::temp_folder dir("ferry-http-chunks");
+    const auto path = dir / "body.bin";
     std::ofstream(path, std::ios::binary) << body;
     for (const std::string& url :
          {honours.url("/o"), ignores.url("/o"), "file://" + path.string()}) {
@@ -199,8 +200,8 @@ BOOST_AUTO_TEST_CASE(at_most_reads_chunks_to_the_end) {
 
 // file:// URLs read just the range; a range past the file's end is a permanent error.
 BOOST_AUTO_TEST_CASE(file_urls_read_just_the_range) {
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("ferry-http-range-" + std::to_string(::getpid()) + ".bin");
+    const ferry_test::temp_folder dir("ferry-http-range");
+    const auto path = dir / "file.bin";
     const std::string contents = random_body(70000, 14);
     std::ofstream(path, std::ios::binary) << contents;
     const std::string url = "file://" + path.string();

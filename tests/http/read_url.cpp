@@ -24,6 +24,7 @@
 #include "../support/expect.hpp"
 #include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
+#include "../support/temp_folder.hpp"
 
 using ferry_test::as_string;
 using ferry_test::contains;
@@ -50,8 +51,8 @@ double seconds_since(steady::time_point t0) {
 /// What `f` writes to the process's stderr (file descriptor 2) while it runs.
 template <typename F>
 std::string capture_stderr(F&& f) {
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("ferry-stderr-" + std::to_string(::getpid()) + ".txt");
+    const ferry_test::temp_folder dir("ferry-stderr");
+    const auto path = dir / "stderr.txt";
     std::fflush(stderr);
     const int saved = ::dup(2);
     const int file = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
@@ -336,8 +337,8 @@ BOOST_AUTO_TEST_CASE(follows_redirects_when_asked) {
 // file:// URLs go through the same call; a missing file is an http_error naming it; schemes
 // other than http, https and file are refused.
 BOOST_AUTO_TEST_CASE(reads_file_urls_and_refuses_other_schemes) {
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("ferry-http-test-" + std::to_string(::getpid()) + ".bin");
+    const ferry_test::temp_folder dir("ferry-http-test");
+    const auto path = dir / "file.bin";
     const std::string contents = random_body(70000, 3);
     {
         std::ofstream out(path, std::ios::binary);

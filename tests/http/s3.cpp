@@ -20,6 +20,7 @@
 #include "../support/expect.hpp"
 #include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
+#include "../support/temp_folder.hpp"
 #include "s3_support.hpp"
 #include "sigv4_support.hpp"
 
@@ -116,8 +117,8 @@ BOOST_AUTO_TEST_CASE(objects_are_signed_requests_to_the_endpoint) {
 // with no credentials anywhere the request goes unsigned (a public bucket).
 BOOST_AUTO_TEST_CASE(credentials_come_from_the_profile_or_nowhere) {
     recording_server rec([](const http_request&) { return http_response{.body = "x"}; });
-    const auto file = std::filesystem::temp_directory_path() /
-                      ("ferry-aws-credentials-" + std::to_string(::getpid()));
+    const ferry_test::temp_folder dir("ferry-aws-credentials");
+    const auto file = dir / "credentials";
     std::ofstream(file) << "[default]\naws_access_key_id = WRONG\naws_secret_access_key = WRONG\n\n"
                            "# the one the test uses\n[train]\naws_access_key_id = "
                         << key_id << "\naws_secret_access_key=" << secret << "\n";
@@ -244,8 +245,8 @@ BOOST_AUTO_TEST_CASE(no_secret_reaches_logs_traces_or_the_quarantine_file) {
         "&X-Amz-Security-Token=SECRETTOKEN&X-Amz-Signature=0123456789abcdef");
     std::string with_password = rec.server.url("/b/u.jpg");
     with_password.insert(with_password.find("://") + 3, "user:PASSWORD42@");
-    const auto quarantine = std::filesystem::temp_directory_path() /
-                            ("ferry-s3-secrets-" + std::to_string(::getpid()) + ".jsonl");
+    const ferry_test::temp_folder dir("ferry-s3-secrets");
+    const auto quarantine = dir / "quarantine.jsonl";
     std::filesystem::remove(quarantine);
     std::mutex lines_mutex;
     std::vector<std::string> lines;

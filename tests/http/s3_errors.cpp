@@ -19,6 +19,7 @@
 #include "../support/expect.hpp"
 #include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
+#include "../support/temp_folder.hpp"
 #include "s3_support.hpp"
 
 using ferry_test::contains;
@@ -136,8 +137,8 @@ BOOST_AUTO_TEST_CASE(a_skewed_clock_is_not_transient_and_says_by_how_much) {
 // an error that says what is missing, before any request; none of it goes out unsigned.
 BOOST_AUTO_TEST_CASE(credentials_asked_for_but_missing_are_an_error) {
     recording_server store([](const http_request&) { return http_response{.body = "x"}; });
-    const auto file = std::filesystem::temp_directory_path() /
-                      ("ferry-aws-partial-" + std::to_string(::getpid()));
+    const ferry_test::temp_folder dir("ferry-aws-partial");
+    const auto file = dir / "credentials";
     std::ofstream(file) << "[default]\naws_access_key_id = " << key_id
                         << "\n[only-key]\naws_access_key_id = " << key_id << "\n";
     const std::string endpoint = store.server.url("");

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../support/expect.hpp"
+#include "../support/temp_folder.hpp"
 #include "../support/tied_child.hpp"
 #include "s3_support.hpp"
 
@@ -61,12 +62,8 @@ bool accepts(int port) {
 class s3rver {
   public:
     s3rver() : port_(free_port()) {
-        dir_ =
-            std::filesystem::temp_directory_path() / ("ferry-s3rver-" + std::to_string(::getpid()));
-        std::filesystem::remove_all(dir_);
-        std::filesystem::create_directories(dir_);
         const std::string port = std::to_string(port_);
-        const std::string dir = dir_.string();
+        const std::string dir = dir_.path().string();
         std::vector<const char*> argv{
             FERRY_TEST_S3RVER, "-d",       dir.c_str(), "-a", "127.0.0.1", "-p",
             port.c_str(),      "--silent", nullptr};
@@ -88,11 +85,7 @@ class s3rver {
             std::this_thread::sleep_for(50ms);
         }
     }
-    ~s3rver() {
-        stop();
-        std::error_code ec;
-        std::filesystem::remove_all(dir_, ec);
-    }
+    ~s3rver() { stop(); }
     s3rver(const s3rver&) = delete;
     s3rver& operator=(const s3rver&) = delete;
     [[nodiscard]] std::string endpoint() const {
@@ -116,7 +109,7 @@ class s3rver {
     }
     int port_;
     pid_t pid_ = -1;
-    std::filesystem::path dir_;
+    ferry_test::temp_folder dir_{"ferry-s3rver"};
 };
 
 std::string body(int i) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../support/http_server.hpp"
+#include "../support/temp_folder.hpp"
 
 namespace ferry_test {
 
@@ -31,8 +32,8 @@ inline std::string json_string(const std::string& s) {
 /// canonical URI is `r.target`'s path as it arrived, as S3 takes it.
 inline std::string check_signature(const http_request& r, const std::string& access_key,
                                    const std::string& secret_key, const std::string& region) {
-    const auto file = std::filesystem::temp_directory_path() /
-                      ("ferry-sigv4-" + std::to_string(::getpid()) + ".json");
+    const temp_folder dir("ferry-sigv4");
+    const auto file = dir / "request.json";
     {
         std::ofstream out(file);
         out << "{\"method\": " << json_string(r.method) << ", \"target\": " << json_string(r.target)

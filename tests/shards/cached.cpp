@@ -8,8 +8,7 @@
 #include <ferry/ferry.hpp>
 #include <ferry/http.hpp>
 #include <ferry/shards.hpp>
-#include <fstream>
-#include <iterator>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,10 +20,7 @@
 using ferry_test::http_request;
 using ferry_test::http_response;
 using ferry_test::http_server;
-using ferry_test::sample_members;
-using ferry_test::tar_member;
-using ferry_test::temp_dir;
-using ferry_test::write_tar;
+using ferry_test::temp_folder;
 
 BOOST_AUTO_TEST_SUITE(shards)
 
@@ -32,22 +28,23 @@ BOOST_AUTO_TEST_SUITE(shards)
 // whole-shard GET each (no Range), epoch 2 makes none and gives the same samples, which are
 // the local files' samples.
 BOOST_AUTO_TEST_CASE(cached_shards_are_read_from_disk_in_epoch_two) {
-    temp_dir dir("ferry-shards-cached");
+    temp_folder dir("ferry-shards-cached");
+    const std::vector<std::string> local = ferry_test::write_shards(
+        dir.path(), 3,
+        [](int s) {
+            auto members = ferry_test::shard_samples(s, 5, "k");
+            for (int i = 0; i < 5; ++i) {
+                members[2 * static_cast<std::size_t>(i)].data +=
+                    ferry_test::random_body(3000 + 500 * static_cast<std::size_t>(i), 40 + i);
+            }
+            return members;
+        },
+        "shard");
     std::map<std::string, std::string> files;
-    std::vector<std::string> local, remote;
-    for (int s = 0; s < 3; ++s) {
-        std::vector<tar_member> members;
-        for (int i = 0; i < 5; ++i) {
-            auto m = sample_members("s" + std::to_string(s) + "k" + std::to_string(i));
-            m[0].data += ferry_test::random_body(3000 + 500 * static_cast<std::size_t>(i), 40 + i);
-            members.insert(members.end(), m.begin(), m.end());
-        }
-        const std::string name = "shard" + std::to_string(s) + ".tar";
-        write_tar(dir / name, members);
-        std::ifstream in(dir / name, std::ios::binary);
-        files["/" + name] = {std::istreambuf_iterator<char>(in), {}};
-        local.push_back((dir / name).string());
+    for (const auto& path : local) {
+        files["/" + std::filesystem::path(path).filename().string()] = ferry_test::read_bytes(path);
     }
+    std::vector<std::string> remote;
     std::atomic<int> gets{0}, ranged{0};
     http_server server([&](const http_request& r) {
         ++gets;

@@ -16,7 +16,7 @@
 using ferry_test::numbered_samples;
 using ferry_test::read_bytes;
 using ferry_test::sample_members;
-using ferry_test::temp_dir;
+using ferry_test::temp_folder;
 using ferry_test::write_bytes;
 using ferry_test::write_tar;
 
@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_SUITE(shards)
 // A shard cut inside a member: the samples before it arrive, the cut one fails naming the member
 // and how much of it there was, and the next shard is read as usual.
 BOOST_AUTO_TEST_CASE(a_cut_shard_fails_the_cut_sample_only) {
-    temp_dir dir("ferry-shards-cut");
+    temp_folder dir("ferry-shards-cut");
     write_tar(dir / "whole.tar", numbered_samples(4));
     const auto bytes = read_bytes(dir / "whole.tar");
     // Member 5 (k2.cls) has its header at 5120 and its data at 5632: cut 4 bytes into the data.
@@ -81,7 +81,7 @@ BOOST_AUTO_TEST_CASE(a_cut_shard_fails_the_cut_sample_only) {
 // A bad header in the middle: the samples before it arrive; the rest of the shard, which cannot
 // be read, is one failed sample that says after which member.
 BOOST_AUTO_TEST_CASE(a_bad_header_loses_the_rest_of_its_shard_as_one_failure) {
-    temp_dir dir("ferry-shards-header");
+    temp_folder dir("ferry-shards-header");
     write_tar(dir / "whole.tar", numbered_samples(4));
     auto bytes = read_bytes(dir / "whole.tar");
     bytes[4096 + 148] ^= 0x55;  // member 4's header checksum
@@ -101,7 +101,7 @@ BOOST_AUTO_TEST_CASE(a_bad_header_loses_the_rest_of_its_shard_as_one_failure) {
 // A member larger than max_member_bytes is not read: its sample fails with the sizes, and the
 // samples after it arrive.
 BOOST_AUTO_TEST_CASE(a_member_over_the_limit_fails_its_sample) {
-    temp_dir dir("ferry-shards-big");
+    temp_folder dir("ferry-shards-big");
     auto members = numbered_samples(3);
     members[2].data = std::string(5000, 'b');  // k1.jpg
     write_tar(dir / "a.tar", members);
@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(a_member_over_the_limit_fails_its_sample) {
 // A header that declares a huge member in a short file: a failed sample, not an allocation of
 // the declared size.
 BOOST_AUTO_TEST_CASE(a_huge_declared_size_in_a_short_file_fails_its_sample) {
-    temp_dir dir("ferry-shards-huge");
+    temp_folder dir("ferry-shards-huge");
     write_tar(dir / "whole.tar", numbered_samples(2));
     auto bytes = read_bytes(dir / "whole.tar");
     // Member 2 (k1.jpg): size field (octal, 12 bytes at 124) set to 077777777777 (8 GiB).
@@ -149,7 +149,7 @@ BOOST_AUTO_TEST_CASE(a_huge_declared_size_in_a_short_file_fails_its_sample) {
 // Not a tar at all, empty, or missing: each shard is one failed sample naming it, with a
 // decode_error for bytes that are not a tar and an io_error for a file that is not there.
 BOOST_AUTO_TEST_CASE(unreadable_shards_are_one_failure_each) {
-    temp_dir dir("ferry-shards-unreadable");
+    temp_folder dir("ferry-shards-unreadable");
     write_bytes(dir / "junk.tar", std::string(3000, 'j'));
     write_tar(dir / "good.tar", numbered_samples(1));
     const auto junk = (dir / "junk.tar").string();
@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(unreadable_shards_are_one_failure_each) {
 
 // Two members of one key with one extension: WebDataset refuses the sample; so does ferry.
 BOOST_AUTO_TEST_CASE(a_duplicate_extension_fails_its_sample) {
-    temp_dir dir("ferry-shards-dup");
+    temp_folder dir("ferry-shards-dup");
     write_tar(
         dir / "a.tar",
         {{"k0.jpg", "a"}, {"k0.cls", "1"}, {"k0.jpg", "again"}, {"k1.jpg", "b"}, {"k1.cls", "2"}});
@@ -190,7 +190,7 @@ BOOST_AUTO_TEST_CASE(a_duplicate_extension_fails_its_sample) {
 // Every cut of a shard: the samples before the cut arrive whole, the rest fails or is absent,
 // and nothing crashes or hangs; the delivered and failed samples never overlap.
 BOOST_AUTO_TEST_CASE(every_cut_of_a_shard_is_accounted_for) {
-    temp_dir dir("ferry-shards-cuts");
+    temp_folder dir("ferry-shards-cuts");
     write_tar(dir / "whole.tar", numbered_samples(5));
     const auto bytes = read_bytes(dir / "whole.tar");
     for (std::size_t len = 0; len < bytes.size(); len += 97) {

@@ -21,20 +21,16 @@
 using ferry_test::http_request;
 using ferry_test::http_response;
 using ferry_test::http_server;
+using ferry_test::read_bytes;
 using ferry_test::sample_members;
 using ferry_test::tar_member;
-using ferry_test::temp_dir;
+using ferry_test::temp_folder;
 using ferry_test::write_tar;
 
 namespace {
 
 std::string text(const ferry::bytes& b) {
     return ferry_test::as_string(b);
-}
-
-std::string read_bytes(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
 }
 
 /// Serves `files` (target -> bytes) with Range support; counts requests and bytes sent.
@@ -80,7 +76,7 @@ BOOST_AUTO_TEST_SUITE(shards)
 // Remote shards, plain and gzip, read in 1000-byte chunks give the samples the local files give;
 // a member over max_member_bytes is skipped without being fetched.
 BOOST_AUTO_TEST_CASE(remote_shards_read_like_local_ones) {
-    temp_dir dir("ferry-shards-remote");
+    temp_folder dir("ferry-shards-remote");
     std::vector<tar_member> members;
     for (int i = 0; i < 6; ++i) {
         auto m = sample_members("k" + std::to_string(i));
@@ -112,7 +108,7 @@ BOOST_AUTO_TEST_CASE(remote_shards_read_like_local_ones) {
 // fails for good in the middle of a shard delivers the samples before and fails the rest as one,
 // after the transient failure was tried three times; one that fails once is retried and whole.
 BOOST_AUTO_TEST_CASE(a_failing_server_is_accounted_for) {
-    temp_dir dir("ferry-shards-remote-fail");
+    temp_folder dir("ferry-shards-remote-fail");
     std::vector<tar_member> members;
     for (int i = 0; i < 8; ++i) {
         auto m = sample_members("k" + std::to_string(i));

@@ -21,7 +21,7 @@
 using ferry_test::numbered_samples;
 using ferry_test::read_bytes;
 using ferry_test::tar_member;
-using ferry_test::temp_dir;
+using ferry_test::temp_folder;
 using ferry_test::write_bytes;
 using ferry_test::write_tar;
 
@@ -76,9 +76,8 @@ void check_positions(const std::string& what, const ferry::sources::tar_samples_
 /// 5 shards of 9 samples, "s<shard>-<i>", .jpg of 100 to 5000 bytes (some span a walk's reads,
 /// some do not) and .cls; shard s ends with key "split<s>"'s .jpg, which continues in shard
 /// s + 1 with its .cls.
-std::vector<std::string> make_shards(const temp_dir& dir) {
-    std::vector<std::string> out;
-    for (int s = 0; s < 5; ++s) {
+std::vector<std::string> make_shards(const temp_folder& dir) {
+    return ferry_test::write_shards(dir.path(), 5, [](int s) {
         std::vector<tar_member> members;
         if (s > 0) members.push_back({"split" + std::to_string(s - 1) + ".cls", "split cls"});
         for (int i = 0; i < 9; ++i) {
@@ -87,11 +86,8 @@ std::vector<std::string> make_shards(const temp_dir& dir) {
             members.push_back({key + ".cls", std::to_string(i)});
         }
         if (s < 4) members.push_back({"split" + std::to_string(s) + ".jpg", "split jpg"});
-        const auto path = dir / ("shard-" + std::to_string(s) + ".tar");
-        write_tar(path, members);
-        out.push_back(path.string());
-    }
-    return out;
+        return members;
+    });
 }
 
 /// Every output of a pipeline over `src` for 2 epochs, with a break after `at` outputs (none:
@@ -174,7 +170,7 @@ BOOST_AUTO_TEST_SUITE(shards)
 // the first sample, mid-shard, a shard boundary, the last sample and the epoch's end, with and
 // without a shuffle buffer, on every rank of 1 and of 3, keys split across shards included.
 BOOST_AUTO_TEST_CASE(a_resume_at_any_position_delivers_the_uninterrupted_run) {
-    temp_dir dir("ferry-shards-resume-matrix");
+    temp_folder dir("ferry-shards-resume-matrix");
     const auto shards = make_shards(dir);
     for (const std::size_t buffer : {0U, 1U, 7U, 100U}) {
         for (const std::size_t world : {1U, 3U}) {
@@ -208,7 +204,7 @@ BOOST_AUTO_TEST_CASE(a_resume_at_any_position_delivers_the_uninterrupted_run) {
 // Opening an epoch at a position, straight from the range, at every position: the samples the
 // whole epoch delivers from there, bytes and all.
 BOOST_AUTO_TEST_CASE(an_epoch_opened_at_each_position_is_the_rest_of_the_epoch) {
-    temp_dir dir("ferry-shards-resume-every");
+    temp_folder dir("ferry-shards-resume-every");
     const auto shards = make_shards(dir);
     for (const std::size_t buffer : {0U, 1U, 7U, 100U}) {
         for (std::size_t rank = 0; rank < 3; ++rank) {
@@ -227,7 +223,7 @@ BOOST_AUTO_TEST_CASE(an_epoch_opened_at_each_position_is_the_rest_of_the_epoch) 
 // extension, a missing shard and one that is no tar: the same damaged samples, messages and
 // all, at the same places.
 BOOST_AUTO_TEST_CASE(damaged_shards_resume_identically) {
-    temp_dir dir("ferry-shards-resume-damaged");
+    temp_folder dir("ferry-shards-resume-damaged");
     write_tar(dir / "whole.tar", numbered_samples(6));
     const auto whole = read_bytes(dir / "whole.tar");
     write_bytes(dir / "cut-data.tar", whole.substr(0, 5636));  // 4 bytes into k2.cls's data
@@ -268,7 +264,7 @@ BOOST_AUTO_TEST_CASE(damaged_shards_resume_identically) {
 // header, a body the walk skips, its padding), an epoch opened at any position is the rest of
 // the whole epoch's, damage included.
 BOOST_AUTO_TEST_CASE(every_cut_of_a_shard_resumes_identically) {
-    temp_dir dir("ferry-shards-resume-cuts");
+    temp_folder dir("ferry-shards-resume-cuts");
     std::vector<tar_member> members;
     for (int i = 0; i < 4; ++i) {
         const auto key = "c" + std::to_string(i);
@@ -293,7 +289,7 @@ BOOST_AUTO_TEST_CASE(every_cut_of_a_shard_resumes_identically) {
 // Compressed shards (gzip, zstd), local and remote, resume exactly: their bodies are read (they
 // must be decompressed), beside plain shards that are walked.
 BOOST_AUTO_TEST_CASE(compressed_shards_resume_exactly) {
-    temp_dir dir("ferry-shards-resume-gz");
+    temp_folder dir("ferry-shards-resume-gz");
     write_tar(dir / "a.tar", numbered_samples(7, "a"));
     write_tar(dir / "b.tar", numbered_samples(5, "b"));
     const std::string cmd = "cd '" + dir.path().string() +
@@ -317,7 +313,7 @@ BOOST_AUTO_TEST_CASE(compressed_shards_resume_exactly) {
 // Sparse members (GNU tar -S), whose bytes in the tar are not their data, resume exactly: the
 // walk reads them rather than taking their bytes by offset.
 BOOST_AUTO_TEST_CASE(sparse_members_resume_exactly) {
-    temp_dir dir("ferry-shards-resume-sparse");
+    temp_folder dir("ferry-shards-resume-sparse");
     std::filesystem::create_directories(dir / "src");
     for (int i = 0; i < 4; ++i) {
         const auto key = dir / ("src/" + std::to_string(i));
@@ -360,7 +356,7 @@ BOOST_AUTO_TEST_CASE(sparse_members_resume_exactly) {
 // header: 1537 bytes), well under a tenth of the 22016 bytes a sample takes, where reading the
 // epoch again fetches all of them.
 BOOST_AUTO_TEST_CASE(a_resume_fetches_headers_not_bodies_before_its_position) {
-    temp_dir dir("ferry-shards-resume-cost");
+    temp_folder dir("ferry-shards-resume-cost");
     constexpr int samples = 600;
     constexpr std::uint64_t position = 500;
     // Per sample: a 512-byte header and 20 KiB for the .jpg, a header and a padded block for
@@ -425,7 +421,7 @@ BOOST_AUTO_TEST_CASE(a_resume_fetches_headers_not_bodies_before_its_position) {
 // `remote_chunk` (64 KiB: from 1.5 KiB, 6 doublings, then ~40 chunks for 2.5 MB), not one
 // request per member.
 BOOST_AUTO_TEST_CASE(a_walk_over_small_members_reads_through_in_few_requests) {
-    temp_dir dir("ferry-shards-resume-small");
+    temp_folder dir("ferry-shards-resume-small");
     std::vector<tar_member> members;
     for (int i = 0; i < 3000; ++i) members.push_back({"t" + std::to_string(i) + ".txt", "x"});
     write_tar(dir / "small.tar", members);

@@ -16,7 +16,7 @@
 
 using ferry_test::sample_members;
 using ferry_test::tar_member;
-using ferry_test::temp_dir;
+using ferry_test::temp_folder;
 using ferry_test::write_tar;
 
 namespace {
@@ -26,19 +26,9 @@ std::string text(const ferry::bytes& b) {
 }
 
 /// `shards` shards of `per` samples each, keys "s<shard>-<i>", written to `dir`.
-std::vector<std::string> make_shards(const temp_dir& dir, int shards, int per) {
-    std::vector<std::string> out;
-    for (int s = 0; s < shards; ++s) {
-        std::vector<tar_member> members;
-        for (int i = 0; i < per; ++i) {
-            auto m = sample_members("s" + std::to_string(s) + "-" + std::to_string(i));
-            members.insert(members.end(), m.begin(), m.end());
-        }
-        const auto path = dir / ("shard-" + std::to_string(s) + ".tar");
-        write_tar(path, members);
-        out.push_back(path.string());
-    }
-    return out;
+std::vector<std::string> make_shards(const temp_folder& dir, int shards, int per) {
+    return ferry_test::write_shards(dir.path(), shards,
+                                    [per](int s) { return ferry_test::shard_samples(s, per); });
 }
 
 /// The keys one epoch of `src` delivers, read straight from the range.
@@ -56,7 +46,7 @@ BOOST_AUTO_TEST_SUITE(shards)
 // A sample is the consecutive members of one key; the extension is what follows the first dot of
 // the file name, lower-cased; folders and names without an extension are not samples.
 BOOST_AUTO_TEST_CASE(members_sharing_a_key_make_one_sample) {
-    temp_dir dir("ferry-shards-keys");
+    temp_folder dir("ferry-shards-keys");
     write_tar(dir / "a.tar", {{"train", "", true},
                               {"train/000001.jpg", "J1"},
                               {"train/000001.cls", "3"},
@@ -86,7 +76,7 @@ BOOST_AUTO_TEST_CASE(members_sharing_a_key_make_one_sample) {
 // A missing field is a decode_error that names the shard, the sample, the extension asked for
 // and those the sample has.
 BOOST_AUTO_TEST_CASE(a_missing_field_names_the_sample_and_what_it_has) {
-    temp_dir dir("ferry-shards-missing");
+    temp_folder dir("ferry-shards-missing");
     write_tar(dir / "a.tar", sample_members("k"));
     const auto src = ferry::sources::tar_samples({(dir / "a.tar").string()});
     for (auto&& s : src(0)) {
@@ -106,7 +96,7 @@ BOOST_AUTO_TEST_CASE(a_missing_field_names_the_sample_and_what_it_has) {
 // WebDataset starts a new sample at a shard's start: a key that continues in the next shard is
 // two samples, each with its own shard's members.
 BOOST_AUTO_TEST_CASE(a_key_split_across_shards_is_two_samples) {
-    temp_dir dir("ferry-shards-split");
+    temp_folder dir("ferry-shards-split");
     write_tar(dir / "0.tar", {{"k1.jpg", "a"}, {"k2.jpg", "b"}});
     write_tar(dir / "1.tar", {{"k2.cls", "c"}, {"k3.jpg", "d"}});
     const auto src =
@@ -124,7 +114,7 @@ BOOST_AUTO_TEST_CASE(a_key_split_across_shards_is_two_samples) {
 // The tar CLI's shards, plain, gzip and zstd, give the same samples as each other; the
 // compression is recognised from the bytes (a .tar name on a gzip file works too).
 BOOST_AUTO_TEST_CASE(tar_cli_shards_plain_gzip_and_zstd_read_alike) {
-    temp_dir dir("ferry-shards-cli");
+    temp_folder dir("ferry-shards-cli");
     std::filesystem::create_directories(dir / "src");
     for (int i = 0; i < 20; ++i) {
         for (const auto* ext : {"jpg", "cls"}) {
@@ -157,7 +147,7 @@ BOOST_AUTO_TEST_CASE(tar_cli_shards_plain_gzip_and_zstd_read_alike) {
 // Shards are visited in the sampler's order: shuffled per epoch, the same for the same seed,
 // split over ranks so that the ranks' samples are disjoint and together the whole epoch.
 BOOST_AUTO_TEST_CASE(shards_are_shuffled_per_epoch_and_split_over_ranks) {
-    temp_dir dir("ferry-shards-ranks");
+    temp_folder dir("ferry-shards-ranks");
     const auto shards = make_shards(dir, 8, 3);
     const auto whole =
         keys_of(ferry::sources::tar_samples(shards, {.sampling = {.shuffle = true, .seed = 5}}), 0);
@@ -193,7 +183,7 @@ BOOST_AUTO_TEST_CASE(shards_are_shuffled_per_epoch_and_split_over_ranks) {
 // The shuffle buffer permutes samples within a bounded window: every sample once, an order that
 // depends on the seed and the epoch, and no sample earlier than the buffer could have read it.
 BOOST_AUTO_TEST_CASE(the_shuffle_buffer_permutes_within_its_window) {
-    temp_dir dir("ferry-shards-buffer");
+    temp_folder dir("ferry-shards-buffer");
     const auto shards = make_shards(dir, 1, 300);
     const auto src = ferry::sources::tar_samples(shards, {.shuffle_buffer = 20});
     const auto order = keys_of(src, 0);

@@ -1,21 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// Shards for the tests: tar files written with libarchive (an independent writer: the reader
-/// under test only reads), and the shard layout the tests share.
+/// under test only reads), and the shard layout the tests share (`write_shards`,
+/// `shard_samples`); their folders are `ferry_test::temp_folder`s.
 #pragma once
 
 #include <archive.h>
 #include <archive_entry.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "../support/temp_folder.hpp"
 
 namespace ferry_test {
 
@@ -75,26 +77,32 @@ inline void write_bytes(const std::filesystem::path& p, const std::string& s) {
     std::ofstream(p, std::ios::binary) << s;
 }
 
-/// A fresh, empty folder under the system's temporary folder, removed with the object.
-class temp_dir {
-  public:
-    explicit temp_dir(const std::string& name)
-        : path_(std::filesystem::temp_directory_path() /
-                (name + "-" + std::to_string(::getpid()))) {
-        std::filesystem::remove_all(path_);
-        std::filesystem::create_directories(path_);
+/// Writes `count` shards into `dir`, `<stem><s>.tar` for s = 0 .. count - 1, shard s holding
+/// `members_of(s)`, and returns their paths in shard order: the multi-shard layout of
+/// tar_samples.cpp, resume.cpp and cached.cpp.
+inline std::vector<std::string> write_shards(
+    const std::filesystem::path& dir, int count,
+    const std::function<std::vector<tar_member>(int shard)>& members_of,
+    const std::string& stem = "shard-") {
+    std::vector<std::string> out;
+    for (int s = 0; s < count; ++s) {
+        const auto path = dir / (stem + std::to_string(s) + ".tar");
+        write_tar(path, members_of(s));
+        out.push_back(path.string());
     }
-    ~temp_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-    [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
-    [[nodiscard]] std::filesystem::path operator/(const std::string& f) const { return path_ / f; }
+    return out;
+}
 
-  private:
-    std::filesystem::path path_;
-};
+/// Shard `shard`'s samples in the multi-shard cases: `per` samples keyed
+/// `s<shard><separator><i>`, each a .jpg and a .cls (`sample_members`).
+inline std::vector<tar_member> shard_samples(int shard, int per,
+                                             const std::string& separator = "-") {
+    std::vector<tar_member> out;
+    for (int i = 0; i < per; ++i) {
+        auto m = sample_members("s" + std::to_string(shard) + separator + std::to_string(i));
+        out.insert(out.end(), m.begin(), m.end());
+    }
+    return out;
+}
 
 }  // namespace ferry_test

@@ -27,7 +27,7 @@
 using ferry_test::numbered_samples;
 using ferry_test::read_bytes;
 using ferry_test::tar_member;
-using ferry_test::temp_dir;
+using ferry_test::temp_folder;
 using ferry_test::write_bytes;
 using ferry_test::write_tar;
 
@@ -126,7 +126,7 @@ BOOST_AUTO_TEST_SUITE(untrusted)
 // A failing presigned shard: no message, failure record, log line or quarantine entry shows
 // its credential or signature, and each still names the shard (redacted) and the cause.
 BOOST_AUTO_TEST_CASE(presigned_shard_urls_are_redacted_everywhere) {
-    temp_dir dir("ferry-shards-presigned");
+    temp_folder dir("ferry-shards-presigned");
     write_tar(dir / "whole.tar", numbered_samples(2));
     const auto cut = read_bytes(dir / "whole.tar").substr(0, 2048 + 512 + 4);  // cut in k1.jpg
     const std::string junk = presigned + "&part=junk";
@@ -201,7 +201,7 @@ BOOST_AUTO_TEST_CASE(presigned_shard_urls_are_redacted_everywhere) {
 // Member names with a newline or a terminal escape: messages show them escaped (no forged log
 // line, no coloured terminal), while the sample's key keeps its bytes.
 BOOST_AUTO_TEST_CASE(control_characters_in_names_are_escaped_in_messages) {
-    temp_dir dir("ferry-shards-controls");
+    temp_folder dir("ferry-shards-controls");
     const std::string key = "evil\x1b[2J\nferry: forged";
     write_tar(dir / "names.tar", {{key + ".jpg", "a"}, {key + ".jpg", "b"}, {"ok.jpg", "c"}});
     write_tar(dir / "whole.tar", {{"cut\r\x1b.jpg", std::string(5000, 'x')}});
@@ -230,7 +230,7 @@ BOOST_AUTO_TEST_CASE(control_characters_in_names_are_escaped_in_messages) {
 // Shards that libarchive would decompress by running lrzip, grzip or lzop (stubs on PATH here):
 // each is one damaged sample with a decode_error naming the compression, and no program ran.
 BOOST_AUTO_TEST_CASE(program_only_compressions_run_no_program) {
-    temp_dir dir("ferry-shards-programs");
+    temp_folder dir("ferry-shards-programs");
     const auto ran = dir / "ran";
     for (const char* program : {"lrzip", "grzip", "lzop"}) {
         const auto stub = dir / program;
@@ -262,7 +262,7 @@ BOOST_AUTO_TEST_CASE(program_only_compressions_run_no_program) {
 // The compressions ferry reads in-process, each written by libarchive, give the plain shard's
 // samples.
 BOOST_AUTO_TEST_CASE(in_process_compressions_are_read) {
-    temp_dir dir("ferry-shards-filters");
+    temp_folder dir("ferry-shards-filters");
     const auto members = numbered_samples(3);
     for (const char* filter : {"gzip", "bzip2", "xz", "zstd", "lz4"}) {
         const auto path = dir / (std::string("s.tar.") + filter);
@@ -282,7 +282,7 @@ BOOST_AUTO_TEST_CASE(in_process_compressions_are_read) {
 // which sample of which shard, holds no more than the cap, and the next sample arrives whole;
 // an epoch opened past them (a resume) says the same.
 BOOST_AUTO_TEST_CASE(a_compressed_shard_cannot_expand_into_a_huge_sample) {
-    temp_dir dir("ferry-shards-bomb");
+    temp_folder dir("ferry-shards-bomb");
     std::vector<tar_member> members;
     for (int i = 0; i < 48; ++i)
         members.push_back({"big." + std::to_string(i), std::string(1 << 20, '\0')});
@@ -329,7 +329,7 @@ BOOST_AUTO_TEST_CASE(a_compressed_shard_cannot_expand_into_a_huge_sample) {
 // The same limits hold on an uncompressed shard read by walking its headers (a resume): the
 // sample over the limit is damaged alike, its members past the limit not read.
 BOOST_AUTO_TEST_CASE(sample_limits_hold_when_a_resume_walks_a_plain_shard) {
-    temp_dir dir("ferry-shards-walk-limits");
+    temp_folder dir("ferry-shards-walk-limits");
     std::vector<tar_member> members;
     for (int i = 0; i < 6; ++i)
         members.push_back({"big." + std::to_string(i), std::string(4000, 'b')});
