@@ -90,8 +90,7 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
             st_.budget.succeeded();
         }
         gateway_type& gw = *st_.gateway;
-        w.add(&counter_shard::emitted);
-        tsan_send(gw, m_);
+        rt_.pass_on(st_, m_, gw, w);
         rt_.async_finished(st_);
         gw.release_wait();
     }
@@ -114,8 +113,7 @@ void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway_type& gw,
     w.add(&counter_shard::arrived);
     if (m->kind == msg_kind::value && should_drop(m)) drop_unprocessed(m);
     if (m->kind != msg_kind::value) {
-        w.add(&counter_shard::emitted);
-        tsan_send(gw, m);
+        pass_on(st, m, gw, w);
         return;
     }
     gw.reserve_wait();  // released when the call's result has been passed on

@@ -42,7 +42,7 @@ void pipeline_runtime::build_graph() {
                 std::vector<msg> outs;
                 {
                     const tsan_scope state(&st);
-                    if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::arrived);
+                    if (!st.counted_after) w.add(&counter_shard::arrived);
                     renumber(st, m, w);
                     outs.swap(st.outs);
                 }
@@ -106,10 +106,7 @@ void pipeline_runtime::build_graph() {
                         const shard_writer w = st.counters.owned();
                         w.add(&counter_shard::arrived);
                         if (m->kind != msg_kind::value) {
-                            if (st.spec.kind != stage_kind::flat_map) {
-                                w.add(&counter_shard::emitted);
-                            }
-                            tsan_send(gw, m);
+                            pass_on(st, m, gw, w);
                             return;
                         }
                         gw.reserve_wait();
@@ -157,7 +154,7 @@ void pipeline_runtime::build_graph() {
                         nodes_.push_back(std::move(node));
                     }
                 }
-                if (st.spec.kind == stage_kind::flat_map) add_renumbering(st);
+                if (st.counted_after) add_renumbering(st);
                 break;
             }
             case stage_kind::map_async: {

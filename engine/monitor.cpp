@@ -75,9 +75,7 @@ void pipeline_runtime::sample() {
         if (st.pool) queued += static_cast<std::int64_t>(st.pool->waiting());
         // A compute stage runs on the arena's threads: with more slots than threads it can use
         // only `threads` of them at once, and is judged against those.
-        const int slots = st.io || st.spec.kind == stage_kind::map_async
-                              ? st.concurrency
-                              : std::min(st.concurrency, plan_.threads);
+        const int slots = st.own_slots ? st.concurrency : std::min(st.concurrency, plan_.threads);
         record(st.counters, slots, queued, static_cast<int>(active), queued_upstream);
         queued_upstream = queued_upstream || queued > 0;
         upstream = static_cast<std::int64_t>(st.counters.sum(&counter_shard::emitted));

@@ -62,8 +62,12 @@ stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
                                "requests outstanding)");
     }
     const bool wants_io = st.spec.options.executor == executor::io;
-    st.io = wants_io && (st.spec.kind == stage_kind::map || st.spec.kind == stage_kind::filter ||
-                         st.spec.kind == stage_kind::flat_map);
+    st.applies = st.spec.kind == stage_kind::map || st.spec.kind == stage_kind::filter ||
+                 st.spec.kind == stage_kind::flat_map;
+    st.counted_after = st.spec.kind == stage_kind::flat_map;
+    st.expands = st.spec.kind == stage_kind::flat_map || st.spec.kind == stage_kind::unbatch;
+    st.io = wants_io && st.applies;
+    st.own_slots = st.io || st.spec.kind == stage_kind::map_async;
     if (wants_io && !st.io) {
         throw invalid_argument("stage '" + st.name +
                                "': executor io applies to map, filter and flat_map stages");
@@ -152,6 +156,15 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
     plan.stages.reserve(spec.stages.size());
     for (auto& s : spec.stages) plan.stages.push_back(plan_stage(std::move(s), index++, ordered));
     plan.output_ordered = ordered;
+    for (const auto& st : plan.stages) {
+        if (!plan.shape.empty()) plan.shape += ',';
+        plan.shape += st.kind;
+        if (st.spec.kind == stage_kind::batch) {
+            plan.shape += ':' + std::to_string(st.spec.batch_size);
+            if (st.spec.drop_last) plan.shape += ":drop_last";
+        }
+    }
+    if (plan.shape.empty()) plan.shape = "none";
     // A stage that wants its input in particular memory gets it from the map right before.
     for (std::size_t i = 1; i < plan.stages.size(); ++i) {
         auto& prev = plan.stages[i - 1];

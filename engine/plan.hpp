@@ -32,6 +32,12 @@ struct stage_plan {
     /// A map's calls run with this as `default_tensor_allocator()`: the next stage's
     /// `input_allocator` (to_cuda's pinned pool), if any.
     allocator output_allocator;
+    // What the kind means at run time, decided here once, so that the runtime asks these rather
+    // than the kind (a new kind sets them in make_plan).
+    bool applies = false;        ///< map, filter, flat_map: called through invoke() (invoke.hpp)
+    bool counted_after = false;  ///< flat_map: the renumbering node after it counts its outputs
+    bool own_slots = false;      ///< io or map_async: its calls hold no arena thread
+    bool expands = false;        ///< flat_map, unbatch: one element makes several outputs
 
     /// batch, unbatch and flat_map start a new sequence space after them.
     [[nodiscard]] bool renumbers() const noexcept {
@@ -50,6 +56,7 @@ struct pipeline_plan {
     std::uint64_t credit_batch = 1;      ///< credits the consumer returns at once
     std::size_t burst = 1;               ///< results the consumer gathers before taking them
     bool output_ordered = true;          ///< the output restores source order
+    std::string shape;                   ///< the stages as pipeline_state::shape() spells them
 };
 
 /// The name of a stage kind, as stats and messages print it.

@@ -20,19 +20,6 @@
 namespace ferry::detail {
 namespace {
 
-std::string shape_of(const std::list<stage_runtime>& stages) {
-    std::string out;
-    for (const auto& st : stages) {
-        if (!out.empty()) out += ',';
-        out += kind_name(st.spec.kind);
-        if (st.spec.kind == stage_kind::batch) {
-            out += ':' + std::to_string(st.spec.batch_size);
-            if (st.spec.drop_last) out += ":drop_last";
-        }
-    }
-    return out.empty() ? "none" : out;
-}
-
 std::string describe(const sampler_identity& s) {
     std::ostringstream os;
     os << "n=" << s.n << " seed=" << s.seed << " rank=" << s.rank << " world_size=" << s.world_size
@@ -53,10 +40,9 @@ constexpr const char* unordered_expansion =
 }  // namespace
 
 void pipeline_runtime::take_resume_state() {
-    res_.shape = shape_of(stages_);
-    res_.expands = std::any_of(stages_.begin(), stages_.end(), [](const stage_runtime& s) {
-        return s.spec.kind == stage_kind::flat_map || s.spec.kind == stage_kind::unbatch;
-    });
+    res_.shape = plan_.shape;
+    res_.expands = std::any_of(stages_.begin(), stages_.end(),
+                               [](const stage_runtime& s) { return s.expands; });
     // Unordered: which positions are done is a set, kept as they are delivered or left.
     if (!plan_.output_ordered && !res_.expands) res_.tracker = std::make_unique<done_tracker>();
     if (!opts_.resume_from) return;

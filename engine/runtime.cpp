@@ -175,7 +175,7 @@ void pipeline_runtime::settle_stopped_epoch() noexcept {
     // their items. A map_async call does, and its timeout or polled future needs this thread.
     if (src_.busy.load(std::memory_order_relaxed)) return;
     for (const auto& st : stages_) {
-        if (st.deadlines && st.spec.kind != stage_kind::map_async) continue;
+        if (st.deadlines && st.applies) continue;
         if (st.counters.sum(&counter_shard::active) != 0) return;
     }
     std::unique_lock control(ctl_.mutex, std::try_to_lock);

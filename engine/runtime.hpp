@@ -140,6 +140,12 @@ class pipeline_runtime final : public runtime {
         m->children.clear();
         m->kind = msg_kind::gap;
     }
+    /// Passes `m` on through `gw`, counted as emitted by `st` (after a flat_map's call, its
+    /// renumbering node counts what it emits).
+    void pass_on(const stage_runtime& st, msg m, gateway_type& gw, const shard_writer& w) {
+        if (!st.counted_after) w.add(&counter_shard::emitted);
+        tsan_send(gw, m);
+    }
     void fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause);
     void async_finished(stage_runtime& st);
     void poll_later(monitor_thread::try_take_fn try_take, monitor_thread::done_fn done) {
@@ -173,7 +179,7 @@ class pipeline_runtime final : public runtime {
                 apply(st, m, w);
             }
         }
-        if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::emitted);
+        if (!st.counted_after) w.add(&counter_shard::emitted);
     }
     void apply(stage_runtime& st, msg m, const shard_writer& w);
     /// The `item_info` of `m` for a stage that asks for it (the current epoch's).

@@ -9,6 +9,7 @@
 #include "attempts.hpp"
 #include "ferry/this_call.hpp"
 #include "input_label.hpp"
+#include "invoke.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
@@ -41,22 +42,7 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
         const auto t0 = ticks();
         w.begin_call(t0, m->source_index);
         try {
-            std::optional<scoped_tensor_allocator> use;
-            if (st.output_allocator) use.emplace(st.output_allocator);
-            switch (st.spec.kind) {
-                case stage_kind::map:
-                    st.spec.map_fn(m->value, m->value, last);
-                    break;
-                case stage_kind::filter:
-                    keep = st.spec.filter_fn(m->value);
-                    break;
-                case stage_kind::flat_map:
-                    m->children.clear();
-                    st.spec.expand_fn(m->value, m->children, last);
-                    break;
-                default:
-                    break;
-            }
+            keep = invoke(st, m->value, m->value, m->children, last);
             w.record_call(t0);
             w.end_call();
             err = nullptr;
@@ -94,7 +80,7 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
         st.budget.succeeded();
         return;
     }
-    if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::out);
+    if (!st.counted_after) w.add(&counter_shard::out);
     st.budget.succeeded();
 }
 

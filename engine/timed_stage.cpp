@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "attempts.hpp"
+#include "invoke.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
@@ -55,8 +56,7 @@ void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway_type& gw,
     w.add(&counter_shard::arrived);
     if (m->kind == msg_kind::value && should_drop(m)) drop_unprocessed(m);
     if (m->kind != msg_kind::value) {
-        if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::emitted);
-        tsan_send(gw, m);
+        pass_on(st, m, gw, w);
         return;
     }
     auto it = std::make_shared<timed_item>();
@@ -92,8 +92,7 @@ void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway_type& gw,
     }
     if (aborted) {
         drop_unprocessed(m);
-        if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::emitted);
-        tsan_send(gw, m);
+        pass_on(st, m, gw, w);
         return;
     }
     tsan_release(it.get());
@@ -149,9 +148,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
                 }
                 timed_expired(it, attempt, backoff_ms);
             });
-        any_value out;
-        std::vector<any_value> children;
-        bool keep = true;
+        call_result r;
         std::exception_ptr err;
         w.active(1);
         const auto t0 = ticks();
@@ -160,21 +157,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
             const call_scope scope(&ctl_.stopping, &ctl_.aborting, &at->give_up,
                                    &st.counters.truncated, &st.counters.named);
             const item_scope item(it->info ? &*it->info : nullptr);
-            std::optional<scoped_tensor_allocator> use;
-            if (st.output_allocator) use.emplace(st.output_allocator);
-            switch (st.spec.kind) {
-                case stage_kind::map:
-                    st.spec.map_fn(it->input, out, consume);
-                    break;
-                case stage_kind::filter:
-                    keep = st.spec.filter_fn(it->input);
-                    break;
-                case stage_kind::flat_map:
-                    st.spec.expand_fn(it->input, children, consume);
-                    break;
-                default:
-                    break;
-            }
+            r.keep = invoke(st, it->input, r.out, r.children, consume);
         } catch (...) {
             err = std::current_exception();
         }
@@ -203,29 +186,18 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
             drop_unprocessed(m);  // the epoch is being cancelled (stop()): the item is cancelled
         } else if (err) {
             fail_item(st, m, err);
-        } else if (st.spec.kind == stage_kind::filter && !keep) {
+        } else if (!r.keep) {
             count_filtered(m, w);
             m->kind = msg_kind::gap;
             st.budget.succeeded();
         } else {
-            switch (st.spec.kind) {
-                case stage_kind::map:
-                    m->value = std::move(out);
-                    break;
-                case stage_kind::filter:
-                    m->value =
-                        std::move(it->input);  // no other attempt reads it: see timed_expired
-                    break;
-                default:
-                    m->children = std::move(children);
-                    break;
-            }
-            if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::out);
+            // A filter's kept input moves back: no other attempt reads it (see timed_expired).
+            settle(st, *m, it->input, r);
+            if (!st.counted_after) w.add(&counter_shard::out);
             st.budget.succeeded();
         }
-        if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::emitted);
         gateway_type& gw = *it->gw;
-        tsan_send(gw, m);
+        pass_on(st, m, gw, w);
         if (!st.io) timed_slot_free(st);
         gw.release_wait();
         return;
@@ -253,9 +225,8 @@ void pipeline_runtime::timed_expired(const std::shared_ptr<timed_item>& it, int 
     if (!timed_settle(*it)) return;
     msg m = it->m;
     fail_item(st, m, err);
-    if (st.spec.kind != stage_kind::flat_map) w.add(&counter_shard::emitted);
     gateway_type& gw = *it->gw;
-    tsan_send(gw, m);
+    pass_on(st, m, gw, w);
     if (!st.io) timed_slot_free(st);
     gw.release_wait();
 }
