@@ -18,29 +18,14 @@
 #include "ferry/collate.hpp"
 #include "ferry/detail/owned_buffer.hpp"
 #include "ferry/export.hpp"
+#include "ferry/pixels.hpp"
 #include "ferry/tensor.hpp"
 
 namespace ferry {
 
-/// How an image's channels are laid out.
-enum class pixel_format : std::uint8_t {
-    rgb,   ///< 3 channels, red first (the default)
-    bgr,   ///< 3 channels, blue first (OpenCV's order)
-    gray,  ///< 1 channel
-    rgba,  ///< 4 channels; alpha kept (255 where the file has none)
-};
-
-/// Channels of `f` (3, 3, 1, 4).
-[[nodiscard]] FERRY_API int channels_of(pixel_format f) noexcept;
-/// The name of `f`, e.g. `"rgb"`.
-[[nodiscard]] FERRY_API const char* to_string(pixel_format f) noexcept;
-
-/// A width and a height in pixels.
-struct image_size {
-    int width = 0;
-    int height = 0;
-    friend bool operator==(const image_size&, const image_size&) = default;
-};
+/// An image's size (ferry/pixels.hpp's `pixel_size`, which video frames share as `frame_size`).
+/// `ferry::pixel_format`, `channels_of` and `to_string` are there too.
+using image_size = pixel_size;
 
 /// An 8-bit image: `height() x width() x channels()` bytes, row-major, channels interleaved
 /// (HWC), rows packed (no padding). Owns its pixels; copies copy them, moves are free.
@@ -302,8 +287,8 @@ FERRY_API void set_opencv_threads(int n);
 /// in `stage_stats::counters`, named "jpeg huffman: ferry", "jpeg huffman: libjpeg" and, per
 /// reason, "jpeg huffman: libjpeg, switched off" (and so on).
 struct jpeg_huffman_counts {
-    std::uint64_t ferry = 0;    ///< ferry's decoder
-    std::uint64_t libjpeg = 0;  ///< libjpeg-turbo's: the sum of the reasons below
+    std::uint64_t ferry = 0;         ///< ferry's decoder
+    std::uint64_t libjpeg = 0;       ///< libjpeg-turbo's: the sum of the reasons below
     std::uint64_t switched_off = 0;  ///< `FERRY_JPEG_HUFFMAN=libjpeg` in the environment
     /// Scans ferry's decoder does not cover: progressive, arithmetic-coded, lossless, 12-bit,
     /// several scans.

@@ -19,30 +19,20 @@
 #include "ferry/bytes.hpp"
 #include "ferry/detail/owned_buffer.hpp"
 #include "ferry/export.hpp"
+#include "ferry/pixels.hpp"
 #include "ferry/tensor.hpp"
 #include "ferry/video_probe.hpp"
 
 namespace ferry {
 
-/// Channel layout of decoded video frames. (Its own type rather than `ferry::pixel_format`, so
-/// that `ferry::video` does not depend on `ferry::image`.)
-enum class frame_format : std::uint8_t {
-    rgb,   ///< 3 channels, red first (the default)
-    bgr,   ///< 3 channels, blue first (OpenCV's order)
-    gray,  ///< 1 channel (luma)
-};
+/// Channel layout of decoded video frames: `ferry::pixel_format` (ferry/pixels.hpp, part of
+/// ferry::core, so that `ferry::video` does not depend on `ferry::image`), of which video takes
+/// `rgb`, `bgr` and `gray`; `rgba` is refused (`ferry::invalid_argument`).
+using frame_format = pixel_format;
 
-/// Channels of `f` (3, 3, 1).
-[[nodiscard]] FERRY_API int channels_of(frame_format f) noexcept;
-/// The name of `f`, e.g. `"rgb"`.
-[[nodiscard]] FERRY_API const char* to_string(frame_format f) noexcept;
-
-/// A width and a height in pixels for video frames; `{0, 0}` means "as stored".
-struct frame_size {
-    int width = 0;
-    int height = 0;
-    friend bool operator==(const frame_size&, const frame_size&) = default;
-};
+/// A width and a height in pixels for video frames (`ferry::pixel_size`); `{0, 0}` means "as
+/// stored".
+using frame_size = pixel_size;
 
 /// swscale's resampling filters.
 enum class scale_filter : std::uint8_t { nearest, bilinear, bicubic, area, lanczos };

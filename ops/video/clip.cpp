@@ -1,28 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// The `ferry::video_clip` value type and `ferry::frame_format`'s helpers.
+/// The `ferry::video_clip` value type.
 #include <type_traits>
 
 #include "ferry/error.hpp"
 #include "ferry/video.hpp"
 
 namespace ferry {
-
-int channels_of(frame_format f) noexcept {
-    return f == frame_format::gray ? 1 : 3;
-}
-
-const char* to_string(frame_format f) noexcept {
-    switch (f) {
-        case frame_format::rgb:
-            return "rgb";
-        case frame_format::bgr:
-            return "bgr";
-        case frame_format::gray:
-            return "gray";
-    }
-    return "?";
-}
 
 // --- video_clip ----------------------------------------------------------------------------------
 
@@ -32,6 +16,9 @@ video_clip::video_clip(int frames, int width, int height, frame_format format)
         throw invalid_argument("video_clip: " + std::to_string(frames) + " frames of " +
                                std::to_string(width) + "x" + std::to_string(height) +
                                " is not a positive size");
+    }
+    if (format == frame_format::rgba) {  // images' only (ferry/pixels.hpp)
+        throw invalid_argument("video_clip: format rgba is not one of video's (rgb, bgr, gray)");
     }
     std::size_t bytes = 0;
     if (__builtin_mul_overflow(frame_bytes(), static_cast<std::size_t>(frames), &bytes)) {

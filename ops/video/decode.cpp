@@ -43,6 +43,8 @@ AVPixelFormat output_format(frame_format f) {
             return AV_PIX_FMT_BGR24;
         case frame_format::gray:
             return AV_PIX_FMT_GRAY8;
+        case frame_format::rgba:  // refused before a decoder is made (decode_packets)
+            return AV_PIX_FMT_RGBA;
     }
     return AV_PIX_FMT_RGB24;
 }
@@ -334,6 +336,11 @@ video_clip decode_packets(const packets& pkts, const video_decode_options& optio
         throw invalid_argument(
             std::string(op) + ": resize {" + std::to_string(options.resize.width) + ", " +
             std::to_string(options.resize.height) + "} must be positive (or {0, 0} for none)");
+    }
+    // pixel_format is images' too (ferry/pixels.hpp); frames come in rgb, bgr or gray only.
+    if (options.format == frame_format::rgba) {
+        throw invalid_argument(std::string(op) +
+                               ": format rgba is not one of video's (rgb, bgr, gray)");
     }
     return decoder(*pkts.state(), options).run(note);
 }
