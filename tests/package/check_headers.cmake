@@ -5,6 +5,11 @@
 # (STYLE.md: public headers include none of them; ferry/cuda.hpp and ferry/mpi.hpp neither, they
 # declare what they need).
 #
+# And the layers (core <- components <- engine): a header of ferry::core or of a component
+# (every header but the engine's own, listed in _engine_side) opens none of the engine's API
+# headers ferry/{builder,options,stats,state}.hpp, directly or not, so that a component sees
+# core only. ferry/cuda.hpp is on the engine's side by design: its `to_cuda` extends the builder.
+#
 # One deliberate exception: ferry/torch.hpp exists to expose libtorch (its functions take and
 # return torch::Tensor, which cannot be declared without libtorch's headers), so it is compiled
 # with libtorch's include directories as well, and may include libtorch's headers (torch/,
@@ -26,6 +31,11 @@ if(NOT _headers)
 endif()
 set(_forbidden "tbb|libav|libsw|opencv|curl|cuda_runtime|/cuda\\.h|/cuda/|dlpack|jpeglib|turbojpeg|/png\\.h|webp|/mpi\\.h|openmpi|mpich|expat|openssl")
 set(_libtorch "/(torch|ATen|c10|caffe2)/")
+# The engine's API, and the headers that may include it (the engine's own, the umbrella, and
+# ferry/cuda.hpp's builder extension).
+set(_engine_api "^ferry/(builder|options|stats|state)\\.hpp$")
+set(_engine_side ferry/builder.hpp ferry/options.hpp ferry/stats.hpp ferry/state.hpp
+    ferry/pipeline.hpp ferry/from.hpp ferry/ferry.hpp ferry/cuda.hpp ferry/detail/spec.hpp)
 set(_torch_header "ferry/torch.hpp")
 string(REPLACE "|" ";" _torch_dirs "${TORCH_INCLUDE_DIRS}")
 set(_failed "")
@@ -55,12 +65,24 @@ foreach(_h IN LISTS _headers)
     continue()
   endif()
   string(REGEX MATCHALL "(^|\n)\\.+ [^\n]+" _opened "${_err}")
+  set(_layer_checked FALSE)
+  if(_h IN_LIST _engine_side)
+    set(_layer_checked TRUE)  # may include the engine's API
+  endif()
   foreach(_line IN LISTS _opened)
     string(REGEX REPLACE "^\n?\\.+ " "" _path "${_line}")
     cmake_path(IS_PREFIX INCLUDE_DIR "${_path}" NORMALIZE _ours)
     if(NOT _ours AND _path MATCHES "${_not_allowed}")
       list(APPEND _failed "${_h} includes ${_path}")
       break()  # the first is enough to act on
+    endif()
+    if(_ours AND NOT _layer_checked)
+      cmake_path(RELATIVE_PATH _path BASE_DIRECTORY "${INCLUDE_DIR}" OUTPUT_VARIABLE _rel)
+      if(_rel MATCHES "${_engine_api}")
+        list(APPEND _failed "${_h} (ferry::core or a component) includes the engine's ${_rel}: "
+                            "move what it needs into a core header")
+        set(_layer_checked TRUE)  # once is enough
+      endif()
     endif()
   endforeach()
 endforeach()
@@ -74,4 +96,5 @@ if(_torch_dirs)
   set(_but " (${_torch_header}: but libtorch's)")
 endif()
 message(STATUS "ok: ${_n} public headers compile alone and include no TBB, FFmpeg, OpenCV, "
-               "codec, curl, CUDA, MPI, DLPack or libtorch header${_but}")
+               "codec, curl, CUDA, MPI, DLPack or libtorch header${_but}; no core or component "
+               "header includes the engine's builder, options, stats or state header")
