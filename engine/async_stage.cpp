@@ -118,13 +118,13 @@ void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway_type& gw,
     }
     gw.reserve_wait();  // released when the call's result has been passed on
     {
-        std::lock_guard lock(st.async_mutex);
-        if (st.async_running >= st.concurrency) {
+        std::lock_guard lock(st.slots.mutex);
+        if (st.slots.running >= st.concurrency) {
             tsan_release(m);
-            st.async_waiting.push_back(m);
+            st.slots.waiting.push_back(m);
             return;
         }
-        ++st.async_running;
+        ++st.slots.running;
     }
     tsan_release(m);  // what this thread read of m happens before a later reclaim
     async_start(st, m, w);
@@ -156,13 +156,13 @@ void pipeline_runtime::async_finished(stage_runtime& st) {
     thread_local int depth = 0;
     msg next = nullptr;
     {
-        std::lock_guard lock(st.async_mutex);
-        if (st.async_waiting.empty()) {
-            --st.async_running;
+        std::lock_guard lock(st.slots.mutex);
+        if (st.slots.waiting.empty()) {
+            --st.slots.running;
             return;
         }
-        next = st.async_waiting.front();
-        st.async_waiting.pop_front();
+        next = st.slots.waiting.front();
+        st.slots.waiting.pop_front();
     }
     if (depth >= 8) {
         arena_->enqueue(

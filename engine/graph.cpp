@@ -44,7 +44,7 @@ void pipeline_runtime::build_graph() {
                     const tsan_scope state(&st);
                     if (!st.counted_after) w.add(&counter_shard::arrived);
                     renumber(st, m, w);
-                    outs.swap(st.outs);
+                    outs.swap(st.renum.outs);
                 }
                 for (msg o : outs) {
                     w.add(&counter_shard::emitted);
@@ -53,7 +53,7 @@ void pipeline_runtime::build_graph() {
                 // Keep the larger vector for the next call: no allocation per call.
                 outs.clear();
                 const tsan_scope state(&st);
-                if (st.outs.capacity() < outs.capacity()) st.outs.swap(outs);
+                if (st.renum.outs.capacity() < outs.capacity()) st.renum.outs.swap(outs);
             }));
         flow::make_edge(*tail, *node);
         tail = &flow::output_port<0>(*node);

@@ -8,36 +8,36 @@
 namespace ferry::detail {
 
 void pipeline_runtime::renumber(stage_runtime& st, msg m, const shard_writer& w) {
-    st.seq->push(m, [this, &st, &w](msg x) {
+    st.renum.seq->push(m, [this, &st, &w](msg x) {
         switch (x->kind) {
             case msg_kind::gap:
                 retire_gap(x);
                 break;
             case msg_kind::error:
-                x->seq = st.next_out++;
-                st.outs.push_back(x);
+                x->seq = st.renum.next_out++;
+                st.renum.outs.push_back(x);
                 break;
             case msg_kind::end:
-                if (!st.batch_items.empty()) {
+                if (!st.renum.batch_items.empty()) {
                     if (st.spec.drop_last) {
-                        for (msg b : st.batch_items) {
+                        for (msg b : st.renum.batch_items) {
                             count_filtered(b, w);
                             retire_gap(b);
                         }
-                        st.batch_items.clear();
+                        st.renum.batch_items.clear();
                     } else {
                         emit_batch(st, w);
                     }
                 }
-                x->seq = st.next_out;
-                st.next_out = 0;
-                st.outs.push_back(x);
+                x->seq = st.renum.next_out;
+                st.renum.next_out = 0;
+                st.renum.outs.push_back(x);
                 break;
             case msg_kind::value:
                 if (st.spec.kind == stage_kind::batch) {
                     w.add(&counter_shard::in);
-                    st.batch_items.push_back(x);
-                    if (st.batch_items.size() == st.spec.batch_size) emit_batch(st, w);
+                    st.renum.batch_items.push_back(x);
+                    if (st.renum.batch_items.size() == st.spec.batch_size) emit_batch(st, w);
                 } else {
                     expand(st, x, w);
                 }
@@ -49,14 +49,14 @@ void pipeline_runtime::renumber(stage_runtime& st, msg m, const shard_writer& w)
 void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
     const auto t0 = ticks();
     w.active(1);
-    msg first = st.batch_items.front();
+    msg first = st.renum.batch_items.front();
     // The batch resumes from its first item's start; the consumer moves on to its last's end.
-    first->end = st.batch_items.back()->end;
+    first->end = st.renum.batch_items.back()->end;
     std::vector<any_value> values;
-    values.reserve(st.batch_items.size());
+    values.reserve(st.renum.batch_items.size());
     std::uint64_t items = 0;
     std::uint64_t credits = 0;
-    for (msg b : st.batch_items) {
+    for (msg b : st.renum.batch_items) {
         if (res_.tracker) {
             // Unordered: the batch's items are any; it lists their positions.
             if (b->covers.empty()) {
@@ -73,7 +73,7 @@ void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
             pool_.release(b);
         }
     }
-    st.batch_items.clear();
+    st.renum.batch_items.clear();
     // The batch's first box carries the accounting and credits of all its items.
     first->items = items;
     first->credits = credits;
@@ -89,8 +89,8 @@ void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
         retire_gap(first);
         return;
     }
-    first->seq = st.next_out++;
-    st.outs.push_back(first);
+    first->seq = st.renum.next_out++;
+    st.renum.outs.push_back(first);
 }
 
 void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
@@ -109,8 +109,8 @@ void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
             return;
         }
         if (x->kind == msg_kind::error) {
-            x->seq = st.next_out++;
-            st.outs.push_back(x);
+            x->seq = st.renum.next_out++;
+            st.renum.outs.push_back(x);
             return;
         }
     }
@@ -128,19 +128,19 @@ void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
         box* b = pool_.acquire();
         b->value = std::move(children[i]);
         b->kind = msg_kind::value;
-        b->seq = st.next_out++;
+        b->seq = st.renum.next_out++;
         b->source_index = x->source_index;
         b->input = x->input;
         b->start = parent.child(i);
         b->end = parent.child(i + 1);
-        st.outs.push_back(b);
+        st.renum.outs.push_back(b);
     }
     // The last output carries the input's accounting and credits (and its end).
     x->value = std::move(children[k - 1]);
     children.clear();
     x->start = parent.child(k - 1);
-    x->seq = st.next_out++;
-    st.outs.push_back(x);
+    x->seq = st.renum.next_out++;
+    st.renum.outs.push_back(x);
     w.add(&counter_shard::out, k - skip);
 }
 

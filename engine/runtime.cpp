@@ -18,7 +18,7 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
       recorder_(opts_) {
     for (auto& p : plan_.stages) {
         auto& st = stages_.emplace_back(std::move(p));
-        if (st.renumbers()) st.seq = std::make_unique<sequencer>(st.ordered);
+        if (st.renumbers()) st.renum.seq = std::make_unique<sequencer>(st.ordered);
         if (st.spec.options.timeout.count() > 0) {
             st.deadlines = std::make_unique<deadline_list>();
             timed_ = true;
@@ -199,16 +199,16 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
     // the pipeline's arena, or later epochs would run in the default arena.
     arena_->execute(tsan_body([this] { graph_->reset(flow::rf_reset_protocol); }));
     for (auto& st : stages_) {
-        if (st.seq) st.seq->clear();
-        st.batch_items.clear();
-        st.outs.clear();
-        st.next_out = 0;
+        if (st.renum.seq) st.renum.seq->clear();
+        st.renum.batch_items.clear();
+        st.renum.outs.clear();
+        st.renum.next_out = 0;
         {
-            std::lock_guard async_lock(st.async_mutex);
-            st.async_waiting.clear();
-            st.async_running = 0;
-            st.timed_waiting.clear();
-            st.timed_items.clear();
+            std::lock_guard async_lock(st.slots.mutex);
+            st.slots.waiting.clear();
+            st.slots.running = 0;
+            st.slots.timed_waiting.clear();
+            st.slots.timed_items.clear();
         }
         for (const auto& shard : st.counters.shards())
             shard->active.store(0, std::memory_order_relaxed);

@@ -84,6 +84,26 @@ constexpr std::size_t box_batch = 16;
 
 struct timed_item;  // timed_stage.cpp
 
+/// A map_async or timed stage's calls: at most `concurrency` at once, the rest waiting. Its own
+/// lock guards all of it.
+struct call_slots {
+    std::mutex mutex;
+    std::deque<msg> waiting;  ///< map_async: calls waiting for a slot
+    int running = 0;          ///< calls holding a slot (map_async, timed compute stages)
+    /// A stage with a timeout (timed_stage.cpp): its items not yet passed on (for an abort),
+    /// and, on compute stages, the items waiting for a slot.
+    std::list<std::shared_ptr<timed_item>> timed_items;
+    std::deque<std::shared_ptr<timed_item>> timed_waiting;
+};
+
+/// A renumbering stage's state (renumber.cpp), touched only by its serial node.
+struct renumber_state {
+    std::unique_ptr<sequencer> seq;
+    std::vector<msg> batch_items;
+    std::vector<msg> outs;
+    std::uint64_t next_out = 0;
+};
+
 /// Everything one stage needs at run time: its plan, its counters, and the state of its kind.
 struct stage_runtime : stage_plan {
     explicit stage_runtime(stage_plan p) : stage_plan(std::move(p)), budget(spec.options) {}
@@ -92,25 +112,11 @@ struct stage_runtime : stage_plan {
     std::unique_ptr<io_pool> pool;    ///< executor = io
     gateway_type* gateway = nullptr;  ///< map_async
 
-    // map_async: calls waiting for one of the `concurrency` slots.
-    std::mutex async_mutex;
-    std::deque<msg> async_waiting;
-    int async_running = 0;
-
-    // A stage with a timeout (timed_stage.cpp): the deadlines of its calls in progress, its
-    // items not yet passed on (for an abort), and, on compute stages, the items waiting for one
-    // of the `concurrency` slots (counted in async_running, under async_mutex).
-    std::unique_ptr<deadline_list> deadlines;  ///< null without a timeout
-    std::list<std::shared_ptr<timed_item>> timed_items;
-    std::deque<std::shared_ptr<timed_item>> timed_waiting;
-
+    /// The deadlines of its calls in progress (timed_stage.cpp); null without a timeout.
+    std::unique_ptr<deadline_list> deadlines;
+    call_slots slots;       ///< map_async and timed stages: calls in progress and waiting
     failure_budget budget;  ///< the skip budgets of `max_failures` and the rate
-
-    // Renumbering state (touched only by the stage's serial node).
-    std::unique_ptr<sequencer> seq;
-    std::vector<msg> batch_items;
-    std::vector<msg> outs;
-    std::uint64_t next_out = 0;
+    renumber_state renum;   ///< batch, unbatch, flat_map: touched only by its serial node
 };
 
 class pipeline_runtime final : public runtime {

@@ -31,7 +31,7 @@ struct timed_item {
     any_value input;
     std::atomic<bool> settled{false};
     std::atomic<int> running{0};  ///< attempts inside the user's call
-    // Under the stage's async_mutex:
+    // Under the stage's slots.mutex:
     std::list<std::shared_ptr<timed_item>>::iterator where;  ///< in st->timed_items
     bool listed = false;
     /// Its attempts so far (their flags are raised when the item is settled).
@@ -70,7 +70,7 @@ void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway_type& gw,
     bool start = true;
     bool aborted = false;
     {
-        std::lock_guard lock(st.async_mutex);
+        std::lock_guard lock(st.slots.mutex);
         // An abort lets go of the items listed when it looks (release_timed_items, under this
         // mutex, after raising ctl_.aborting): an item that comes later is not listed, holds up no
         // wait for the graph, and is cancelled here.
@@ -78,14 +78,14 @@ void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway_type& gw,
             aborted = true;
         } else {
             gw.reserve_wait();  // released when the item has been passed on, or let go by an abort
-            it->where = st.timed_items.insert(st.timed_items.end(), it);
+            it->where = st.slots.timed_items.insert(st.slots.timed_items.end(), it);
             it->listed = true;
             if (!st.io) {
-                if (st.async_running >= st.concurrency) {
-                    st.timed_waiting.push_back(it);
+                if (st.slots.running >= st.concurrency) {
+                    st.slots.timed_waiting.push_back(it);
                     start = false;
                 } else {
-                    ++st.async_running;
+                    ++st.slots.running;
                 }
             }
         }
@@ -125,7 +125,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
     for (;;) {
         auto at = std::make_shared<timed_attempt>();
         {
-            std::lock_guard lock(st.async_mutex);
+            std::lock_guard lock(st.slots.mutex);
             it->attempts.push_back(at);
         }
         if (backoff_ms > 0) {
@@ -234,9 +234,9 @@ void pipeline_runtime::timed_expired(const std::shared_ptr<timed_item>& it, int 
 bool pipeline_runtime::timed_settle(timed_item& it) {
     if (it.settled.exchange(true)) return false;
     stage_runtime& st = *it.st;
-    std::lock_guard lock(st.async_mutex);
+    std::lock_guard lock(st.slots.mutex);
     if (it.listed) {
-        st.timed_items.erase(it.where);
+        st.slots.timed_items.erase(it.where);
         it.listed = false;
     }
     // Attempts still running (expired ones) learn that their item has moved on.
@@ -247,13 +247,13 @@ bool pipeline_runtime::timed_settle(timed_item& it) {
 void pipeline_runtime::timed_slot_free(stage_runtime& st) {
     std::shared_ptr<timed_item> next;
     {
-        std::lock_guard lock(st.async_mutex);
-        if (st.timed_waiting.empty()) {
-            --st.async_running;
+        std::lock_guard lock(st.slots.mutex);
+        if (st.slots.timed_waiting.empty()) {
+            --st.slots.running;
             return;
         }
-        next = std::move(st.timed_waiting.front());
-        st.timed_waiting.pop_front();
+        next = std::move(st.slots.timed_waiting.front());
+        st.slots.timed_waiting.pop_front();
     }
     timed_launch(std::move(next), 1, 0.0);
 }
@@ -270,8 +270,8 @@ void pipeline_runtime::release_timed_items() noexcept {
         if (!st.deadlines) continue;
         std::vector<std::shared_ptr<timed_item>> items;
         {
-            std::lock_guard lock(st.async_mutex);
-            items.assign(st.timed_items.begin(), st.timed_items.end());
+            std::lock_guard lock(st.slots.mutex);
+            items.assign(st.slots.timed_items.begin(), st.slots.timed_items.end());
         }
         for (auto& it : items) {
             if (timed_settle(*it)) it->gw->release_wait();
