@@ -2,7 +2,6 @@
 /// \file
 /// consumer_side: what next() keeps between calls — the hand-off it takes results from, the
 /// credits and boxes it gives back in bulk, its adaptive spin, the time to the first output.
-/// No TBB.
 #pragma once
 
 #include <algorithm>

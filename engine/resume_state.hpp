@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// resume_state: where the consumer stands (the frontier a state() names), a pending
-/// `resume_from`, and the resumed epoch's start while it runs. No TBB.
+/// `resume_from`, and the resumed epoch's start while it runs.
 #pragma once
 
 #include <cstddef>

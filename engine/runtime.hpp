@@ -18,20 +18,24 @@
 ///  * Epochs re-open the source and re-activate the input node on the same graph. An abandoned
 ///    epoch is cancelled, waited for and reset (`graph::reset`), and the pool reclaims its boxes.
 ///
-/// Where each job lives:
-///   plan.cpp        options -> validated plan (no TBB)
+/// Where each job lives (engine/README.md draws who owns which state and which lock guards it):
+///   plan.cpp        options -> validated plan, and what each stage kind means at run time
 ///   runtime.cpp     construction, epochs, stop, abort, destruction
 ///   graph.cpp       the flow graph: the only file that makes `flow::` nodes
 ///   source.cpp      the source's pull: a credit, a box, the user's cursor
-///   stage.cpp       a stage's call: apply, retry, failures (record_failure), filtered gaps
+///   invoke.hpp      calling a map / filter / flat_map by its kind, on every executor
+///   stage.cpp       a stage's call: apply, retry, failures (fail_item), filtered gaps
 ///   renumber.cpp    batch, unbatch and flat_map expansion behind a sequencer
 ///   async_stage.cpp map_async: slots, completions, the sink
 ///   timed_stage.cpp stages with a timeout: calls apart from their boxes, the watchdog's expiry
 ///   consumer.cpp    next(): the hand-off, the adaptive spin, credits back
 ///   resume.cpp      pipeline_state: taking one, checking and opening a resumed epoch
-///   monitor.cpp     the monitor thread: sampling, reports, polled futures; stats()
+///   monitor.cpp     the monitor's tick: the watchdog, sampling, reports; stats()
+/// The parts the runtime composes, each with its own state and lock, none including flow_graph.h:
+///   epoch_control.hpp, source_driver.hpp, consumer_side.hpp, resume_state.hpp,
+///   failure_recorder.*, monitor_thread.*, timed_jobs.hpp; and one helper each:
 ///   admission.hpp, ledger.hpp, trace.*, io_pool.*, worker_budget.*, failure_log.*,
-///   quarantine_writer.*, input_label.hpp: one helper each.
+///   quarantine_writer.*, input_label.hpp, deadlines.hpp, sequencer.hpp, handoff.hpp.
 #pragma once
 
 #include <oneapi/tbb/flow_graph.h>

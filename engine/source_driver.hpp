@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// source_driver: the source's state — its cursor, where the epoch stands, the boxes it took
-/// from the pool in bulk, an unordered resume's positions to skip. No TBB.
+/// from the pool in bulk, an unordered resume's positions to skip.
 #pragma once
 
 #include <atomic>
