@@ -16,10 +16,13 @@
 #                 package.fetchcontent
 # package.configure/build/run: tests/package/, a project that only knows find_package(ferry),
 # with every component this build made. package.links configures tests/package/links/, which
-# fails when an installed library other than ferry::ferry depends on the engine or on oneTBB, or
-# one other than ferry::torch on libtorch; package.headers compiles each installed public header
-# alone and fails on any TBB, FFmpeg, OpenCV, codec, curl, CUDA, MPI, DLPack or libtorch include
-# (but ferry/torch.hpp's libtorch ones: check_headers.cmake says why).
+# fails when an installed library other than ferry::ferry depends on the engine or on oneTBB
+# (by its link interface, and by nm: a symbol only the engine defines), or one other than
+# ferry::torch on libtorch; package.headers compiles each installed public header alone and fails
+# on any TBB, FFmpeg, OpenCV, codec, curl, CUDA, MPI, DLPack or libtorch include (but
+# ferry/torch.hpp's libtorch ones: check_headers.cmake says why), and on a core or component
+# header that reaches the engine's API (builder, options, stats, state; cuda.hpp's to_cuda
+# extends the builder by design).
 # package.find.<set>: tests/package/components/ asks for one set of components (none, i.e. core
 # and the engine; image; video; http; mpi; "ferry,torch"), with CMake's finding of TBB, CUDA and
 # MPI disabled where the set does not need them, and builds and runs a program for each. package.find.unknown_component
