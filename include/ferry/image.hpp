@@ -178,12 +178,12 @@ struct decode_options {
     /// come, as a fraction of it, so that libjpeg-turbo's SIMD 1/2, 1/4 and 1/8 scales are
     /// taken when they nearly cover the target (then `resize` scales up the little that is
     /// missing; with `reduce_to` alone the result may be that much smaller than asked). 0, the
-    /// default, never comes under the target; at most 0.5. perf/README.md gives the quality each
+    /// default, never comes under the target; at most 0.5. perf/media/README.md gives the quality each
     /// value costs against the full decode and resize.
     double scale_slack = 0;
     /// JPEG only: libjpeg-turbo's fast integer inverse DCT (`JDCT_IFAST`) and plain (not
     /// fancy) chroma upsampling, `tjbench -fastdct -fastupsample`: less CPU per image, pixels
-    /// within a few levels of the accurate decode (perf/README.md gives the difference).
+    /// within a few levels of the accurate decode (perf/media/README.md gives the difference).
     bool fast = false;
     /// JPEG only, when `strict` and `crop` decodes part of a baseline JPEG: what is checked below
     /// the region. false (the default): the rest of the data is scanned for the EOI marker,
