@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/temp_folder.hpp"
 #include "support.hpp"
 
 using namespace ferry_test;
@@ -20,21 +21,10 @@ namespace fs = std::filesystem;
 
 namespace quarantine_test {
 
-/// A file name in the temporary folder, unique to this process and call, removed at scope exit.
+/// A quarantine file's name in a folder of its own, unique to this process and call, removed
+/// (with the folder) at scope exit.
 class temp_file {
   public:
-    temp_file() {
-        static std::atomic<int> counter{0};
-        path_ = fs::temp_directory_path() / ("ferry-quarantine-" + std::to_string(::getpid()) +
-                                             "-" + std::to_string(counter++) + ".jsonl");
-        fs::remove(path_);
-    }
-    ~temp_file() {
-        std::error_code ec;
-        fs::remove(path_, ec);
-    }
-    temp_file(const temp_file&) = delete;
-    temp_file& operator=(const temp_file&) = delete;
     [[nodiscard]] const fs::path& path() const { return path_; }
     [[nodiscard]] std::vector<std::string> lines() const {
         std::ifstream in(path_);
@@ -45,7 +35,8 @@ class temp_file {
     void write(const std::string& text) const { std::ofstream(path_) << text; }
 
   private:
-    fs::path path_;
+    ferry_test::temp_folder dir_{"ferry-quarantine"};
+    fs::path path_ = dir_ / "quarantine.jsonl";
 };
 
 /// `img/0.png`, ... `img/<n-1>.png`.
@@ -201,7 +192,8 @@ BOOST_AUTO_TEST_CASE(bad_quarantine_file_names_the_line) {
 
 // A quarantine path that cannot be opened fails build() with an io_error naming it.
 BOOST_AUTO_TEST_CASE(unopenable_quarantine_path_fails_build) {
-    const fs::path where = fs::temp_directory_path() / "ferry-no-such-dir" / "q.jsonl";
+    const ferry_test::temp_folder dir("ferry-quarantine-missing");
+    const fs::path where = dir / "no-such-dir" / "q.jsonl";
     const auto e = expect_throw<ferry::io_error>(
         [&] { (void)ferry::from(files(3)).build({.logger = quiet, .quarantine = where}); });
     BOOST_REQUIRE(e.has_value());

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/temp_folder.hpp"
 #include "support.hpp"
 
 using namespace ferry_test;
@@ -58,8 +59,8 @@ BOOST_AUTO_TEST_SUITE(secrets)
 // quarantine file hold neither the credentials nor the raw control characters, and still say
 // what failed.
 BOOST_AUTO_TEST_CASE(failures_logs_and_quarantine_hold_no_secret) {
-    const fs::path q =
-        fs::temp_directory_path() / ("ferry-secrets-" + std::to_string(::getpid()) + ".jsonl");
+    const ferry_test::temp_folder dir("ferry-secrets");
+    const fs::path q = dir / "quarantine.jsonl";
     fs::remove(q);
     std::mutex m;
     std::vector<std::string> lines;
@@ -115,8 +116,8 @@ BOOST_AUTO_TEST_CASE(stage_error_is_safe_to_print) {
 BOOST_AUTO_TEST_CASE(described_urls_are_redacted_and_still_excluded) {
     const std::vector<job> jobs{{"https://h/a.jpg?X-Goog-Signature=GSIGLEAK", 0},
                                 {"https://h/b.jpg?X-Goog-Signature=GSIGLEAK", 1}};
-    const fs::path q =
-        fs::temp_directory_path() / ("ferry-secrets-d-" + std::to_string(::getpid()) + ".jsonl");
+    const ferry_test::temp_folder dir("ferry-secrets-d");
+    const fs::path q = dir / "quarantine.jsonl";
     fs::remove(q);
     const auto fail_a = [](const job& j) -> int {
         if (j.n == 0) throw ferry::decode_error("bad");
