@@ -12,6 +12,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../engine/attempts.hpp"
@@ -101,53 +102,72 @@ BOOST_AUTO_TEST_CASE(retry_skips_the_attempts_a_permanent_failure_would_waste) {
         {"io_error, when never", [] { throw ferry::io_error("EIO"); }, never, 1},
     };
     for (const auto& c : cases) {
-        attempt_counter attempts;
-        auto p = ferry::from(iota(20))
-                     .map(
-                         [&](int x) {
-                             if (x == 7) {
-                                 attempts(x);
-                                 c.fail();
-                             }
-                             return x;
-                         },
-                         {.on_error = ferry::retry{.attempts = 3,
-                                                   .backoff = 1ms,
-                                                   .then = ferry::error_action::skip,
-                                                   .when = c.when}})
-                     .build({.threads = 2, .logger = quiet});
-        BOOST_TEST(drain(p).size() == 19u, c.what);
-        BOOST_TEST(attempts.of(7) == c.calls, c.what);
-        const auto s = p.stats();
-        BOOST_TEST(s.stages.at(1).retries == static_cast<std::uint64_t>(c.calls - 1), c.what);
-        BOOST_TEST(s.failed == 1u, c.what);
-        check_complete_accounting(s);
+        BOOST_TEST_CONTEXT(c.what) {
+            attempt_counter attempts;
+            auto p = ferry::from(iota(20))
+                         .map(
+                             [&](int x) {
+                                 if (x == 7) {
+                                     attempts(x);
+                                     c.fail();
+                                 }
+                                 return x;
+                             },
+                             {.on_error = ferry::retry{.attempts = 3,
+                                                       .backoff = 1ms,
+                                                       .then = ferry::error_action::skip,
+                                                       .when = c.when}})
+                         .build({.threads = 2, .logger = quiet});
+            BOOST_TEST(drain(p).size() == 19u);
+            BOOST_TEST(attempts.of(7) == c.calls);
+            const auto s = p.stats();
+            BOOST_TEST(s.stages.at(1).retries == static_cast<std::uint64_t>(c.calls - 1));
+            BOOST_TEST(s.failed == 1u);
+            check_complete_accounting(s);
+        }
     }
 }
 
 // The transient test itself: ferry's errors by code and by what made them, a stage_error by its
 // cause, anything else retried.
 BOOST_AUTO_TEST_CASE(is_transient_reads_the_cause) {
-    BOOST_TEST(ferry::is_transient(ferry::io_error("EIO")));
-    BOOST_TEST(!ferry::is_transient(ferry::io_error("ENOENT", false)));
-    BOOST_TEST(!ferry::is_transient(ferry::decode_error("corrupt")));
-    BOOST_TEST(!ferry::is_transient(ferry::invalid_argument("bad")));
-    BOOST_TEST(ferry::is_transient(ferry::error(ferry::errc::cuda, "busy")));
-    BOOST_TEST(!ferry::is_transient(ferry::error(ferry::errc::internal, "bug")));
-    BOOST_TEST(ferry::is_transient(std::runtime_error("?")));
-    BOOST_TEST(!ferry::transient_errno(ENOENT));
-    BOOST_TEST(!ferry::transient_errno(EACCES));
-    BOOST_TEST(ferry::transient_errno(EIO));
-    BOOST_TEST(ferry::transient_errno(EAGAIN));
-    auto nested = [](auto cause) {
+    const auto nested = [](auto cause) {
         try {
             throw cause;
         } catch (...) {
             return ferry::stage_error("inner", 0, 1, cause.what(), "stage 'inner' failed");
         }
     };
-    BOOST_TEST(ferry::is_transient(nested(ferry::io_error("EIO"))));
-    BOOST_TEST(!ferry::is_transient(nested(ferry::decode_error("corrupt"))));
+    struct case_ {
+        const char* what;
+        std::shared_ptr<const std::exception> error;
+        bool transient;
+    };
+    const std::vector<case_> cases{
+        {"transient io_error", std::make_shared<ferry::io_error>("EIO"), true},
+        {"permanent io_error", std::make_shared<ferry::io_error>("ENOENT", false), false},
+        {"decode_error", std::make_shared<ferry::decode_error>("corrupt"), false},
+        {"invalid_argument", std::make_shared<ferry::invalid_argument>("bad"), false},
+        {"errc::cuda", std::make_shared<ferry::error>(ferry::errc::cuda, "busy"), true},
+        {"errc::internal", std::make_shared<ferry::error>(ferry::errc::internal, "bug"), false},
+        {"runtime_error", std::make_shared<std::runtime_error>("?"), true},
+        {"stage_error of a transient io_error",
+         std::make_shared<ferry::stage_error>(nested(ferry::io_error("EIO"))), true},
+        {"stage_error of a decode_error",
+         std::make_shared<ferry::stage_error>(nested(ferry::decode_error("corrupt"))), false},
+    };
+    for (const auto& c : cases) {
+        BOOST_TEST_CONTEXT(c.what) {
+            BOOST_TEST(ferry::is_transient(*c.error) == c.transient);
+        }
+    }
+    const std::vector<std::pair<int, bool>> errnos{
+        {ENOENT, false}, {EACCES, false}, {EIO, true}, {EAGAIN, true}};
+    for (const auto& [code, transient] : errnos) {
+        BOOST_TEST_CONTEXT("errno " << code) {
+            BOOST_TEST(ferry::transient_errno(code) == transient);
+        }
+    }
 }
 
 // retry with the default `then = fail` ends the pipeline once every attempt failed.
