@@ -165,7 +165,7 @@ void pipeline_runtime::async_finished(stage_runtime& st) {
         st.slots.waiting.pop_front();
     }
     if (depth >= 8) {
-        arena_->enqueue(
+        flow_.arena->enqueue(
             tsan_body([this, &st, next] { async_start(st, next, st.counters.owned()); }));
         return;
     }

@@ -71,13 +71,13 @@ bool pipeline_runtime::next(any_value& out) {
             con_.waiting_since.store(0, std::memory_order_relaxed);
             con_.adapt_spin(waited);
             bump_owned(con_.wait_ns, waited.count());
-            if (spans_ != nullptr) {
+            if (trace_.spans != nullptr) {
                 if (!con_.named) {
-                    spans_->name_thread("consumer (your thread)");
+                    trace_.spans->name_thread("consumer (your thread)");
                     con_.named = true;
                 }
-                spans_->add(static_cast<std::uint32_t>(span_names_.size() - 1), wait_ticks,
-                            ticks());
+                trace_.spans->add(static_cast<std::uint32_t>(trace_.names.size() - 1), wait_ticks,
+                                  ticks());
             }
             if (ctl_.stopping) {
                 cancel_for_stop();

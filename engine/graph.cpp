@@ -17,9 +17,9 @@ struct later_seq {
 }  // namespace
 
 void pipeline_runtime::build_graph() {
-    graph_ = std::make_unique<flow::graph>();
-    flow::graph& g = *graph_;
-    input_ =
+    flow_.graph = std::make_unique<flow::graph>();
+    flow::graph& g = *flow_.graph;
+    flow_.input =
         std::make_unique<flow::input_node<msg>>(g, tsan_body([this](tbb::flow_control& fc) -> msg {
                                                     tsan_acquire(this);
                                                     msg m = nullptr;
@@ -27,7 +27,7 @@ void pipeline_runtime::build_graph() {
                                                     tsan_release(m);
                                                     return m;
                                                 }));
-    flow::sender<msg>* tail = input_.get();
+    flow::sender<msg>* tail = flow_.input.get();
     // Whether messages reach the next node (nearly) in sequence order: the source and the
     // renumbering nodes emit in order, a stage of concurrency n reorders by less than n; I/O and
     // async stages can finish far out of order (a preempted I/O thread, a slow request).
@@ -57,7 +57,7 @@ void pipeline_runtime::build_graph() {
             }));
         flow::make_edge(*tail, *node);
         tail = &flow::output_port<0>(*node);
-        nodes_.push_back(std::move(node));
+        flow_.nodes.push_back(std::move(node));
         in_order = true;
     };
 
@@ -73,7 +73,7 @@ void pipeline_runtime::build_graph() {
             flow::make_edge(*tail, *node);
             tail = &flow::output_port<0>(*node);
             gw = &node->gateway();
-            nodes_.push_back(std::move(node));
+            flow_.nodes.push_back(std::move(node));
         } else {
             auto queue = std::make_unique<flow::priority_queue_node<msg, later_seq>>(g);
             auto node = std::make_unique<flow::async_node<msg, msg, flow::rejecting>>(
@@ -82,8 +82,8 @@ void pipeline_runtime::build_graph() {
             flow::make_edge(*queue, *node);
             tail = &flow::output_port<0>(*node);
             gw = &node->gateway();
-            nodes_.push_back(std::move(queue));
-            nodes_.push_back(std::move(node));
+            flow_.nodes.push_back(std::move(queue));
+            flow_.nodes.push_back(std::move(node));
         }
         in_order = false;
         return *gw;
@@ -139,7 +139,7 @@ void pipeline_runtime::build_graph() {
                             std::make_unique<flow::function_node<msg, msg>>(g, concurrency, body);
                         flow::make_edge(*tail, *node);
                         tail = node.get();
-                        nodes_.push_back(std::move(node));
+                        flow_.nodes.push_back(std::move(node));
                     } else {
                         // The queue holds what the rejecting node cannot take yet; the node
                         // pulls the lowest sequence number whenever a slot frees up.
@@ -150,8 +150,8 @@ void pipeline_runtime::build_graph() {
                         flow::make_edge(*tail, *queue);
                         flow::make_edge(*queue, *node);
                         tail = node.get();
-                        nodes_.push_back(std::move(queue));
-                        nodes_.push_back(std::move(node));
+                        flow_.nodes.push_back(std::move(queue));
+                        flow_.nodes.push_back(std::move(node));
                     }
                 }
                 if (st.counted_after) add_renumbering(st);
@@ -187,7 +187,7 @@ void pipeline_runtime::build_graph() {
             return flow::continue_msg();
         }));
     flow::make_edge(*tail, *out);
-    nodes_.push_back(std::move(out));
+    flow_.nodes.push_back(std::move(out));
 }
 
 }  // namespace ferry::detail

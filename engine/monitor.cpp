@@ -169,11 +169,11 @@ pipeline_stats pipeline_runtime::stats() const {
 }
 
 void pipeline_runtime::write_trace(std::ostream& os) const {
-    if (spans_ == nullptr) {
+    if (trace_.spans == nullptr) {
         throw invalid_argument(
             "write_trace: this pipeline records no spans (build it with trace_spans > 0)");
     }
-    write_chrome_trace(os, *spans_, span_names_, rate_.ns_per_tick());
+    write_chrome_trace(os, *trace_.spans, trace_.names, rate_.ns_per_tick());
 }
 
 }  // namespace ferry::detail

@@ -41,26 +41,28 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     src_.counters.resize(slots);
     for (auto& st : stages_) st.counters.resize(slots, st.io ? 2 * st.concurrency : 0);
     if (opts_.trace_spans > 0) {
-        spans_ = std::make_unique<span_log>(opts_.trace_spans);
-        span_names_.emplace_back("source");
-        src_.counters.trace_to(spans_.get(), 0);
+        trace_.spans = std::make_unique<span_log>(opts_.trace_spans);
+        trace_.names.emplace_back("source");
+        src_.counters.trace_to(trace_.spans.get(), 0);
         for (auto& st : stages_) {
-            st.counters.trace_to(spans_.get(), static_cast<std::uint32_t>(span_names_.size()));
-            span_names_.push_back(st.name);
+            st.counters.trace_to(trace_.spans.get(),
+                                 static_cast<std::uint32_t>(trace_.names.size()));
+            trace_.names.push_back(st.name);
         }
-        span_names_.emplace_back("waiting for the pipeline");
+        trace_.names.emplace_back("waiting for the pipeline");
     }
     worker_budget::instance().acquire(plan_.threads);
-    budget_held_ = true;
+    flow_.budget_held = true;
     try {
         for (auto& st : stages_) {
             if (st.io) {
-                st.pool = std::make_unique<io_pool>(st.concurrency, spans_.get(), "io " + st.name);
+                st.pool =
+                    std::make_unique<io_pool>(st.concurrency, trace_.spans.get(), "io " + st.name);
             }
         }
-        arena_ = std::make_unique<tbb::task_arena>(plan_.threads, 0);
+        flow_.arena = std::make_unique<tbb::task_arena>(plan_.threads, 0);
         // Built inside the arena: the graph attaches to the arena it is constructed in.
-        arena_->execute(tsan_body([this] {
+        flow_.arena->execute(tsan_body([this] {
             build_graph();
             tsan_release(this);
         }));
@@ -68,12 +70,12 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         next_report_ = clock::now() + opts_.report_every;
         monitor_.start([this] { monitor_tick(); }, [this] { return monitor_period(); });
     } catch (...) {
-        nodes_.clear();
-        input_.reset();
-        graph_.reset();
-        arena_.reset();
+        flow_.nodes.clear();
+        flow_.input.reset();
+        flow_.graph.reset();
+        flow_.arena.reset();
         worker_budget::instance().release(plan_.threads);
-        budget_held_ = false;
+        flow_.budget_held = false;
         throw;
     }
 }
@@ -83,21 +85,21 @@ pipeline_runtime::~pipeline_runtime() {
     {
         std::lock_guard lock(ctl_.mutex);
         abort_epoch_locked();
-        if (graph_) {
-            graph_->cancel();
-            graph_->wait_for_all();
+        if (flow_.graph) {
+            flow_.graph->cancel();
+            flow_.graph->wait_for_all();
         }
     }
     // Calls of timed stages that ran past their deadline may still run: they use this object.
     timed_jobs_.wait();
     monitor_.close();
     recorder_.flush();
-    nodes_.clear();
-    input_.reset();
-    graph_.reset();
-    arena_.reset();
+    flow_.nodes.clear();
+    flow_.input.reset();
+    flow_.graph.reset();
+    flow_.arena.reset();
     for (auto& st : stages_) st.pool.reset();
-    if (budget_held_) worker_budget::instance().release(plan_.threads);
+    if (flow_.budget_held) worker_budget::instance().release(plan_.threads);
 }
 
 void pipeline_runtime::start_epoch() {
@@ -134,7 +136,7 @@ void pipeline_runtime::start_epoch() {
     ctl_.running = true;
     monitor_.wake();
     tsan_release(this);
-    input_->activate();
+    flow_.input->activate();
 }
 
 void pipeline_runtime::finish_epoch() {
@@ -154,7 +156,7 @@ void pipeline_runtime::cancel_for_stop() noexcept {
     // reclaims what is left. Every item still in flight now ends cancelled.
     if (!ctl_.running) return;
     ctl_.aborting = true;
-    graph_->cancel();
+    flow_.graph->cancel();
 }
 
 void pipeline_runtime::abandon_epoch() noexcept {
@@ -187,17 +189,17 @@ void pipeline_runtime::settle_stopped_epoch() noexcept {
 void pipeline_runtime::reclaim_epoch_locked() noexcept {
     if (ctl_.stop_settled) return;  // already reclaimed; nothing has run since
     ctl_.aborting = true;
-    graph_->cancel();
+    flow_.graph->cancel();
     // Calls that ran past their timeout, or may, hold up no wait for the graph: their items are
     // let go here (their boxes are reclaimed below) while the calls run on.
     release_timed_items();
-    graph_->wait_for_all();
+    flow_.graph->wait_for_all();
     // Now nothing runs: clear every buffer (TBB's and ours) and return the stranded boxes.
     for (auto& st : stages_) tsan_acquire(&st);
     tsan_acquire(output_seq_.get());
     // graph::reset re-attaches the graph to the arena of the calling thread: call it from inside
     // the pipeline's arena, or later epochs would run in the default arena.
-    arena_->execute(tsan_body([this] { graph_->reset(flow::rf_reset_protocol); }));
+    flow_.arena->execute(tsan_body([this] { flow_.graph->reset(flow::rf_reset_protocol); }));
     for (auto& st : stages_) {
         if (st.renum.seq) st.renum.seq->clear();
         st.renum.batch_items.clear();
@@ -240,7 +242,7 @@ void pipeline_runtime::stop() noexcept {
     con_.out->interrupt();
     // A consumer inside next() cancels and cleans up itself; otherwise cancel queued work now.
     if (ctl_.mutex.try_lock()) {
-        if (ctl_.running) graph_->cancel();
+        if (ctl_.running) flow_.graph->cancel();
         ctl_.mutex.unlock();
     }
 }

@@ -123,6 +123,23 @@ struct stage_runtime : stage_plan {
     renumber_state renum;   ///< batch, unbatch, flat_map: touched only by its serial node
 };
 
+/// Tracing (`trace_spans` > 0): the spans, and the names of their rows: the source, each stage,
+/// and the consumer's waits last.
+struct trace_rows {
+    std::unique_ptr<span_log> spans;
+    std::vector<std::string> names;
+};
+
+/// The TBB side: the arena the pipeline's work runs in and its flow graph (built by graph.cpp).
+/// Reset only with nothing running: construction, an abort's reclaim, destruction.
+struct flow_parts {
+    bool budget_held = false;  ///< the worker_budget counts the arena's threads
+    std::unique_ptr<tbb::task_arena> arena;
+    std::unique_ptr<flow::graph> graph;
+    std::unique_ptr<flow::input_node<msg>> input;
+    std::vector<std::unique_ptr<flow::graph_node>> nodes;
+};
+
 class pipeline_runtime final : public runtime {
   public:
     pipeline_runtime(pipeline_spec spec, pipeline_options opts);
@@ -252,11 +269,11 @@ class pipeline_runtime final : public runtime {
         return_credits(credits);
     }
     void return_credits(std::uint64_t n) {
-        if (admission_.give_back(n)) input_->activate();
+        if (admission_.give_back(n)) flow_.input->activate();
     }
     /// After credits were returned or the limit raised: re-activates a parked source (once).
     void wake_source() {
-        if (admission_.unpark()) input_->activate();
+        if (admission_.unpark()) flow_.input->activate();
     }
     /// The consumer took the epoch's first output: the source may fill `in_flight` now.
     void end_start();
@@ -303,10 +320,7 @@ class pipeline_runtime final : public runtime {
     tick_rate rate_;
     box_pool pool_;
     std::list<stage_runtime> stages_;  // stable addresses: nodes capture references
-    /// Tracing (`trace_spans` > 0): the spans, and the names of their rows: the source, each
-    /// stage, and the consumer's waits last.
-    std::unique_ptr<span_log> spans_;
-    std::vector<std::string> span_names_;
+    trace_rows trace_;                 ///< tracing (`trace_spans` > 0)
     std::unique_ptr<sequencer> output_seq_;
     failure_recorder recorder_;  ///< the ledger, the failure log, the quarantine file
     admission admission_;
@@ -329,12 +343,7 @@ class pipeline_runtime final : public runtime {
     /// Sampling, periodic reports, the watchdog, polling of futures: its ticks run monitor_tick.
     monitor_thread monitor_;
 
-    // TBB objects last, so they are destroyed first.
-    bool budget_held_ = false;
-    std::unique_ptr<tbb::task_arena> arena_;
-    std::unique_ptr<flow::graph> graph_;
-    std::unique_ptr<flow::input_node<msg>> input_;
-    std::vector<std::unique_ptr<flow::graph_node>> nodes_;
+    flow_parts flow_;  ///< last, so that it is destroyed first
 };
 
 }  // namespace ferry::detail

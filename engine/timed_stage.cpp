@@ -111,7 +111,7 @@ void pipeline_runtime::timed_launch(std::shared_ptr<timed_item> it, int attempt,
     if (st.io) {
         st.pool->submit(std::move(job));
     } else {
-        arena_->enqueue(tsan_body(std::move(job)));
+        flow_.arena->enqueue(tsan_body(std::move(job)));
     }
 }
 
