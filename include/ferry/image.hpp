@@ -318,7 +318,7 @@ struct jpeg_huffman_counts {
 /// `torch.empty(1).uniform_(a, b)` is `a + (b - a) * u` with `u = (rng() >> 11) * 2^-53`, and
 /// `torch.randint(0, n)` is `rng() % n`; the one difference: where torchvision's fallback box
 /// would be empty (a 1-pixel-wide image and ratios above 2), this one is 1 pixel. Golden boxes
-/// computed independently pin this (tests/ops/image/rrc_golden.py).
+/// computed independently pin this (tests/image/rrc_golden.py).
 [[nodiscard]] FERRY_API crop_box random_resized_crop_box(
     image_size size, std::mt19937_64& rng, const random_resized_crop_options& options = {});
 
@@ -342,7 +342,7 @@ struct jpeg_huffman_counts {
 /// bit-identical when a reduced DCT scale is used (the reduced IDCT averages where the full-size
 /// resize samples, and the box is rounded outward to whole reduced pixels): a mean absolute
 /// difference of 0.18 levels out of 255 on average, 0.58 at worst, over 200 crops of 500x375
-/// photo-like JPEGs to 224x224 and 112x112 (tests/ops/image/roi.cpp). At full scale they
+/// photo-like JPEGs to 224x224 and 112x112 (tests/image/roi.cpp). At full scale they
 /// are the same. Throws `ferry::decode_error` as `decode_image` does, and
 /// `ferry::invalid_argument` for a non-positive target or bad scale or ratio ranges.
 /// \code

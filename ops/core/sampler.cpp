@@ -16,7 +16,7 @@
 /// walking turns that into a bias (n = 5: some item-position pairs 20% too likely, chi-square
 /// 570 for 16 degrees of freedom over 20 000 epochs). A keyed rotation of [0, n) before and
 /// after the network removes it: with the rotation uniform, every item lands at every position
-/// with probability exactly 1/n, whatever the network does (tests/ops/core/sampler.cpp checks
+/// with probability exactly 1/n, whatever the network does (tests/core/sampler.cpp checks
 /// n = 5 and 10).
 
 #include <bit>
