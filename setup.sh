@@ -188,15 +188,18 @@ test_mode() {
     # ASan + UBSan: every unit suite. Not the mpi tests (LeakSanitizer reports Open MPI's own
     # allocations that it keeps past MPI_Finalize, in every rank) and, but with FERRY_FULL=1, not
     # libtorch's (its headers double the sanitized build's time; the torch suite ran in build/).
-    local asan_torch=OFF asan_labels='core|engine|ops|image|video|cuda|http|shards'
-    [[ "$full" == 1 ]] && asan_torch=AUTO
+    local asan_torch=OFF asan_labels='core|engine|image|video|cuda|http|shards'
+    if [[ "$full" == 1 ]]; then
+        asan_torch=AUTO
+        asan_labels+='|torch'
+    fi
     sanitizer_build build-asan "address;undefined" -DFERRY_UNIT_TESTS=ON -DFERRY_MPI=OFF \
         "-DFERRY_TORCH=$asan_torch"
     step "ctest build-asan/ -L '$asan_labels' (ASan + UBSan)"
     ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}" \
         UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
         ctest --test-dir build-asan -L "$asan_labels" --output-on-failure --no-tests=error -j "$jobs"
-    done_parts+=("asan+ubsan: core, engine, image, video, cuda (host side), http, shards")
+    done_parts+=("asan+ubsan: ${asan_labels//|/, }")
 
     # libFuzzer on decode_image, on decode_media (video and audio from memory), on the tar
     # shard reader, on S3's listing XML and on saved states, clang + ASan, bounded:
