@@ -1,5 +1,6 @@
-// This program demonstrates the video example of ops/README.md: 8-frame clips at stride 4 from a
-// random point of each video in a folder, 112x112 RGB, batched by 4 into one u8 tensor per batch.
+// This program demonstrates the video example of ops/video/README.md: 8-frame clips at stride 4
+// from a random point of each video in a folder, 112x112 RGB, batched by 4 into one u8 tensor per
+// batch.
 //
 // The start of each clip is drawn from what the container's header says (probe_video), seeded by
 // item, so a file's clip does not depend on threads. A file that cannot give a clip (not a video,

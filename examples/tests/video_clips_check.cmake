@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# ctest check for the video example of ops/README.md (cmake -P this file):
+# ctest check for the video example of ops/video/README.md (cmake -P this file):
 #   -DPROGRAM=<video_clips> -DFFMPEG=<ffmpeg> -DWORK=<scratch> -DSOURCE=<examples/video_clips.cpp>
-#   -DREADME=<ops/README.md>
+#   -DREADME=<ops/video/README.md>
 # 1. The README shows the example's stage verbatim: the lines between "// [readme-video]" and
 #    "// [/readme-video]" in the source, unindented, are a block of the README.
 # 2. Run on a folder made here by the ffmpeg CLI: a clip in each common container and codec, a
