@@ -6,7 +6,7 @@
 #   bash setup.sh run    deps + Release build in build/ + run examples/torch_trainer, ferry's
 #                        main job: a libtorch CNN trained on Fashion-MNIST image files fed by
 #                        ferry (extra arguments go to the trainer: bash setup.sh run --epochs 2)
-#   bash setup.sh test   deps + what CI runs, bounded to about 20 minutes on 2 cores: a Release
+#   bash setup.sh test   deps + what CI runs (about 30 minutes on 2 cores): a Release
 #                        build in build/ (libraries, examples, benchmarks, the torch and mpi
 #                        suites) and its tests (examples, package, perf, torch, mpi); the unit
 #                        suites (core, engine, image, video, http, shards, cuda) built once, at
