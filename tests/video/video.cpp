@@ -189,6 +189,22 @@ BOOST_AUTO_TEST_CASE(resizes_and_converts_pixel_formats_while_decoding) {
     BOOST_TEST(frame_index(gray, 0) == 7);
 }
 
+// pixel_format is shared with images, whose rgba video does not make: asking a clip or a decode
+// for it is an invalid_argument that names the formats video has, before anything is decoded.
+BOOST_AUTO_TEST_CASE(rgba_is_refused_by_name) {
+    check_throws<ferry::invalid_argument>(
+        [] { ferry::video_clip clip(1, 4, 4, ferry::frame_format::rgba); },
+        "format rgba is not one of video's (rgb, bgr, gray)");
+    const auto path = video_file(codecs[0]);
+    check_throws<ferry::invalid_argument>(
+        [&] {
+            (void)ferry::ops::load_video(path,
+                                         {.decode = {.select = ferry::frame_selection::uniform(2),
+                                                     .format = ferry::frame_format::rgba}});
+        },
+        "format rgba is not one of video's (rgb, bgr, gray)");
+}
+
 // The same bytes from memory and from a path give the same pixels.
 BOOST_AUTO_TEST_CASE(memory_and_path_sources_decode_alike) {
     const auto path = video_file(codecs[2]);
