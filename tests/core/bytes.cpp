@@ -56,10 +56,9 @@ const std::vector<fifo_case> fifo_cases{{fifo_writer::none, ending::stop},
 
 }  // namespace bytes_test
 
-using namespace bytes_test;
-
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(bytes)
+using namespace bytes_test;
 
 // read_file returns a file's bytes exactly: empty, small, and 5 MB.
 BOOST_AUTO_TEST_CASE(read_file_returns_the_exact_contents) {

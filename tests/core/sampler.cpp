@@ -55,14 +55,13 @@ bool is_permutation_of_range(indices v) {
 
 }  // namespace sampler_test
 
-using namespace sampler_test;
-
 // The sampler is a small value: copy it to another thread or keep it in a state for free.
 static_assert(std::is_trivially_copyable_v<ferry::sampler>);
 static_assert(sizeof(ferry::sampler) <= 64);
 
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(sampler)
+using namespace sampler_test;
 
 // Over many (n, world, remainder, shuffle, seed, epoch): equal counts (ceil or floor of n/w),
 // indices below n; pad: the first n positions are a permutation of [0, n) and the rest repeat it

@@ -35,8 +35,6 @@ std::vector<std::string> relative(const std::vector<fs::path>& paths, const fs::
 
 }  // namespace sources_test
 
-using namespace sources_test;
-
 // labelled_files is what from(range, sampling) takes, and its elements name themselves.
 static_assert(std::ranges::random_access_range<ferry::sources::labelled_files>);
 static_assert(std::ranges::sized_range<ferry::sources::labelled_files>);
@@ -44,6 +42,7 @@ static_assert(ferry::describable<ferry::sources::labelled_file>);
 
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(sources)
+using namespace sources_test;
 
 // files(): only the asked-for endings, whatever their case (with or without the dot), sorted;
 // subfolders only with recursive; folders themselves are never listed.

@@ -53,10 +53,9 @@ struct dl_guard {
 
 }  // namespace tensor_test
 
-using namespace tensor_test;
-
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(tensor)
+using namespace tensor_test;
 
 // A new tensor is row-major: strides, element count and byte size follow from the shape.
 BOOST_AUTO_TEST_CASE(new_tensor_is_contiguous_row_major) {

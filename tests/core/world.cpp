@@ -96,10 +96,9 @@ bool contains(const std::string& s, const std::string& part) {
 
 }  // namespace world_test
 
-using namespace world_test;
-
 BOOST_AUTO_TEST_SUITE(ops)
-BOOST_FIXTURE_TEST_SUITE(world, clean_environment)
+BOOST_FIXTURE_TEST_SUITE(world, world_test::clean_environment)
+using namespace world_test;
 
 // No launcher: rank 0 of 1, on one machine.
 BOOST_AUTO_TEST_CASE(no_launcher_is_rank_0_of_1) {

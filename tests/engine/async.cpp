@@ -43,10 +43,9 @@ std::vector<int> drain_until_stage_error(ferry::pipeline<int>& p, const std::str
 
 }  // namespace async_test
 
-using namespace async_test;
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(async)
+using namespace async_test;
 
 // A completion tells the work behind it when its result is no longer wanted: once given, and for
 // every pending one once the pipeline stops, so that work which gives up then (here a helper

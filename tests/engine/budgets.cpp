@@ -18,7 +18,7 @@
 
 using namespace ferry_test;
 
-namespace {
+namespace budgets_test {
 
 struct flaky : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -31,10 +31,11 @@ void spin(int us) {
     while (std::chrono::steady_clock::now() < until) x = x + 1;
 }
 
-}  // namespace
+}  // namespace budgets_test
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(budgets)
+using namespace budgets_test;
 
 // An epoch in which most items failed (skipped) ends with an error naming the count and the
 // stage, not as a short epoch; the pipeline stays failed.

@@ -13,7 +13,7 @@
 
 using namespace ferry_test;
 
-namespace {
+namespace cancellation_test {
 
 using steady = std::chrono::steady_clock;
 
@@ -24,10 +24,11 @@ void wait_for(const std::atomic<bool>& flag) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
-}  // namespace
+}  // namespace cancellation_test
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(cancellation)
+using namespace cancellation_test;
 
 // Outside a stage call, and in a call of a pipeline that goes on, nothing asks to stop.
 BOOST_AUTO_TEST_CASE(nothing_asks_a_running_pipelines_calls_to_stop) {

@@ -55,10 +55,9 @@ std::vector<int> kept(int n) {
 
 }  // namespace delivery_test
 
-using namespace delivery_test;
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(delivery)
+using namespace delivery_test;
 
 // Every source item reaches the consumer exactly once through a compute map.
 BOOST_DATA_TEST_CASE(map_delivers_every_item_exactly_once,

@@ -12,7 +12,7 @@
 
 using namespace ferry_test;
 
-namespace {
+namespace elastic_test {
 
 constexpr int n = 103;
 
@@ -74,10 +74,11 @@ std::map<int, int> counts(const std::vector<int>& items) {
     return c;
 }
 
-}  // namespace
+}  // namespace elastic_test
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(elastic)
+using namespace elastic_test;
 
 BOOST_AUTO_TEST_CASE(four_ranks_saved_three_resume_and_every_item_comes_once) {
     const auto data = dataset();

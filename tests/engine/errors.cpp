@@ -123,10 +123,9 @@ const std::vector<int> stage_kinds = iota(static_cast<int>(stage_kind_table.size
 
 }  // namespace errors_test
 
-using namespace errors_test;
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(errors)
+using namespace errors_test;
 
 // Under `fail`, the consumer gets every item before the failing one, then a stage_error that
 // names the stage, the item and the cause, and nests the original exception.

@@ -80,10 +80,9 @@ std::vector<int> spared_below(int n, int below) {
 
 }  // namespace failure_budget_test
 
-using namespace failure_budget_test;
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(failure_budget)
+using namespace failure_budget_test;
 
 // A budget of 3 skips exactly 3 items (0, 10, 20) and fails on the 4th failure (item 30): the
 // consumer gets every other item before it, then a stage_error naming it and the budget; on

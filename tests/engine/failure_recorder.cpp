@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace {
+namespace failure_recorder_test {
 
 using ferry::detail::failure_budget;
 using ferry::detail::failure_recorder;
@@ -28,7 +28,7 @@ ferry::stage_options skipping(std::uint64_t max_failures, double rate = 0,
 }
 
 /// A pipeline's options that log nowhere.
-ferry::pipeline_options quiet() {
+ferry::pipeline_options quiet_options() {
     ferry::pipeline_options o;
     o.logger = [](ferry::log_level, std::string_view) {};
     return o;
@@ -42,15 +42,16 @@ std::string message_of(const std::exception_ptr& e) {
     }
 }
 
-}  // namespace
+}  // namespace failure_recorder_test
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(recorder)
+using namespace failure_recorder_test;
 
 // Protects: with ferry::fail, the first failure fails the pipeline with the error's own text.
 BOOST_AUTO_TEST_CASE(fail_action_fails_the_first_item) {
     ferry::stage_options o;
-    failure_budget budget(o);
+    ferry::detail::failure_budget budget(o);
     const auto v = budget.failed("boom");
     BOOST_TEST(v.fail);
     BOOST_TEST(v.reason == "boom");
@@ -58,7 +59,7 @@ BOOST_AUTO_TEST_CASE(fail_action_fails_the_first_item) {
 
 // Protects: max_failures skips exactly that many, then names the spent budget.
 BOOST_AUTO_TEST_CASE(skip_budget_fails_the_item_past_max_failures) {
-    failure_budget budget(skipping(2));
+    ferry::detail::failure_budget budget(skipping(2));
     BOOST_TEST(!budget.failed("a").fail);
     BOOST_TEST(!budget.failed("b").fail);
     const auto v = budget.failed("c");
@@ -68,7 +69,7 @@ BOOST_AUTO_TEST_CASE(skip_budget_fails_the_item_past_max_failures) {
 
 // Protects: a rate budget is judged only over a full window, and successes count in it.
 BOOST_AUTO_TEST_CASE(rate_budget_is_judged_over_a_full_window) {
-    failure_budget budget(skipping(0, 0.5, 4));
+    ferry::detail::failure_budget budget(skipping(0, 0.5, 4));
     BOOST_TEST(!budget.failed("a").fail);  // 1 of 1, the window not full
     BOOST_TEST(!budget.failed("b").fail);  // 2 of 2
     budget.succeeded();
@@ -84,7 +85,7 @@ BOOST_AUTO_TEST_CASE(rate_budget_is_judged_over_a_full_window) {
 
 // Protects: a recorded failure keeps its stage, item, epoch, input and the error's code.
 BOOST_AUTO_TEST_CASE(records_a_failure_with_its_code_and_epoch) {
-    failure_recorder rec(quiet());
+    failure_recorder rec(quiet_options());
     const auto cause = std::make_exception_ptr(ferry::error(ferry::errc::timeout, "too slow"));
     rec.record("decode", 7, 1, 3, cause, "too slow", ferry::log_level::warning, "a line", "a.jpg");
     const auto fs = rec.failures();
@@ -100,7 +101,7 @@ BOOST_AUTO_TEST_CASE(records_a_failure_with_its_code_and_epoch) {
 // Protects: an epoch over max_epoch_failure_rate ends with an error naming the stage most of
 // its failures came from; at or under the rate, or with the check off, it does not.
 BOOST_AUTO_TEST_CASE(epoch_failure_names_the_stage_most_failed_in) {
-    failure_recorder rec(quiet());
+    failure_recorder rec(quiet_options());
     const auto cause = std::make_exception_ptr(std::runtime_error("bad"));
     rec.record("fetch", 1, 1, 0, cause, "bad", ferry::log_level::warning, {});
     rec.record("decode", 2, 1, 0, cause, "bad", ferry::log_level::warning, {});

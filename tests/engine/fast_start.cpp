@@ -8,7 +8,7 @@
 
 using namespace ferry_test;
 
-namespace {
+namespace fast_start_test {
 
 constexpr int items = 1000;
 
@@ -37,10 +37,11 @@ std::vector<int> iota_vector(int first, int n, int step = 1) {
     return v;
 }
 
-}  // namespace
+}  // namespace fast_start_test
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(fast_start)
+using namespace fast_start_test;
 
 // The first batch of 8 is all the source gives out until the consumer takes it (the stage after
 // the batch sees exactly 8 pulled), then the pipeline fills to in_flight, and every item comes,

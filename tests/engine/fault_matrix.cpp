@@ -46,7 +46,7 @@
 
 using namespace ferry_test;
 
-namespace {
+namespace fault_matrix_test {
 
 enum class where { source, compute, io, async, batch, consumer };
 enum class fault { throws, hangs, garbage };
@@ -348,10 +348,11 @@ void check_error(const cell& c, const outcome& o, bool to_end) {
     }
 }
 
-}  // namespace
+}  // namespace fault_matrix_test
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(fault_matrix)
+using namespace fault_matrix_test;
 
 // Every cell of {where} x {fault} x {policy} x {exit}: bounded time, no thread or descriptor
 // left, the error where the policy says, and every produced item accounted for.

@@ -110,10 +110,9 @@ ferry::pipeline<std::size_t> failing_on_item_5(where w, async_service& service,
 
 }  // namespace inputs_test
 
-using namespace inputs_test;
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(inputs)
+using namespace inputs_test;
 
 // Whatever kind of stage fails an item (compute, I/O, after retries, map_async either way), the
 // failure, the log line and the message name the source item's path, not what it became.

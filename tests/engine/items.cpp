@@ -14,7 +14,7 @@
 
 using namespace ferry_test;
 
-namespace {
+namespace items_test {
 
 /// What one call saw: (epoch, index, position, seed, first random number).
 using seen = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>;
@@ -39,10 +39,11 @@ std::vector<std::vector<seen>> two_epochs(int concurrency, std::size_t rank, boo
     return epochs;
 }
 
-}  // namespace
+}  // namespace items_test
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(items)
+using namespace items_test;
 
 // Each call sees its item's epoch, the sampler's dataset index for its position, the position and
 // the seed; the random numbers depend only on (seed, epoch, index): the same at concurrency 1 and

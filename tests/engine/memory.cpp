@@ -64,10 +64,9 @@ stall_samples sample_stall(P& p, long before, std::uint64_t parked_at_least) {
 
 }  // namespace memory_test
 
-using namespace memory_test;
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(memory)
+using namespace memory_test;
 
 // A consumer that stops reading stalls the graph at in_flight items: polled every millisecond
 // through the stall, live elements never pass in_flight plus the held item plus the input

@@ -45,10 +45,9 @@ constexpr int overtakers = 5;
 
 }  // namespace ordering_test
 
-using namespace ordering_test;
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(ordering)
+using namespace ordering_test;
 
 // A concurrent map with uneven call times still delivers in source order.
 BOOST_DATA_TEST_CASE(map_keeps_source_order_by_default, bdata::make(ordering_concurrencies), conc) {

@@ -14,7 +14,7 @@
 
 #include "../support/expect.hpp"
 
-namespace {
+namespace plan_test {
 
 using ferry::detail::make_plan;
 using ferry::detail::pipeline_spec;
@@ -45,10 +45,11 @@ std::string rejection(pipeline_spec spec, const ferry::pipeline_options& options
         .what();
 }
 
-}  // namespace
+}  // namespace plan_test
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(plan)
+using namespace plan_test;
 
 // Unnamed stages are named by kind and position; batch and unbatch run one call at a time.
 BOOST_AUTO_TEST_CASE(names_stages_by_kind_and_position) {

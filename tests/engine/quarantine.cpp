@@ -55,10 +55,9 @@ int decode(const std::string& f) {
 
 }  // namespace quarantine_test
 
-using namespace quarantine_test;
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(quarantine)
+using namespace quarantine_test;
 
 // A run with skips writes one line per failure holding exactly the failed inputs, with their
 // stage, code, message, epoch and item; a second run that excludes them delivers the rest, and

@@ -12,10 +12,9 @@
 
 #include "resume_support.hpp"
 
-using namespace resume_test;
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(resume)
+using namespace resume_test;
 
 BOOST_AUTO_TEST_CASE(map_and_filter_with_skips_resume_exactly) {
     for (const int c : {1, 4}) {
@@ -361,7 +360,7 @@ BOOST_AUTO_TEST_CASE(unordered_pipelines_resume_with_each_item_once) {
         items whole;
         {
             auto p = make(std::nullopt);
-            for (std::uint64_t e = 0; e < epochs; ++e) {
+            for (std::uint64_t e = 0; e < resume_test::epochs; ++e) {
                 for (const auto& b : p) {
                     for (const int x : b) whole.push_back(at(e, x));
                 }
@@ -376,7 +375,7 @@ BOOST_AUTO_TEST_CASE(unordered_pipelines_resume_with_each_item_once) {
                 {
                     auto p = make(std::nullopt);
                     std::size_t taken = 0;
-                    for (std::uint64_t e = 0; e < epochs && saved.empty(); ++e) {
+                    for (std::uint64_t e = 0; e < resume_test::epochs && saved.empty(); ++e) {
                         for (const auto& b : p) {
                             for (const int x : b) got.push_back(at(e, x));
                             if (++taken == k) {
@@ -389,7 +388,7 @@ BOOST_AUTO_TEST_CASE(unordered_pipelines_resume_with_each_item_once) {
                 BOOST_REQUIRE(!saved.empty());
                 const auto st = ferry::pipeline_state::parse(saved);
                 auto p = make(st);
-                for (auto e = st.epoch(); e < epochs; ++e) {
+                for (auto e = st.epoch(); e < resume_test::epochs; ++e) {
                     for (const auto& b : p) {
                         for (const int x : b) got.push_back(at(e, x));
                     }

@@ -9,10 +9,9 @@
 
 #include "resume_support.hpp"
 
-using namespace resume_test;
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(resume)
+using namespace resume_test;
 
 // A generator cannot seek: the resumed run pulls and drops the items before the position and
 // delivers exactly the rest.
@@ -53,7 +52,7 @@ BOOST_AUTO_TEST_CASE(a_positioned_epoch_factory_resumes_exactly) {
             return shaped(ferry::from([numbers](std::uint64_t e) { return numbers(e); }));
         };
         std::vector<std::vector<int>> kept;  // each epoch's rotation, less skips and filtered
-        for (std::uint64_t e = 0; e < epochs; ++e) {
+        for (std::uint64_t e = 0; e < resume_test::epochs; ++e) {
             kept.push_back(positioned_numbers{.n = 41}.numbers(e));
             std::erase_if(kept.back(), [](int x) { return x % 11 == 5 || x % 5 == 2; });
         }

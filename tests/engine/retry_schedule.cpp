@@ -24,7 +24,7 @@ using namespace std::chrono_literals;
 using ferry::detail::retry_schedule;
 using ms = std::chrono::duration<double, std::milli>;
 
-namespace {
+namespace retry_schedule_test {
 
 /// One row of the delay table: a policy, the attempt that failed, the draw and the server's
 /// `Retry-After`, and the pause expected before the next attempt.
@@ -111,10 +111,11 @@ const std::vector<transient_row> transients = {
     {"http: no test retries a lasting error", &lasting, nullptr, others::never, true},
 };
 
-}  // namespace
+}  // namespace retry_schedule_test
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(retry_schedule_cases)
+using namespace retry_schedule_test;
 
 // The pause before each attempt: backoff * multiplier^(k - 1), jittered, never under
 // Retry-After — computed once for stages and http_client.

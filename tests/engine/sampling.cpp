@@ -25,10 +25,9 @@ std::vector<T> expected(const std::vector<T>& data, const ferry::sampling& o, st
 
 }  // namespace sampling_test
 
-using namespace sampling_test;
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(sampling)
+using namespace sampling_test;
 
 // Four ranks, pad and drop, three epochs, a map at concurrency 4 on 2 threads: each epoch
 // delivers exactly sampler.index(epoch, i) in order; the ranks' epochs are disjoint (drop) or

@@ -50,10 +50,9 @@ void expect_clean(const std::string& text, const std::string& where) {
 
 }  // namespace secrets_test
 
-using namespace secrets_test;
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(secrets)
+using namespace secrets_test;
 
 // A skipping stage whose errors name presigned URLs: failures(), every log line and the
 // quarantine file hold neither the credentials nor the raw control characters, and still say

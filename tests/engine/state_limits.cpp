@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace state_limits_test {
 
 /// A merged state of a saved world of `world` ranks over `n` items with these rank positions.
 std::string merged_text(std::uint64_t n, std::size_t world, const std::string& ranks) {
@@ -66,10 +66,11 @@ std::vector<std::uint64_t> brute_force_share(std::uint64_t n, const ferry::sampl
     return out;
 }
 
-}  // namespace
+}  // namespace state_limits_test
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(state_limits)
+using namespace state_limits_test;
 
 // A 160-byte merged state whose one rank delivered 20 million items: its resumed share costs
 // no memory per item (it once took 265 MB), and its items are the right ones.

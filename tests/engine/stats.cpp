@@ -18,7 +18,7 @@
 
 using namespace ferry_test;
 
-namespace {
+namespace stats_test {
 
 std::vector<std::string> names(const ferry::pipeline_stats& s) {
     std::vector<std::string> out;
@@ -32,10 +32,11 @@ int slow_identity(int x) {
     return x;
 }
 
-}  // namespace
+}  // namespace stats_test
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(stats)
+using namespace stats_test;
 
 // Unnamed stages are called kind#position (from 1, after the source), with their kind.
 BOOST_AUTO_TEST_CASE(unnamed_stages_are_named_by_kind_and_position) {

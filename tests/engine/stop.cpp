@@ -123,10 +123,9 @@ held_stop stop_with_every_slot_held(bool on_io, bool after_loop) {
 
 }  // namespace stop_test
 
-using namespace stop_test;
-
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(stop)
+using namespace stop_test;
 
 // stop() from another thread makes a next() blocked on a slow source return nullopt promptly.
 BOOST_AUTO_TEST_CASE(stop_unblocks_a_waiting_next) {

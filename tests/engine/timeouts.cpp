@@ -14,7 +14,7 @@
 
 using namespace ferry_test;
 
-namespace {
+namespace timeouts_test {
 
 /// How long these cases wait for a call to hang or give up (their calls wait up to 20 s).
 constexpr auto long_wait = std::chrono::seconds(20);
@@ -40,10 +40,11 @@ int give_up_or_wait(int x, std::atomic<int>& gave_up, std::chrono::milliseconds 
 
 const std::vector<ferry::executor> executors{ferry::compute, ferry::io};
 
-}  // namespace
+}  // namespace timeouts_test
 
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(timeouts)
+using namespace timeouts_test;
 
 // Under `fail`, a call past its timeout ends the pipeline with a stage_error whose nested cause is
 // a timeout_error naming the stage, the item and the limit; the call is told to give up.
@@ -265,6 +266,7 @@ BOOST_AUTO_TEST_CASE(a_negative_timeout_is_refused) {
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(watchdog)
+using namespace timeouts_test;
 
 // While ordered output waits for one long call, stats name it: the stage, the item, how long it
 // has run; the bottleneck is that stage, not the waiting consumer; p99 counts the running call.

@@ -25,7 +25,7 @@ using ferry_test::random_body;
 using ferry_test::read;
 using ferry_test::temp_folder;
 
-namespace {
+namespace cache_test {
 
 std::string read_range(const std::string& url, const std::shared_ptr<ferry::object_cache>& cache,
                        std::uint64_t offset, std::uint64_t length, bool at_most = false) {
@@ -47,10 +47,11 @@ std::map<std::string, std::string> put_abcd(object_server& s) {
 /// A budget with room for three of them (an entry is the object plus a record of ~60 bytes).
 constexpr std::uint64_t three_objects = 3 * 10000 + 1000;
 
-}  // namespace
+}  // namespace cache_test
 
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(cache)
+using namespace cache_test;
 
 // Epoch 2 over 20 URLs is read from local disk: no GET reaches the server, and every object's
 // bytes are the server's.

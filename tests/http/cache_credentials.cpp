@@ -27,7 +27,7 @@ using ferry_test::http_server;
 using ferry_test::scoped_env;
 using ferry_test::temp_folder;
 
-namespace {
+namespace cache_credentials_test {
 
 /// Answers every GET with the `Authorization` header it came with (and its path), counting them.
 struct credential_echo {
@@ -44,8 +44,8 @@ struct credential_echo {
     }
 };
 
-std::string read(const std::string& url, const std::shared_ptr<ferry::object_cache>& cache,
-                 std::vector<std::string> headers = {}) {
+std::string read_cached(const std::string& url, const std::shared_ptr<ferry::object_cache>& cache,
+                        std::vector<std::string> headers = {}) {
     return as_string(ferry::ops::read_url(url, {.headers = std::move(headers), .cache = cache}));
 }
 
@@ -67,10 +67,11 @@ std::string records_in(const std::filesystem::path& dir) {
     return all + file_text(dir / ".lock");
 }
 
-}  // namespace
+}  // namespace cache_credentials_test
 
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(cache)
+using namespace cache_credentials_test;
 
 // `user:password@` keys the entry by its user: alice's entry is not served to an anonymous read
 // nor to bob, it is to alice with another password and to alice by HTTP Basic (the same
@@ -79,16 +80,16 @@ BOOST_AUTO_TEST_CASE(an_entry_fetched_as_a_user_is_served_to_that_user_only) {
     temp_folder dir("ferry-cache-users");
     credential_echo s;
     const auto cache = ferry::ops::open_cache({.dir = dir.path()});
-    const std::string alice = read(s.url("/private", "alice:hunter2@"), cache);
+    const std::string alice = read_cached(s.url("/private", "alice:hunter2@"), cache);
     BOOST_TEST(alice == "for [Basic YWxpY2U6aHVudGVyMg==] /private");
-    BOOST_TEST(read(s.url("/private"), cache) == "for [] /private");
-    BOOST_TEST(read(s.url("/private", "bob:hunter2@"), cache) ==
+    BOOST_TEST(read_cached(s.url("/private"), cache) == "for [] /private");
+    BOOST_TEST(read_cached(s.url("/private", "bob:hunter2@"), cache) ==
                "for [Basic Ym9iOmh1bnRlcjI=] /private");
     BOOST_TEST(s.gets.load() == 3);
-    BOOST_TEST(read(s.url("/private", "alice:other@"), cache) == alice);
-    BOOST_TEST(read(s.url("/private"), cache, {"Authorization: Basic YWxpY2U6aHVudGVyMg=="}) ==
-               alice);
-    BOOST_TEST(read(s.url("/private"), cache) == "for [] /private");
+    BOOST_TEST(read_cached(s.url("/private", "alice:other@"), cache) == alice);
+    BOOST_TEST(read_cached(s.url("/private"), cache,
+                           {"Authorization: Basic YWxpY2U6aHVudGVyMg=="}) == alice);
+    BOOST_TEST(read_cached(s.url("/private"), cache) == "for [] /private");
     BOOST_TEST(s.gets.load() == 3);
     BOOST_TEST(cache->entry_path(s.url("/private", "alice:x@")) !=
                cache->entry_path(s.url("/private")));
@@ -106,23 +107,23 @@ BOOST_AUTO_TEST_CASE(reads_with_a_token_of_unknown_identity_bypass_the_cache) {
     temp_folder dir("ferry-cache-tokens");
     credential_echo s;
     const auto cache = ferry::ops::open_cache({.dir = dir.path()});
-    BOOST_TEST(read(s.url("/t"), cache, {"Authorization: Bearer TOKEN-A"}) ==
+    BOOST_TEST(read_cached(s.url("/t"), cache, {"Authorization: Bearer TOKEN-A"}) ==
                "for [Bearer TOKEN-A] /t");
-    BOOST_TEST(read(s.url("/t"), cache, {"Authorization: Bearer TOKEN-B"}) ==
+    BOOST_TEST(read_cached(s.url("/t"), cache, {"Authorization: Bearer TOKEN-B"}) ==
                "for [Bearer TOKEN-B] /t");
-    BOOST_TEST(read(s.url("/t"), cache, {"X-Api-Key: KEY-C"}) == "for [] /t");
-    BOOST_TEST(read(s.url("/t", "ghp_TOKEND@"), cache) == "for [Basic Z2hwX1RPS0VORDo=] /t");
-    BOOST_TEST(read(s.url("/t?access_token=TOKEN-E"), cache) == "for [] /t");
+    BOOST_TEST(read_cached(s.url("/t"), cache, {"X-Api-Key: KEY-C"}) == "for [] /t");
+    BOOST_TEST(read_cached(s.url("/t", "ghp_TOKEND@"), cache) == "for [Basic Z2hwX1RPS0VORDo=] /t");
+    BOOST_TEST(read_cached(s.url("/t?access_token=TOKEN-E"), cache) == "for [] /t");
     BOOST_TEST(s.gets.load() == 5);
     BOOST_TEST(cache->stats().bypassed == 5U);
     BOOST_TEST(files_in(dir.path()).empty());
 
     const auto opted = ferry::ops::open_cache({.dir = dir.path(), .cache_unidentified = true});
-    BOOST_TEST(read(s.url("/t"), opted, {"Authorization: Bearer TOKEN-A"}) ==
+    BOOST_TEST(read_cached(s.url("/t"), opted, {"Authorization: Bearer TOKEN-A"}) ==
                "for [Bearer TOKEN-A] /t");
-    BOOST_TEST(read(s.url("/t"), opted, {"Authorization: Bearer TOKEN-B"}) ==
+    BOOST_TEST(read_cached(s.url("/t"), opted, {"Authorization: Bearer TOKEN-B"}) ==
                "for [Bearer TOKEN-A] /t");
-    BOOST_TEST(read(s.url("/t"), opted) == "for [] /t");
+    BOOST_TEST(read_cached(s.url("/t"), opted) == "for [] /t");
     BOOST_TEST(s.gets.load() == 7);
     const std::string all = records_in(dir.path());
     BOOST_TEST(all.find("TOKEN") == std::string::npos, "a token reached the folder");
@@ -140,7 +141,7 @@ BOOST_AUTO_TEST_CASE(s3_entries_are_keyed_by_access_key_id) {
                               {"AWS_ACCESS_KEY_ID", key},
                               {"AWS_SECRET_ACCESS_KEY", secret},
                               {"AWS_SHARED_CREDENTIALS_FILE", (dir / "none").string()}});
-        return read("s3://bucket/obj", cache);
+        return read_cached("s3://bucket/obj", cache);
     };
     const std::string one = as("AKIDONE", "SECRETONE");
     BOOST_TEST(one.find("Credential=AKIDONE/") != std::string::npos, one);
@@ -156,11 +157,11 @@ BOOST_AUTO_TEST_CASE(s3_entries_are_keyed_by_access_key_id) {
                      "&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Signature=" +
                      sig);
     };
-    (void)read(presigned("AKIDONE", "sig1"), cache);
-    (void)read(presigned("AKIDONE", "sig2"), cache);
+    (void)read_cached(presigned("AKIDONE", "sig1"), cache);
+    (void)read_cached(presigned("AKIDONE", "sig2"), cache);
     BOOST_TEST(s.gets.load() == 4);
-    (void)read(presigned("AKIDTWO", "sig3"), cache);
-    (void)read(s.url("/bucket/p.jpg"), cache);
+    (void)read_cached(presigned("AKIDTWO", "sig3"), cache);
+    (void)read_cached(s.url("/bucket/p.jpg"), cache);
     BOOST_TEST(s.gets.load() == 6);
     const std::string all = records_in(dir.path());
     for (const std::string secret : {"AKIDONE", "AKIDTWO", "SECRET", "ROTATED", "sig1"}) {
@@ -184,7 +185,7 @@ BOOST_AUTO_TEST_CASE(an_entry_of_the_old_format_is_not_served) {
         std::ofstream out(cache->entry_path(url), std::ios::binary);
         out << object << record << footer << "FRYCACH1";
     }
-    BOOST_TEST(read(url, cache) == "for [] /old");
+    BOOST_TEST(read_cached(url, cache) == "for [] /old");
     BOOST_TEST(s.gets.load() == 1);
     BOOST_TEST(cache->stats().invalid_entries == 1U);
 }

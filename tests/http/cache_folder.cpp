@@ -30,7 +30,7 @@ using ferry_test::read;
 using ferry_test::temp_files_in;
 using ferry_test::temp_folder;
 
-namespace {
+namespace cache_folder_test {
 
 /// The permission bits of `p` (setgid included).
 unsigned mode_of(const std::filesystem::path& p) {
@@ -59,10 +59,11 @@ bool returns_in_time(const std::function<void()>& f, const std::function<void()>
     return false;
 }
 
-}  // namespace
+}  // namespace cache_folder_test
 
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(cache)
+using namespace cache_folder_test;
 
 // A private cache is this user's alone: the folder open_cache creates is 0700, and its lock
 // file, entries and temporary files are 0600, whatever the umask allows.

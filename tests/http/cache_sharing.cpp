@@ -35,7 +35,7 @@ using ferry_test::read;
 using ferry_test::temp_files_in;
 using ferry_test::temp_folder;
 
-namespace {
+namespace cache_sharing_test {
 
 /// Starts tests/http/cache_reader: another process that reads `url` through a cache of its own
 /// on `dir` and exits 0 when the bytes are `random_body(size, seed)`. -1 when it cannot start.
@@ -56,10 +56,11 @@ int exit_code(pid_t pid) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-}  // namespace
+}  // namespace cache_sharing_test
 
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(cache)
+using namespace cache_sharing_test;
 
 // Eight threads reading one uncached URL at once all get the whole object; one of them fetches
 // it (the others wait for it), and the folder holds one complete entry.

@@ -38,7 +38,7 @@ using ferry_test::plain;
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-namespace {
+namespace client_test {
 
 /// What a read threw: its type, message, status and whether it can pass.
 struct failure {
@@ -70,10 +70,11 @@ void check_same(const failure& client, const failure& blocking, const std::strin
     BOOST_TEST(client.transient == blocking.transient, what);
 }
 
-}  // namespace
+}  // namespace client_test
 
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(client)
+using namespace client_test;
 
 // Each way a read fails ends in the same error as read_url's: type, message, status and
 // transience, for a 404, a truncated body, a reset mid-body, a stall past the timeout, a body

@@ -70,10 +70,9 @@ const std::vector<ending> endings{ending::stop, ending::destroy, ending::leave};
 
 }  // namespace http_client_load_test
 
-using namespace http_client_load_test;
-
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(client)
+using namespace http_client_load_test;
 
 // 256 slow requests outstanding at once through map_async on the client's one thread: every body
 // right and delivered once, the server sees 200+ in flight together (it holds its answers until

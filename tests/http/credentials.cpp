@@ -25,7 +25,7 @@ using ferry_test::recording_server;
 using ferry_test::scoped_env;
 using ferry_test::secret;
 
-namespace {
+namespace credentials_test {
 
 constexpr const char* token = "SESSIONTOKEN123";
 
@@ -34,10 +34,11 @@ std::string origin_of(const recording_server& s) {
     return "127.0.0.1:" + std::to_string(s.server.port());
 }
 
-}  // namespace
+}  // namespace credentials_test
 
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(credentials)
+using namespace credentials_test;
 
 // A signed S3 request answered with a 302 to another origin is not followed: the other server
 // never sees the session token (or anything), and the s3_error says where S3 pointed and what

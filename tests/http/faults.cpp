@@ -17,10 +17,12 @@
 #include <thread>
 #include <vector>
 
+#include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
 #include "pipeline_support.hpp"
 
 namespace bdata = boost::unit_test::data;
+using ferry_test::as_string;
 using ferry_test::check_accounting;
 using ferry_test::http_request;
 using ferry_test::http_response;
@@ -61,10 +63,6 @@ std::size_t index_of(const std::string& target) {
 /// `d` in milliseconds, for messages and comparisons Boost.Test can print.
 double ms(steady::duration d) {
     return std::chrono::duration<double, std::milli>(d).count();
-}
-
-std::string as_string(const ferry::bytes& b) {
-    return {reinterpret_cast<const char*>(b.data()), b.size()};
 }
 
 /// The stats once the calls of a stopped pipeline have returned and ferry has counted their
@@ -132,10 +130,9 @@ const std::vector<frozen_case> frozen_cases{{freeze::silent, ending::stop},
 
 }  // namespace http_faults_test
 
-using namespace http_faults_test;
-
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(faults)
+using namespace http_faults_test;
 
 // A frozen server (no answer at all, or half a body and then nothing) with 4 reads waiting on
 // it: stop() ends the loop, and destroying the pipeline returns, within `bound` of being asked

@@ -27,7 +27,7 @@ using ferry_test::recording_server;
 using ferry_test::scoped_env;
 using ferry_test::secret;
 
-namespace {
+namespace list_objects_test {
 
 /// A ListObjectsV2 page as S3 writes it, with `keys` (written as given: escape them yourself).
 std::string listing(const std::vector<std::string>& keys, const std::string& next_token = {}) {
@@ -57,10 +57,11 @@ ferry_test::thrown<ferry::io_error> listing_error(const std::string& url, std::s
     return expect_throw<ferry::io_error>([&] { (void)ferry::sources::list_objects(url); }, url);
 }
 
-}  // namespace
+}  // namespace list_objects_test
 
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(list_objects)
+using namespace list_objects_test;
 
 // A listed key's `.` and `..` segments are the key's own bytes: reading it asks the store for
 // that key in the listed bucket, signed as sent, not for what removing dot segments makes of it

@@ -16,10 +16,12 @@
 #include <thread>
 #include <vector>
 
+#include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
 #include "pipeline_support.hpp"
 
 namespace bdata = boost::unit_test::data;
+using ferry_test::as_string;
 using ferry_test::check_accounting;
 using ferry_test::http_request;
 using ferry_test::http_response;
@@ -50,18 +52,13 @@ std::vector<std::string> urls(const http_server& server, std::size_t n) {
     return out;
 }
 
-std::string as_string(const ferry::bytes& b) {
-    return {reinterpret_cast<const char*>(b.data()), b.size()};
-}
-
 const std::vector<int> io_concurrencies{1, 8};
 
 }  // namespace http_pipeline_test
 
-using namespace http_pipeline_test;
-
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(pipeline)
+using namespace http_pipeline_test;
 
 // 200 URLs fetched by `conc` I/O threads arrive in source order with the right bytes, and the
 // per-thread handles reuse keep-alive connections: at most one connection per fetching thread.

@@ -29,17 +29,18 @@ using ferry_test::http_server;
 using ferry_test::random_body;
 using ferry_test::ranged;
 
-namespace {
+namespace range_test {
 
 ferry::bytes read(const std::string& url, std::uint64_t offset, std::uint64_t length) {
     return ferry::ops::read_url(url,
                                 {.range = ferry::byte_range{.offset = offset, .length = length}});
 }
 
-}  // namespace
+}  // namespace range_test
 
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(range)
+using namespace range_test;
 
 // The range's bytes exactly, whether the server sends just them (206) or the whole body (200),
 // and the request carries the Range header the range asks for.

@@ -34,7 +34,7 @@ using ferry_test::http_server;
 using ferry_test::random_body;
 using steady = std::chrono::steady_clock;
 
-namespace {
+namespace read_url_test {
 
 /// Runs `f`, which must throw ferry::http_error; returns it.
 template <typename F>
@@ -75,10 +75,11 @@ std::string capture_stderr(F&& f) {
     return out;
 }
 
-}  // namespace
+}  // namespace read_url_test
 
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(read_url)
+using namespace read_url_test;
 
 // A 200 response's body arrives byte for byte: text, binary with NULs, several MB, empty.
 BOOST_AUTO_TEST_CASE(returns_body_bytes_exactly) {

@@ -33,7 +33,7 @@ using ferry_test::key_id;
 using ferry_test::scoped_env;
 using ferry_test::secret;
 
-namespace {
+namespace s3_test {
 
 /// What tools/sigv4_check.py says of `r`'s signature, signed by `key_id` with `secret_key`.
 std::string check_signature(const http_request& r, const std::string& secret_key,
@@ -67,10 +67,11 @@ http_response s3_error_doc(int status, const std::string& code, const std::strin
                     "</Message><RequestId>4442587FB7D0A2F9</RequestId></Error>"};
 }
 
-}  // namespace
+}  // namespace s3_test
 
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(s3)
+using namespace s3_test;
 
 // With an endpoint, s3://bucket/key is <endpoint>/bucket/key (path-style), the key encoded once
 // as SigV4 wants it; the request is signed for the region with the environment's keys, the

@@ -30,7 +30,7 @@ using ferry_test::recording_server;
 using ferry_test::scoped_env;
 using ferry_test::secret;
 
-namespace {
+namespace s3_errors_test {
 
 std::string error_doc(const std::string& code, const std::string& message,
                       const std::string& more = "") {
@@ -47,10 +47,11 @@ std::string http_date(std::time_t t) {
     return out;
 }
 
-}  // namespace
+}  // namespace s3_errors_test
 
 BOOST_AUTO_TEST_SUITE(http)
 BOOST_AUTO_TEST_SUITE(s3_errors)
+using namespace s3_errors_test;
 
 // A 301 PermanentRedirect without a Location (a bucket in another region) is an s3_error that
 // names the region x-amz-bucket-region gives and the setting to change, signed or not.

@@ -22,9 +22,12 @@
 #include <vector>
 
 #include "../support/expect.hpp"
+#include "../support/http_bodies.hpp"
 #include "../support/temp_folder.hpp"
 #include "../support/tied_child.hpp"
 #include "s3_support.hpp"
+
+using ferry_test::as_string;
 
 namespace {
 
@@ -116,10 +119,6 @@ std::string body(int i) {
     std::string s = "object " + std::to_string(i);
     for (int k = 0; k < i * 37; ++k) s += static_cast<char>((i + k) % 251);
     return s;
-}
-
-std::string as_string(const ferry::bytes& b) {
-    return {reinterpret_cast<const char*>(b.data()), b.size()};
 }
 
 }  // namespace

@@ -18,7 +18,7 @@
 
 using namespace ops_test;
 
-namespace {
+namespace antialias_test {
 
 /// One resize for Pillow: the `box` region of `in`, cropped, to `width x height`.
 struct pillow_job {
@@ -123,10 +123,11 @@ ferry::image content(int width, int height, ferry::pixel_format format, bool noi
     return img;
 }
 
-}  // namespace
+}  // namespace antialias_test
 
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(antialias)
+using namespace antialias_test;
 
 // resize(..., antialias) is Pillow's BILINEAR resize, pixel for pixel: down by non-integer and
 // exact factors, strong downscales, upscales, one axis only, 1-pixel sizes; gray, RGB and

@@ -99,10 +99,9 @@ outcome probe_damaged(const file_bytes& f, const std::string& what) {
 
 }  // namespace bad_input_test
 
-using namespace bad_input_test;
-
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(bad_input)
+using namespace bad_input_test;
 
 // Zero bytes are a decode_error that says the input is empty.
 BOOST_AUTO_TEST_CASE(empty_input_is_a_decode_error_saying_empty) {

@@ -40,10 +40,9 @@ cv::Mat cv_linear(const cv::Mat& m, int width, int height) {
 
 }  // namespace bilinear_test
 
-using namespace bilinear_test;
-
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(bilinear)
+using namespace bilinear_test;
 
 // Every source size to every target, RGB and BGR: at most one level from OpenCV anywhere, and
 // a small mean (~0.13 on photos where the kernel runs; 0 where OpenCV does the work).

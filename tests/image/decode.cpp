@@ -54,10 +54,9 @@ cv::Mat cv_resize(const cv::Mat& m, int width, int height, int interp) {
 
 }  // namespace decode_test
 
-using namespace decode_test;
-
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(decode)
+using namespace decode_test;
 
 // Every format and variant decodes to the RGB pixels OpenCV decodes and to the source pixels.
 BOOST_DATA_TEST_CASE(decodes_to_the_same_pixels_as_opencv, bdata::make(all_samples), name) {

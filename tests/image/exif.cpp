@@ -58,10 +58,9 @@ std::string name_of(const exif_layout& l, bool after_app0) {
 
 }  // namespace exif_test
 
-using namespace exif_test;
-
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(exif)
+using namespace exif_test;
 
 // Every orientation, in every layout: either byte order, SHORT or LONG, the tag alone or the
 // third of a camera's seven IFD0 entries, APP1 first or after JFIF's APP0.

@@ -33,7 +33,7 @@
 namespace bdata = boost::unit_test::data;
 using namespace ops_test;
 
-namespace {
+namespace jpeg_huffman_test {
 
 /// libjpeg-turbo decoding on its own, lenient: warnings are counted, not fatal.
 struct reference_state {
@@ -110,13 +110,13 @@ cv::Mat noise(int width, int height, std::uint32_t seed) {
     return m;
 }
 
-struct sample {
+struct huffman_sample {
     std::string name;
     file_bytes file;
 };
 
-std::vector<sample> samples() {
-    std::vector<sample> out;
+std::vector<huffman_sample> samples() {
+    std::vector<huffman_sample> out;
     const cv::Mat pic = photo(333, 222, 3, 7);
     const cv::Mat hiss = noise(97, 61, 3);
     for (int q : {10, 50, 90, 100}) {
@@ -155,19 +155,19 @@ std::vector<sample> samples() {
     return out;
 }
 
-const std::vector<sample>& all_samples() {
-    static const std::vector<sample> s = samples();
+const std::vector<huffman_sample>& all_samples() {
+    static const std::vector<huffman_sample> s = samples();
     return s;
 }
 
 std::vector<std::string> sample_names() {
     std::vector<std::string> names;
-    for (const sample& s : all_samples()) names.push_back(s.name);
+    for (const huffman_sample& s : all_samples()) names.push_back(s.name);
     return names;
 }
 
-const sample& sample_named(const std::string& name) {
-    for (const sample& s : all_samples()) {
+const huffman_sample& huffman_sample_named(const std::string& name) {
+    for (const huffman_sample& s : all_samples()) {
         if (s.name == name) return s;
     }
     throw std::logic_error("no sample " + name);
@@ -184,14 +184,15 @@ cv::Mat ferry_decode(const file_bytes& f, int denom, bool fast, bool strict) {
     return to_mat(img);
 }
 
-}  // namespace
+}  // namespace jpeg_huffman_test
 
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(jpeg_huffman)
+using namespace jpeg_huffman_test;
 
 // Every sample at every DCT scale, accurate and fast: exactly libjpeg's pixels, and no warning.
 BOOST_DATA_TEST_CASE(decodes_exactly_as_libjpeg_does, bdata::make(sample_names()), name) {
-    const sample& s = sample_named(name);
+    const huffman_sample& s = huffman_sample_named(name);
     for (int denom : {1, 2, 4, 8}) {
         for (bool fast : {false, true}) {
             int warnings = -1;
@@ -209,7 +210,7 @@ BOOST_DATA_TEST_CASE(decodes_exactly_as_libjpeg_does, bdata::make(sample_names()
 // whole decode cropped agree: the decoder's state carries over skipped rows.
 BOOST_AUTO_TEST_CASE(a_region_below_skipped_rows_is_the_whole_decode_cropped) {
     for (const char* name : {"photo 4:2:0 q90", "noise 4:4:4 q100", "photo optimized"}) {
-        const sample& s = sample_named(name);
+        const huffman_sample& s = huffman_sample_named(name);
         const cv::Mat whole = libjpeg_decode(s.file, 1, false);
         for (const ferry::crop_box& box :
              {ferry::crop_box{0, 40, 50, 20}, ferry::crop_box{30, 17, 40, 40},
@@ -230,7 +231,7 @@ BOOST_AUTO_TEST_CASE(damaged_files_decode_as_libjpeg_decodes_them) {
     int warned = 0;
     for (const char* name : {"photo 4:2:0 q90", "noise 4:4:4 q100", "photo optimized",
                              "photo restarts 3", "noise restarts 2"}) {
-        const file_bytes& good = sample_named(name).file;
+        const file_bytes& good = huffman_sample_named(name).file;
         const std::size_t from = jpeg_header_length(good);
         const std::size_t to = good.size() - 2;  // the EOI marker
         std::mt19937 rng(17);
@@ -274,7 +275,7 @@ BOOST_AUTO_TEST_CASE(damaged_files_decode_as_libjpeg_decodes_them) {
 // without a word; ferry's decoder warns, so a strict decode fails with libjpeg's message.
 BOOST_AUTO_TEST_CASE(a_code_in_no_table_fails_a_strict_decode) {
     // Optimized tables leave most 16-bit codes unused: a run of 1 bits is in no table.
-    file_bytes f = sample_named("photo optimized").file;
+    file_bytes f = huffman_sample_named("photo optimized").file;
     const std::size_t at = jpeg_header_length(f) + 200;
     // Four stuffed 0xFF data bytes, 32 one bits: whatever value bits (15 at most) end in them,
     // the next code starts with 16 ones, and no code is all ones.

@@ -31,7 +31,7 @@
 
 using namespace ops_test;
 
-namespace {
+namespace jpeg_huffman_guard_test {
 
 /// ferry's RGB decode of `f` at 1/`denom`.
 cv::Mat ferry_decode(const file_bytes& f, int denom, bool strict) {
@@ -88,10 +88,11 @@ file_bytes baseline_photo() {
     return write_jpeg(photo(333, 222, 3, 7), jpeg_subsampling::s420, 90);
 }
 
-}  // namespace
+}  // namespace jpeg_huffman_guard_test
 
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(jpeg_huffman_guard)
+using namespace jpeg_huffman_guard_test;
 
 // ferry's table builder refuses a DC symbol above 15 wherever its code lies (a category above
 // 15 would shift past the bit buffer), not only because libjpeg happens to check first.

@@ -231,10 +231,9 @@ std::vector<crop_box> boxes(int w, int h) {
 
 }  // namespace jpeg_sampling_test
 
-using namespace jpeg_sampling_test;
-
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(jpeg_sampling)
+using namespace jpeg_sampling_test;
 
 // Every sampling decodes, to exactly djpeg's pixels; RGB of a gray file is its gray, thrice.
 BOOST_DATA_TEST_CASE(decodes_to_djpeg_pixels, bdata::make(spec_names()), name) {

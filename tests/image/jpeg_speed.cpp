@@ -24,13 +24,12 @@
 
 namespace bdata = boost::unit_test::data;
 using namespace ops_test;
-using namespace roi_test;
 using ferry::crop_box;
 using ferry::image_size;
 using ferry::ops::decode_image;
 using ferry_test::expect_throw;
 
-namespace {
+namespace jpeg_speed_test {
 
 /// The denominator the contract promises for a box and target with a slack: the largest of 8,
 /// 4, 2 whose scaled box is at least ceil(target * (1 - slack)) each way, else 1.
@@ -38,13 +37,15 @@ int denom_with_slack(const crop_box& box, image_size target, double slack) {
     const auto need = [&](int t) {
         return std::max(1, static_cast<int>(std::ceil(t * (1.0 - slack) - 1e-9)));
     };
-    return expected_denom(box, {need(target.width), need(target.height)});
+    return roi_test::expected_denom(box, {need(target.width), need(target.height)});
 }
 
-}  // namespace
+}  // namespace jpeg_speed_test
 
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(jpeg_speed)
+using namespace roi_test;
+using namespace jpeg_speed_test;
 
 // Scale selection at many image sizes, targets and slacks, whole and with a crop: the result is
 // the box at the scale the contract names, and never under the target by more than the slack.

@@ -88,10 +88,9 @@ struct folder {
 
 }  // namespace pipeline_test
 
-using namespace pipeline_test;
-
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(pipeline)
+using namespace pipeline_test;
 
 // Good files arrive decoded and in order; each bad one is skipped and recorded with its index,
 // stage and cause; delivered + failed == files.

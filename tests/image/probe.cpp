@@ -19,10 +19,9 @@ const std::vector<int> orientations{1, 2, 3, 4, 5, 6, 7, 8};
 
 }  // namespace probe_test
 
-using namespace probe_test;
-
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(probe)
+using namespace probe_test;
 
 // Every format and variant reports its format, stored size, channels and bit depth.
 BOOST_DATA_TEST_CASE(reports_format_size_channels_and_depth, bdata::make(all_samples), name) {

@@ -11,9 +11,8 @@
 
 using namespace ops_test;
 using ferry::ops::decode_image;
-using namespace roi_test;
 
-namespace {
+namespace random_resized_crop_test {
 
 /// A 500 x 375 photo-like JPEG (what perf/compare decodes), quality 90, 4:2:0.
 const file_bytes& imagenet_like_jpeg(int seed) {
@@ -28,10 +27,12 @@ const file_bytes& imagenet_like_jpeg(int seed) {
     return it->second;
 }
 
-}  // namespace
+}  // namespace random_resized_crop_test
 
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(roi)
+using namespace roi_test;
+using namespace random_resized_crop_test;
 
 // decode_random_resized_crop draws the same box as random_resized_crop on the decoded image
 // (same generator state afterwards, and exactly the same pixels where the crop needs the full

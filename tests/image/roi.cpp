@@ -32,10 +32,9 @@ using namespace ops_test;
 using ferry::crop_box;
 using ferry::ops::decode_image;
 
-using namespace roi_test;
-
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(roi)
+using namespace roi_test;
 
 // A JPEG region (every subsampling, gray, progressive, restart markers, YCCK) has exactly the
 // pixels of the whole image decoded and cropped, for boxes at the corners, on and off iMCU

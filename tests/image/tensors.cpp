@@ -9,10 +9,10 @@
 #include "transforms_support.hpp"
 
 using namespace ops_test;
-using namespace transforms_test;
 
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(transforms)
+using namespace transforms_test;
 
 // An image owns its pixels: a copy has its own (same size, format and bytes), a move hands them
 // over and leaves an empty 0 x 0 image, and a copy of an empty image is empty.

@@ -17,10 +17,9 @@
 namespace bdata = boost::unit_test::data;
 using namespace ops_test;
 
-using namespace transforms_test;
-
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(transforms)
+using namespace transforms_test;
 
 // Bilinear resize has the requested size and OpenCV's INTER_LINEAR pixels (within a level).
 BOOST_DATA_TEST_CASE(bilinear_resize_matches_opencv, bdata::make(resize_sizes), size) {

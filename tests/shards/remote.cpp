@@ -29,10 +29,6 @@ using ferry_test::write_tar;
 
 namespace {
 
-std::string text(const ferry::bytes& b) {
-    return ferry_test::as_string(b);
-}
-
 /// Serves `files` (target -> bytes) with Range support; counts requests and bytes sent.
 struct shard_server {
     std::map<std::string, std::string> files;
@@ -62,8 +58,8 @@ std::vector<std::string> describe(const ferry::sources::tar_samples_source& src)
     for (auto&& s : src(0)) {
         std::string fields;
         for (const auto& [ext, data] : s.fields)
-            fields +=
-                ext + "=" + std::to_string(data.size()) + ":" + text(data).substr(0, 16) + ";";
+            fields += ext + "=" + std::to_string(data.size()) + ":" +
+                      ferry_test::as_string(data).substr(0, 16) + ";";
         out.push_back(s.key + "|" + (s.damaged() ? "damaged" : fields));
     }
     return out;
@@ -134,14 +130,16 @@ BOOST_AUTO_TEST_CASE(a_failing_server_is_accounted_for) {
                                               .remote_chunk = 4096};
     const std::string missing = s.server.url("/missing.tar");
     const std::string failing = s.server.url("/a.tar");
-    auto pipe =
-        ferry::from(
-            ferry::sources::tar_samples({missing, failing, s.server.url("/flaky.tar")}, options))
-            .map([](const ferry::sample& x) { return x.key + ":" + text(x.fields.at("cls")); },
-                 {.concurrency = 1, .name = "read", .on_error = ferry::skip})
-            .build({.threads = 2,
-                    .logger = [](ferry::log_level, std::string_view) {},
-                    .max_epoch_failure_rate = 1.0});
+    auto pipe = ferry::from(ferry::sources::tar_samples(
+                                {missing, failing, s.server.url("/flaky.tar")}, options))
+                    .map(
+                        [](const ferry::sample& x) {
+                            return x.key + ":" + ferry_test::as_string(x.fields.at("cls"));
+                        },
+                        {.concurrency = 1, .name = "read", .on_error = ferry::skip})
+                    .build({.threads = 2,
+                            .logger = [](ferry::log_level, std::string_view) {},
+                            .max_epoch_failure_rate = 1.0});
     std::vector<std::string> got;
     for (auto& k : pipe) got.push_back(k);
     // a.tar: members at 1024 * m, so 8192 bytes hold k0..k3 whole.

@@ -31,7 +31,7 @@ using ferry_test::temp_folder;
 using ferry_test::write_bytes;
 using ferry_test::write_tar;
 
-namespace {
+namespace untrusted_test {
 
 /// A presigned shard URL, as list_objects' users pass them.
 const std::string presigned =
@@ -118,10 +118,11 @@ class path_first {
     std::string old_;
 };
 
-}  // namespace
+}  // namespace untrusted_test
 
 BOOST_AUTO_TEST_SUITE(shards)
 BOOST_AUTO_TEST_SUITE(untrusted)
+using namespace untrusted_test;
 
 // A failing presigned shard: no message, failure record, log line or quarantine entry shows
 // its credential or signature, and each still names the shard (redacted) and the cause.

@@ -69,7 +69,7 @@ struct rate {
 
 constexpr int test_frames = 60;
 
-void run(const std::string& cmd) {
+void run_ffmpeg(const std::string& cmd) {
     const int rc = std::system(cmd.c_str());
     BOOST_TEST_REQUIRE(rc == 0, "command failed (" << rc << "): " << cmd);
 }
@@ -82,10 +82,10 @@ std::filesystem::path pattern_file(const std::string& name, const std::string& s
     const auto path = scratch(name);
     if (std::filesystem::exists(path)) return path;
     const std::string pix = encoder == "mjpeg" ? "yuvj420p" : "yuv420p";
-    run("ffmpeg -hide_banner -loglevel error -nostdin -y -f lavfi -i " + source +
-        "=size=" + std::to_string(width) + "x" + std::to_string(height) + ":rate=" + r.text() +
-        " -frames:v " + std::to_string(frames) + " -c:v " + encoder + " -pix_fmt " + pix + " " +
-        extra + " " + path.string());
+    run_ffmpeg("ffmpeg -hide_banner -loglevel error -nostdin -y -f lavfi -i " + source +
+               "=size=" + std::to_string(width) + "x" + std::to_string(height) +
+               ":rate=" + r.text() + " -frames:v " + std::to_string(frames) + " -c:v " + encoder +
+               " -pix_fmt " + pix + " " + extra + " " + path.string());
     return path;
 }
 
@@ -202,7 +202,8 @@ BOOST_AUTO_TEST_CASE(start_is_the_first_frames_timestamp) {
 // fields are the video stream's.
 BOOST_AUTO_TEST_CASE(lists_audio_and_video_streams_with_rate_and_channels) {
     const auto path = scratch("probe-av.mkv");
-    run("ffmpeg -hide_banner -loglevel error -nostdin -y -f lavfi -i sine=frequency=440:"
+    run_ffmpeg(
+        "ffmpeg -hide_banner -loglevel error -nostdin -y -f lavfi -i sine=frequency=440:"
         "sample_rate=48000:duration=2 -f lavfi -i testsrc=size=64x48:rate=25 -t 2 -map 0:a "
         "-map 1:v -c:a flac -ac 2 -c:v libx264 -pix_fmt yuv420p " +
         path.string());
