@@ -32,6 +32,9 @@
 #                   tar_samples; 0 skips them)
 #   FERRY_SANITIZER_CXX=...   compiler for the sanitizer builds (default g++; Debian 12's clang++ 14
 #                   cannot compile libstdc++ 12's std::views, which the tests use)
+#   FERRY_CCACHE=0  compile without ccache (by default every build here, and the package tests'
+#                   builds of ferry, go through it: the vcpkg and Conan recipe tests then reuse
+#                   build/'s objects; its cache is ccache's own, ~/.cache/ccache)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -43,8 +46,19 @@ readonly started="$SECONDS"
 # A new build tree gets Ninja; an existing one keeps the generator it was made with.
 export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"
 
+# -D options every build here is configured with: ccache as the compiler launcher (set after
+# deps, which installs it).
+launcher=()
+use_ccache() {
+    if [[ "${FERRY_CCACHE:-1}" != 0 ]] && command -v ccache >/dev/null; then
+        launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    else
+        launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=)
+    fi
+}
+
 readonly packages=(
-    build-essential g++ cmake ninja-build pkg-config
+    build-essential g++ cmake ninja-build pkg-config ccache
     libtbb-dev libboost-test-dev librange-v3-dev libdlpack-dev
     libjpeg62-turbo-dev libpng-dev libwebp-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
     zlib1g-dev libcli11-dev dataset-fashion-mnist
@@ -133,21 +147,24 @@ release_build() {
     (($#)) && shift
     build=("$@")
     step "configure build/ (Release, tests and examples on${configure[*]:+, ${configure[*]}})"
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" -DFERRY_UNITY_TESTS=ON \
         -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=ON -DFERRY_BUILD_PERF=ON "${configure[@]}"
     step "build build/${build[*]:+ (${build[*]})}"
     cmake --build build --parallel "$jobs" "${build[@]}"
 }
 
-# sanitizer_build DIR SANITIZERS [cmake -D options...]: the libraries and the test suites only,
-# at -O1 (what the sanitizers' authors advise: the suites run at a useful speed) with line tables
-# for the reports.
+# sanitizer_build DIR SANITIZERS [cmake -D options...]: the libraries and the test suites only.
+# The libraries at -O1 (what the sanitizers' authors advise: the suites run at a useful speed)
+# with line tables for the reports; the suites' own files at -O0, eight to a translation unit
+# (FERRY_TEST_CXX_FLAGS, FERRY_UNITY_TESTS): compiling them is most of this build, and -O1 made
+# it a third longer for a few seconds of test time.
 sanitizer_build() {
     local dir="$1" sanitizers="$2" cxx
     shift 2
     cxx="$(command -v "${FERRY_SANITIZER_CXX:-g++}")"
-    step "configure $dir/ (-O1, FERRY_SANITIZE=$sanitizers, $cxx${*:+, $*})"
+    step "configure $dir/ (-O1, suites -O0, FERRY_SANITIZE=$sanitizers, $cxx${*:+, $*})"
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+        -DFERRY_TEST_CXX_FLAGS=-O0 -DFERRY_UNITY_TESTS=ON "${launcher[@]}" \
         -DCMAKE_CXX_COMPILER="$cxx" -DFERRY_SANITIZE="$sanitizers" \
         -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF "$@"
     step "build $dir/"
@@ -157,6 +174,7 @@ sanitizer_build() {
 # --- modes -----------------------------------------------------------------------------------
 run_mode() {
     deps
+    use_ccache
     release_build -- --target torch_trainer
     step "run build/examples/torch_trainer${*:+ $*}"
     "$root/build/examples/torch_trainer" "$@"
@@ -167,6 +185,7 @@ test_mode() {
     local done_parts=()
     local full="${FERRY_FULL:-0}"
     deps
+    use_ccache
 
     # The unit suites (core, engine, image, video, http, shards, cuda) are compiled and run once,
     # in the sanitized build below; build/ (Release) builds the libraries, examples, benchmarks
@@ -203,7 +222,8 @@ test_mode() {
 
     # libFuzzer on decode_image, on decode_media (video and audio from memory), on the tar
     # shard reader, on S3's listing XML and on saved states, clang + ASan, bounded:
-    # FERRY_FUZZ_SECONDS in all (default 70: 33 s, 20 s, 8 s, 5 s and 4 s; 0 skips them).
+    # FERRY_FUZZ_SECONDS of fuzzing in all (default 70: 33 s, 20 s, 8 s, 5 s and 4 s; 0 skips
+    # them), in two lanes side by side, one per core: decode_image; the other four in turn.
     local fuzz_seconds="${FERRY_FUZZ_SECONDS:-70}"
     if ((fuzz_seconds > 0)); then
         local image_seconds=$((fuzz_seconds * 33 / 70))
@@ -213,7 +233,7 @@ test_mode() {
         local shards_seconds=$((fuzz_seconds - image_seconds - media_seconds - listing_seconds -
             state_seconds))
         step "configure build-fuzz/ (clang++, libFuzzer + ASan)"
-        cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
             -DCMAKE_CXX_COMPILER="$(command -v clang++)" -DFERRY_FUZZ=ON \
             -DFERRY_SANITIZE=address \
             -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
@@ -221,27 +241,58 @@ test_mode() {
         cmake --build build-fuzz --parallel "$jobs" \
             --target decode_image_fuzzer decode_media_fuzzer tar_samples_fuzzer listing_fuzzer \
             pipeline_state_fuzzer
-        # fuzz <name> <seconds> <seed folders>...: a scratch corpus in build-fuzz/<name>-corpus.
+        # fuzz <name> <seconds> <seed folders>...: a scratch corpus in build-fuzz/<name>-corpus,
+        # libFuzzer's output in build-fuzz/<name>.log (printed below: the lanes run at once).
         fuzz() {
             local name="$1" seconds="$2"
             shift 2
             # libFuzzer reads -max_total_time=0 as "no limit": a small FERRY_FUZZ_SECONDS's share
             # rounded to 0 would run forever.
             ((seconds > 0)) || seconds=1
-            step "fuzz ${name} for ${seconds}s (seeds: $*)"
             mkdir -p "build-fuzz/${name}-corpus"
+            echo "fuzz ${name} for ${seconds}s (seeds: $*)" >"build-fuzz/${name}.log"
+            local rc=0
             ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" \
                 "build-fuzz/tests/fuzz/${name}_fuzzer" -max_total_time="$seconds" \
                 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-                "build-fuzz/${name}-corpus" "$@"
-            done_parts+=("fuzz: ${name} ${seconds}s")
+                "build-fuzz/${name}-corpus" "$@" >>"build-fuzz/${name}.log" 2>&1 || rc=$?
+            echo "$rc" >"build-fuzz/${name}.rc"
+            return "$rc"
         }
+        local names=(decode_image decode_media tar_samples listing pipeline_state)
+        rm -f build-fuzz/*.rc build-fuzz/*.log
+        step "fuzz, two at a time: decode_image ${image_seconds}s | decode_media" \
+            "${media_seconds}s, tar_samples ${shards_seconds}s, listing ${listing_seconds}s," \
+            "pipeline_state ${state_seconds}s"
         fuzz decode_image "$image_seconds" tests/fuzz/corpus tests/fuzz/jpeg_sampling \
-            tests/fuzz/regressions
-        fuzz decode_media "$media_seconds" tests/fuzz/media_corpus tests/fuzz/media_regressions
-        fuzz tar_samples "$shards_seconds" tests/fuzz/shards_corpus
-        fuzz listing "$listing_seconds" tests/fuzz/listing_corpus
-        fuzz pipeline_state "$state_seconds" tests/fuzz/state_corpus
+            tests/fuzz/regressions &
+        local lane_image=$!
+        {
+            fuzz decode_media "$media_seconds" tests/fuzz/media_corpus \
+                tests/fuzz/media_regressions &&
+                fuzz tar_samples "$shards_seconds" tests/fuzz/shards_corpus &&
+                fuzz listing "$listing_seconds" tests/fuzz/listing_corpus &&
+                fuzz pipeline_state "$state_seconds" tests/fuzz/state_corpus
+        } &
+        local lane_rest=$! failed=0 name
+        wait "$lane_image" || failed=1
+        wait "$lane_rest" || failed=1
+        for name in "${names[@]}"; do
+            [[ -f "build-fuzz/${name}.log" ]] || continue
+            # The whole log of a fuzzer that found something (its report and reproducer); the
+            # closing stats of the others.
+            if [[ "$(cat "build-fuzz/${name}.rc" 2>/dev/null)" != 0 ]]; then
+                printf '\n--- build-fuzz/%s.log ---\n' "$name"
+                cat "build-fuzz/${name}.log"
+            else
+                printf '\n--- build-fuzz/%s.log (end) ---\n' "$name"
+                tail -n 12 "build-fuzz/${name}.log"
+            fi
+        done
+        ((failed == 0)) || return 1
+        local fuzzed="decode_image ${image_seconds}s, decode_media ${media_seconds}s"
+        fuzzed+=", tar_samples ${shards_seconds}s, listing ${listing_seconds}s"
+        done_parts+=("fuzz: ${fuzzed}, pipeline_state ${state_seconds}s")
     fi
 
     # Shared libraries: what their consumers link is what ferry exports (the Conan recipe test
@@ -251,6 +302,7 @@ test_mode() {
     if [[ "${FERRY_SHARED_SUITE:-0}" == 1 ]]; then
         step "configure build-shared/ (Release, BUILD_SHARED_LIBS=ON, every test)"
         cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+            "${launcher[@]}" \
             -DFERRY_BUILD_TESTS=ON -DFERRY_UNIT_TESTS=ON -DFERRY_BUILD_EXAMPLES=ON \
             -DFERRY_BUILD_PERF=ON
         step "build build-shared/"
@@ -261,6 +313,7 @@ test_mode() {
     elif [[ "$full" == 1 || "${FERRY_SHARED:-0}" == 1 ]]; then
         step "configure build-shared/ (Release, BUILD_SHARED_LIBS=ON)"
         cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+            "${launcher[@]}" \
             -DFERRY_BUILD_TESTS=ON -DFERRY_UNIT_TESTS=OFF -DFERRY_BUILD_EXAMPLES=OFF \
             -DFERRY_BUILD_PERF=OFF
         step "build build-shared/ (libraries only)"
