@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "ferry/this_call.hpp"
-#include "runtime.hpp"
+#include "flow.hpp"
 
 namespace ferry::detail {
 namespace {
@@ -89,7 +89,7 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
             w.add(&counter_shard::out);
             st_.budget.succeeded();
         }
-        gateway_type& gw = *st_.gateway;
+        gateway& gw = *st_.gw;
         rt_.pass_on(st_, m_, gw, w);
         rt_.async_finished(st_);
         gw.release_wait();
@@ -108,8 +108,7 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
 
 }  // namespace
 
-void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway_type& gw,
-                                    const shard_writer& w) {
+void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway& gw, const shard_writer& w) {
     w.add(&counter_shard::arrived);
     if (m->kind == msg_kind::value && should_drop(m)) drop_unprocessed(m);
     if (m->kind != msg_kind::value) {
@@ -165,7 +164,7 @@ void pipeline_runtime::async_finished(stage_runtime& st) {
         st.slots.waiting.pop_front();
     }
     if (depth >= 8) {
-        flow_.arena->enqueue(
+        flow_->arena->enqueue(
             tsan_body([this, &st, next] { async_start(st, next, st.counters.owned()); }));
         return;
     }

@@ -3,7 +3,7 @@
 /// The flow graph: the one file that makes `flow::` nodes and their edges. Each node's body
 /// hands its message to the job's own file (source.cpp, stage.cpp, renumber.cpp, ...).
 
-#include "runtime.hpp"
+#include "flow.hpp"
 
 namespace ferry::detail {
 namespace {
@@ -17,9 +17,9 @@ struct later_seq {
 }  // namespace
 
 void pipeline_runtime::build_graph() {
-    flow_.graph = std::make_unique<flow::graph>();
-    flow::graph& g = *flow_.graph;
-    flow_.input =
+    flow_->graph = std::make_unique<flow::graph>();
+    flow::graph& g = *flow_->graph;
+    flow_->input =
         std::make_unique<flow::input_node<msg>>(g, tsan_body([this](tbb::flow_control& fc) -> msg {
                                                     tsan_acquire(this);
                                                     msg m = nullptr;
@@ -27,7 +27,7 @@ void pipeline_runtime::build_graph() {
                                                     tsan_release(m);
                                                     return m;
                                                 }));
-    flow::sender<msg>* tail = flow_.input.get();
+    flow::sender<msg>* tail = flow_->input.get();
     // Whether messages reach the next node (nearly) in sequence order: the source and the
     // renumbering nodes emit in order, a stage of concurrency n reorders by less than n; I/O and
     // async stages can finish far out of order (a preempted I/O thread, a slow request).
@@ -57,7 +57,7 @@ void pipeline_runtime::build_graph() {
             }));
         flow::make_edge(*tail, *node);
         tail = &flow::output_port<0>(*node);
-        flow_.nodes.push_back(std::move(node));
+        flow_->nodes.push_back(std::move(node));
         in_order = true;
     };
 
@@ -66,14 +66,17 @@ void pipeline_runtime::build_graph() {
     // message at a time, the lowest sequence number first, so that calls start in input order:
     // with concurrency 1 item 20 is called before item 30 (and its failure budget is spent in
     // that order), whichever arena thread carried which message. The calls end in any order.
-    auto add_admission = [&](auto body) -> gateway_type& {
-        gateway_type* gw = nullptr;
+    // `accept(m, gw)` admits a message; `gw` (flow.hpp) is the node's way back into the graph.
+    auto add_admission = [&](auto accept) -> gateway& {
+        gateway& gw = flow_->gateways.emplace_back();
+        auto body = tsan_body(
+            [accept, &gw](msg m, gateway::tbb_gateway& /*the same, behind gw*/) { accept(m, gw); });
         if (in_order) {
             auto node = std::make_unique<flow::async_node<msg, msg>>(g, flow::serial, body);
             flow::make_edge(*tail, *node);
             tail = &flow::output_port<0>(*node);
-            gw = &node->gateway();
-            flow_.nodes.push_back(std::move(node));
+            gw.bind(node->gateway());
+            flow_->nodes.push_back(std::move(node));
         } else {
             auto queue = std::make_unique<flow::priority_queue_node<msg, later_seq>>(g);
             auto node = std::make_unique<flow::async_node<msg, msg, flow::rejecting>>(
@@ -81,12 +84,12 @@ void pipeline_runtime::build_graph() {
             flow::make_edge(*tail, *queue);
             flow::make_edge(*queue, *node);
             tail = &flow::output_port<0>(*node);
-            gw = &node->gateway();
-            flow_.nodes.push_back(std::move(queue));
-            flow_.nodes.push_back(std::move(node));
+            gw.bind(node->gateway());
+            flow_->nodes.push_back(std::move(queue));
+            flow_->nodes.push_back(std::move(node));
         }
         in_order = false;
-        return *gw;
+        return gw;
     };
 
     for (auto& st : stages_) {
@@ -96,12 +99,12 @@ void pipeline_runtime::build_graph() {
             case stage_kind::flat_map: {
                 if (st.deadlines) {
                     // A timeout: the calls run apart from their boxes (timed_stage.cpp).
-                    add_admission(tsan_body([this, &st](msg m, gateway_type& gw) {
+                    add_admission([this, &st](msg m, gateway& gw) {
                         tsan_receive(this, m);
                         timed_accept(st, m, gw, st.counters.owned());
-                    }));
+                    });
                 } else if (st.io) {
-                    add_admission(tsan_body([this, &st](msg m, gateway_type& gw) {
+                    add_admission([this, &st](msg m, gateway& gw) {
                         tsan_receive(this, m);
                         const shard_writer w = st.counters.owned();
                         w.add(&counter_shard::arrived);
@@ -116,7 +119,7 @@ void pipeline_runtime::build_graph() {
                             tsan_send(gw, m);
                             gw.release_wait();
                         });
-                    }));
+                    });
                 } else {
                     // Input that arrives out of order (after I/O or async stages) waits in a
                     // priority queue, lowest sequence number first, instead of the
@@ -139,7 +142,7 @@ void pipeline_runtime::build_graph() {
                             std::make_unique<flow::function_node<msg, msg>>(g, concurrency, body);
                         flow::make_edge(*tail, *node);
                         tail = node.get();
-                        flow_.nodes.push_back(std::move(node));
+                        flow_->nodes.push_back(std::move(node));
                     } else {
                         // The queue holds what the rejecting node cannot take yet; the node
                         // pulls the lowest sequence number whenever a slot frees up.
@@ -150,18 +153,18 @@ void pipeline_runtime::build_graph() {
                         flow::make_edge(*tail, *queue);
                         flow::make_edge(*queue, *node);
                         tail = node.get();
-                        flow_.nodes.push_back(std::move(queue));
-                        flow_.nodes.push_back(std::move(node));
+                        flow_->nodes.push_back(std::move(queue));
+                        flow_->nodes.push_back(std::move(node));
                     }
                 }
                 if (st.counted_after) add_renumbering(st);
                 break;
             }
             case stage_kind::map_async: {
-                st.gateway = &add_admission(tsan_body([this, &st](msg m, gateway_type& gw) {
+                st.gw = &add_admission([this, &st](msg m, gateway& gw) {
                     tsan_receive(this, m);
                     async_accept(st, m, gw, st.counters.owned());
-                }));
+                });
                 break;
             }
             case stage_kind::batch:
@@ -187,7 +190,11 @@ void pipeline_runtime::build_graph() {
             return flow::continue_msg();
         }));
     flow::make_edge(*tail, *out);
-    flow_.nodes.push_back(std::move(out));
+    flow_->nodes.push_back(std::move(out));
+}
+
+void pipeline_runtime::activate_source() {
+    flow_->input->activate();
 }
 
 }  // namespace ferry::detail

@@ -3,7 +3,7 @@
 /// The pipeline's lifecycle: construction (plan, threads, graph), epochs (start, finish, abort),
 /// stop, and destruction. See runtime.hpp for the shape of the graph and where each job lives.
 
-#include "runtime.hpp"
+#include "flow.hpp"
 
 #include "input_label.hpp"
 #include "worker_budget.hpp"
@@ -15,7 +15,8 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
       opts_(std::move(opts)),
       // Opens the quarantine file first, so that a path that cannot work fails build() before
       // any thread starts.
-      recorder_(opts_) {
+      recorder_(opts_),
+      flow_(std::make_unique<flow_parts>()) {
     for (auto& p : plan_.stages) {
         auto& st = stages_.emplace_back(std::move(p));
         if (st.renumbers()) st.renum.seq = std::make_unique<sequencer>(st.ordered);
@@ -52,7 +53,7 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         trace_.names.emplace_back("waiting for the pipeline");
     }
     worker_budget::instance().acquire(plan_.threads);
-    flow_.budget_held = true;
+    flow_->budget_held = true;
     try {
         for (auto& st : stages_) {
             if (st.io) {
@@ -60,9 +61,9 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
                     std::make_unique<io_pool>(st.concurrency, trace_.spans.get(), "io " + st.name);
             }
         }
-        flow_.arena = std::make_unique<tbb::task_arena>(plan_.threads, 0);
+        flow_->arena = std::make_unique<tbb::task_arena>(plan_.threads, 0);
         // Built inside the arena: the graph attaches to the arena it is constructed in.
-        flow_.arena->execute(tsan_body([this] {
+        flow_->arena->execute(tsan_body([this] {
             build_graph();
             tsan_release(this);
         }));
@@ -70,12 +71,12 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         next_report_ = clock::now() + opts_.report_every;
         monitor_.start([this] { monitor_tick(); }, [this] { return monitor_period(); });
     } catch (...) {
-        flow_.nodes.clear();
-        flow_.input.reset();
-        flow_.graph.reset();
-        flow_.arena.reset();
+        flow_->nodes.clear();
+        flow_->input.reset();
+        flow_->graph.reset();
+        flow_->arena.reset();
         worker_budget::instance().release(plan_.threads);
-        flow_.budget_held = false;
+        flow_->budget_held = false;
         throw;
     }
 }
@@ -85,21 +86,21 @@ pipeline_runtime::~pipeline_runtime() {
     {
         std::lock_guard lock(ctl_.mutex);
         abort_epoch_locked();
-        if (flow_.graph) {
-            flow_.graph->cancel();
-            flow_.graph->wait_for_all();
+        if (flow_->graph) {
+            flow_->graph->cancel();
+            flow_->graph->wait_for_all();
         }
     }
     // Calls of timed stages that ran past their deadline may still run: they use this object.
     timed_jobs_.wait();
     monitor_.close();
     recorder_.flush();
-    flow_.nodes.clear();
-    flow_.input.reset();
-    flow_.graph.reset();
-    flow_.arena.reset();
+    flow_->nodes.clear();
+    flow_->input.reset();
+    flow_->graph.reset();
+    flow_->arena.reset();
     for (auto& st : stages_) st.pool.reset();
-    if (flow_.budget_held) worker_budget::instance().release(plan_.threads);
+    if (flow_->budget_held) worker_budget::instance().release(plan_.threads);
 }
 
 void pipeline_runtime::start_epoch() {
@@ -136,7 +137,7 @@ void pipeline_runtime::start_epoch() {
     ctl_.running = true;
     monitor_.wake();
     tsan_release(this);
-    flow_.input->activate();
+    flow_->input->activate();
 }
 
 void pipeline_runtime::finish_epoch() {
@@ -156,7 +157,7 @@ void pipeline_runtime::cancel_for_stop() noexcept {
     // reclaims what is left. Every item still in flight now ends cancelled.
     if (!ctl_.running) return;
     ctl_.aborting = true;
-    flow_.graph->cancel();
+    flow_->graph->cancel();
 }
 
 void pipeline_runtime::abandon_epoch() noexcept {
@@ -189,17 +190,17 @@ void pipeline_runtime::settle_stopped_epoch() noexcept {
 void pipeline_runtime::reclaim_epoch_locked() noexcept {
     if (ctl_.stop_settled) return;  // already reclaimed; nothing has run since
     ctl_.aborting = true;
-    flow_.graph->cancel();
+    flow_->graph->cancel();
     // Calls that ran past their timeout, or may, hold up no wait for the graph: their items are
     // let go here (their boxes are reclaimed below) while the calls run on.
     release_timed_items();
-    flow_.graph->wait_for_all();
+    flow_->graph->wait_for_all();
     // Now nothing runs: clear every buffer (TBB's and ours) and return the stranded boxes.
     for (auto& st : stages_) tsan_acquire(&st);
     tsan_acquire(output_seq_.get());
     // graph::reset re-attaches the graph to the arena of the calling thread: call it from inside
     // the pipeline's arena, or later epochs would run in the default arena.
-    flow_.arena->execute(tsan_body([this] { flow_.graph->reset(flow::rf_reset_protocol); }));
+    flow_->arena->execute(tsan_body([this] { flow_->graph->reset(flow::rf_reset_protocol); }));
     for (auto& st : stages_) {
         if (st.renum.seq) st.renum.seq->clear();
         st.renum.batch_items.clear();
@@ -242,7 +243,7 @@ void pipeline_runtime::stop() noexcept {
     con_.out->interrupt();
     // A consumer inside next() cancels and cleans up itself; otherwise cancel queued work now.
     if (ctl_.mutex.try_lock()) {
-        if (ctl_.running) flow_.graph->cancel();
+        if (ctl_.running) flow_->graph->cancel();
         ctl_.mutex.unlock();
     }
 }

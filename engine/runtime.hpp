@@ -33,13 +33,12 @@
 ///   monitor.cpp     the monitor's tick: the watchdog, sampling, reports; stats()
 /// The parts the runtime composes, each with its own state and lock, none including flow_graph.h:
 ///   epoch_control.hpp, source_driver.hpp, consumer_side.hpp, resume_state.hpp,
-///   failure_recorder.*, monitor_thread.*, timed_jobs.hpp; and one helper each:
+///   failure_recorder.*, monitor_thread.*, timed_jobs.hpp; the TBB side (arena, graph, gateways)
+///   is flow.hpp's `flow_parts`, included only by graph.cpp, runtime.cpp, async_stage.cpp and
+///   timed_stage.cpp; and one helper each:
 ///   admission.hpp, ledger.hpp, trace.*, io_pool.*, worker_budget.*, failure_log.*,
 ///   quarantine_writer.*, input_label.hpp, deadlines.hpp, sequencer.hpp, handoff.hpp.
 #pragma once
-
-#include <oneapi/tbb/flow_graph.h>
-#include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
@@ -79,9 +78,10 @@
 
 namespace ferry::detail {
 
-namespace flow = tbb::flow;
 using clock = std::chrono::steady_clock;
-using gateway_type = flow::async_node<msg, msg>::gateway_type;
+
+class gateway;      // flow.hpp: an async node's way back into the graph
+struct flow_parts;  // flow.hpp: the arena and the flow graph
 
 /// Boxes the source takes from the pool, and the consumer gives back, per pool lock.
 constexpr std::size_t box_batch = 16;
@@ -113,8 +113,8 @@ struct stage_runtime : stage_plan {
     explicit stage_runtime(stage_plan p) : stage_plan(std::move(p)), budget(spec.options) {}
 
     stage_counters counters;
-    std::unique_ptr<io_pool> pool;    ///< executor = io
-    gateway_type* gateway = nullptr;  ///< map_async
+    std::unique_ptr<io_pool> pool;  ///< executor = io
+    gateway* gw = nullptr;          ///< map_async
 
     /// The deadlines of its calls in progress (timed_stage.cpp); null without a timeout.
     std::unique_ptr<deadline_list> deadlines;
@@ -128,16 +128,6 @@ struct stage_runtime : stage_plan {
 struct trace_rows {
     std::unique_ptr<span_log> spans;
     std::vector<std::string> names;
-};
-
-/// The TBB side: the arena the pipeline's work runs in and its flow graph (built by graph.cpp).
-/// Reset only with nothing running: construction, an abort's reclaim, destruction.
-struct flow_parts {
-    bool budget_held = false;  ///< the worker_budget counts the arena's threads
-    std::unique_ptr<tbb::task_arena> arena;
-    std::unique_ptr<flow::graph> graph;
-    std::unique_ptr<flow::input_node<msg>> input;
-    std::vector<std::unique_ptr<flow::graph_node>> nodes;
 };
 
 class pipeline_runtime final : public runtime {
@@ -169,10 +159,8 @@ class pipeline_runtime final : public runtime {
     }
     /// Passes `m` on through `gw`, counted as emitted by `st` (after a flat_map's call, its
     /// renumbering node counts what it emits).
-    void pass_on(const stage_runtime& st, msg m, gateway_type& gw, const shard_writer& w) {
-        if (!st.counted_after) w.add(&counter_shard::emitted);
-        tsan_send(gw, m);
-    }
+    /// (flow.hpp)
+    void pass_on(const stage_runtime& st, msg m, gateway& gw, const shard_writer& w);
     void fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause);
     void async_finished(stage_runtime& st);
     void poll_later(monitor_thread::try_take_fn try_take, monitor_thread::done_fn done) {
@@ -185,6 +173,8 @@ class pipeline_runtime final : public runtime {
   private:
     // graph.cpp
     void build_graph();
+    /// Starts (or restarts, after it parked) the graph's input node.
+    void activate_source();
 
     // source.cpp
     bool source_pull(msg& out);
@@ -239,11 +229,11 @@ class pipeline_runtime final : public runtime {
     void expand(stage_runtime& st, msg m, const shard_writer& w);
 
     // async_stage.cpp
-    void async_accept(stage_runtime& st, msg m, gateway_type& gw, const shard_writer& w);
+    void async_accept(stage_runtime& st, msg m, gateway& gw, const shard_writer& w);
     void async_start(stage_runtime& st, msg m, const shard_writer& w);
 
     // timed_stage.cpp
-    void timed_accept(stage_runtime& st, msg m, gateway_type& gw, const shard_writer& w);
+    void timed_accept(stage_runtime& st, msg m, gateway& gw, const shard_writer& w);
     /// Runs attempt `attempt` (and the retries after it) of `it` on an I/O thread or the arena.
     void timed_launch(std::shared_ptr<timed_item> it, int attempt, double backoff_ms);
     void timed_run(const std::shared_ptr<timed_item>& it, int attempt, double backoff_ms);
@@ -269,11 +259,11 @@ class pipeline_runtime final : public runtime {
         return_credits(credits);
     }
     void return_credits(std::uint64_t n) {
-        if (admission_.give_back(n)) flow_.input->activate();
+        if (admission_.give_back(n)) activate_source();
     }
     /// After credits were returned or the limit raised: re-activates a parked source (once).
     void wake_source() {
-        if (admission_.unpark()) flow_.input->activate();
+        if (admission_.unpark()) activate_source();
     }
     /// The consumer took the epoch's first output: the source may fill `in_flight` now.
     void end_start();
@@ -343,7 +333,7 @@ class pipeline_runtime final : public runtime {
     /// Sampling, periodic reports, the watchdog, polling of futures: its ticks run monitor_tick.
     monitor_thread monitor_;
 
-    flow_parts flow_;  ///< last, so that it is destroyed first
+    std::unique_ptr<flow_parts> flow_;  ///< last, so that it is destroyed first
 };
 
 }  // namespace ferry::detail

@@ -14,8 +14,8 @@
 #include <optional>
 
 #include "attempts.hpp"
+#include "flow.hpp"
 #include "invoke.hpp"
-#include "runtime.hpp"
 
 namespace ferry::detail {
 
@@ -25,7 +25,7 @@ struct timed_attempt;
 struct timed_item {
     stage_runtime* st = nullptr;
     msg m = nullptr;  ///< ours until settled
-    gateway_type* gw = nullptr;
+    gateway* gw = nullptr;
     std::uint64_t item = 0;
     std::optional<item_info> info;  ///< for a stage whose callable takes it
     any_value input;
@@ -51,8 +51,7 @@ struct timed_attempt {
     bool replaced = false;
 };
 
-void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway_type& gw,
-                                    const shard_writer& w) {
+void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway& gw, const shard_writer& w) {
     w.add(&counter_shard::arrived);
     if (m->kind == msg_kind::value && should_drop(m)) drop_unprocessed(m);
     if (m->kind != msg_kind::value) {
@@ -111,7 +110,7 @@ void pipeline_runtime::timed_launch(std::shared_ptr<timed_item> it, int attempt,
     if (st.io) {
         st.pool->submit(std::move(job));
     } else {
-        flow_.arena->enqueue(tsan_body(std::move(job)));
+        flow_->arena->enqueue(tsan_body(std::move(job)));
     }
 }
 
@@ -196,7 +195,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
             if (!st.counted_after) w.add(&counter_shard::out);
             st.budget.succeeded();
         }
-        gateway_type& gw = *it->gw;
+        gateway& gw = *it->gw;
         pass_on(st, m, gw, w);
         if (!st.io) timed_slot_free(st);
         gw.release_wait();
@@ -225,7 +224,7 @@ void pipeline_runtime::timed_expired(const std::shared_ptr<timed_item>& it, int 
     if (!timed_settle(*it)) return;
     msg m = it->m;
     fail_item(st, m, err);
-    gateway_type& gw = *it->gw;
+    gateway& gw = *it->gw;
     pass_on(st, m, gw, w);
     if (!st.io) timed_slot_free(st);
     gw.release_wait();
