@@ -20,7 +20,7 @@
 namespace ferry::detail {
 namespace {
 
-std::string describe(const sampler_identity& s) {
+std::string describe_sampling(const sampler_identity& s) {
     std::ostringstream os;
     os << "n=" << s.n << " seed=" << s.seed << " rank=" << s.rank << " world_size=" << s.world_size
        << " remainder=" << (s.remainder == remainder::pad ? "pad" : "drop")
@@ -69,16 +69,16 @@ void pipeline_runtime::take_resume_state() {
         const auto& b = *mine;
         if (a.n != b.n || a.seed != b.seed || a.shuffle != b.shuffle ||
             a.remainder != b.remainder) {
-            refuse("the merged state was saved with " + describe(a) +
-                   ", this pipeline's sampling is " + describe(b) +
+            refuse("the merged state was saved with " + describe_sampling(a) +
+                   ", this pipeline's sampling is " + describe_sampling(b) +
                    " (only rank and world_size may differ)");
         }
     } else if (st.sampler().has_value() != mine.has_value()) {
         refuse(st.sampler() ? "the state was saved by a pipeline over a sampled dataset (" +
-                                  describe(*st.sampler()) + "), this one has no sampling"
+                                  describe_sampling(*st.sampler()) + "), this one has no sampling"
                             : "the state was saved by a pipeline without sampling, this one "
                               "samples a dataset (" +
-                                  describe(*mine) + ")");
+                                  describe_sampling(*mine) + ")");
     }
     if (!st.merged() && mine && *st.sampler() != *mine) {
         const auto& a = *st.sampler();
@@ -96,7 +96,7 @@ void pipeline_runtime::take_resume_state() {
                    std::to_string(b.world_size) +
                    " (to resume at another world size, merge the ranks' states)";
         } else {
-            what = describe(a) + ", this pipeline's sampling is " + describe(b);
+            what = describe_sampling(a) + ", this pipeline's sampling is " + describe_sampling(b);
         }
         refuse("the state was saved with " + what);
     }

@@ -21,10 +21,6 @@ namespace ferry::ops::detail {
 
 namespace {
 
-std::string errno_text(int e) {
-    return std::strerror(e);
-}
-
 std::string octal(unsigned mode) {
     char text[8];
     std::snprintf(text, sizeof text, "%04o", mode & 07777U);

@@ -9,12 +9,18 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <string>
 
 #include "ferry/cache.hpp"
 
 namespace ferry::ops::detail {
+
+/// errno `e`'s text, for an error message.
+inline std::string errno_text(int e) {
+    return std::strerror(e);
+}
 
 /// Creates the folder (mode 0700, or 2770 when `o.shared_group`; parents as `mkdir -p` makes
 /// them) or checks an existing one: a private folder must be this user's and not writable by

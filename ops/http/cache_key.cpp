@@ -27,14 +27,6 @@ std::string lower(std::string_view s) {
     return out;
 }
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
 /// Standard base64 (padding optional); nullopt when `s` is not base64.
 std::optional<std::string> base64_decode(std::string_view s) {
     std::string out;

@@ -46,10 +46,6 @@ constexpr const char* temp_prefix = ".tmp-";
 // moment after the file is created, and this keeps that moment safe.
 constexpr auto orphan_age = std::chrono::seconds(60);
 
-std::string errno_text(int e) {
-    return std::strerror(e);
-}
-
 bool pwrite_all(int fd, const void* data, std::size_t n, std::uint64_t at) {
     const auto* p = static_cast<const char*>(data);
     while (n > 0) {

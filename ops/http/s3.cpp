@@ -28,14 +28,6 @@ std::string env(const char* name) {
     return v != nullptr ? v : "";
 }
 
-std::string trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-        s.remove_suffix(1);
-    }
-    return std::string(s);
-}
-
 struct credentials {
     std::string key;
     std::string secret;
@@ -49,7 +41,7 @@ credentials from_file(std::ifstream& in, const std::string& profile, bool& found
     std::string line;
     bool ours = false;
     while (std::getline(in, line)) {
-        const std::string t = trim(line);
+        const std::string t(trim(line));
         if (t.empty() || t.front() == '#' || t.front() == ';') continue;
         if (t.front() == '[') {
             ours = t == "[" + profile + "]";
@@ -58,8 +50,8 @@ credentials from_file(std::ifstream& in, const std::string& profile, bool& found
         }
         const auto eq = t.find('=');
         if (!ours || eq == std::string::npos) continue;
-        const std::string name = trim(std::string_view(t).substr(0, eq));
-        const std::string value = trim(std::string_view(t).substr(eq + 1));
+        const std::string name(trim(std::string_view(t).substr(0, eq)));
+        const std::string value(trim(std::string_view(t).substr(eq + 1)));
         if (name == "aws_access_key_id") c.key = value;
         if (name == "aws_secret_access_key") c.secret = value;
         if (name == "aws_session_token") c.token = value;

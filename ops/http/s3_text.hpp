@@ -12,6 +12,15 @@
 
 namespace ferry::ops::detail {
 
+/// `s` without the spaces and tabs around it (and a trailing CR): a header's or a line's value.
+inline std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
 /// An `s3://bucket/key` URL resolved against the environment.
 struct s3_location {
     std::string bucket;

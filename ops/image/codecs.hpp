@@ -16,6 +16,11 @@ namespace ferry::ops::codec {
 
 using byte_span = std::span<const std::byte>;
 
+/// The bytes as libjpeg, libpng and libwebp take them.
+inline const unsigned char* as_uchar(byte_span data) {
+    return reinterpret_cast<const unsigned char*>(data.data());
+}
+
 enum class format : std::uint8_t { jpeg, png, webp, bmp };
 
 /// What a codec's decode is asked for, in the file's stored orientation.

@@ -11,10 +11,6 @@
 namespace ferry::ops::codec {
 namespace {
 
-const unsigned char* as_uchar(byte_span data) {
-    return reinterpret_cast<const unsigned char*>(data.data());
-}
-
 std::uint16_t read16(const unsigned char* p, bool big_endian) {
     return big_endian ? static_cast<std::uint16_t>((p[0] << 8) | p[1])
                       : static_cast<std::uint16_t>((p[1] << 8) | p[0]);

@@ -6,13 +6,7 @@
 #include "codecs.hpp"
 
 namespace ferry::ops::codec {
-namespace {
-
-const unsigned char* as_uchar(byte_span data) {
-    return reinterpret_cast<const unsigned char*>(data.data());
-}
-
-}  // namespace
+namespace {}  // namespace
 
 bool jpeg_header_complete(byte_span data) noexcept {
     const unsigned char* p = as_uchar(data);

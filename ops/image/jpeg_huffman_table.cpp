@@ -8,7 +8,7 @@
 namespace ferry::ops::codec::jpeg {
 namespace {
 
-constexpr int look = huffman_table::lookahead;
+constexpr int table_look = huffman_table::lookahead;
 using table_entry::complete;
 using table_entry::end_of_block;
 using table_entry::long_code;
@@ -47,10 +47,10 @@ bool build_table(const JHUFF_TBL& t, bool is_dc, huffman_table& out) {
             // A DC symbol is the category of the difference: 0 to 15 in libjpeg, which 11 bits
             // cover for 8-bit data; 16 or more would be read as that many value bits.
             if (is_dc && sym > 15) return false;
-            if (l > look) continue;
+            if (l > table_look) continue;
             const int run = is_dc ? 0 : sym >> 4;
             const int s = is_dc ? sym : sym & 15;
-            const int spare = look - l;  // bits after the code in a look-ahead
+            const int spare = table_look - l;  // bits after the code in a look-ahead
             for (int j = 0; j < (1 << spare); ++j) {
                 std::int32_t e = 0;
                 if (s == 0 && !is_dc && run != 15) {

@@ -17,7 +17,7 @@ namespace ferry {
 namespace ops {
 namespace {
 
-constexpr const char* op = "decode_video";
+constexpr const char* decode_op = "decode_video";
 
 int sws_flags(scale_filter f) {
     switch (f) {
@@ -67,8 +67,8 @@ class decoder {
         av::take_log_line();
         if (!cut.empty()) {
             if (opt_.strict) {
-                throw decode_error(std::string(op) + ": " + s_.source + ": truncated: " + cut +
-                                   " (video_decode_options::strict)");
+                throw decode_error(std::string(decode_op) + ": " + s_.source +
+                                   ": truncated: " + cut + " (video_decode_options::strict)");
             }
             clip_.set_truncated(true);
             if (note) this_call::note_truncated();
@@ -87,7 +87,7 @@ class decoder {
   private:
     /// Picks the selection's frames over a window of `frames` frames.
     void select(std::int64_t frames) {
-        slots_ = av::select_frames(opt_.select, frames, op, s_.source);
+        slots_ = av::select_frames(opt_.select, frames, decode_op, s_.source);
         // The distinct frames to decode, ascending; each fills one or more output slots.
         targets_ = slots_;
         std::sort(targets_.begin(), targets_.end());
@@ -101,7 +101,7 @@ class decoder {
     /// out where its timestamp promised (a damaged packet, a stream whose decoder drops or
     /// retimes frames); the verified path then starts over.
     bool fast() {
-        ctx_ = av::open_decoder(s_, opt_.threads, opt_.max_pixels, op);
+        ctx_ = av::open_decoder(s_, opt_.threads, opt_.max_pixels, decode_op);
         select(static_cast<std::int64_t>(s_.frame_pts.size()));
         // Keyframes in decode order, with their presentation times (ascending in closed GOPs).
         std::vector<std::size_t> keys;
@@ -143,14 +143,14 @@ class decoder {
         trouble_ = {};
         std::int64_t frames = static_cast<std::int64_t>(s_.frame_pts.size());
         if (s_.timed) {
-            auto counter = av::open_decoder(s_, opt_.threads, 0, op);
+            auto counter = av::open_decoder(s_, opt_.threads, 0, decode_op);
             frames = av::decode_in_order(
                 s_, counter.get(), trouble_,
-                [](std::int64_t, const AVFrame*, std::int64_t) { return true; }, op);
+                [](std::int64_t, const AVFrame*, std::int64_t) { return true; }, decode_op);
             decoded_ = frames;
         }
         select(frames);
-        ctx_ = av::open_decoder(s_, opt_.threads, opt_.max_pixels, op);
+        ctx_ = av::open_decoder(s_, opt_.threads, opt_.max_pixels, decode_op);
         std::size_t next = 0;  // the next target to fill
         const std::int64_t seen = av::decode_in_order(
             s_, ctx_.get(), trouble_,
@@ -162,9 +162,9 @@ class decoder {
                 }
                 return next < targets_.size();
             },
-            op);
+            decode_op);
         if (next < targets_.size()) {
-            throw decode_error(std::string(op) + ": " + s_.source + ": frame " +
+            throw decode_error(std::string(decode_op) + ": " + s_.source + ": frame " +
                                std::to_string(targets_[next]) + " is selected but " +
                                std::to_string(seen) + " frames decode" + trouble_.reason());
         }
@@ -177,7 +177,7 @@ class decoder {
     /// Sends one packet (or the end of the stream) and takes every frame that is ready. False
     /// when there is nothing more to send.
     bool step() {
-        av::check_cancelled(op, s_.source);
+        av::check_cancelled(decode_op, s_.source);
         if (next_ < s_.packets.size()) {
             send(s_.packets[next_++].get());
         } else if (!draining_) {
@@ -229,7 +229,7 @@ class decoder {
         const auto pixels =
             static_cast<std::uint64_t>(f->width) * static_cast<std::uint64_t>(f->height);
         if (f->width <= 0 || f->height <= 0 || (opt_.max_pixels != 0 && pixels > opt_.max_pixels)) {
-            throw decode_error(std::string(op) + ": " + s_.source + ": a frame of " +
+            throw decode_error(std::string(decode_op) + ": " + s_.source + ": a frame of " +
                                std::to_string(f->width) + "x" + std::to_string(f->height) +
                                " is over the limit of " + std::to_string(opt_.max_pixels) +
                                " pixels (max_pixels)");
@@ -244,7 +244,7 @@ class decoder {
                                       sws_flags(opt_.filter), nullptr, nullptr, nullptr));
             if (!sws_) {
                 const char* name = av_get_pix_fmt_name(static_cast<AVPixelFormat>(f->format));
-                throw decode_error(std::string(op) + ": " + s_.source +
+                throw decode_error(std::string(decode_op) + ": " + s_.source +
                                    ": swscale cannot convert " +
                                    (name != nullptr ? name : "unknown") + " frames of " +
                                    std::to_string(f->width) + "x" + std::to_string(f->height));
@@ -275,7 +275,7 @@ class decoder {
                 int stride[4] = {clip_.width() * clip_.channels(), 0, 0, 0};
                 const int ret =
                     sws_scale(sws_.get(), f->data, f->linesize, 0, f->height, dst, stride);
-                if (ret <= 0) av::throw_decode(op, s_.source, "swscale failed", ret);
+                if (ret <= 0) av::throw_decode(decode_op, s_.source, "swscale failed", ret);
             } else {
                 const auto src = clip_.frame(static_cast<int>(first));
                 std::memcpy(dst_frame.data(), src.data(), src.size());
@@ -292,7 +292,7 @@ class decoder {
                                     static_cast<std::uint64_t>(channels_of(opt_.format)) *
                                     static_cast<std::uint64_t>(slots_.size());
         if (opt_.max_bytes != 0 && bytes > opt_.max_bytes) {
-            throw invalid_argument(std::string(op) + ": " + s_.source + ": " +
+            throw invalid_argument(std::string(decode_op) + ": " + s_.source + ": " +
                                    std::to_string(slots_.size()) + " frames of " +
                                    std::to_string(w) + "x" + std::to_string(h) + " need " +
                                    std::to_string(bytes) + " bytes, over max_bytes (" +
@@ -327,19 +327,19 @@ class decoder {
 /// `decode_video`, counting a truncated clip in the stage's stats only when `note` is true.
 video_clip decode_packets(const packets& pkts, const video_decode_options& options, bool note) {
     if (pkts.empty()) {
-        throw invalid_argument(std::string(op) + ": no packets (empty ferry::packets)");
+        throw invalid_argument(std::string(decode_op) + ": no packets (empty ferry::packets)");
     }
     av::init_logging();
     av::take_log_line();
     if ((options.resize.width != 0 || options.resize.height != 0) &&
         (options.resize.width <= 0 || options.resize.height <= 0)) {
         throw invalid_argument(
-            std::string(op) + ": resize {" + std::to_string(options.resize.width) + ", " +
+            std::string(decode_op) + ": resize {" + std::to_string(options.resize.width) + ", " +
             std::to_string(options.resize.height) + "} must be positive (or {0, 0} for none)");
     }
     // pixel_format is images' too (ferry/pixels.hpp); frames come in rgb, bgr or gray only.
     if (options.format == frame_format::rgba) {
-        throw invalid_argument(std::string(op) +
+        throw invalid_argument(std::string(decode_op) +
                                ": format rgba is not one of video's (rgb, bgr, gray)");
     }
     return decoder(*pkts.state(), options).run(note);

@@ -60,7 +60,7 @@ const std::string& packets::truncation() const noexcept {
 namespace ops {
 namespace {
 
-constexpr const char* op = "demux_video";
+constexpr const char* demux_op = "demux_video";
 
 /// The first timestamp in `tb` at or after `t` seconds (a microsecond of slack for rounding).
 std::int64_t to_ts(double t, AVRational tb) {
@@ -79,28 +79,28 @@ int select_stream(const av::input& in, const demux_options& opt) {
     int index = opt.stream;
     if (index >= 0) {
         if (index >= static_cast<int>(fmt->nb_streams)) {
-            throw invalid_argument(std::string(op) + ": " + in.name + ": stream " +
+            throw invalid_argument(std::string(demux_op) + ": " + in.name + ": stream " +
                                    std::to_string(index) + " does not exist (the container has " +
                                    std::to_string(fmt->nb_streams) + ")");
         }
         if (fmt->streams[index]->codecpar->codec_type != AVMEDIA_TYPE_VIDEO) {
-            throw decode_error(std::string(op) + ": " + in.name + ": stream " +
+            throw decode_error(std::string(demux_op) + ": " + in.name + ": stream " +
                                std::to_string(index) + " is not a video stream");
         }
     } else {
         index = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
-        if (index < 0) in.fail(op, "no video stream", index);
+        if (index < 0) in.fail(demux_op, "no video stream", index);
     }
     const AVCodecParameters* par = fmt->streams[index]->codecpar;
     if (par->width < 0 || par->height < 0) {
         av::throw_decode(
-            op, in.name,
+            demux_op, in.name,
             "bad frame size " + std::to_string(par->width) + "x" + std::to_string(par->height), 0);
     }
     const auto pixels =
         static_cast<std::uint64_t>(par->width) * static_cast<std::uint64_t>(par->height);
     if (opt.max_pixels != 0 && pixels > opt.max_pixels) {
-        throw decode_error(std::string(op) + ": " + in.name + ": the stream declares " +
+        throw decode_error(std::string(demux_op) + ": " + in.name + ": the stream declares " +
                            std::to_string(par->width) + "x" + std::to_string(par->height) + " = " +
                            std::to_string(pixels) + " pixels per frame, over the limit of " +
                            std::to_string(opt.max_pixels) + " (max_pixels)");
@@ -132,11 +132,11 @@ reading read_packets(const av::input& in, int index, const demux_options& opt,
     std::int64_t after_start = 0;   // packets at or after the window's start (untimed rule)
     std::vector<std::int64_t> nth;  // scratch for the max_frames test
     for (;;) {
-        av::check_cancelled(op, in.name);
+        av::check_cancelled(demux_op, in.name);
         const int ret = av_read_frame(fmt, pkt.get());
         if (ret == AVERROR_EOF) break;
         if (ret < 0) {
-            r.error = in.read_failure(op, "reading packet " + std::to_string(r.read), ret);
+            r.error = in.read_failure(demux_op, "reading packet " + std::to_string(r.read), ret);
             break;
         }
         if (pkt->stream_index != index) {
@@ -232,7 +232,7 @@ void position(AVFormatContext* fmt, int index, std::int64_t ts) {
 
 packets demux(av::input in, const demux_options& opt, bool note) {
     if (opt.end && *opt.end <= opt.start) {
-        throw invalid_argument(std::string(op) + ": end " + seconds_text(*opt.end) +
+        throw invalid_argument(std::string(demux_op) + ": end " + seconds_text(*opt.end) +
                                " is not after start " + seconds_text(opt.start));
     }
     AVFormatContext* fmt = in.format.get();
@@ -250,7 +250,7 @@ packets demux(av::input in, const demux_options& opt, bool note) {
     state->params.reset(avcodec_parameters_alloc());
     if (!state->params) throw std::bad_alloc();
     if (const int ret = avcodec_parameters_copy(state->params.get(), st->codecpar); ret < 0) {
-        av::throw_decode(op, in.name, "cannot copy the codec parameters", ret);
+        av::throw_decode(demux_op, in.name, "cannot copy the codec parameters", ret);
     }
 
     const AVRational tb = st->time_base;
@@ -287,7 +287,7 @@ packets demux(av::input in, const demux_options& opt, bool note) {
         std::int64_t first = AV_NOPTS_VALUE;  // the first frame's presentation time
         trouble = {};
         if (!state->packets.empty() && !state->timed) {
-            trouble = av::count_frames(*state, op, first);
+            trouble = av::count_frames(*state, demux_op, first);
         } else if (!state->packets.empty()) {
             first = state->packets.front()->pts;
         }
@@ -325,7 +325,7 @@ packets demux(av::input in, const demux_options& opt, bool note) {
         }
         what += trouble.reason();
         if (!r.error.empty()) what += "; reading stopped: " + r.error;
-        av::throw_decode(op, in.name, what, 0);
+        av::throw_decode(demux_op, in.name, what, 0);
     }
 
     // What cut the input short. A header's frame count or duration is an estimate of what the
@@ -344,7 +344,7 @@ packets demux(av::input in, const demux_options& opt, bool note) {
     if (cut.empty() && trouble.code != 0) cut = "damaged data was skipped" + trouble.reason();
     if (!cut.empty()) {
         if (opt.strict) {
-            throw decode_error(std::string(op) + ": " + in.name + ": truncated: " + cut +
+            throw decode_error(std::string(demux_op) + ": " + in.name + ": truncated: " + cut +
                                " (demux_options::strict)");
         }
         if (note) this_call::note_truncated();
@@ -355,13 +355,15 @@ packets demux(av::input in, const demux_options& opt, bool note) {
 }  // namespace
 
 packets demux_packets(const std::filesystem::path& path, const demux_options& options, bool note) {
-    return demux(av::open_input(av::open_file(path, options.timeout, op), path.string(), op),
-                 options, note);
+    return demux(
+        av::open_input(av::open_file(path, options.timeout, demux_op), path.string(), demux_op),
+        options, note);
 }
 
 packets demux_packets(std::span<const std::byte> data, const demux_options& options, bool note) {
-    return demux(av::open_input(av::open_memory(data, options.timeout, op), "<memory>", op),
-                 options, note);
+    return demux(
+        av::open_input(av::open_memory(data, options.timeout, demux_op), "<memory>", demux_op),
+        options, note);
 }
 
 namespace detail {

@@ -42,7 +42,7 @@ const char* to_string(frame_count_source s) noexcept {
 namespace ops {
 namespace {
 
-constexpr const char* op = "probe_video";
+constexpr const char* probe_op = "probe_video";
 
 // FFmpeg's stream-info pass reads packets until every stream's codec parameters are known, up to
 // 5 MB or 5 s of them by default. A header that states everything (MP4, Matroska) ends it after a
@@ -117,9 +117,9 @@ video_info probe(av::input in, const video_probe_options& opt) {
     AVFormatContext* fmt = in.format.get();
     fmt->probesize = probe_bytes;
     fmt->max_analyze_duration = analyze_microseconds;
-    av::check_cancelled(op, in.name);
+    av::check_cancelled(probe_op, in.name);
     if (const int ret = avformat_find_stream_info(fmt, nullptr); ret < 0) {
-        in.fail(op, "cannot read the stream information", ret);
+        in.fail(probe_op, "cannot read the stream information", ret);
     }
     av::take_log_line();
 
@@ -134,7 +134,8 @@ video_info probe(av::input in, const video_probe_options& opt) {
     const int index = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
     if (index < 0) {
         if (!opt.require_video) return info;
-        av::throw_decode(op, in.name, "no video stream (" + stream_list(info.streams) + ")", 0);
+        av::throw_decode(probe_op, in.name, "no video stream (" + stream_list(info.streams) + ")",
+                         0);
     }
     const stream_info& v = info.streams[static_cast<std::size_t>(index)];
     info.stream = index;
@@ -172,14 +173,16 @@ namespace detail {
 
 video_info probe_video_fn::operator()(const std::filesystem::path& path,
                                       const video_probe_options& options) const {
-    return probe(av::open_container(av::open_file(path, options.timeout, op), path.string(), op),
-                 options);
+    return probe(
+        av::open_container(av::open_file(path, options.timeout, probe_op), path.string(), probe_op),
+        options);
 }
 
 video_info probe_video_fn::operator()(std::span<const std::byte> data,
                                       const video_probe_options& options) const {
-    return probe(av::open_container(av::open_memory(data, options.timeout, op), "<memory>", op),
-                 options);
+    return probe(
+        av::open_container(av::open_memory(data, options.timeout, probe_op), "<memory>", probe_op),
+        options);
 }
 
 }  // namespace detail
