@@ -230,27 +230,26 @@ _ferry_pkg_project(package.build_tree "${_ferry_pkg_components_src}"
   "-DFERRY_COMPONENTS=${_ferry_pkg_tree_components}")
 set_tests_properties(package.build_tree PROPERTIES FIXTURES_REQUIRED ferry_pkg_clean)
 
-# ferry inside another project's build. add_subdirectory with no build type (nothing is
-# optimised: the quicker build, and ferry must not set one for its parent); FetchContent with
-# this build's (tests/package/subproject/).
-_ferry_pkg_project(package.subdirectory "${CMAKE_CURRENT_LIST_DIR}/subproject"
-  "${_ferry_pkg_root}/subdirectory" ${_ferry_pkg_sub_options}
-  "-DFERRY_SOURCE_DIR=${PROJECT_SOURCE_DIR}" -DFERRY_HOW=add_subdirectory)
-# FetchContent ends in the same add_subdirectory: what differs is how the source arrives and the
-# build type, which its configure step checks. So it builds and runs core_app only, and
-# package.subdirectory builds the engine: one rebuild of ferry's engine here, not two.
-add_test(NAME package.fetchcontent
+# ferry inside another project's build (tests/package/subproject/). add_subdirectory with no build
+# type (ferry must not set one for its parent; nothing is optimised) builds and runs core_app
+# only; FetchContent, with this build's build type, builds and runs the engine's app too. The
+# flags are then this build's, so with a compiler launcher (setup.sh's ccache) its compiles are
+# this build's objects again: one unoptimised rebuild of ferry's core here, not of the engine.
+add_test(NAME package.subdirectory
   COMMAND ${CMAKE_CTEST_COMMAND} --build-and-test "${CMAKE_CURRENT_LIST_DIR}/subproject"
-          "${_ferry_pkg_root}/fetchcontent"
+          "${_ferry_pkg_root}/subdirectory"
           --build-generator "${CMAKE_GENERATOR}"
           --build-makeprogram "${CMAKE_MAKE_PROGRAM}"
           --build-target core_app
-          --build-options ${_ferry_pkg_sub_options} "-DCMAKE_BUILD_TYPE=$<CONFIG>"
-                          "-DFERRY_SOURCE_DIR=${PROJECT_SOURCE_DIR}" -DFERRY_HOW=fetchcontent
-                          -DFETCHCONTENT_FULLY_DISCONNECTED=ON
+          --build-options ${_ferry_pkg_sub_options}
+                          "-DFERRY_SOURCE_DIR=${PROJECT_SOURCE_DIR}" -DFERRY_HOW=add_subdirectory
           --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure --no-tests=error
                          -R "^core_app$")
-set_tests_properties(package.fetchcontent PROPERTIES LABELS "package")
+_ferry_pkg_project(package.fetchcontent "${CMAKE_CURRENT_LIST_DIR}/subproject"
+  "${_ferry_pkg_root}/fetchcontent" ${_ferry_pkg_sub_options} "-DCMAKE_BUILD_TYPE=$<CONFIG>"
+  "-DFERRY_SOURCE_DIR=${PROJECT_SOURCE_DIR}" -DFERRY_HOW=fetchcontent
+  -DFETCHCONTENT_FULLY_DISCONNECTED=ON)
+set_tests_properties(package.subdirectory PROPERTIES LABELS "package")
 set_tests_properties(package.subdirectory package.fetchcontent PROPERTIES
   FIXTURES_REQUIRED ferry_pkg_clean TIMEOUT 900)
 set_tests_properties(package.subdirectory PROPERTIES FIXTURES_SETUP ferry_pkg_minimal)
