@@ -52,6 +52,9 @@ launcher=()
 use_ccache() {
     if [[ "${FERRY_CCACHE:-1}" != 0 ]] && command -v ccache >/dev/null; then
         launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+        # Not the locale in each compile's hash: ctest --build-and-test (the subproject tests)
+        # sets LC_ALL and LC_MESSAGES, the builds here do not, and the objects are the same.
+        export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:+$CCACHE_SLOPPINESS,}locale"
     else
         launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=)
     fi
@@ -153,18 +156,18 @@ release_build() {
     cmake --build build --parallel "$jobs" "${build[@]}"
 }
 
-# sanitizer_build DIR SANITIZERS [cmake -D options...]: the libraries and the test suites only.
-# The libraries at -O1 (what the sanitizers' authors advise: the suites run at a useful speed)
-# with line tables for the reports; the suites' own files at -O0, eight to a translation unit
-# (FERRY_TEST_CXX_FLAGS, FERRY_UNITY_TESTS): compiling them is most of this build, and -O1 made
-# it a third longer for a few seconds of test time.
+# sanitizer_build DIR SANITIZERS [cmake -D options...]: the libraries and the test suites only,
+# eight files to a translation unit (CMake's unity build). The libraries at -O1 (what the
+# sanitizers' authors advise: the suites run at a useful speed) with line tables for the reports;
+# the suites' own files at -O0 (FERRY_TEST_CXX_FLAGS): compiling them is most of this build, and
+# -O1 made it a third longer for a few seconds of test time.
 sanitizer_build() {
     local dir="$1" sanitizers="$2" cxx
     shift 2
     cxx="$(command -v "${FERRY_SANITIZER_CXX:-g++}")"
     step "configure $dir/ (-O1, suites -O0, FERRY_SANITIZE=$sanitizers, $cxx${*:+, $*})"
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
-        -DFERRY_TEST_CXX_FLAGS=-O0 -DFERRY_UNITY_TESTS=ON "${launcher[@]}" \
+        -DFERRY_TEST_CXX_FLAGS=-O0 -DCMAKE_UNITY_BUILD=ON -DFERRY_UNITY_TESTS=ON "${launcher[@]}" \
         -DCMAKE_CXX_COMPILER="$cxx" -DFERRY_SANITIZE="$sanitizers" \
         -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF "$@"
     step "build $dir/"
@@ -234,6 +237,7 @@ test_mode() {
             state_seconds))
         step "configure build-fuzz/ (clang++, libFuzzer + ASan)"
         cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+            -DCMAKE_UNITY_BUILD=ON \
             -DCMAKE_CXX_COMPILER="$(command -v clang++)" -DFERRY_FUZZ=ON \
             -DFERRY_SANITIZE=address \
             -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
