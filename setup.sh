@@ -6,14 +6,15 @@
 #   bash setup.sh run    deps + Release build in build/ + run examples/torch_trainer, ferry's
 #                        main job: a libtorch CNN trained on Fashion-MNIST image files fed by
 #                        ferry (extra arguments go to the trainer: bash setup.sh run --epochs 2)
-#   bash setup.sh test   deps + what CI runs (about 30 minutes on 2 cores): a Release
+#   bash setup.sh test   deps + what CI runs (about 18 minutes on 2 cores): a Release
 #                        build in build/ (libraries, examples, benchmarks, the torch and mpi
 #                        suites) and its tests (examples, package, perf, torch, mpi); the unit
-#                        suites (core, engine, image, video, http, shards, cuda) built once, at
-#                        -O1 under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/),
-#                        and run there; the decode_image, decode_media, tar_samples, listing and
-#                        pipeline_state fuzzers (clang, libFuzzer, build-fuzz/) for 33, 20, 8, 5
-#                        and 4 s; exits non-zero on any failure
+#                        suites (core, engine, image, video, http, shards, cuda) built once under
+#                        AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/: libraries
+#                        -O1, the suites' files -O0, unity builds) and run there; the
+#                        decode_image, decode_media, tar_samples, listing and pipeline_state
+#                        fuzzers (clang, libFuzzer, build-fuzz/) for 33, 20, 8, 5 and 4 s, two at
+#                        a time; every build through ccache; exits non-zero on any failure
 #
 # Environment switches for `test` (what a change to the engine or the packaging should run once
 # before it lands; CI runs the bounded default):
