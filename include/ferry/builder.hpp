@@ -37,6 +37,18 @@ namespace detail {
 template <class>
 inline constexpr bool dependent_false = false;
 
+/// What `ferry::zip` and `ferry::from` read of a builder: its source and whether it has stages.
+struct source_access {
+    template <class T>
+    static const source_spec& source(const builder<T>& b) noexcept {
+        return b.spec_.source;
+    }
+    template <class T>
+    static bool has_stages(const builder<T>& b) noexcept {
+        return !b.spec_.stages.empty();
+    }
+};
+
 /// Makes `to_cuda()`'s stage (`Enable` is always void): defined in <ferry/cuda.hpp>, so that a
 /// builder carries no CUDA names until a user asks for the transfer.
 template <class T, class Enable>
@@ -409,6 +421,7 @@ class builder {
 
     template <class, class>
     friend struct detail::cuda_stage;
+    friend struct detail::source_access;
 
     template <class U>
     builder<U> then(detail::stage_spec s) const {

@@ -13,6 +13,8 @@
 #include "ferry/from.hpp"
 #include "ferry/input.hpp"
 #include "ferry/item.hpp"
+#include "ferry/mix.hpp"
+#include "ferry/mixing.hpp"
 #include "ferry/options.hpp"
 #include "ferry/pipeline.hpp"
 #include "ferry/quarantine.hpp"
@@ -24,3 +26,4 @@
 #include "ferry/this_call.hpp"
 #include "ferry/version.hpp"
 #include "ferry/world.hpp"
+#include "ferry/zip.hpp"

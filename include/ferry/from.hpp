@@ -99,6 +99,15 @@ class source_builder : public builder<T> {
 
 namespace detail {
 
+template <class S>
+inline constexpr bool is_source_builder = false;
+template <class T>
+inline constexpr bool is_source_builder<source_builder<T>> = true;
+template <class S>
+inline constexpr bool is_builder = false;
+template <class T>
+inline constexpr bool is_builder<builder<T>> = true;
+
 /// A source of `T` opened by `open(epoch)`; elements that are paths or URLs describe themselves.
 template <class T, class Open>
 source_builder<T> make_source(
@@ -182,7 +191,8 @@ source_cursor resumed_cursor(std::shared_ptr<R> holder,
 ///    the epoch, those that failed or were left out included). Without it the resume calls
 ///    `(epoch)` and pulls and drops the first `position` elements; a seekable source (shards, a
 ///    file of records, a database cursor) saves that reading by being positioned, as
-///    `ferry::sources::tar_samples` is.
+///    `ferry::sources::tar_samples` is;
+///  * a `source_builder` (what `from`, `ferry::mix` and `ferry::zip` return), returned as it is.
 ///
 /// Elements that are paths or URLs (`ferry::describable`) name themselves in failure records;
 /// others can be named with `.describe(f)` right after `from()`.
@@ -205,7 +215,9 @@ template <class S>
     const auto make = [](auto tag, auto open) {
         return detail::make_source<typename decltype(tag)::type>(std::move(open));
     };
-    if constexpr (std::ranges::input_range<S>) {
+    if constexpr (detail::is_source_builder<D>) {
+        return D(std::forward<S>(src));
+    } else if constexpr (std::ranges::input_range<S>) {
         using T = std::ranges::range_value_t<S>;
         auto holder = detail::hold_range(std::forward<S>(src));
         return make(std::type_identity<T>{},
