@@ -278,6 +278,9 @@ class stage_counters {
     std::atomic<std::uint64_t> truncated{0};
     /// What its calls counted by name (`this_call::count()`).
     ferry::detail::call_counters named;
+    /// batch_by: its batches' summed cost and padded cost (one writer, its serial node).
+    std::atomic<double> cost{0};
+    std::atomic<double> padded_cost{0};
 
     std::mutex sample_mutex;
     std::uint64_t samples = 0;

@@ -169,6 +169,7 @@ void pipeline_runtime::build_graph() {
             }
             case stage_kind::batch:
             case stage_kind::unbatch:
+            case stage_kind::batch_by:
                 add_renumbering(st);
                 break;
         }

@@ -101,6 +101,8 @@ stage_stats pipeline_runtime::row(const stage_runtime* st) const {
     r.retries = c.sum(&counter_shard::retries);
     r.truncated = c.truncated.load(std::memory_order_relaxed);
     r.counters = c.named.snapshot();
+    r.cost = c.cost.load(std::memory_order_relaxed);
+    r.padded_cost = c.padded_cost.load(std::memory_order_relaxed);
     const double ns_per_tick = rate_.ns_per_tick();
     auto ns = [&](double t) {
         return std::chrono::nanoseconds(static_cast<std::int64_t>(t * ns_per_tick));

@@ -20,7 +20,11 @@ std::size_t min_in_flight(const std::vector<stage_plan>& stages) {
     std::size_t scale = 1;
     std::vector<std::size_t> scales;
     for (const auto& st : stages) {
-        if (st.spec.kind == stage_kind::batch) {
+        if (st.spec.kind == stage_kind::batch_by) {
+            // A window of `buffer` elements is held before its batches go out; its batches
+            // stand for any number of elements, so what comes after is not scaled.
+            need = std::max(need, st.spec.batch_size * scale);
+        } else if (st.spec.kind == stage_kind::batch) {
             need = std::max(need, st.spec.batch_size * scale);
             scales.push_back(scale);
             scale *= st.spec.batch_size;
@@ -47,7 +51,8 @@ stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
     st.name =
         st.spec.options.name.empty() ? st.kind + "#" + std::to_string(index) : st.spec.options.name;
     st.concurrency = st.spec.options.concurrency;
-    if (st.spec.kind == stage_kind::batch || st.spec.kind == stage_kind::unbatch) {
+    if (st.spec.kind == stage_kind::batch || st.spec.kind == stage_kind::unbatch ||
+        st.spec.kind == stage_kind::batch_by) {
         st.concurrency = 1;
     }
     if (st.concurrency < 1) {
@@ -65,12 +70,19 @@ stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
     st.applies = st.spec.kind == stage_kind::map || st.spec.kind == stage_kind::filter ||
                  st.spec.kind == stage_kind::flat_map;
     st.counted_after = st.spec.kind == stage_kind::flat_map;
-    st.expands = st.spec.kind == stage_kind::flat_map || st.spec.kind == stage_kind::unbatch;
+    // batch_by expands a window into its batches: the state counts the batches delivered.
+    st.expands = st.spec.kind == stage_kind::flat_map || st.spec.kind == stage_kind::unbatch ||
+                 st.spec.kind == stage_kind::batch_by;
     st.io = wants_io && st.applies;
     st.own_slots = st.io || st.spec.kind == stage_kind::map_async;
     if (wants_io && !st.io) {
         throw invalid_argument("stage '" + st.name +
                                "': executor io applies to map, filter and flat_map stages");
+    }
+    if (st.spec.kind == stage_kind::batch_by && st.spec.options.on_error.attempts > 1) {
+        throw invalid_argument("stage '" + st.name +
+                               "': retry does not apply to batch_by (a cost is computed once); "
+                               "use fail or skip");
     }
     if (st.spec.kind == stage_kind::map_async && st.spec.options.on_error.attempts > 1) {
         throw invalid_argument("stage '" + st.name +
@@ -96,7 +108,8 @@ stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
                                std::to_string(timeout.count()) + " ms");
     }
     if (timeout.count() > 0 &&
-        (st.spec.kind == stage_kind::batch || st.spec.kind == stage_kind::unbatch)) {
+        (st.spec.kind == stage_kind::batch || st.spec.kind == stage_kind::unbatch ||
+         st.spec.kind == stage_kind::batch_by)) {
         throw invalid_argument("stage '" + st.name +
                                "': timeout applies to map, filter, flat_map and map_async stages");
     }
@@ -120,6 +133,8 @@ const char* kind_name(stage_kind k) noexcept {
             return "batch";
         case stage_kind::unbatch:
             return "unbatch";
+        case stage_kind::batch_by:
+            return "batch_by";
         case stage_kind::map_async:
             return "map_async";
     }
@@ -159,7 +174,7 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
     for (const auto& st : plan.stages) {
         if (!plan.shape.empty()) plan.shape += ',';
         plan.shape += st.kind;
-        if (st.spec.kind == stage_kind::batch) {
+        if (st.spec.kind == stage_kind::batch || st.spec.kind == stage_kind::batch_by) {
             plan.shape += ':' + std::to_string(st.spec.batch_size);
             if (st.spec.drop_last) plan.shape += ":drop_last";
         }

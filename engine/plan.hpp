@@ -37,12 +37,12 @@ struct stage_plan {
     bool applies = false;        ///< map, filter, flat_map: called through invoke() (invoke.hpp)
     bool counted_after = false;  ///< flat_map: the renumbering node after it counts its outputs
     bool own_slots = false;      ///< io or map_async: its calls hold no arena thread
-    bool expands = false;        ///< flat_map, unbatch: one element makes several outputs
+    bool expands = false;  ///< flat_map, unbatch, batch_by: one element (a window) makes several
 
-    /// batch, unbatch and flat_map start a new sequence space after them.
+    /// batch, unbatch, flat_map and batch_by start a new sequence space after them.
     [[nodiscard]] bool renumbers() const noexcept {
         return spec.kind == stage_kind::batch || spec.kind == stage_kind::unbatch ||
-               spec.kind == stage_kind::flat_map;
+               spec.kind == stage_kind::flat_map || spec.kind == stage_kind::batch_by;
     }
 };
 

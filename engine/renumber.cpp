@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// Renumbering: batch, unbatch and the expansion after flat_map. Each runs in a serial node
-/// behind a sequencer (source order, unless unordered) and numbers what it emits anew.
+/// Renumbering: batch, unbatch and the expansion after flat_map (batch_by's window is
+/// cost_batch.cpp's). Each runs in a serial node behind a sequencer (source order, unless
+/// unordered) and numbers what it emits anew.
 
 #include "runtime.hpp"
 
@@ -18,7 +19,9 @@ void pipeline_runtime::renumber(stage_runtime& st, msg m, const shard_writer& w)
                 st.renum.outs.push_back(x);
                 break;
             case msg_kind::end:
-                if (!st.renum.batch_items.empty()) {
+                if (!st.renum.batch_items.empty() && st.spec.kind == stage_kind::batch_by) {
+                    emit_window(st, w, true);
+                } else if (!st.renum.batch_items.empty()) {
                     if (st.spec.drop_last) {
                         for (msg b : st.renum.batch_items) {
                             count_filtered(b, w);
@@ -34,7 +37,9 @@ void pipeline_runtime::renumber(stage_runtime& st, msg m, const shard_writer& w)
                 st.renum.outs.push_back(x);
                 break;
             case msg_kind::value:
-                if (st.spec.kind == stage_kind::batch) {
+                if (st.spec.kind == stage_kind::batch_by) {
+                    take_costed(st, x, w);
+                } else if (st.spec.kind == stage_kind::batch) {
                     w.add(&counter_shard::in);
                     st.renum.batch_items.push_back(x);
                     if (st.renum.batch_items.size() == st.spec.batch_size) emit_batch(st, w);

@@ -33,9 +33,9 @@ std::string describe_sampling(const sampler_identity& s) {
 }
 
 constexpr const char* unordered_expansion =
-    "an unordered pipeline (ordered = false on the pipeline or a stage) with flat_map or "
-    "unbatch cannot tell which outputs of an item were delivered: it has no state to resume "
-    "from";
+    "an unordered pipeline (ordered = false on the pipeline or a stage) with flat_map, "
+    "unbatch or batch_by cannot tell which outputs of an item were delivered: it has no state "
+    "to resume from";
 
 }  // namespace
 

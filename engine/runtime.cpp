@@ -204,6 +204,7 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
     for (auto& st : stages_) {
         if (st.renum.seq) st.renum.seq->clear();
         st.renum.batch_items.clear();
+        st.renum.batch_costs.clear();
         st.renum.outs.clear();
         st.renum.next_out = 0;
         {

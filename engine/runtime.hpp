@@ -104,6 +104,7 @@ struct call_slots {
 struct renumber_state {
     std::unique_ptr<sequencer> seq;
     std::vector<msg> batch_items;
+    std::vector<double> batch_costs;  ///< batch_by: the cost of each of batch_items
     std::vector<msg> outs;
     std::uint64_t next_out = 0;
 };
@@ -226,6 +227,13 @@ class pipeline_runtime final : public runtime {
     // renumber.cpp
     void renumber(stage_runtime& st, msg m, const shard_writer& w);
     void emit_batch(stage_runtime& st, const shard_writer& w);
+
+    // cost_batch.cpp
+    /// batch_by: takes `m` into the window (its cost checked), grouping the window when full.
+    void take_costed(stage_runtime& st, msg m, const shard_writer& w);
+    /// batch_by: groups the window by cost and sends its batches out; `at_end` at the epoch's
+    /// end (where drop_last applies).
+    void emit_window(stage_runtime& st, const shard_writer& w, bool at_end);
     void expand(stage_runtime& st, msg m, const shard_writer& w);
 
     // async_stage.cpp

@@ -129,7 +129,10 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
     }
     os << '\n';
     for (const auto& r : s.stages) {
-        if (r.running == 0 && r.timeouts == 0 && r.truncated == 0 && r.counters.empty()) continue;
+        if (r.running == 0 && r.timeouts == 0 && r.truncated == 0 && r.counters.empty() &&
+            r.padded_cost <= 0) {
+            continue;
+        }
         os << "stage '" << r.name << "': ";
         const char* sep = "";
         if (r.running > 0) {
@@ -145,6 +148,12 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
         if (r.truncated > 0) {
             os << sep << r.truncated << " result" << (r.truncated == 1 ? "" : "s")
                << " truncated (input cut or damaged; decoded up to where it ends)";
+            sep = "; ";
+        }
+        if (r.padded_cost > 0) {
+            os << sep << "batches cost " << r.cost << " of " << r.padded_cost
+               << " padded to their largest element (padding "
+               << percent((r.padded_cost - r.cost) / r.padded_cost) << ")";
             sep = "; ";
         }
         for (const auto& [name, n] : r.counters) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <concepts>
 #include <cstdint>
 #include <exception>
@@ -308,6 +309,70 @@ class builder {
         s.options.name = std::move(options.name);
         s.batch_size = n;
         s.drop_last = options.drop_last;
+        s.pack_fn = [](std::vector<detail::any_value>& items, detail::any_value& out) {
+            std::vector<T> b;
+            b.reserve(items.size());
+            for (auto& a : items) b.push_back(a.take_as<T>());
+            out.emplace<std::vector<T>>(std::move(b));
+        };
+        return then<std::vector<T>>(std::move(s));
+    }
+
+    /// Groups elements into `std::vector<T>` batches by cost (tokens, pixels, seconds) instead of
+    /// count: `cost(const T&)` returns a number; elements of one bucket (`options.buckets`) are
+    /// batched together, and a bucket's batch is closed when the next element would take its
+    /// summed cost past `options.max_cost`. The stage gathers `options.buffer` elements at a
+    /// time (a window, in input order), groups them so, and emits the window's batches in the
+    /// order they closed, then the window's partly filled buckets in the order they were
+    /// started. The grouping depends only on the elements' costs and order: the same input
+    /// gives the same batches on every run, and a pipeline with it resumes exactly
+    /// (`pipeline::state()` names the window's first element and the batches of it delivered).
+    ///
+    /// `stats()` shows the batches' summed cost and what they would cost padded to their largest
+    /// element (`stage_stats::cost`, `padded_cost`), and `oversized batches`: elements that cost
+    /// more than `max_cost` alone, each a batch of its own. An element whose cost is negative,
+    /// NaN or infinite, or whose `cost` throws, fails under `options.on_error`, named.
+    /// Throws `ferry::invalid_argument` for a `max_cost` that is not a finite number above 0,
+    /// bucket bounds that are not finite and ascending, or a `buffer` of 0.
+    /// \code
+    ///   .batch_by([](const clip& c) { return c.seconds; },
+    ///             {.max_cost = 600.0, .buckets = {2, 5, 10, 30}, .buffer = 2000})
+    /// \endcode
+    template <class C>
+    [[nodiscard]] builder<std::vector<T>> batch_by(C cost, batch_by_options options) const {
+        static_assert(std::invocable<const C&, const T&>,
+                      "ferry::builder<T>::batch_by(cost, options): cost must be callable with "
+                      "const T& (the pipeline's current element type)");
+        static_assert(
+            std::is_arithmetic_v<std::remove_cvref_t<std::invoke_result_t<const C&, const T&>>>,
+            "ferry::builder<T>::batch_by(cost, options): cost must return a number");
+        const auto say = [](const std::string& what) {
+            throw invalid_argument("batch_by: " + what);
+        };
+        if (!(options.max_cost > 0) || options.max_cost == HUGE_VAL) {
+            say("max_cost must be a finite number above 0, got " +
+                std::to_string(options.max_cost));
+        }
+        for (std::size_t i = 0; i < options.buckets.size(); ++i) {
+            const double b = options.buckets[i];
+            if (!(b > -HUGE_VAL && b < HUGE_VAL) || (i > 0 && !(options.buckets[i - 1] < b))) {
+                say("bucket bounds must be finite and ascending; bound " + std::to_string(i) +
+                    " is " + std::to_string(b));
+            }
+        }
+        if (options.buffer == 0) say("buffer must be at least 1 element");
+        auto fn = std::make_shared<C>(std::move(cost));
+        detail::stage_spec s;
+        s.kind = detail::stage_kind::batch_by;
+        s.options.name = std::move(options.name);
+        s.options.on_error = options.on_error;
+        s.batch_size = options.buffer;
+        s.drop_last = options.drop_last;
+        s.max_cost = options.max_cost;
+        s.cost_bounds = std::move(options.buckets);
+        s.cost_fn = [fn](detail::any_value& v) {
+            return static_cast<double>(std::invoke(std::as_const(*fn), std::as_const(v.get<T>())));
+        };
         s.pack_fn = [](std::vector<detail::any_value>& items, detail::any_value& out) {
             std::vector<T> b;
             b.reserve(items.size());

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ferry/export.hpp"
 #include "ferry/retry.hpp"
@@ -105,6 +106,35 @@ struct batch_options {
     /// Drop a last, partial batch at the end of each epoch (its items count as filtered).
     bool drop_last = false;
     /// Name shown in stats; defaults to `batch#3`.
+    std::string name{};
+};
+
+/// How `builder::batch_by` groups elements by cost (tokens, pixels, seconds) instead of count.
+/// \code
+///   .batch_by([](const clip& c) { return c.seconds; },
+///             {.max_cost = 600.0, .buckets = {2, 5, 10, 30}, .buffer = 2000})
+/// \endcode
+struct batch_by_options {
+    /// A batch's summed cost stays at or below this (finite, above 0); an element that costs
+    /// more on its own is a batch of its own (counted as `oversized batches` in the stage's
+    /// counters).
+    double max_cost = 0;
+    /// Bucket bounds, ascending: an element of cost c joins bucket `i`, the number of bounds at
+    /// or below c, and a batch holds elements of one bucket only (similar sizes, little
+    /// padding). Empty: one bucket.
+    std::vector<double> buckets{};
+    /// Elements grouped together: the stage gathers this many (a window), groups them, and
+    /// emits the window's batches. Batches never span two windows, so a state names a window
+    /// by its first element's position and the batches of it delivered: O(1), exact resume.
+    std::size_t buffer = 1000;
+    /// At the epoch's end, leave out the batches that the cost rule did not close (the last
+    /// window's partly filled buckets; their elements count as filtered).
+    bool drop_last = false;
+    /// What an element whose cost function throws or returns a negative, NaN or infinite cost
+    /// becomes: `fail` (the default) ends the epoch, `skip` drops the element (counted as
+    /// failed). Retries do not apply.
+    error_policy on_error{};
+    /// Name shown in stats; defaults to `batch_by#3`.
     std::string name{};
 };
 

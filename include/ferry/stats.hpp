@@ -35,6 +35,11 @@ struct stage_stats {
     /// What the stage's calls counted by name with `ferry::this_call::count()` (e.g. `read_url`'s
     /// `cache hits`, `cache misses`, `throttled`), in the order first counted.
     std::vector<std::pair<std::string, std::uint64_t>> counters;
+    /// `batch_by`: the summed cost of the batches it emitted, and what they would cost padded to
+    /// their largest element (count x largest). `padded_cost - cost` is the padding its
+    /// batches carry; 0 for other stages.
+    double cost = 0;
+    double padded_cost = 0;  ///< see `cost`
 
     std::chrono::nanoseconds task_mean{0};  ///< mean wall time of one call
     std::chrono::nanoseconds task_p50{0};   ///< median call time (log-bucketed, within ~10%)

@@ -24,7 +24,7 @@
 
 namespace ferry::detail {
 
-enum class stage_kind : std::uint8_t { map, filter, flat_map, batch, unbatch, map_async };
+enum class stage_kind : std::uint8_t { map, filter, flat_map, batch, unbatch, map_async, batch_by };
 
 /// Pulls the next source element into `out`; false at the end of the epoch.
 using source_cursor = std::function<bool(any_value& out)>;
@@ -57,8 +57,12 @@ struct source_spec {
 struct stage_spec {
     stage_kind kind = stage_kind::map;
     stage_options options{};
-    std::size_t batch_size = 0;  // batch only
-    bool drop_last = false;      // batch only
+    std::size_t batch_size = 0;       // batch; batch_by: its buffer (window)
+    bool drop_last = false;           // batch, batch_by
+    double max_cost = 0;              // batch_by only
+    std::vector<double> cost_bounds;  // batch_by only: its buckets' bounds, ascending
+    /// batch_by: the cost of one element (any number; the engine checks it).
+    std::function<double(any_value& value)> cost_fn;
 
     /// map: puts the result of the call on `in` into `out`, which may be `in` itself (the
     /// engine's usual call: the result replaces the input). `last_attempt` false asks the call to
@@ -76,7 +80,7 @@ struct stage_spec {
     std::function<bool(any_value& value)> filter_fn;
     /// flat_map / unbatch: appends the outputs of one input.
     std::function<void(any_value& in, std::vector<any_value>& out, bool last_attempt)> expand_fn;
-    /// batch: packs `items` (in order) into one value.
+    /// batch, batch_by: packs `items` (in order) into one value.
     std::function<void(std::vector<any_value>& items, any_value& out)> pack_fn;
     /// map_async: starts one call; the result arrives through the sink.
     std::function<void(any_value&& in, std::shared_ptr<async_sink> sink)> start_fn;

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// batch_by: a window of `buffer` elements gathered in input order, grouped by cost
+/// (cost_groups.hpp), and sent out as the window's batches through the expansion that flat_map
+/// uses. The window is one box from its first element's start to its last's end, and batch i of
+/// it gets the points start + [i] and start + [i + 1], so a state names the window's first
+/// element and the batches of it delivered; a resumed run gathers the same window again and
+/// skips those. Runs in the stage's serial renumbering node: nothing here is shared.
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "cost_groups.hpp"
+#include "runtime.hpp"
+
+namespace ferry::detail {
+
+void pipeline_runtime::take_costed(stage_runtime& st, msg m, const shard_writer& w) {
+    w.add(&counter_shard::in);
+    double cost = 0;
+    try {
+        cost = st.spec.cost_fn(m->value);
+        if (!std::isfinite(cost) || cost < 0) {
+            throw invalid_argument("batch_by: the cost function returned " + std::to_string(cost) +
+                                   "; a cost must be a finite number >= 0");
+        }
+    } catch (...) {
+        fail_item(st, m, std::current_exception());
+        if (m->kind == msg_kind::gap) {
+            retire_gap(m);
+        } else {
+            m->seq = st.renum.next_out++;
+            st.renum.outs.push_back(m);
+        }
+        return;
+    }
+    st.renum.batch_items.push_back(m);
+    st.renum.batch_costs.push_back(cost);
+    if (st.renum.batch_items.size() == st.spec.batch_size) emit_window(st, w, false);
+}
+
+void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, bool at_end) {
+    const auto t0 = ticks();
+    w.active(1);
+    auto& items = st.renum.batch_items;
+    auto& costs = st.renum.batch_costs;
+    const cost_grouping groups = group_by_cost(costs, st.spec.cost_bounds, st.spec.max_cost);
+    if (groups.oversized > 0) st.counters.named.add("oversized batches", groups.oversized);
+    // drop_last: at the epoch's end, the buckets the cost rule did not close are left out.
+    std::vector<bool> dropped(items.size(), false);
+    const bool drop_open = at_end && st.spec.drop_last;
+    if (drop_open) {
+        for (std::size_t g = 0; g < groups.batches.size(); ++g) {
+            if (groups.closed[g]) continue;
+            for (const std::size_t i : groups.batches[g]) dropped[i] = true;
+        }
+    }
+    msg first = items.front();
+    // The window resumes from its first element's start; its last batch ends at its last's end.
+    first->end = items.back()->end;
+    std::vector<any_value> values(items.size());
+    std::uint64_t kept = 0;
+    std::uint64_t credits = 0;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        msg b = items[i];
+        if (dropped[i]) count_filtered(b, w);
+        kept += b->items;
+        credits += b->credits;
+        values[i] = std::move(b->value);
+        if (b != first) {
+            b->items = 0;  // the window's box carries them
+            pool_.release(b);
+        }
+    }
+    items.clear();
+    // The window's first box carries the accounting and credits of all its elements.
+    first->items = kept;
+    first->credits = credits;
+    first->children.clear();
+    double cost = 0;
+    double padded = 0;
+    try {
+        for (std::size_t g = 0; g < groups.batches.size(); ++g) {
+            if (drop_open && !groups.closed[g]) continue;
+            std::vector<any_value> part;
+            part.reserve(groups.batches[g].size());
+            double largest = 0;
+            for (const std::size_t i : groups.batches[g]) {
+                part.push_back(std::move(values[i]));
+                cost += costs[i];
+                largest = std::max(largest, costs[i]);
+            }
+            padded += largest * static_cast<double>(part.size());
+            st.spec.pack_fn(part, first->children.emplace_back());
+        }
+    } catch (...) {
+        fail_item(st, first, std::current_exception());
+    }
+    costs.clear();
+    st.counters.cost.store(st.counters.cost.load(std::memory_order_relaxed) + cost,
+                           std::memory_order_relaxed);
+    st.counters.padded_cost.store(st.counters.padded_cost.load(std::memory_order_relaxed) + padded,
+                                  std::memory_order_relaxed);
+    w.record_call(t0);
+    w.active(-1);
+    if (first->kind == msg_kind::error) {
+        first->seq = st.renum.next_out++;
+        st.renum.outs.push_back(first);
+        return;
+    }
+    if (first->kind == msg_kind::gap || first->children.empty()) {
+        retire_gap(first);
+        return;
+    }
+    expand(st, first, w);
+}
+
+}  // namespace ferry::detail
