@@ -92,7 +92,40 @@ void pipeline_runtime::build_graph() {
         return gw;
     };
 
+    // The route whose branches are being built: each branch starts at a broadcast node of its
+    // own (the route puts an element there) and every branch's last node feeds `rejoin`, which
+    // the stage after the route reads, out of order.
+    struct open_route {
+        int index = -1;
+        std::vector<flow::broadcast_node<msg>*> heads;
+        std::vector<flow::sender<msg>*> tails;
+        flow::broadcast_node<msg>* rejoin = nullptr;
+        std::size_t branch = 0;
+        bool in_branch = false;
+    };
+    open_route rt;
+    const auto close_route = [&] {
+        if (rt.index < 0) return;
+        if (rt.in_branch) rt.tails[rt.branch] = tail;
+        for (std::size_t b = 0; b < rt.heads.size(); ++b) {
+            flow::make_edge(rt.tails[b] != nullptr ? *rt.tails[b] : *rt.heads[b], *rt.rejoin);
+        }
+        tail = rt.rejoin;
+        in_order = false;
+        rt = open_route{};
+    };
+
+    int i = -1;  // st's index in the plan
     for (auto& st : stages_) {
+        ++i;
+        if (rt.index >= 0 && st.route != rt.index) close_route();
+        if (st.route >= 0 && (!rt.in_branch || st.branch != rt.branch)) {
+            if (rt.in_branch) rt.tails[rt.branch] = tail;
+            rt.branch = st.branch;
+            rt.in_branch = true;
+            tail = rt.heads[st.branch];
+            in_order = true;  // the route hands each branch its elements in order
+        }
         switch (st.spec.kind) {
             case stage_kind::map:
             case stage_kind::filter:
@@ -172,8 +205,41 @@ void pipeline_runtime::build_graph() {
             case stage_kind::batch_by:
                 add_renumbering(st);
                 break;
+            case stage_kind::route: {
+                rt.index = i;
+                for (std::size_t b = 0; b < st.branches; ++b) {
+                    auto head = std::make_unique<flow::broadcast_node<msg>>(g);
+                    rt.heads.push_back(head.get());
+                    flow_->nodes.push_back(std::move(head));
+                }
+                rt.tails.assign(st.branches, nullptr);
+                auto rejoin = std::make_unique<flow::broadcast_node<msg>>(g);
+                rt.rejoin = rejoin.get();
+                flow_->nodes.push_back(std::move(rejoin));
+                // Serial: elements go down their branches in the order they came.
+                auto node = std::make_unique<flow::function_node<msg, flow::continue_msg>>(
+                    g, flow::serial,
+                    tsan_body([this, &st, heads = rt.heads, rejoin = rt.rejoin](msg m) {
+                        tsan_receive(this, m);
+                        const shard_writer w = st.counters.owned();
+                        w.add(&counter_shard::arrived);
+                        const std::size_t b = route_item(st, m, w);
+                        w.add(&counter_shard::emitted);
+                        // Gaps, failures and the epoch's end go straight to the join.
+                        if (b < heads.size()) {
+                            tsan_send(*heads[b], m);
+                        } else {
+                            tsan_send(*rejoin, m);
+                        }
+                        return flow::continue_msg();
+                    }));
+                flow::make_edge(*tail, *node);
+                flow_->nodes.push_back(std::move(node));
+                break;
+            }
         }
     }
+    close_route();
 
     using out_t = flow::function_node<msg, flow::continue_msg>;
     auto out = std::make_unique<out_t>(

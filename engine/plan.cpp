@@ -52,7 +52,7 @@ stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
         st.spec.options.name.empty() ? st.kind + "#" + std::to_string(index) : st.spec.options.name;
     st.concurrency = st.spec.options.concurrency;
     if (st.spec.kind == stage_kind::batch || st.spec.kind == stage_kind::unbatch ||
-        st.spec.kind == stage_kind::batch_by) {
+        st.spec.kind == stage_kind::batch_by || st.spec.kind == stage_kind::route) {
         st.concurrency = 1;
     }
     if (st.concurrency < 1) {
@@ -78,6 +78,11 @@ stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
     if (wants_io && !st.io) {
         throw invalid_argument("stage '" + st.name +
                                "': executor io applies to map, filter and flat_map stages");
+    }
+    if (st.spec.kind == stage_kind::route && st.spec.options.on_error.attempts > 1) {
+        throw invalid_argument("stage '" + st.name +
+                               "': retry does not apply to route (its selector is called once); "
+                               "use fail or skip");
     }
     if (st.spec.kind == stage_kind::batch_by && st.spec.options.on_error.attempts > 1) {
         throw invalid_argument("stage '" + st.name +
@@ -135,6 +140,8 @@ const char* kind_name(stage_kind k) noexcept {
             return "unbatch";
         case stage_kind::batch_by:
             return "batch_by";
+        case stage_kind::route:
+            return "route";
         case stage_kind::map_async:
             return "map_async";
     }
@@ -169,21 +176,57 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
     bool ordered = options.ordered;
     int index = 1;
     plan.stages.reserve(spec.stages.size());
-    for (auto& s : spec.stages) plan.stages.push_back(plan_stage(std::move(s), index++, ordered));
+    for (auto& s : spec.stages) {
+        auto branches = std::move(s.branches);
+        plan.stages.push_back(plan_stage(std::move(s), index++, ordered));
+        // A route's branches follow it, flattened, each stage marked with its route and branch.
+        const int route = static_cast<int>(plan.stages.size()) - 1;
+        plan.stages.back().branches = branches.size();
+        const std::string prefix = plan.stages.back().name + "/";
+        for (std::size_t b = 0; b < branches.size(); ++b) {
+            for (auto& bs : branches[b]) {
+                const bool named = !bs.options.name.empty();
+                stage_plan st = plan_stage(std::move(bs), index++, ordered);
+                if (!named) st.name = prefix + std::to_string(b) + " " + st.name;
+                st.route = route;
+                st.branch = b;
+                plan.stages.push_back(std::move(st));
+            }
+        }
+    }
     plan.output_ordered = ordered;
-    for (const auto& st : plan.stages) {
+    for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+        const auto& st = plan.stages[i];
+        if (st.route >= 0) continue;  // in its route's part
         if (!plan.shape.empty()) plan.shape += ',';
         plan.shape += st.kind;
         if (st.spec.kind == stage_kind::batch || st.spec.kind == stage_kind::batch_by) {
             plan.shape += ':' + std::to_string(st.spec.batch_size);
             if (st.spec.drop_last) plan.shape += ":drop_last";
         }
+        if (st.spec.kind == stage_kind::route) {
+            // route(map,filter|map): each branch's kinds.
+            plan.shape += '(';
+            for (std::size_t b = 0; b < st.branches; ++b) {
+                if (b > 0) plan.shape += '|';
+                bool first = true;
+                for (const auto& bs : plan.stages) {
+                    if (bs.route != static_cast<int>(i) || bs.branch != b) continue;
+                    if (!first) plan.shape += ',';
+                    plan.shape += bs.kind;
+                    first = false;
+                }
+            }
+            plan.shape += ')';
+        }
     }
     if (plan.shape.empty()) plan.shape = "none";
     // A stage that wants its input in particular memory gets it from the map right before.
     for (std::size_t i = 1; i < plan.stages.size(); ++i) {
         auto& prev = plan.stages[i - 1];
-        if (plan.stages[i].spec.input_allocator && prev.spec.kind == stage_kind::map) {
+        const bool same_line =
+            prev.route == plan.stages[i].route && prev.branch == plan.stages[i].branch;
+        if (plan.stages[i].spec.input_allocator && prev.spec.kind == stage_kind::map && same_line) {
             prev.output_allocator = plan.stages[i].spec.input_allocator;
         }
     }

@@ -38,6 +38,11 @@ struct stage_plan {
     bool counted_after = false;  ///< flat_map: the renumbering node after it counts its outputs
     bool own_slots = false;      ///< io or map_async: its calls hold no arena thread
     bool expands = false;  ///< flat_map, unbatch, batch_by: one element (a window) makes several
+    /// A branch stage: the index (in the plan's stages) of its route, and its branch there; -1
+    /// for a stage on the main line. A route's branches follow it, branch by branch.
+    int route = -1;
+    std::size_t branch = 0;
+    std::size_t branches = 0;  ///< a route: how many branches it has
 
     /// batch, unbatch, flat_map and batch_by start a new sequence space after them.
     [[nodiscard]] bool renumbers() const noexcept {

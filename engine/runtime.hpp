@@ -228,6 +228,12 @@ class pipeline_runtime final : public runtime {
     void renumber(stage_runtime& st, msg m, const shard_writer& w);
     void emit_batch(stage_runtime& st, const shard_writer& w);
 
+    // route.cpp
+    /// route: the branch `m` takes, or `no_branch` (a gap, a failure, the epoch's end, or an
+    /// element that failed here) for the join.
+    std::size_t route_item(stage_runtime& st, msg m, const shard_writer& w);
+    static constexpr std::size_t no_branch = ~std::size_t{0};
+
     // cost_batch.cpp
     /// batch_by: takes `m` into the window (its cost checked), grouping the window when full.
     void take_costed(stage_runtime& st, msg m, const shard_writer& w);

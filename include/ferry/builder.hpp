@@ -15,6 +15,7 @@
 #include <optional>
 #include <ranges>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -47,6 +48,10 @@ struct source_access {
     template <class T>
     static bool has_stages(const builder<T>& b) noexcept {
         return !b.spec_.stages.empty();
+    }
+    template <class T>
+    static const std::vector<stage_spec>& stages(const builder<T>& b) noexcept {
+        return b.spec_.stages;
     }
 };
 
@@ -382,6 +387,78 @@ class builder {
         return then<std::vector<T>>(std::move(s));
     }
 
+    /// Sends each element down one of several branches and joins them again: `select(const T&)`
+    /// returns the branch's index (0 for the first `branch`), and `branch_i(builder<T>)` adds
+    /// that branch's stages (map, filter, map_async: one element in, at most one out), each with
+    /// its own concurrency. Every branch must end with the same element type `U`; the route's
+    /// elements are `U`. The branches are compiled into the pipeline's one graph (no thread per
+    /// branch), input order is kept across them unless `options.ordered` is false, and every
+    /// element is counted once: by the route, then by the stages of its branch. A selector that
+    /// throws or returns an index with no branch fails the element under `options.on_error`,
+    /// naming the index. Throws `ferry::invalid_argument` for a branch with a flat_map, batch,
+    /// unbatch, batch_by or route (batch after the route).
+    /// \code
+    ///   .route([](const sample& s) { return s.is_video ? 1 : 0; },
+    ///          [](auto b) { return b.map(decode_image_sample, 8); },
+    ///          [](auto b) { return b.map(decode_video_sample, 2); })
+    /// \endcode
+    template <class S, class... B>
+    requires(!std::same_as<S, route_options>)
+        [[nodiscard]] auto route(S select, B... branches) const {
+        return route(route_options{}, std::move(select), std::move(branches)...);
+    }
+    /// `route` with options: `.route({.name = "by kind", .on_error = ferry::skip}, select, ...)`.
+    template <class S, class... B>
+    [[nodiscard]] auto route(route_options options, S select, B... branches) const {
+        static_assert(sizeof...(B) >= 1,
+                      "ferry::builder<T>::route(select, branches...): give at least one branch");
+        static_assert(std::invocable<const S&, const T&>,
+                      "ferry::builder<T>::route(select, ...): select must be callable with const "
+                      "T& (the pipeline's current element type)");
+        static_assert(
+            std::is_integral_v<std::remove_cvref_t<std::invoke_result_t<const S&, const T&>>>,
+            "ferry::builder<T>::route(select, ...): select must return an integer, the index "
+            "of the branch");
+        static_assert((std::invocable<B&, builder<T>> && ...),
+                      "ferry::builder<T>::route(select, branches...): each branch must be "
+                      "callable with a builder<T> and return the builder with its stages, e.g. "
+                      "[](auto b) { return b.map(f, 4); }");
+        using first = std::remove_cvref_t<
+            std::invoke_result_t<std::tuple_element_t<0, std::tuple<B...>>&, builder<T>>>;
+        using U = typename first::element_type;
+        static_assert(
+            (std::same_as<
+                 typename std::remove_cvref_t<std::invoke_result_t<B&, builder<T>>>::element_type,
+                 U> &&
+             ...),
+            "ferry::builder<T>::route(select, branches...): every branch must end with the same "
+            "element type (the first branch's), which the route's elements have");
+        auto fn = std::make_shared<S>(std::move(select));
+        detail::stage_spec s;
+        s.kind = detail::stage_kind::route;
+        s.options.name = std::move(options.name);
+        s.options.on_error = options.on_error;
+        s.options.ordered = options.ordered;
+        s.select_fn = [fn](detail::any_value& v) {
+            return static_cast<std::int64_t>(
+                std::invoke(std::as_const(*fn), std::as_const(v.get<T>())));
+        };
+        const builder<T> start{detail::source_spec{}};
+        (s.branches.push_back(detail::source_access::stages(std::invoke(branches, start))), ...);
+        for (std::size_t b = 0; b < s.branches.size(); ++b) {
+            for (const auto& st : s.branches[b]) {
+                if (st.kind != detail::stage_kind::map && st.kind != detail::stage_kind::filter &&
+                    st.kind != detail::stage_kind::map_async) {
+                    throw invalid_argument(
+                        "route: branch " + std::to_string(b) +
+                        " has a stage other than map, filter or map_async; a branch turns one "
+                        "element into at most one (batch, flat_map or route after the route)");
+                }
+            }
+        }
+        return then<U>(std::move(s));
+    }
+
     /// The inverse of `batch`: each element of a range-valued element becomes an element.
     [[nodiscard]] auto unbatch() const requires std::ranges::input_range<T> {
         using U = std::ranges::range_value_t<T>;
@@ -471,6 +548,11 @@ class builder {
         detail::pipeline_spec spec = spec_;
         for (auto& s : spec.stages) {
             if (s.on_build) s.on_build(s);
+            for (auto& branch : s.branches) {
+                for (auto& b : branch) {
+                    if (b.on_build) b.on_build(b);
+                }
+            }
         }
         return pipeline<T>(detail::compile(std::move(spec), std::move(options)));
     }

@@ -138,6 +138,21 @@ struct batch_by_options {
     std::string name{};
 };
 
+/// Options of `builder::route`.
+struct route_options {
+    /// Name shown in stats and failures; defaults to `route#3`. A branch's stages are named
+    /// `<route>/<branch> <stage>` (e.g. `route#3/1 map#5`) unless they have names of their own.
+    std::string name{};
+    /// What an element becomes when the selector throws or returns a branch that does not
+    /// exist: `fail` (the default) ends the epoch, `skip` drops it (counted as failed). Retries
+    /// do not apply.
+    error_policy on_error{};
+    /// Keep input order across the branches (the default): an element that a fast branch
+    /// finishes waits for the earlier ones in a slow branch. false: the output is in
+    /// completion order (a pipeline then resumes as an unordered one does).
+    bool ordered = true;
+};
+
 /// Severity of a log line.
 enum class log_level : std::uint8_t { info, warning, error };
 

@@ -24,7 +24,16 @@
 
 namespace ferry::detail {
 
-enum class stage_kind : std::uint8_t { map, filter, flat_map, batch, unbatch, map_async, batch_by };
+enum class stage_kind : std::uint8_t {
+    map,
+    filter,
+    flat_map,
+    batch,
+    unbatch,
+    map_async,
+    batch_by,
+    route
+};
 
 /// Pulls the next source element into `out`; false at the end of the epoch.
 using source_cursor = std::function<bool(any_value& out)>;
@@ -63,6 +72,10 @@ struct stage_spec {
     std::vector<double> cost_bounds;  // batch_by only: its buckets' bounds, ascending
     /// batch_by: the cost of one element (any number; the engine checks it).
     std::function<double(any_value& value)> cost_fn;
+    /// route: the branch an element takes (the engine checks it is one).
+    std::function<std::int64_t(any_value& value)> select_fn;
+    /// route: each branch's stages (map, filter and map_async only), in order.
+    std::vector<std::vector<stage_spec>> branches;
 
     /// map: puts the result of the call on `in` into `out`, which may be `in` itself (the
     /// engine's usual call: the result replaces the input). `last_attempt` false asks the call to
