@@ -18,9 +18,9 @@
 namespace ferry {
 namespace {
 
-constexpr std::uint64_t golden = 0x9e3779b97f4a7c15ULL;
+constexpr std::uint64_t draw_golden = 0x9e3779b97f4a7c15ULL;
 
-constexpr std::uint64_t mix64(std::uint64_t z) noexcept {
+constexpr std::uint64_t draw_bits(std::uint64_t z) noexcept {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
@@ -30,10 +30,10 @@ constexpr std::uint64_t mix64(std::uint64_t z) noexcept {
 /// epoch itself (so a source that does not repeat is visited as `from(dataset, sampling)`
 /// visits it), later passes have keys of their own.
 constexpr std::uint64_t pass_key(std::uint64_t epoch, std::uint64_t pass) noexcept {
-    return pass == 0 ? epoch : mix64(epoch ^ mix64(pass * golden));
+    return pass == 0 ? epoch : draw_bits(epoch ^ draw_bits(pass * draw_golden));
 }
 
-[[noreturn]] void refuse(const std::string& why) {
+[[noreturn]] void refuse_mix(const std::string& why) {
     throw invalid_argument("ferry::mix: " + why);
 }
 
@@ -41,22 +41,22 @@ constexpr std::uint64_t pass_key(std::uint64_t epoch, std::uint64_t pass) noexce
 
 mix_sampler::mix_sampler(std::vector<source> sources, const mix_options& options)
     : sources_(std::move(sources)), options_(options) {
-    if (sources_.empty()) refuse("no sources; give at least one {dataset, weight}");
-    if (options.world_size == 0) refuse("world_size is 0; it must be at least 1");
+    if (sources_.empty()) refuse_mix("no sources; give at least one {dataset, weight}");
+    if (options.world_size == 0) refuse_mix("world_size is 0; it must be at least 1");
     if (options.rank >= options.world_size) {
-        refuse("rank " + std::to_string(options.rank) + " is not below world_size " +
-               std::to_string(options.world_size) + " (ranks count from 0)");
+        refuse_mix("rank " + std::to_string(options.rank) + " is not below world_size " +
+                   std::to_string(options.world_size) + " (ranks count from 0)");
     }
     bool any_weight = false;
     for (std::size_t k = 0; k < sources_.size(); ++k) {
         const double w = sources_[k].weight;
         if (std::isnan(w) || std::isinf(w)) {
-            refuse("source " + std::to_string(k) + " has weight " + std::to_string(w) +
-                   "; a weight must be a finite number >= 0");
+            refuse_mix("source " + std::to_string(k) + " has weight " + std::to_string(w) +
+                       "; a weight must be a finite number >= 0");
         }
         if (w < 0) {
-            refuse("source " + std::to_string(k) + " has a negative weight (" + std::to_string(w) +
-                   "); a weight must be >= 0");
+            refuse_mix("source " + std::to_string(k) + " has a negative weight (" +
+                       std::to_string(w) + "); a weight must be >= 0");
         }
         any_weight = any_weight || w > 0;
         shares_.emplace_back(sources_[k].size,
@@ -67,15 +67,15 @@ mix_sampler::mix_sampler(std::vector<source> sources, const mix_options& options
                                       .remainder = sources_[k].options.remainder});
     }
     if (!any_weight) {
-        refuse("every weight is 0 (" + std::to_string(sources_.size()) +
-               " sources); at least one must be above 0");
+        refuse_mix("every weight is 0 (" + std::to_string(sources_.size()) +
+                   " sources); at least one must be above 0");
     }
     if (options.stop != mix_stop::never && options.epoch_length == 0) {
         const bool ends = std::any_of(sources_.begin(), sources_.end(), [](const source& s) {
             return s.weight > 0 && !s.options.repeat;
         });
         if (!ends) {
-            refuse(
+            refuse_mix(
                 "every source with a weight above 0 repeats, so an epoch would never end; use "
                 "stop = mix_stop::never (with an epoch_length, or for one endless epoch), or "
                 "set an epoch_length");
@@ -93,7 +93,7 @@ mix_sampler::cursor mix_sampler::open(std::uint64_t epoch, std::uint64_t positio
 mix_sampler::cursor::cursor(const mix_sampler& owner, std::uint64_t epoch)
     : owner_(&owner),
       epoch_(epoch),
-      key_(mix64(owner.options_.seed ^ mix64(epoch + golden))),
+      key_(draw_bits(owner.options_.seed ^ draw_bits(epoch + draw_golden))),
       taken_(owner.sources_.size(), 0),
       in_draw_(owner.sources_.size(), false),
       upto_(owner.sources_.size(), 0.0) {
@@ -135,7 +135,8 @@ std::optional<mix_sampler::pick> mix_sampler::cursor::next() {
             return std::nullopt;
         }
         const double u =
-            static_cast<double>(mix64(key_ ^ mix64(position_ + golden)) >> 11) * 0x1.0p-53;
+            static_cast<double>(draw_bits(key_ ^ draw_bits(position_ + draw_golden)) >> 11) *
+            0x1.0p-53;
         const double at = u * total;
         auto it = std::upper_bound(upto_.begin(), upto_.end(), at);
         // Rounding can put `at` on the total itself: the last source in the draw takes it.
