@@ -134,7 +134,8 @@ BOOST_AUTO_TEST_CASE(stats_show_the_padding_and_the_oversized_batches) {
                  .batch_by([](int x) { return x; }, {.max_cost = 4, .name = "plain"})
                  .build();
     BOOST_TEST(shown(drain(q)) == shown({{1, 3}, {1, 3}}));
-    const auto& plain = row_named(q.stats(), "plain");
+    const auto qs = q.stats();
+    const auto& plain = row_named(qs, "plain");
     BOOST_TEST(plain.cost == 8.0);
     BOOST_TEST(plain.padded_cost == 12.0);
     std::ostringstream report;
