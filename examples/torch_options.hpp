@@ -28,6 +28,7 @@ struct torch_options : trainer_options {
     int torch_threads = 1;   ///< libtorch's intra-op threads
     int loader_threads = 1;  ///< ferry's compute threads (decode + augment, collate)
     bool resume = false;     ///< --resume: from --checkpoint
+    std::string mix;         ///< --mix DIR:WEIGHT,...: train on these folders, drawn by weight
 };
 
 /// Fills `o` from the command line; returns the exit status when the program should stop now.
@@ -61,6 +62,10 @@ inline std::optional<int> parse_torch_command_line(int argc, char** argv, torch_
                    "use at most this many training images (0 = all; the same random subset on "
                    "every rank)");
     app.add_option("--max-test-items", o.max_test_items, "at most this many test images (0 = all)");
+    app.add_option("--mix", o.mix,
+                   "DIR:WEIGHT,...: train on these image folders' train splits instead, drawn by "
+                   "weight (ferry::mix; each shuffled; an epoch ends when one runs out); the "
+                   "classes and the test split are --data's");
     app.add_option("--size", o.size, "images are resized to size x size")
         ->check(CLI::Range(8, 1024));
     app.add_option("--width", o.width, "channels of the first convolution")

@@ -15,12 +15,16 @@
 // ceil(n / W) items of every epoch, and gradients are averaged every step (torch_ranks.hpp), so
 // the ranks' models stay bit-identical.
 //
+// Several folders: --mix DIR:WEIGHT,... trains on their train splits drawn by weight
+// (ferry::mix, training_mix.hpp), labelled and tested by the main data's classes and test split.
+//
 // Checkpoints: --checkpoint FILE saves the model, the optimizer and ferry's pipeline state
 // (torch_checkpoint.hpp) every --checkpoint-every steps; --resume goes on from FILE mid-epoch
 // with exactly the batches an uninterrupted run would have trained on.
 //
 //   torch_trainer [--data DIR] [--epochs 5] [--threads N] [--max-items N] [--seed S]
 //                 [--world-size W --rank R] [--checkpoint FILE [--resume]] [--no-progress]
+//                 [--mix DIR:WEIGHT,...]
 //   torch_trainer --help
 
 #include <torch/torch.h>
@@ -53,6 +57,7 @@
 #include "torch_ranks.hpp"
 #include "trainer_options.hpp"
 #include "trainer_pipeline.hpp"
+#include "training_mix.hpp"
 
 namespace fs = std::filesystem;
 using steady = std::chrono::steady_clock;
@@ -117,8 +122,17 @@ ferry::image augment(ferry::image img, const ferry::item_info& info, int pad) {
 }
 
 auto train_pipeline(const dataset& data, const torch_options& o,
-                    const ferry::pipeline_options& popts) {
-    return read_training_files(data.train, o)
+                    const ferry::pipeline_options& popts, const training_mix* mix) {
+    // One folder sampled over the ranks, or several drawn by weight (--mix): read the same way.
+    auto files = mix != nullptr
+                     ? mixed_training_source(*mix, o).map(read_item,
+                                                          {
+                                                              .concurrency = o.read_concurrency,
+                                                              .name = "read",
+                                                              .executor = ferry::io,
+                                                          })
+                     : read_training_files(data.train, o);
+    return std::move(files)
         .map(
             [&o](const encoded& e, const ferry::item_info& info) {
                 ferry::image img = decode(e, o.size);
@@ -183,7 +197,7 @@ double test_accuracy(classifier& model, Pipeline& test) {
     return tested > 0 ? static_cast<double>(correct) / static_cast<double>(tested) : 0;
 }
 
-void train(const dataset& data, const torch_options& o, classifier& model,
+void train(const dataset& data, const training_mix* mix, const torch_options& o, classifier& model,
            torch::optim::AdamW& optimizer, const std::string& model_shape,
            std::optional<train_position> resume, rank_group* ranks) {
     const int classes = static_cast<int>(data.classes.size());
@@ -192,7 +206,7 @@ void train(const dataset& data, const torch_options& o, classifier& model,
     // build() refuses a state saved by another pipeline: other data, seed, ranks or batch size.
     auto train = [&] {
         try {
-            return train_pipeline(data, o, train_opts);
+            return train_pipeline(data, o, train_opts, mix);
         } catch (const ferry::invalid_argument& e) {
             if (!resume) throw;
             throw resume_error(e.what());
@@ -201,7 +215,7 @@ void train(const dataset& data, const torch_options& o, classifier& model,
     auto test = test_pipeline(data, o);
     item_record record(o.record_items_path);
 
-    const std::size_t per_epoch = training_items(data, o);
+    const std::size_t per_epoch = mix != nullptr ? mixed_items(*mix, o) : training_items(data, o);
     const std::size_t steps = total_steps(per_epoch, o);
     train_position pos = resume.value_or(train_position{});
     double last_accuracy = 0;
@@ -279,6 +293,8 @@ int main(int argc, char** argv) {
     }
 
     dataset data = load_training_data(o);
+    std::optional<training_mix> mix;
+    if (!o.mix.empty()) mix = load_training_mix(o.mix, data.classes, o);
     const int classes = static_cast<int>(data.classes.size());
 
     // Fixed thread counts and a seeded initialisation: libtorch on the CPU is then
@@ -336,7 +352,7 @@ int main(int argc, char** argv) {
                   << " of the epoch" << std::endl;
     }
     try {
-        train(data, o, model, optimizer, model_shape, resume, ranks.get());
+        train(data, mix ? &*mix : nullptr, o, model, optimizer, model_shape, resume, ranks.get());
     } catch (const resume_error& e) {
         std::cerr << "torch_trainer: cannot resume from " << o.checkpoint_path << ": " << e.what()
                   << '\n';
