@@ -85,8 +85,10 @@ void pipeline_runtime::take_resume_state() {
         const auto& b = *mine;
         std::string what;
         if (a.n != b.n) {
+            // Over a ferry::mix, n is the mix's fingerprint (mix_sampler::fingerprint()).
             what = "a dataset of " + std::to_string(a.n) + " items, this pipeline's has " +
-                   std::to_string(b.n);
+                   std::to_string(b.n) +
+                   " (over ferry::mix: another mix, of other sources, sizes, weights or rules)";
         } else if (a.seed != b.seed) {
             what =
                 "seed " + std::to_string(a.seed) + ", this pipeline's is " + std::to_string(b.seed);

@@ -74,28 +74,28 @@ mix_input(R&&, double, mix_source_options = {}) -> mix_input<std::ranges::range_
 
 namespace detail {
 
-/// The sources' sizes and weights now, as `mix_sampler` takes them.
+/// The sources' sizes, weights and options now, as `mix_sampler` takes them.
 template <class T>
-mix_sampler mix_numbers(const std::vector<mix_input<T>>& inputs, const mix_options& options) {
+std::vector<mix_sampler::source> mix_sources(const std::vector<mix_input<T>>& inputs) {
     std::vector<mix_sampler::source> sources;
     sources.reserve(inputs.size());
     for (const auto& in : inputs) sources.push_back({in.size(), in.weight(), in.options()});
-    return mix_sampler(std::move(sources), options);
+    return sources;
 }
 
-/// A cursor over epoch `epoch` of the mix from `position` on.
+/// A cursor over epoch `epoch` of the mix `numbers` from `position` on.
 template <class T>
 source_cursor mix_cursor(std::shared_ptr<const std::vector<mix_input<T>>> inputs,
-                         const mix_options& options, std::uint64_t epoch, std::uint64_t position) {
+                         mix_sampler numbers, std::uint64_t epoch, std::uint64_t position) {
     struct state {
-        state(std::shared_ptr<const std::vector<mix_input<T>>> in, const mix_options& o,
-              std::uint64_t e, std::uint64_t p)
-            : inputs(std::move(in)), numbers(mix_numbers(*inputs, o)), at(numbers.open(e, p)) {}
+        state(std::shared_ptr<const std::vector<mix_input<T>>> in, mix_sampler m, std::uint64_t e,
+              std::uint64_t p)
+            : inputs(std::move(in)), numbers(std::move(m)), at(numbers.open(e, p)) {}
         std::shared_ptr<const std::vector<mix_input<T>>> inputs;
         mix_sampler numbers;
         mix_sampler::cursor at;  // refers to `numbers`: the state stays where it was made
     };
-    auto st = std::make_shared<state>(std::move(inputs), options, epoch, position);
+    auto st = std::make_shared<state>(std::move(inputs), std::move(numbers), epoch, position);
     return [st](any_value& out) {
         const auto pick = st->at.next();
         if (!pick) return false;
@@ -116,7 +116,10 @@ source_cursor mix_cursor(std::shared_ptr<const std::vector<mix_input<T>>> inputs
 ///
 /// The result is a `source_builder<T>`: add stages to it, or pass it to `ferry::from`. Its state
 /// is a position, as a plain source's, so `pipeline::state()` and `resume_from` resume it exactly
-/// (opening a saved epoch replays the draws before the position, about 10 ns each).
+/// (opening a saved epoch replays the draws before the position, about 10 ns each); the ranks'
+/// states merge (`pipeline_state::merge`) to resume on another world size, each item of the
+/// epoch once over both runs up to padding (`mix_sampler`'s merged constructor says how). The
+/// state names the mix by `mix_sampler::fingerprint()`: another mix's state is refused.
 /// `item_info::index` is the mix position; `item_info::seed` is `options.seed`.
 ///
 /// Throws `ferry::invalid_argument` at once (see `mix_sampler`) for no sources, a weight that is
@@ -134,13 +137,23 @@ source_cursor mix_cursor(std::shared_ptr<const std::vector<mix_input<T>>> inputs
 template <class T>
 [[nodiscard]] source_builder<T> mix(std::vector<mix_input<T>> sources,
                                     const mix_options& options = {}) {
-    (void)detail::mix_numbers(sources, options);  // refuses bad weights and rules now
+    // Refuses bad weights and rules now; names the mix in saved states.
+    const mix_sampler now(detail::mix_sources(sources), options);
+    const sampler_identity identity{now.fingerprint(),  options.seed,   options.rank,
+                                    options.world_size, remainder::pad, true};
     auto inputs = std::make_shared<const std::vector<mix_input<T>>>(std::move(sources));
     auto open_at = [inputs, options](std::uint64_t epoch, std::uint64_t position) {
-        return detail::mix_cursor<T>(inputs, options, epoch, position);
+        return detail::mix_cursor<T>(inputs, mix_sampler(detail::mix_sources(*inputs), options),
+                                     epoch, position);
     };
     auto open = [open_at](std::uint64_t epoch) { return open_at(epoch, 0); };
-    return detail::make_source<T>(std::move(open), {}, options.seed, std::move(open_at));
+    // The rest of a merged epoch (pipeline_state::merge), this rank's share of it.
+    auto open_resumed = [inputs, options](const pipeline_state& st) {
+        return detail::mix_cursor<T>(inputs, mix_sampler(detail::mix_sources(*inputs), options, st),
+                                     st.epoch(), st.position());
+    };
+    return detail::make_source<T>(std::move(open), {}, options.seed, std::move(open_at), identity,
+                                  std::move(open_resumed));
 }
 
 /// `mix` over a braced list: `ferry::mix<T>({{a, 0.7}, {b, 0.3}}, options)`.

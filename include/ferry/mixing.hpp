@@ -7,10 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "ferry/export.hpp"
+#include "ferry/pipeline_state.hpp"
 #include "ferry/sampling.hpp"
 
 namespace ferry {
@@ -102,6 +104,23 @@ class FERRY_API mix_sampler {
     /// `first_exhausted` or `all_exhausted`; use `mix_stop::never`).
     mix_sampler(std::vector<source> sources, const mix_options& options);
 
+    /// The rest of a merged epoch on another world: `merged` is `pipeline_state::merge` of the
+    /// states every rank of a run over this mix took at one step (any world size), and
+    /// `options` names this rank of the new world. In the merged epoch, each source's first
+    /// pass is what the saved ranks had not taken of theirs (`ferry::resumed_sampler` over the
+    /// counts their positions imply, split over the new world by the source's remainder rule),
+    /// drawn anew from (seed, epoch) with keys of their own, under the same stop rule; a source
+    /// that repeats goes on with its usual passes after it. Every rank of the new world draws
+    /// the same sources, and an item a saved rank took does not come again in that epoch (up to
+    /// the padding). Other epochs are the usual ones. Throws `ferry::invalid_argument` as the
+    /// other constructor does, and for a state that is not merged.
+    mix_sampler(std::vector<source> sources, const mix_options& options,
+                const pipeline_state& merged);
+
+    /// A fingerprint of the sources (sizes, weights, options) and the rules, for telling two
+    /// mixes apart in a saved state (`sampler_identity::n` of a pipeline over a mix).
+    [[nodiscard]] std::uint64_t fingerprint() const noexcept;
+
     /// A walk through one epoch's positions.
     class FERRY_API cursor {
       public:
@@ -141,9 +160,21 @@ class FERRY_API mix_sampler {
     [[nodiscard]] std::uint64_t share(std::size_t k) const { return shares_.at(k).size(); }
 
   private:
+    /// Items of source `k`'s first pass in `epoch` (its share, or the rest of a merged epoch).
+    [[nodiscard]] std::uint64_t first_size(std::size_t k, std::uint64_t epoch) const;
+    /// The dataset index of item `c` of source `k` in `epoch` (all passes).
+    [[nodiscard]] std::uint64_t index_of(std::size_t k, std::uint64_t epoch, std::uint64_t c) const;
+    /// Whether `epoch` is the rest of a merged epoch.
+    [[nodiscard]] bool resumed(std::uint64_t epoch) const noexcept {
+        return !rest_.empty() && epoch == rest_epoch_;
+    }
+
     std::vector<source> sources_;
     mix_options options_;
     std::vector<sampler> shares_;
+    /// The rest of a merged epoch, per source (empty without one).
+    std::vector<std::shared_ptr<const resumed_sampler>> rest_;
+    std::uint64_t rest_epoch_ = 0;
 };
 
 }  // namespace ferry

@@ -8,6 +8,7 @@
 /// leave the draw are taken out of the running sums, so the others keep their relative odds.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -90,19 +91,109 @@ mix_sampler::cursor mix_sampler::open(std::uint64_t epoch, std::uint64_t positio
     return c;
 }
 
+std::uint64_t mix_sampler::first_size(std::size_t k, std::uint64_t epoch) const {
+    return resumed(epoch) ? rest_[k]->size() : shares_[k].size();
+}
+
+std::uint64_t mix_sampler::index_of(std::size_t k, std::uint64_t epoch, std::uint64_t c) const {
+    const std::uint64_t first = first_size(k, epoch);
+    if (c < first) {
+        return resumed(epoch) ? rest_[k]->index(c) : shares_[k].index(pass_key(epoch, 0), c);
+    }
+    const std::uint64_t share = shares_[k].size();
+    const std::uint64_t pass = 1 + (c - first) / share;
+    return shares_[k].index(pass_key(epoch, pass), (c - first) % share);
+}
+
+mix_sampler::mix_sampler(std::vector<source> sources, const mix_options& options,
+                         const pipeline_state& merged)
+    : mix_sampler(std::move(sources), options) {
+    const auto& saved = merged.saved_sampler();
+    const auto& positions = merged.rank_positions();
+    if (!saved || positions.empty()) {
+        refuse_mix("the state to resume the rest of is not merged (pipeline_state::merge)");
+    }
+    // Every saved rank drew the same sources: how far each source had got at each rank's
+    // position is one replay of the saved world's draws.
+    mix_options was = options_;
+    was.rank = 0;
+    was.world_size = saved->world_size;
+    const mix_sampler before(sources_, was);
+    std::vector<std::size_t> order(positions.size());
+    for (std::size_t r = 0; r < order.size(); ++r) order[r] = r;
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return positions[a] < positions[b]; });
+    std::vector<std::vector<std::uint64_t>> taken(sources_.size(),
+                                                  std::vector<std::uint64_t>(positions.size()));
+    auto c = before.open(merged.epoch());
+    for (const std::size_t r : order) {
+        while (c.position() < positions[r] && c.next()) {
+        }
+        for (std::size_t k = 0; k < sources_.size(); ++k) {
+            // Passes after the first are the repeating sources' own: the first is what resumes.
+            taken[k][r] = std::min(c.taken(k), before.share(k));
+        }
+    }
+    // Each source's rest: its saved ranks' states at those counts, merged and split anew.
+    for (std::size_t k = 0; k < sources_.size(); ++k) {
+        std::vector<pipeline_state> states;
+        for (std::size_t r = 0; r < positions.size(); ++r) {
+            pipeline_state st(merged.epoch(), taken[k][r]);
+            st.set_sampler(sampler_identity{sources_[k].size, sources_[k].options.seed, r,
+                                            saved->world_size, sources_[k].options.remainder,
+                                            sources_[k].options.shuffle});
+            states.push_back(std::move(st));
+        }
+        rest_.push_back(std::make_shared<const resumed_sampler>(pipeline_state::merge(states),
+                                                                options.rank, options.world_size));
+    }
+    rest_epoch_ = merged.epoch();
+}
+
+std::uint64_t mix_sampler::fingerprint() const noexcept {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    const auto add = [&h](std::uint64_t v) { h = draw_bits(h ^ (v + draw_golden)); };
+    add(sources_.size());
+    for (const auto& s : sources_) {
+        add(s.size);
+        add(std::bit_cast<std::uint64_t>(s.weight));
+        add(s.options.seed);
+        add((s.options.shuffle ? 1U : 0U) | (s.options.repeat ? 2U : 0U) |
+            (s.options.remainder == remainder::pad ? 4U : 0U));
+    }
+    add(static_cast<std::uint64_t>(options_.stop));
+    add(options_.epoch_length);
+    // Kept below 2^63: it stands where a dataset size does.
+    return h >> 1;
+}
+
 mix_sampler::cursor::cursor(const mix_sampler& owner, std::uint64_t epoch)
     : owner_(&owner),
       epoch_(epoch),
-      key_(draw_bits(owner.options_.seed ^ draw_bits(epoch + draw_golden))),
+      // The rest of a merged epoch draws with keys of its own.
+      key_(draw_bits(owner.options_.seed ^ draw_bits(epoch + draw_golden)) ^
+           (owner.resumed(epoch) ? draw_bits(~epoch) : 0)),
       taken_(owner.sources_.size(), 0),
       in_draw_(owner.sources_.size(), false),
       upto_(owner.sources_.size(), 0.0) {
     const bool keep_empty = owner.options_.stop == mix_stop::first_exhausted;
+    bool finite_sources = false;
     for (std::size_t k = 0; k < in_draw_.size(); ++k) {
         // An empty source has nothing to give, even on repeat: under first_exhausted its first
         // draw ends the epoch; under the other rules it never takes part.
-        in_draw_[k] = owner.sources_[k].weight > 0 && (keep_empty || owner.share(k) > 0);
+        const bool repeats =
+            owner.sources_[k].options.repeat || owner.options_.stop == mix_stop::never;
+        const bool has_items = owner.first_size(k, epoch) > 0 || (repeats && owner.share(k) > 0);
+        in_draw_[k] = owner.sources_[k].weight > 0 && (keep_empty || has_items);
         if (in_draw_[k] && !owner.sources_[k].options.repeat) ++finite_;
+        if (owner.sources_[k].weight > 0 && !owner.sources_[k].options.repeat)
+            finite_sources = true;
+    }
+    // all_exhausted with every source that does not repeat empty from the start (the rest of a
+    // merged epoch that the saved ranks had finished): nothing is left to end on, so nothing
+    // is drawn.
+    if (owner.options_.stop == mix_stop::all_exhausted && finite_sources && finite_ == 0) {
+        ended_ = true;
     }
     // all_exhausted ends when the last source that does not repeat leaves; with none, only the
     // epoch_length does.
@@ -146,9 +237,10 @@ std::optional<mix_sampler::pick> mix_sampler::cursor::next() {
         }
         const auto k = static_cast<std::size_t>(it - upto_.begin());
         const auto& src = owner_->sources_[k];
-        const std::uint64_t share = owner_->share(k);
+        const std::uint64_t first = owner_->first_size(k, epoch_);
         const bool repeats = src.options.repeat || opts.stop == mix_stop::never;
-        const bool used_up = share == 0 || (!repeats && taken_[k] == share);
+        const bool used_up =
+            repeats ? (taken_[k] >= first && owner_->share(k) == 0) : taken_[k] == first;
         if (used_up) {
             if (opts.stop == mix_stop::first_exhausted) {
                 ended_ = true;
@@ -159,12 +251,12 @@ std::optional<mix_sampler::pick> mix_sampler::cursor::next() {
             continue;
         }
         const std::uint64_t c = taken_[k]++;
-        const std::uint64_t pass = c / share;
-        pick p{k, owner_->shares_[k].index(pass_key(epoch_, pass), c % share), pass};
+        const std::uint64_t share = owner_->share(k);
+        pick p{k, owner_->index_of(k, epoch_, c), c < first ? 0 : 1 + (c - first) / share};
         ++position_;
         // all_exhausted: a source leaves once its last item is taken, so the epoch ends right
         // after the last item of the last source rather than at a draw that finds nothing.
-        if (!repeats && taken_[k] == share && opts.stop != mix_stop::first_exhausted) leave(k);
+        if (!repeats && taken_[k] == first && opts.stop != mix_stop::first_exhausted) leave(k);
         return p;
     }
 }

@@ -16,6 +16,7 @@
 
 #include "ferry/error.hpp"
 #include "ferry/mixing.hpp"
+#include "ferry/pipeline_state.hpp"
 
 namespace mix_sampler_test {
 
@@ -223,6 +224,60 @@ BOOST_AUTO_TEST_CASE(ranks_get_equal_counts_and_disjoint_shares) {
             BOOST_TEST(std::set(seen[1].begin(), seen[1].end()).size() == 41U);
         }
     }
+}
+
+// The rest of a merged epoch, as numbers: two saved ranks stopped at positions 5 and 2, three
+// new ranks share what they had not taken, each source's items once over both worlds (source 0
+// pads 1 item in the saved world, 0 or more in the new), with equal counts on the new ranks; a
+// state that is not merged is refused.
+BOOST_AUTO_TEST_CASE(the_rest_of_a_merged_epoch_splits_over_a_new_world) {
+    const std::vector<source> sources{{.size = 21, .weight = 1, .options = {.shuffle = true}},
+                                      {.size = 12, .weight = 1, .options = {.shuffle = true}}};
+    const auto mix = [&](std::size_t r, std::size_t w) {
+        return ferry::mix_sampler(
+            sources,
+            {.seed = 3, .stop = ferry::mix_stop::all_exhausted, .rank = r, .world_size = w});
+    };
+    std::vector<ferry::pipeline_state> states;
+    std::map<std::size_t, std::multiset<std::uint64_t>> seen;
+    const std::uint64_t stopped[] = {5, 2};
+    for (std::size_t r = 0; r < 2; ++r) {
+        const auto m = mix(r, 2);
+        auto c = m.open(0);
+        for (std::uint64_t i = 0; i < stopped[r]; ++i) {
+            const auto p = c.next();
+            seen[p->source].insert(p->index);
+        }
+        ferry::pipeline_state st(0, stopped[r]);
+        st.set_sampler(
+            ferry::sampler_identity{m.fingerprint(), 3, r, 2, ferry::remainder::pad, true});
+        states.push_back(st);
+    }
+    const auto merged = ferry::pipeline_state::merge(states);
+    std::size_t count = 0;
+    for (std::size_t r = 0; r < 3; ++r) {
+        ferry::mix_sampler rest(
+            sources,
+            {.seed = 3, .stop = ferry::mix_stop::all_exhausted, .rank = r, .world_size = 3},
+            merged);
+        auto c = rest.open(0);
+        std::size_t n = 0;
+        while (auto p = c.next()) {
+            seen[p->source].insert(p->index);
+            ++n;
+        }
+        if (r == 0) count = n;
+        BOOST_TEST(n == count);
+        // Epoch 1 is the new world's usual epoch.
+        BOOST_TEST(picks(rest, 1) == picks(mix(r, 3), 1));
+    }
+    for (const auto& [k, n] : {std::pair<std::size_t, std::size_t>{0, 21}, {1, 12}}) {
+        BOOST_TEST(std::set(seen[k].begin(), seen[k].end()).size() == n);
+        BOOST_TEST(seen[k].size() < n + 1 + 3);  // padding only
+    }
+    BOOST_TEST(refusal([&] {
+                   (void)ferry::mix_sampler(sources, {}, states[0]);
+               }).find("not merged") != std::string::npos);
 }
 
 // Weights and rules that cannot work are refused, naming the source and the reason.

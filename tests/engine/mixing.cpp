@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -279,17 +280,100 @@ BOOST_AUTO_TEST_CASE(a_mix_refuses_bad_weights_at_once) {
         [&] { (void)ferry::mix<int>(std::vector<ferry::mix_input<int>>{}); }, "no sources");
 }
 
-// States of a mix cannot be merged for another world size yet: merge says why.
-BOOST_AUTO_TEST_CASE(a_mix_state_is_not_merged_across_world_sizes) {
+// Elastic: four ranks save a mix at uneven steps, the states are merged, and 1, 3 or 5 ranks
+// take the rest of the epoch: every rank of the new world gets the same count, every item of
+// every source comes at least once over both runs and again only as padding, and the epoch after
+// is the new world's usual one.
+BOOST_AUTO_TEST_CASE(a_mix_resumes_on_another_world_size) {
+    const three_sources s;
+    const auto options = [](std::size_t r, std::size_t w) {
+        return ferry::mix_options{
+            .seed = 5, .stop = ferry::mix_stop::all_exhausted, .rank = r, .world_size = w};
+    };
+    // Sources 0 and 1 do not repeat: each of their items once an epoch, up to the padding.
+    const auto second_epoch = [&](std::size_t r, std::size_t w) {
+        auto p = s.mixed(options(r, w)).build();
+        (void)drain(p);
+        return drain(p);
+    };
+    const std::size_t saved_world = 4;
+    const std::vector<std::size_t> steps{3, 9, 0, 6};
+    std::vector<int> before;
+    std::vector<ferry::pipeline_state> states;
+    for (std::size_t r = 0; r < saved_world; ++r) {
+        auto p = s.mixed(options(r, saved_world)).build();
+        for (std::size_t i = 0; i < steps[r]; ++i) before.push_back(*p.next());
+        states.push_back(ferry::pipeline_state::parse(p.state().serialize()));
+    }
+    const auto merged =
+        ferry::pipeline_state::parse(ferry::pipeline_state::merge(states).serialize());
+    for (const std::size_t world : {1U, 3U, 5U}) {
+        BOOST_TEST_CONTEXT("resumed on " << world << " ranks") {
+            std::vector<int> all = before;
+            std::size_t count = 0;
+            for (std::size_t r = 0; r < world; ++r) {
+                auto p = s.mixed(options(r, world)).build({.resume_from = merged});
+                const auto rest = drain(p);
+                if (r == 0) count = rest.size();
+                BOOST_TEST(rest.size() == count);  // the same count on every new rank
+                all.insert(all.end(), rest.begin(), rest.end());
+                // The next epoch is the new world's usual one.
+                BOOST_TEST(drain(p) == second_epoch(r, world), boost::test_tools::per_element());
+            }
+            for (const auto& [k, n] : {std::pair{0, 40}, std::pair{1, 17}}) {
+                std::map<int, int> seen;
+                for (const int x : all) {
+                    if (x / 1000 == k) ++seen[x % 1000];
+                }
+                BOOST_TEST(seen.size() == static_cast<std::size_t>(n));  // every item
+                int extra = 0;
+                for (const auto& [item, times] : seen) extra += times - 1;
+                // Padding only: the saved world's (under 4) and the new world's (under `world`).
+                BOOST_TEST(extra < static_cast<int>(saved_world + world), "source " << k);
+            }
+        }
+    }
+}
+
+// A state taken while the rest of a merged epoch runs resumes it exactly again on that world.
+BOOST_AUTO_TEST_CASE(a_resumed_rest_resumes_again_on_its_world) {
     const three_sources s;
     std::vector<ferry::pipeline_state> states;
     for (std::size_t r = 0; r < 2; ++r) {
-        auto p = s.mixed({.seed = 1, .rank = r, .world_size = 2}).build();
-        (void)p.next();
+        auto p = s.mixed({.seed = 2, .rank = r, .world_size = 2}).build();
+        for (std::size_t i = 0; i < 4 + 3 * r; ++i) (void)p.next();
         states.push_back(p.state());
     }
-    expect_saying<ferry::invalid_argument>([&] { (void)ferry::pipeline_state::merge(states); },
-                                           "the states are not of a sampled pipeline");
+    const auto merged = ferry::pipeline_state::merge(states);
+    const ferry::mix_options here{.seed = 2, .rank = 1, .world_size = 3};
+    auto whole = s.mixed(here).build({.resume_from = merged});
+    const auto rest = drain(whole);
+    BOOST_TEST_REQUIRE(rest.size() > 6U);
+    auto first = s.mixed(here).build({.resume_from = merged});
+    std::vector<int> got;
+    for (int i = 0; i < 5; ++i) got.push_back(*first.next());
+    const auto mid = ferry::pipeline_state::parse(first.state().serialize());
+    auto second = s.mixed(here).build({.resume_from = mid});
+    for (const int x : drain(second)) got.push_back(x);
+    BOOST_TEST(got == rest, boost::test_tools::per_element());
+}
+
+// A mix state is checked against the pipeline it resumes: another mix, or another rank, is
+// refused naming what differs.
+BOOST_AUTO_TEST_CASE(a_mix_state_resumes_only_its_own_mix) {
+    const three_sources s;
+    auto p = s.mixed({.seed = 1}).build();
+    (void)p.next();
+    const auto st = p.state();
+    const std::vector<int> other{1, 2, 3};
+    expect_saying<ferry::invalid_argument>(
+        [&] {
+            (void)ferry::mix<int>({{other, 1.0}}, {.seed = 1}).build({.resume_from = st});
+        },
+        "another mix");
+    expect_saying<ferry::invalid_argument>(
+        [&] { (void)s.mixed({.seed = 1, .rank = 1, .world_size = 2}).build({.resume_from = st}); },
+        "merge the ranks' states");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
