@@ -23,6 +23,7 @@
 #include <iostream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -273,6 +274,80 @@ void resume(const ferry::world& w, const std::string& state_file,
                " before the save, " + std::to_string(after) + " after)");
 }
 
+/// The mix every rank runs in the mix modes: 503 items (0..502) and 300 (1000..1299) at 2:1,
+/// shuffled, until both are used up; a rank's share pads the first by one item.
+auto make_mix(const ferry::world& w, std::optional<ferry::pipeline_state> resume = {}) {
+    static const std::vector<int> a = [] {
+        std::vector<int> v(503);
+        std::iota(v.begin(), v.end(), 0);
+        return v;
+    }();
+    static const std::vector<int> b = [] {
+        std::vector<int> v(300);
+        std::iota(v.begin(), v.end(), 1000);
+        return v;
+    }();
+    return ferry::mix<int>(
+               {{a, 2.0, {.shuffle = true, .seed = 11}}, {b, 1.0, {.shuffle = true, .seed = 12}}},
+               {.seed = 5,
+                .stop = ferry::mix_stop::all_exhausted,
+                .rank = w.rank,
+                .world_size = w.size})
+        .map([](int x) { return 3 * x + 1; }, 2)
+        .build({.threads = 1, .logger = quiet, .resume_from = std::move(resume)});
+}
+
+/// mix-sample: each rank stops at its own step (10 + 7 * rank items), the states are gathered
+/// and merged on rank 0 and written with what was delivered.
+void mix_sample(const ferry::world& w, const std::string& state_file,
+                const std::string& delivered_file) {
+    auto pipe = make_mix(w);
+    std::vector<int> delivered;
+    for (std::size_t i = 0; i < 10 + 7 * w.rank; ++i) delivered.push_back(undo(*pipe.next()));
+    const auto states = ferry::mpi::gather_states(pipe.state());
+    const auto all_delivered = ferry::mpi::all_gather(join(delivered));
+    if (w.rank != 0) return;
+    const auto merged = ferry::pipeline_state::merge(states);
+    std::ofstream(state_file) << merged.serialize() << '\n';
+    std::ofstream out(delivered_file);
+    for (const auto& text : all_delivered) out << text;
+    out << '\n';
+    expect(static_cast<bool>(out), "could not write " + delivered_file);
+}
+
+/// mix-resume: the ranks of a new world take the rest of the merged epoch: the same count on
+/// every rank, and with what the saved ranks delivered every item of both sources, again only
+/// as padding (one in the saved world's share of the first source, under one per source and
+/// new rank in the rest's split).
+void mix_resume(const ferry::world& w, const std::string& state_file,
+                const std::string& delivered_file) {
+    std::string text;
+    std::getline(std::ifstream(state_file), text);
+    auto pipe = make_mix(w, ferry::pipeline_state::parse(text));
+    std::vector<int> mine;
+    while (auto y = pipe.next()) mine.push_back(undo(*y));
+    const auto rest = ferry::mpi::all_gather(join(mine));
+    if (w.rank != 0) return;
+    std::string before_text;
+    std::getline(std::ifstream(delivered_file), before_text);
+    std::map<int, int> seen;
+    for (const int x : split(before_text)) ++seen[x];
+    for (std::size_t r = 0; r < rest.size(); ++r) {
+        const auto items_r = split(rest[r]);
+        expect(items_r.size() == split(rest[0]).size(),
+               "mix-resume: rank " + std::to_string(r) + " delivered " +
+                   std::to_string(items_r.size()) + " items, rank 0 " +
+                   std::to_string(split(rest[0]).size()));
+        for (const int x : items_r) ++seen[x];
+    }
+    std::size_t repeats = 0;
+    for (const auto& [x, n] : seen) repeats += static_cast<std::size_t>(n - 1);
+    expect(seen.size() == 503 + 300, "mix-resume: " + std::to_string(seen.size()) +
+                                         " distinct items over both runs, not 803");
+    expect(repeats <= 1 + 2 * (w.size - 1),
+           "mix-resume: " + std::to_string(repeats) + " items came twice or more");
+}
+
 }  // namespace
 
 /// Whether `f` throws a ferry::error with `code` whose message says `says`.
@@ -295,8 +370,10 @@ int main(int argc, char** argv) {
         expect(before_ok, "world() before the session did not throw invalid_argument");
         expect(mpi.owns(), "the session did not initialise MPI");
         const std::vector<std::string> args(argv + 1, argv + argc);
-        if (args.size() != 3 || (args[0] != "sample" && args[0] != "resume")) {
-            std::cerr << "usage: ranks sample|resume <merged state file> <delivered file>\n";
+        const std::set<std::string> modes{"sample", "resume", "mix-sample", "mix-resume"};
+        if (args.size() != 3 || modes.count(args[0]) == 0) {
+            std::cerr << "usage: ranks sample|resume|mix-sample|mix-resume <merged state file> "
+                         "<delivered file>\n";
             return 2;
         }
         const ferry::world w = ferry::mpi::world();
@@ -319,8 +396,12 @@ int main(int argc, char** argv) {
 
         if (args[0] == "sample") {
             sample(w, args[1], args[2]);
-        } else {
+        } else if (args[0] == "resume") {
             resume(w, args[1], args[2]);
+        } else if (args[0] == "mix-sample") {
+            mix_sample(w, args[1], args[2]);
+        } else {
+            mix_resume(w, args[1], args[2]);
         }
         if (!failures.empty()) {
             for (const auto& f : failures) std::cerr << "rank " << w.rank << ": " << f << '\n';
