@@ -22,23 +22,6 @@ using namespace resume_test;
 
 using index_lists = std::vector<std::vector<std::size_t>>;
 
-/// The batches of a stream of costs (as ints), by windows of `buffer`, as batch_by makes them.
-std::vector<std::vector<int>> by_cost(const std::vector<int>& items, double (*cost)(int),
-                                      const std::vector<double>& bounds, double max_cost,
-                                      std::size_t buffer) {
-    std::vector<std::vector<int>> out;
-    for (std::size_t w = 0; w < items.size(); w += buffer) {
-        const std::size_t end = std::min(items.size(), w + buffer);
-        std::vector<double> costs;
-        for (std::size_t i = w; i < end; ++i) costs.push_back(cost(items[i]));
-        for (const auto& g : ferry::detail::group_by_cost(costs, bounds, max_cost).batches) {
-            out.emplace_back();
-            for (const std::size_t i : g) out.back().push_back(items[w + i]);
-        }
-    }
-    return out;
-}
-
 /// Index lists as text: "[4][0,1]".
 std::string listed(const index_lists& lists) {
     std::string out;
@@ -239,9 +222,7 @@ BOOST_AUTO_TEST_CASE(resumes_exactly_from_any_output) {
 
 // A mix batched by cost resumes exactly too.
 BOOST_AUTO_TEST_CASE(a_mix_batched_by_cost_resumes_exactly) {
-    std::vector<int> a(60), b(25);
-    for (int i = 0; i < 60; ++i) a[static_cast<std::size_t>(i)] = i;
-    for (int i = 0; i < 25; ++i) b[static_cast<std::size_t>(i)] = 1000 + i;
+    const auto a = numbered_source(0, 60), b = numbered_source(1, 25);
     const ferry::mix_options o{.seed = 4, .stop = ferry::mix_stop::all_exhausted};
     const std::vector<ferry::mix_sampler::source> numbers{
         {.size = 60, .weight = 2, .options = {.shuffle = true, .seed = 1}},
@@ -249,14 +230,7 @@ BOOST_AUTO_TEST_CASE(a_mix_batched_by_cost_resumes_exactly) {
     const auto cost = [](int x) { return static_cast<double>(x % 13); };
     std::vector<std::string> want;
     for (std::uint64_t e = 0; e < resume_test::epochs; ++e) {
-        ferry::mix_sampler m(numbers, o);
-        std::vector<int> items;
-        auto c = m.open(e);
-        while (auto p = c.next()) {
-            items.push_back(1000 * static_cast<int>(p->source) + static_cast<int>(p->index));
-        }
-        for (const auto& batch : by_cost(
-                 items, [](int x) { return static_cast<double>(x % 13); }, {4, 8}, 20, 16)) {
+        for (const auto& batch : by_cost(mixed_items(numbers, o, e), cost, {4, 8}, 20, 16)) {
             want.push_back(text(batch));
         }
     }

@@ -21,13 +21,6 @@ namespace mixing_test {
 
 using namespace resume_test;
 
-/// Source k's dataset: 1000 * k + i for i below `size`.
-std::vector<int> numbered(int k, int size) {
-    std::vector<int> v(static_cast<std::size_t>(size));
-    for (int i = 0; i < size; ++i) v[static_cast<std::size_t>(i)] = 1000 * k + i;
-    return v;
-}
-
 /// `o` without warnings on stderr (the resume cases skip items on purpose).
 ferry::pipeline_options hushed(ferry::pipeline_options o) {
     o.logger = quiet;
@@ -36,7 +29,8 @@ ferry::pipeline_options hushed(ferry::pipeline_options o) {
 
 /// Three sources of unequal length, shuffled, the smallest repeating.
 struct three_sources {
-    std::vector<int> a = numbered(0, 40), b = numbered(1, 17), c = numbered(2, 6);
+    std::vector<int> a = numbered_source(0, 40), b = numbered_source(1, 17),
+                     c = numbered_source(2, 6);
     std::vector<ferry::mix_sampler::source> numbers() const {
         return {{.size = 40, .weight = 5, .options = {.shuffle = true, .seed = 1}},
                 {.size = 17, .weight = 3, .options = {.shuffle = true, .seed = 2}},
@@ -51,12 +45,7 @@ struct three_sources {
     }
     /// The elements of `epoch`, worked out from the numbers alone.
     std::vector<int> expected(const ferry::mix_options& o, std::uint64_t epoch) const {
-        ferry::mix_sampler m(numbers(), o);
-        std::vector<int> out;
-        auto c = m.open(epoch);
-        while (auto p = c.next())
-            out.push_back(1000 * static_cast<int>(p->source) + static_cast<int>(p->index));
-        return out;
+        return mixed_items(numbers(), o, epoch);
     }
 };
 

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/cost_groups.hpp"
+#include "ferry/mixing.hpp"
 #include "support.hpp"
 
 namespace resume_test {
@@ -178,5 +180,43 @@ struct positioned_numbers {
         return v;
     }
 };
+
+/// Epoch `epoch` of a mix over `numbers`, worked out from the numbers alone, with source k's
+/// item i standing as 1000 * k + i (`numbered_source`).
+inline std::vector<int> mixed_items(const std::vector<ferry::mix_sampler::source>& numbers,
+                                    const ferry::mix_options& o, std::uint64_t epoch) {
+    ferry::mix_sampler m(numbers, o);
+    std::vector<int> out;
+    auto c = m.open(epoch);
+    while (auto p = c.next()) {
+        out.push_back(1000 * static_cast<int>(p->source) + static_cast<int>(p->index));
+    }
+    return out;
+}
+
+/// Source k of such a mix: 1000 * k + i for i below `size`.
+inline std::vector<int> numbered_source(int k, int size) {
+    std::vector<int> v(static_cast<std::size_t>(size));
+    for (int i = 0; i < size; ++i) v[static_cast<std::size_t>(i)] = 1000 * k + i;
+    return v;
+}
+
+/// The batches batch_by makes of `items`: windows of `buffer`, each grouped by `cost`.
+template <class Cost>
+std::vector<std::vector<int>> by_cost(const std::vector<int>& items, Cost cost,
+                                      const std::vector<double>& bounds, double max_cost,
+                                      std::size_t buffer) {
+    std::vector<std::vector<int>> out;
+    for (std::size_t w = 0; w < items.size(); w += buffer) {
+        const std::size_t end = std::min(items.size(), w + buffer);
+        std::vector<double> costs;
+        for (std::size_t i = w; i < end; ++i) costs.push_back(cost(items[i]));
+        for (const auto& g : ferry::detail::group_by_cost(costs, bounds, max_cost).batches) {
+            out.emplace_back();
+            for (const std::size_t i : g) out.back().push_back(items[w + i]);
+        }
+    }
+    return out;
+}
 
 }  // namespace resume_test

@@ -12,7 +12,6 @@
 #include <thread>
 #include <vector>
 
-#include "engine/cost_groups.hpp"
 #include "ferry/mix.hpp"
 #include "resume_support.hpp"
 
@@ -239,9 +238,7 @@ BOOST_AUTO_TEST_CASE(resumes_exactly_from_any_output) {
 
 // All together: a mix, routed by source, batched by cost, resumes exactly.
 BOOST_AUTO_TEST_CASE(mix_route_and_batch_by_together_resume_exactly) {
-    std::vector<int> a(50), b(30);
-    for (int i = 0; i < 50; ++i) a[static_cast<std::size_t>(i)] = i;
-    for (int i = 0; i < 30; ++i) b[static_cast<std::size_t>(i)] = 1000 + i;
+    const auto a = numbered_source(0, 50), b = numbered_source(1, 30);
     const ferry::mix_options o{.seed = 8, .stop = ferry::mix_stop::first_exhausted};
     const std::vector<ferry::mix_sampler::source> numbers{
         {.size = 50, .weight = 3, .options = {.shuffle = true, .seed = 1}},
@@ -249,27 +246,16 @@ BOOST_AUTO_TEST_CASE(mix_route_and_batch_by_together_resume_exactly) {
     const auto cost = [](int x) { return static_cast<double>(x % 9) + 1; };
     std::vector<std::string> want;
     for (std::uint64_t e = 0; e < resume_test::epochs; ++e) {
+        // The route doubles the first source's items and drops the second's multiples of 4.
         std::vector<int> items;
-        ferry::mix_sampler m(numbers, o);
-        auto c = m.open(e);
-        while (auto p = c.next()) {
-            const int x = 1000 * static_cast<int>(p->source) + static_cast<int>(p->index);
+        for (const int x : mixed_items(numbers, o, e)) {
             if (x < 1000) {
                 items.push_back(x * 2);
             } else if (x % 4 != 0) {
                 items.push_back(x);
             }
         }
-        for (std::size_t w = 0; w < items.size(); w += 12) {
-            std::vector<double> costs;
-            const std::size_t end = std::min(items.size(), w + 12);
-            for (std::size_t i = w; i < end; ++i) costs.push_back(cost(items[i]));
-            for (const auto& g : ferry::detail::group_by_cost(costs, {4}, 16).batches) {
-                std::vector<int> batch;
-                for (const std::size_t i : g) batch.push_back(items[w + i]);
-                want.push_back(text(batch));
-            }
-        }
+        for (const auto& batch : by_cost(items, cost, {4}, 16, 12)) want.push_back(text(batch));
     }
     for (const int concurrency : {1, 4}) {
         const factory make = [&, concurrency](const ferry::pipeline_options& po) {
