@@ -116,7 +116,7 @@ source_cursor mix_cursor(std::shared_ptr<const std::vector<mix_input<T>>> inputs
 ///
 /// The result is a `source_builder<T>`: add stages to it, or pass it to `ferry::from`. Its state
 /// is a position, as a plain source's, so `pipeline::state()` and `resume_from` resume it exactly
-/// (opening a saved epoch replays the draws before the position, about 10 ns each); the ranks'
+/// (opening a saved epoch replays the draws before the position, about 20 ns each); the ranks'
 /// states merge (`pipeline_state::merge`) to resume on another world size, each item of the
 /// epoch once over both runs up to padding (`mix_sampler`'s merged constructor says how). The
 /// state names the mix by `mix_sampler::fingerprint()`: another mix's state is refused.

@@ -86,7 +86,8 @@ mix_sampler::mix_sampler(std::vector<source> sources, const mix_options& options
 
 mix_sampler::cursor mix_sampler::open(std::uint64_t epoch, std::uint64_t position) const {
     cursor c(*this, epoch);
-    while (c.position() < position && c.next()) {
+    // Only the counts matter before the position: no item index is worked out.
+    while (c.position() < position && c.draw()) {
     }
     return c;
 }
@@ -127,7 +128,7 @@ mix_sampler::mix_sampler(std::vector<source> sources, const mix_options& options
                                                   std::vector<std::uint64_t>(positions.size()));
     auto c = before.open(merged.epoch());
     for (const std::size_t r : order) {
-        while (c.position() < positions[r] && c.next()) {
+        while (c.position() < positions[r] && c.draw()) {
         }
         for (std::size_t k = 0; k < sources_.size(); ++k) {
             // Passes after the first are the repeating sources' own: the first is what resumes.
@@ -217,6 +218,15 @@ void mix_sampler::cursor::leave(std::size_t k) {
 }
 
 std::optional<mix_sampler::pick> mix_sampler::cursor::next() {
+    const auto k = draw();
+    if (!k) return std::nullopt;
+    const std::uint64_t c = taken_[*k] - 1;
+    const std::uint64_t first = owner_->first_size(*k, epoch_);
+    return pick{*k, owner_->index_of(*k, epoch_, c),
+                c < first ? 0 : 1 + (c - first) / owner_->share(*k)};
+}
+
+std::optional<std::size_t> mix_sampler::cursor::draw() {
     const auto& opts = owner_->options_;
     if (ended_ || (opts.epoch_length != 0 && position_ >= opts.epoch_length)) return std::nullopt;
     for (;;) {
@@ -250,14 +260,12 @@ std::optional<mix_sampler::pick> mix_sampler::cursor::next() {
             if (ended_) return std::nullopt;
             continue;
         }
-        const std::uint64_t c = taken_[k]++;
-        const std::uint64_t share = owner_->share(k);
-        pick p{k, owner_->index_of(k, epoch_, c), c < first ? 0 : 1 + (c - first) / share};
+        ++taken_[k];
         ++position_;
         // all_exhausted: a source leaves once its last item is taken, so the epoch ends right
         // after the last item of the last source rather than at a draw that finds nothing.
         if (!repeats && taken_[k] == first && opts.stop != mix_stop::first_exhausted) leave(k);
-        return p;
+        return k;
     }
 }
 
