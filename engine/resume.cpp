@@ -136,15 +136,7 @@ source_cursor pipeline_runtime::open_epoch() {
         res_.from_sampler = *st.saved_sampler();
         return plan_.source.open_resumed(st);
     }
-    if (plan_.source.open_at) return plan_.source.open_at(ctl_.epoch, st.position());
-    // A source that cannot seek: pull and drop what comes before the position.
-    source_cursor cursor = plan_.source.open(ctl_.epoch);
-    any_value skipped;
-    for (std::uint64_t i = 0; i < st.position(); ++i) {
-        if (!cursor(skipped)) break;
-        skipped.reset();
-    }
-    return cursor;
+    return open_source_at(plan_.source, ctl_.epoch, st.position());
 }
 
 pipeline_state pipeline_runtime::state() const {

@@ -15,16 +15,6 @@
 namespace ferry {
 namespace detail {
 
-/// Opens `s` at `position` of `epoch`: directly when it can seek, else by pulling and dropping.
-inline source_cursor open_source_at(const source_spec& s, std::uint64_t epoch,
-                                    std::uint64_t position) {
-    if (s.open_at) return s.open_at(epoch, position);
-    source_cursor c = s.open(epoch);
-    any_value skipped;
-    for (std::uint64_t i = 0; i < position && c(skipped); ++i) skipped.reset();
-    return c;
-}
-
 template <class A, class B>
 source_builder<std::pair<A, B>> make_zip(source_spec a, source_spec b) {
     for (const source_spec* s : {&a, &b}) {

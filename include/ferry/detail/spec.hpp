@@ -63,6 +63,18 @@ struct source_spec {
     std::optional<sampler_identity> identity;
 };
 
+/// Opens `s` at `position` of `epoch`: directly when it can seek (`open_at`), else by opening the
+/// epoch and pulling and dropping what comes before the position (a generator must then make
+/// the same items again). A resume and each part of a zip open their sources this way.
+inline source_cursor open_source_at(const source_spec& s, std::uint64_t epoch,
+                                    std::uint64_t position) {
+    if (s.open_at) return s.open_at(epoch, position);
+    source_cursor c = s.open(epoch);
+    any_value skipped;
+    for (std::uint64_t i = 0; i < position && c(skipped); ++i) skipped.reset();
+    return c;
+}
+
 struct stage_spec {
     stage_kind kind = stage_kind::map;
     stage_options options{};
