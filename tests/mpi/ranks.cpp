@@ -66,6 +66,24 @@ std::vector<int> split(const std::string& text) {
     return out;
 }
 
+/// Writes what a save left for the resuming run: the merged state, and what every rank had
+/// delivered before it (one line of numbers).
+void write_saved(const std::string& state_file, const std::string& delivered_file,
+                 const ferry::pipeline_state& merged, const std::vector<std::string>& delivered) {
+    std::ofstream(state_file) << merged.serialize() << '\n';
+    std::ofstream out(delivered_file);
+    for (const auto& text : delivered) out << text;
+    out << '\n';
+    expect(static_cast<bool>(out), "could not write " + delivered_file);
+}
+
+/// The first line of `path` (empty when it cannot be read).
+std::string first_line(const std::string& path) {
+    std::string text;
+    std::getline(std::ifstream(path), text);
+    return text;
+}
+
 /// The pipeline every rank runs: a map that the delivered value can be undone from (so that a
 /// wrong item cannot pass for a right one), batches of 8.
 auto make_pipeline(const ferry::sampling& s, std::optional<ferry::pipeline_state> resume = {}) {
@@ -203,18 +221,12 @@ void sample(const ferry::world& w, const std::string& state_file,
     expect(merged.merged() &&
                merged.rank_positions() == std::vector<std::uint64_t>(w.size, save_after * batch),
            "merge: " + merged.serialize());
-    std::ofstream(state_file) << merged.serialize() << '\n';
-    std::ofstream out(delivered_file);
-    for (const auto& text : all_delivered) out << text;
-    out << '\n';
-    expect(static_cast<bool>(out), "could not write " + delivered_file);
+    write_saved(state_file, delivered_file, merged, all_delivered);
 }
 
 void resume(const ferry::world& w, const std::string& state_file,
             const std::string& delivered_file) {
-    std::string text;
-    std::getline(std::ifstream(state_file), text);
-    const auto merged = ferry::pipeline_state::parse(text);
+    const auto merged = ferry::pipeline_state::parse(first_line(state_file));
     const std::uint64_t seed =
         ferry::mpi::agree_seed(merged.sampler() ? merged.sampler()->seed : 0);
     const ferry::sampling s{.shuffle = true, .seed = seed, .rank = w.rank, .world_size = w.size};
@@ -222,9 +234,7 @@ void resume(const ferry::world& w, const std::string& state_file,
     const auto rest = ferry::mpi::all_gather(join(run_epoch(pipe)));
     if (w.rank != 0) return;
 
-    std::string before_text;
-    std::getline(std::ifstream(delivered_file), before_text);
-    const std::vector<int> before = split(before_text);
+    const std::vector<int> before = split(first_line(delivered_file));
     constexpr std::size_t old_size = 4;
     expect(before.size() == old_size * save_after * batch,
            "the 4 ranks delivered " + std::to_string(before.size()) + " items before the save");
@@ -308,11 +318,7 @@ void mix_sample(const ferry::world& w, const std::string& state_file,
     const auto all_delivered = ferry::mpi::all_gather(join(delivered));
     if (w.rank != 0) return;
     const auto merged = ferry::pipeline_state::merge(states);
-    std::ofstream(state_file) << merged.serialize() << '\n';
-    std::ofstream out(delivered_file);
-    for (const auto& text : all_delivered) out << text;
-    out << '\n';
-    expect(static_cast<bool>(out), "could not write " + delivered_file);
+    write_saved(state_file, delivered_file, merged, all_delivered);
 }
 
 /// mix-resume: the ranks of a new world take the rest of the merged epoch: the same count on
@@ -321,17 +327,13 @@ void mix_sample(const ferry::world& w, const std::string& state_file,
 /// new rank in the rest's split).
 void mix_resume(const ferry::world& w, const std::string& state_file,
                 const std::string& delivered_file) {
-    std::string text;
-    std::getline(std::ifstream(state_file), text);
-    auto pipe = make_mix(w, ferry::pipeline_state::parse(text));
+    auto pipe = make_mix(w, ferry::pipeline_state::parse(first_line(state_file)));
     std::vector<int> mine;
     while (auto y = pipe.next()) mine.push_back(undo(*y));
     const auto rest = ferry::mpi::all_gather(join(mine));
     if (w.rank != 0) return;
-    std::string before_text;
-    std::getline(std::ifstream(delivered_file), before_text);
     std::map<int, int> seen;
-    for (const int x : split(before_text)) ++seen[x];
+    for (const int x : split(first_line(delivered_file))) ++seen[x];
     for (std::size_t r = 0; r < rest.size(); ++r) {
         const auto items_r = split(rest[r]);
         expect(items_r.size() == split(rest[0]).size(),
