@@ -25,7 +25,8 @@ class pipeline_state;
 /// that its ranks had not delivered, in the saved epoch's order; rank `rank` of `world_size`
 /// takes the rest's positions `rank, rank + world_size, ...` and, with `remainder::pad`, starts
 /// the rest over to even the counts. Memory: O(saved world size), whatever the dataset size and
-/// the spread of the saved ranks' positions; `index` costs O(saved world size).
+/// the spread of the saved ranks' positions (and the positions a batch_by window had delivered past
+/// them); `index` costs O(saved world size).
 class FERRY_API resumed_sampler {
   public:
     /// Throws `ferry::invalid_argument` for a state that is not merged (nor taken while a merged
@@ -49,6 +50,10 @@ class FERRY_API resumed_sampler {
     std::vector<std::uint64_t> rows_;
     std::vector<std::uint64_t> before_;
     std::uint64_t rest_ = 0;  ///< positions not delivered
+    /// Globals a batch_by window delivered past their ranks' positions (`pipeline_state::window`),
+    /// as places in the rest: the i-th, less i (ascending).
+    std::vector<std::uint64_t> skipped_;
+    void leave_out(const std::vector<std::uint64_t>& window, std::uint64_t per_rank);
     std::size_t rank_ = 0, world_size_ = 1;
     std::uint64_t size_ = 0;
 };
@@ -101,6 +106,12 @@ class FERRY_API pipeline_state {
     /// An unordered pipeline's items past `position()` already done (delivered, filtered or
     /// failed), ascending: the resumed epoch skips them. Empty for an ordered pipeline.
     [[nodiscard]] const std::vector<std::uint64_t>& done() const noexcept { return done_; }
+    /// Positions past `position()` already delivered in batches of a `batch_by` window that was
+    /// partly delivered at the save (the window starts at `position()`), ascending: what lets
+    /// `merge` leave them out of the rest of the epoch, so that a bucketed pipeline resumes on
+    /// another world with each item once. In a merged state: the saved world's global positions
+    /// (rank r's position p is r + p * world_size). Empty otherwise. At most a window's items.
+    [[nodiscard]] const std::vector<std::uint64_t>& window() const noexcept { return window_; }
     /// Items of the epoch before `position()` that failed (skipped by an error policy): counted
     /// again by the resumed run's `max_epoch_failure_rate`.
     [[nodiscard]] std::uint64_t failed() const noexcept { return failed_; }
@@ -158,10 +169,19 @@ class FERRY_API pipeline_state {
     void set_failed(std::uint64_t n) noexcept { failed_ = n; }
     void set_shape(std::string s) { shape_ = std::move(s); }
     void set_done(std::vector<std::uint64_t> done) { done_ = std::move(done); }
-    /// Marks a state taken while a merged epoch runs: the saved world's positions and sampler.
-    void set_resumed_from(std::vector<std::uint64_t> ranks, sampler_identity saved) {
+    void set_window(std::vector<std::uint64_t> window) { window_ = std::move(window); }
+    /// For a merged state, its `window()`; for one taken while a merged epoch runs, the merged
+    /// state's (the rest of that epoch leaves them out); empty otherwise.
+    [[nodiscard]] const std::vector<std::uint64_t>& saved_window() const noexcept {
+        return merged_ ? window_ : merged_window_;
+    }
+    /// Marks a state taken while a merged epoch runs: the saved world's positions, sampler and
+    /// window.
+    void set_resumed_from(std::vector<std::uint64_t> ranks, sampler_identity saved,
+                          std::vector<std::uint64_t> window = {}) {
         ranks_ = std::move(ranks);
         merged_sampler_ = saved;
+        merged_window_ = std::move(window);
         merged_ = false;
     }
 
@@ -170,6 +190,7 @@ class FERRY_API pipeline_state {
     std::uint64_t position_ = 0;
     std::vector<std::uint64_t> children_;
     std::vector<std::uint64_t> done_;
+    std::vector<std::uint64_t> window_;
     std::optional<sampler_identity> sampler_;
     std::uint64_t failed_ = 0;
     std::string shape_;
@@ -178,8 +199,9 @@ class FERRY_API pipeline_state {
     /// position and sampler).
     std::vector<std::uint64_t> ranks_;
     bool merged_ = false;
-    /// The saved world's sampler, for a state taken while a merged epoch runs.
+    /// The saved world's sampler and window, for a state taken while a merged epoch runs.
     std::optional<sampler_identity> merged_sampler_;
+    std::vector<std::uint64_t> merged_window_;
 };
 
 }  // namespace ferry

@@ -10,6 +10,7 @@
 /// split over the new world the way a sampler splits an epoch.
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 
 #include "ferry/error.hpp"
@@ -43,6 +44,7 @@ pipeline_state pipeline_state::merge(const std::vector<pipeline_state>& states) 
     }
     std::vector<std::uint64_t> positions(w, 0);
     std::set<std::size_t> seen;
+    std::vector<std::uint64_t> window;
     std::uint64_t failed = 0;
     for (const auto& s : states) {
         if (!s.sampler_ || !same_dataset(*s.sampler_, *first.sampler_) ||
@@ -78,12 +80,20 @@ pipeline_state pipeline_state::merge(const std::vector<pipeline_state>& states) 
         }
         positions[s.sampler_->rank] = s.position_;
         failed += s.failed_;
+        // A batch_by window partly delivered: its delivered positions, as the saved world's
+        // globals, stay out of the rest.
+        for (const auto p : s.window_) {
+            if (p < s.position_) refuse("a window position lies before its state's position");
+            window.push_back(s.sampler_->rank + p * w);
+        }
     }
     pipeline_state out(first.epoch_, 0);
     out.sampler_ = first.sampler_;
     out.sampler_->rank = 0;
     out.shape_ = first.shape_;
     out.ranks_ = std::move(positions);
+    std::sort(window.begin(), window.end());
+    out.window_ = std::move(window);
     out.merged_ = true;
     (void)failed;  // the new ranks' budgets start afresh for the rest of the epoch
     return out;
@@ -127,6 +137,7 @@ resumed_sampler::resumed_sampler(const pipeline_state& st, std::size_t rank, std
         before_[j] = before_[j - 1] + (rows_[j] - rows_[j - 1]) * j;
     }
     rest_ = before_[w - 1] + (per_rank - rows_[w - 1]) * w;
+    leave_out(st.saved_window(), per_rank);
     if (rest_ == 0) {
         size_ = 0;
     } else if (saved->remainder == remainder::pad) {
@@ -134,6 +145,40 @@ resumed_sampler::resumed_sampler(const pipeline_state& st, std::size_t rank, std
     } else {
         size_ = rest_ / world_size;
     }
+}
+
+void resumed_sampler::leave_out(const std::vector<std::uint64_t>& window, std::uint64_t per_rank) {
+    // Each delivered global's place in the base rest (every global at or past its rank's
+    // position, in global order): the undelivered ones in the rows before its own, and in its
+    // row, the ranks before it whose positions are at most the row. The rows come in ascending
+    // order, so a sweep adds each rank to a Fenwick tree over ranks once its position is reached:
+    // O((window + w) log w), whatever the world size.
+    const std::size_t w = positions_.size();
+    std::vector<std::size_t> by_position(w);
+    std::iota(by_position.begin(), by_position.end(), std::size_t{0});
+    std::sort(by_position.begin(), by_position.end(),
+              [&](std::size_t a, std::size_t b) { return positions_[a] < positions_[b]; });
+    std::vector<std::uint64_t> tree(w + 1, 0);
+    std::size_t added = 0;
+    std::vector<std::uint64_t> places;
+    for (const auto g : window) {
+        const std::uint64_t row = g / w;
+        const auto r = static_cast<std::size_t>(g % w);
+        if (row >= per_rank || row < positions_[r]) continue;  // not in the rest
+        for (; added < w && positions_[by_position[added]] <= row; ++added) {
+            for (std::size_t x = by_position[added] + 1; x <= w; x += x & (~x + 1)) ++tree[x];
+        }
+        std::uint64_t col = 0;  // ranks before r whose positions are at most the row
+        for (std::size_t x = r; x > 0; x -= x & (~x + 1)) col += tree[x];
+        const auto j = static_cast<std::size_t>(std::upper_bound(rows_.begin(), rows_.end(), row) -
+                                                rows_.begin() - 1);
+        places.push_back(before_[j] + (row - rows_[j]) * (j + 1) + col);
+    }
+    // The window lists globals ascending, so their places ascend too; skipped_[i] is how many
+    // of the rest come before the i-th, with the earlier ones left out.
+    skipped_.reserve(places.size());
+    for (std::size_t i = 0; i < places.size(); ++i) skipped_.push_back(places[i] - i);
+    rest_ -= places.size();
 }
 
 std::uint64_t resumed_sampler::index(std::uint64_t i) const {
@@ -146,7 +191,11 @@ std::uint64_t resumed_sampler::index(std::uint64_t i) const {
     // in the last stretch between sorted positions that starts at or before k, where each row
     // holds j + 1 such globals; within its row it is the col-th rank whose position is at most
     // the row.
-    const std::uint64_t k = (rank_ + i * world_size_) % rest_;
+    std::uint64_t k = (rank_ + i * world_size_) % rest_;
+    // Past the positions a window delivered: the k-th of what is left is the base rest's
+    // (k + those at or before it)-th, and those are the ones whose skipped_ value is at most k.
+    k += static_cast<std::uint64_t>(std::upper_bound(skipped_.begin(), skipped_.end(), k) -
+                                    skipped_.begin());
     const auto j = static_cast<std::size_t>(std::upper_bound(before_.begin(), before_.end(), k) -
                                             before_.begin() - 1);
     const std::uint64_t into = k - before_[j];

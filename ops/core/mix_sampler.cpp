@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -135,11 +136,37 @@ mix_sampler::mix_sampler(std::vector<source> sources, const mix_options& options
             taken[k][r] = std::min(c.taken(k), before.share(k));
         }
     }
+    // A batch_by window delivered past a rank's position (the saved world's globals): each of
+    // its mix positions is an item of the source drawn there, at that source's count, which
+    // the source's rest leaves out. One more replay, over the window's positions in order.
+    const std::size_t w = positions.size();
+    std::vector<std::vector<std::vector<std::uint64_t>>> windows(
+        sources_.size(), std::vector<std::vector<std::uint64_t>>(w));
+    std::vector<std::pair<std::uint64_t, std::size_t>> delivered;  // (position, rank)
+    for (const auto g : merged.saved_window()) delivered.emplace_back(g / w, g % w);
+    std::sort(delivered.begin(), delivered.end());
+    auto d = before.open(merged.epoch());
+    std::optional<std::size_t> drawn;  // the source at `drawn_at`, and its count there
+    std::uint64_t drawn_at = 0;
+    std::uint64_t count = 0;
+    for (const auto& [p, r] : delivered) {
+        if (!drawn || drawn_at != p) {
+            while (d.position() < p && d.draw()) {
+            }
+            if (d.position() != p) break;  // past the epoch's end
+            drawn = d.draw();
+            if (!drawn) break;
+            drawn_at = p;
+            count = d.taken(*drawn) - 1;
+        }
+        if (count < before.share(*drawn)) windows[*drawn][r].push_back(count);
+    }
     // Each source's rest: its saved ranks' states at those counts, merged and split anew.
     for (std::size_t k = 0; k < sources_.size(); ++k) {
         std::vector<pipeline_state> states;
         for (std::size_t r = 0; r < positions.size(); ++r) {
             pipeline_state st(merged.epoch(), taken[k][r]);
+            st.set_window(std::move(windows[k][r]));
             st.set_sampler(sampler_identity{sources_[k].size, sources_[k].options.seed, r,
                                             saved->world_size, sources_[k].options.remainder,
                                             sources_[k].options.shuffle});

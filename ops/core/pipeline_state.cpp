@@ -120,6 +120,24 @@ void check_ranks(const std::vector<std::uint64_t>& ranks, const sampler_identity
     }
 }
 
+/// Checks a window's delivered positions: ascending, none before the state's position, or for a
+/// merged state (`ranks`: the saved ranks' positions), none its rank had delivered already.
+void check_window(const std::vector<std::uint64_t>& window, std::uint64_t position,
+                  const std::vector<std::uint64_t>& ranks) {
+    for (std::size_t i = 0; i < window.size(); ++i) {
+        const std::uint64_t p = window[i];
+        if (i > 0 && p <= window[i - 1]) bad("the window's positions are not ascending");
+        if (ranks.empty() && p < position) {
+            bad("window position " + std::to_string(p) + " lies before the state's position " +
+                std::to_string(position));
+        }
+        if (!ranks.empty() && p / ranks.size() < ranks[p % ranks.size()]) {
+            bad("window position " + std::to_string(p) + " was delivered by rank " +
+                std::to_string(p % ranks.size()) + " before its position");
+        }
+    }
+}
+
 std::string sampler_text(const sampler_identity& s) {
     return "n:" + std::to_string(s.n) + ",seed:" + std::to_string(s.seed) +
            ",rank:" + std::to_string(s.rank) + ",world:" + std::to_string(s.world_size) +
@@ -141,12 +159,14 @@ std::string pipeline_state::serialize() const {
     out += " position=" + std::to_string(position_);
     out += " children=" + join_numbers(children_);
     if (!done_.empty()) out += " done=" + join_numbers(done_);
+    if (!window_.empty()) out += " window=" + join_numbers(window_);
     out += " failed=" + std::to_string(failed_);
     out += " shape=" + shape_;
     if (sampler_) out += " sampler=" + sampler_text(*sampler_);
     if (!ranks_.empty()) out += " ranks=" + join_numbers(ranks_);
     if (merged_) out += " merged=1";
     if (merged_sampler_) out += " saved=" + sampler_text(*merged_sampler_);
+    if (!merged_window_.empty()) out += " savedwindow=" + join_numbers(merged_window_);
     return out;
 }
 
@@ -184,6 +204,11 @@ pipeline_state pipeline_state::parse(std::string_view text) {
     if (const auto it = f.find("done"); it != f.end()) {
         for (const auto part : split(it->second, ',')) st.done_.push_back(number("done", part));
     }
+    if (const auto it = f.find("window"); it != f.end()) {
+        for (const auto part : split(it->second, ',')) {
+            st.window_.push_back(number("window", part));
+        }
+    }
     st.shape_ = std::string(get("shape"));
     if (const auto it = f.find("sampler"); it != f.end()) st.sampler_ = parse_sampler(it->second);
     if (const auto it = f.find("ranks"); it != f.end()) {
@@ -195,10 +220,15 @@ pipeline_state pipeline_state::parse(std::string_view text) {
     }
     if (const auto it = f.find("saved"); it != f.end())
         st.merged_sampler_ = parse_sampler(it->second);
+    if (const auto it = f.find("savedwindow"); it != f.end()) {
+        for (const auto part : split(it->second, ',')) {
+            st.merged_window_.push_back(number("savedwindow", part));
+        }
+    }
     for (const auto& [key, value] : f) {
         if (key != "epoch" && key != "position" && key != "children" && key != "failed" &&
             key != "shape" && key != "sampler" && key != "ranks" && key != "merged" &&
-            key != "saved" && key != "done") {
+            key != "saved" && key != "done" && key != "window" && key != "savedwindow") {
             bad("unknown field '" + quote(key) + "'");
         }
     }
@@ -216,6 +246,11 @@ pipeline_state pipeline_state::parse(std::string_view text) {
     // The parts agree: later work (resumed_sampler's) is bounded by the positions' count, which
     // the text's length bounds.
     if (!st.ranks_.empty()) check_ranks(st.ranks_, st.merged_ ? *st.sampler_ : *st.merged_sampler_);
+    check_window(st.window_, st.position_, st.merged_ ? st.ranks_ : std::vector<std::uint64_t>{});
+    if (!st.merged_window_.empty() && !st.merged_sampler_) {
+        bad("the saved world's window comes without the ranks' positions");
+    }
+    check_window(st.merged_window_, 0, st.ranks_);
     return st;
 }
 

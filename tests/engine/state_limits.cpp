@@ -45,12 +45,14 @@ std::size_t heap_bytes() {
 /// by starting over, or cut), as dataset indices.
 std::vector<std::uint64_t> brute_force_share(std::uint64_t n, const ferry::sampling& saved,
                                              const std::vector<std::uint64_t>& positions,
-                                             std::size_t rank, std::size_t world_size) {
+                                             std::size_t rank, std::size_t world_size,
+                                             const std::vector<std::uint64_t>& window = {}) {
     const std::size_t w = positions.size();
     const std::uint64_t per_rank = ferry::sampler(n, saved).size();
     std::vector<std::uint64_t> rest;
     for (std::uint64_t g = 0; g < per_rank * w; ++g) {
-        if (g / w >= positions[g % w]) rest.push_back(g);
+        if (g / w >= positions[g % w] && std::find(window.begin(), window.end(), g) == window.end())
+            rest.push_back(g);
     }
     std::vector<std::uint64_t> out;
     if (rest.empty()) return out;
@@ -169,6 +171,46 @@ BOOST_AUTO_TEST_CASE(resumed_shares_are_the_rest_listed_the_long_way) {
             }
         }
     }
+}
+
+// With a batch_by window's delivered positions left out (the merged state's `window`, as the
+// saved world's globals), the shares are still the rest listed the long way, minus those.
+BOOST_AUTO_TEST_CASE(resumed_shares_leave_out_a_windows_delivered_positions) {
+    const ferry::sampling saved{.shuffle = true, .seed = 9, .world_size = 3};
+    const std::uint64_t n = 23;
+    const std::vector<std::uint64_t> positions{2, 5, 3};
+    // Rank 0 delivered its positions 3 and 5 (globals 9, 15), rank 1 its 6 (19), rank 2 its 3,
+    // 4 and 7 (11, 14, 23): all past their ranks' positions.
+    const std::vector<std::uint64_t> window{9, 11, 14, 15, 19, 23};
+    const auto st = ferry::pipeline_state::parse(
+        "ferry-state 1 epoch=0 position=0 children= failed=0 shape=batch_by sampler=n:23,seed:9,"
+        "rank:0,world:3,remainder:pad,shuffle:1 ranks=2,5,3 merged=1 window=9,11,14,15,19,23");
+    BOOST_TEST(st.window() == window, boost::test_tools::per_element());
+    // 24 globals, 10 delivered before the positions, 6 in windows: 8 left.
+    std::size_t total = 0;
+    for (const std::size_t world : {1U, 2U, 3U, 5U}) {
+        total = 0;
+        for (std::size_t r = 0; r < world; ++r) {
+            const ferry::resumed_sampler share(st, r, world);
+            std::vector<std::uint64_t> got;
+            for (std::uint64_t i = 0; i < share.size(); ++i) got.push_back(share.index(i));
+            BOOST_TEST(got == brute_force_share(n, saved, positions, r, world, window),
+                       boost::test_tools::per_element());
+            total += got.size();
+        }
+        BOOST_TEST(total == (8 + world - 1) / world * world);
+    }
+    // A window position its rank had delivered, or out of order, is refused at parse.
+    const std::string head =
+        "ferry-state 1 epoch=0 position=0 children= failed=0 shape=batch_by sampler=n:23,seed:9,"
+        "rank:0,world:3,remainder:pad,shuffle:1 ranks=2,5,3 merged=1 window=";
+    BOOST_TEST(refusal(head + "3").find("window position 3 was delivered by rank 0") !=
+               std::string::npos);
+    BOOST_TEST(refusal(head + "11,9").find("not ascending") != std::string::npos);
+    BOOST_TEST(refusal("ferry-state 1 epoch=0 position=7 children=1 failed=0 shape=batch_by "
+                       "window=5")
+                   .find("window position 5 lies before the state's position 7") !=
+               std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
