@@ -90,6 +90,7 @@ bool pipeline_runtime::next(any_value& out) {
                 out = std::move(m->value);
                 res_.frontier = m->end;
                 if (res_.tracker) res_.tracker->done(*m);
+                if (res_.lists_window && !m->covers.empty()) res_.note_window(*m);
                 // Only this thread writes these (under ctl_.mutex): no locked instruction.
                 bump_owned(recorder_.counts.delivered, m->items);
                 bump_owned(recorder_.counts.outputs, 1);

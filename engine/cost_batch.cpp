@@ -56,6 +56,15 @@ void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, boo
             for (const std::size_t i : groups.batches[g]) dropped[i] = true;
         }
     }
+    // Each kept batch's items' positions, for the state's window (resume_state::lists_window).
+    std::vector<std::vector<std::uint64_t>> positions;
+    if (st.lists_window) {
+        for (std::size_t g = 0; g < groups.batches.size(); ++g) {
+            if (drop_open && !groups.closed[g]) continue;
+            auto& p = positions.emplace_back();
+            for (const std::size_t i : groups.batches[g]) p.push_back(items[i]->source_index);
+        }
+    }
     msg first = items.front();
     // The window resumes from its first element's start; its last batch ends at its last's end.
     first->end = items.back()->end;
@@ -113,7 +122,15 @@ void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, boo
         retire_gap(first);
         return;
     }
+    const std::size_t before = st.renum.outs.size();
     expand(st, first, w);
+    // The batches sent out are the window's last ones (a resumed window skips its first).
+    if (st.lists_window) {
+        const std::size_t sent = st.renum.outs.size() - before;
+        for (std::size_t i = 0; i < sent; ++i) {
+            st.renum.outs[before + i]->covers = std::move(positions[positions.size() - sent + i]);
+        }
+    }
 }
 
 }  // namespace ferry::detail

@@ -43,6 +43,14 @@ void pipeline_runtime::take_resume_state() {
     res_.shape = plan_.shape;
     res_.expands = std::any_of(stages_.begin(), stages_.end(),
                                [](const stage_runtime& s) { return s.expands; });
+    // Positions of a window's items are source positions only before any other renumbering.
+    const auto first_renumbering = std::find_if(
+        stages_.begin(), stages_.end(), [](const stage_runtime& s) { return s.renumbers(); });
+    if (plan_.output_ordered && first_renumbering != stages_.end() &&
+        first_renumbering->spec.kind == stage_kind::batch_by) {
+        first_renumbering->lists_window = true;
+        res_.lists_window = true;
+    }
     // Unordered: which positions are done is a set, kept as they are delivered or left.
     if (!plan_.output_ordered && !res_.expands) res_.tracker = std::make_unique<done_tracker>();
     if (!opts_.resume_from) return;
@@ -124,6 +132,12 @@ source_cursor pipeline_runtime::open_epoch() {
     res_.at = at;
     res_.active = at.depth > 0;
     res_.carried_produced = st.position() + st.done().size();
+    if (!st.merged()) {
+        // The window's batches delivered before the save: the state after the next batch of it
+        // names them too.
+        res_.window = st.window();
+        res_.window_at = st.position();
+    }
     res_.carried_failed = st.failed();
     if (res_.tracker) {
         res_.tracker->reset(st.position(), st.done());
@@ -134,6 +148,7 @@ source_cursor pipeline_runtime::open_epoch() {
         // The rest of a merged epoch: this rank's share of it.
         res_.from_ranks = st.rank_positions();
         res_.from_sampler = *st.saved_sampler();
+        res_.from_window = st.saved_window();
         return plan_.source.open_resumed(st);
     }
     return open_source_at(plan_.source, ctl_.epoch, st.position());
@@ -176,8 +191,9 @@ pipeline_state pipeline_runtime::state() const {
             }
         }
         out.set_failed(failed);
+        out.set_window(res_.window_now());
         if (!res_.from_ranks.empty()) {
-            out.set_resumed_from(res_.from_ranks, res_.from_sampler);
+            out.set_resumed_from(res_.from_ranks, res_.from_sampler, res_.from_window);
         }
     } else {
         out = pipeline_state(ctl_.epoch, 0);

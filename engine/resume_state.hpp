@@ -4,6 +4,7 @@
 /// `resume_from`, and the resumed epoch's start while it runs.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -34,10 +35,34 @@ struct resume_state {
     /// While the rest of a merged epoch runs: the saved world's positions and sampler.
     std::vector<std::uint64_t> from_ranks;
     sampler_identity from_sampler;
+    std::vector<std::uint64_t> from_window;  ///< and the merged state's window
     /// An unordered pipeline's done positions (null for an ordered one, or one with flat_map or
     /// unbatch, whose outputs of one item it cannot tell apart).
     std::unique_ptr<done_tracker> tracker;
     bool expands = false;  ///< some stage is a flat_map or unbatch
+    /// The first stage to renumber is a batch_by: its batches list their items' positions
+    /// (`box::covers`), and the consumer keeps those of the window it is in, for
+    /// `pipeline_state::window` (an elastic resume leaves them out).
+    bool lists_window = false;
+    std::uint64_t window_at = 0;        ///< the window's first position
+    std::vector<std::uint64_t> window;  ///< its delivered positions, in delivery order
+
+    /// The consumer took `m`, a batch of the window that starts at `m.start.position`.
+    void note_window(const box& m) {
+        if (m.start.position != window_at) {
+            window.clear();
+            window_at = m.start.position;
+        }
+        window.insert(window.end(), m.covers.begin(), m.covers.end());
+    }
+    /// What `pipeline_state::window` holds for the frontier: the delivered positions of the
+    /// window it stands in, ascending.
+    [[nodiscard]] std::vector<std::uint64_t> window_now() const {
+        if (!lists_window || frontier.depth == 0 || frontier.position != window_at) return {};
+        std::vector<std::uint64_t> out = window;
+        std::sort(out.begin(), out.end());
+        return out;
+    }
 
     /// Outputs of the item at `start` that a flat_map or unbatch skips: those delivered before
     /// the save, in a resumed epoch's first item; 0 otherwise.
@@ -55,6 +80,7 @@ struct resume_state {
         carried_failed = 0;
         from_ranks.clear();
         frontier = resume_point{};
+        window.clear();
         if (tracker) tracker->reset(0, {});
     }
 };

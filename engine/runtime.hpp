@@ -122,6 +122,9 @@ struct stage_runtime : stage_plan {
     call_slots slots;       ///< map_async and timed stages: calls in progress and waiting
     failure_budget budget;  ///< the skip budgets of `max_failures` and the rate
     renumber_state renum;   ///< batch, unbatch, flat_map: touched only by its serial node
+    /// batch_by, the first stage to renumber: its batches list their items' positions
+    /// (resume_state::lists_window).
+    bool lists_window = false;
 };
 
 /// Tracing (`trace_spans` > 0): the spans, and the names of their rows: the source, each stage,

@@ -11,6 +11,9 @@
 ///   ranks resume <merged state file> <delivered file>   (mpirun -np 3)
 ///     the rest of that epoch on three ranks, resumed from the merged state: rank 0 checks that
 ///     the two runs together delivered every item of the epoch, and each once up to padding.
+///   ranks mix-sample / mix-resume <merged state file> <delivered file>   (-np 4, then 3)
+///     the same for a ferry::mix batched by cost (batch_by): saves inside windows, whose
+///     delivered positions the rest leaves out.
 ///
 /// Plain main, no Boost: exits 1 with a message naming each failed check (rank 0), or aborts the
 /// job (MPI_Abort) when a rank throws, so that no rank waits forever in a collective.
@@ -304,17 +307,26 @@ auto make_mix(const ferry::world& w, std::optional<ferry::pipeline_state> resume
                 .rank = w.rank,
                 .world_size = w.size})
         .map([](int x) { return 3 * x + 1; }, 2)
+        // Batches by cost (the item's last digit) over windows of 24: a save lands inside one.
+        .batch_by([](int y) { return static_cast<double>(undo(y) % 10); },
+                  {.max_cost = 20, .buckets = {3, 6}, .buffer = 24})
         .build({.threads = 1, .logger = quiet, .resume_from = std::move(resume)});
 }
 
-/// mix-sample: each rank stops at its own step (10 + 7 * rank items), the states are gathered
-/// and merged on rank 0 and written with what was delivered.
+/// mix-sample: each rank stops at its own step (2 + 3 * rank batches, inside a window), the
+/// states are gathered and merged on rank 0 and written with what was delivered.
 void mix_sample(const ferry::world& w, const std::string& state_file,
                 const std::string& delivered_file) {
     auto pipe = make_mix(w);
     std::vector<int> delivered;
-    for (std::size_t i = 0; i < 10 + 7 * w.rank; ++i) delivered.push_back(undo(*pipe.next()));
-    const auto states = ferry::mpi::gather_states(pipe.state());
+    for (std::size_t i = 0; i < 2 + 3 * w.rank; ++i) {
+        const auto batch = pipe.next();
+        for (const int y : batch.value()) delivered.push_back(undo(y));
+    }
+    const auto state = pipe.state();
+    expect(!state.window().empty(), "mix-sample: rank " + std::to_string(w.rank) +
+                                        " saved between two windows; the test wants one inside");
+    const auto states = ferry::mpi::gather_states(state);
     const auto all_delivered = ferry::mpi::all_gather(join(delivered));
     if (w.rank != 0) return;
     const auto merged = ferry::pipeline_state::merge(states);
@@ -329,7 +341,9 @@ void mix_resume(const ferry::world& w, const std::string& state_file,
                 const std::string& delivered_file) {
     auto pipe = make_mix(w, ferry::pipeline_state::parse(first_line(state_file)));
     std::vector<int> mine;
-    while (auto y = pipe.next()) mine.push_back(undo(*y));
+    while (auto batch = pipe.next()) {
+        for (const int y : *batch) mine.push_back(undo(y));
+    }
     const auto rest = ferry::mpi::all_gather(join(mine));
     if (w.rank != 0) return;
     std::map<int, int> seen;
