@@ -40,7 +40,8 @@ namespace detail {
 template <class>
 inline constexpr bool dependent_false = false;
 
-/// What `ferry::zip` and `ferry::from` read of a builder: its source and whether it has stages.
+/// What `ferry::zip`, `ferry::merge` and `ferry::from` read of a builder: its source and its
+/// stages.
 struct source_access {
     template <class T>
     static const source_spec& source(const builder<T>& b) noexcept {
@@ -53,6 +54,11 @@ struct source_access {
     template <class T>
     static const std::vector<stage_spec>& stages(const builder<T>& b) noexcept {
         return b.spec_.stages;
+    }
+    /// `b` with stage `s` appended, whose elements are `U` (`ferry::merge` adds its route).
+    template <class U, class T>
+    static builder<U> with_stage(const builder<T>& b, stage_spec s) {
+        return b.template then<U>(std::move(s));
     }
 };
 

@@ -13,6 +13,7 @@
 #include "ferry/from.hpp"
 #include "ferry/input.hpp"
 #include "ferry/item.hpp"
+#include "ferry/merge.hpp"
 #include "ferry/mix.hpp"
 #include "ferry/mixing.hpp"
 #include "ferry/options.hpp"

@@ -36,7 +36,7 @@ set(_libtorch "/(torch|ATen|c10|caffe2)/")
 set(_engine_api "^ferry/(builder|options|stats|state)\\.hpp$")
 set(_engine_side ferry/builder.hpp ferry/options.hpp ferry/stats.hpp ferry/state.hpp
     ferry/pipeline.hpp ferry/from.hpp ferry/ferry.hpp ferry/cuda.hpp ferry/detail/spec.hpp
-    ferry/detail/stage_calls.hpp ferry/mix.hpp ferry/zip.hpp)
+    ferry/detail/stage_calls.hpp ferry/merge.hpp ferry/mix.hpp ferry/zip.hpp)
 set(_torch_header "ferry/torch.hpp")
 string(REPLACE "|" ";" _torch_dirs "${TORCH_INCLUDE_DIRS}")
 set(_failed "")

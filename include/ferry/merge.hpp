@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// `ferry::merge`: sub-pipelines, each with its own source and stages, merged into one pipeline
+/// in a deterministic order, exactly resumable.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ferry/builder.hpp"
+#include "ferry/error.hpp"
+#include "ferry/mixing.hpp"
+
+namespace ferry {
+
+/// How `ferry::merge` orders its branches' items.
+struct merge_options {
+    /// Each branch's share of the merged stream, relative (>= 0, finite, not all 0), one per
+    /// branch; empty: round robin (every branch 1). The order is a smooth weighted round robin:
+    /// at each position every branch in the draw gains its weight, the one with the most credit
+    /// gives the item and pays the total back (a tie goes to the lower branch), so that {1, 3}
+    /// gives b1 b0 b1 b1 | b1 b0 b1 b1 ...
+    /// and every prefix keeps the proportions within one item per branch. No seed: the order is
+    /// the weights'.
+    std::vector<double> weights{};
+    /// When the epoch ends: `all_exhausted` (the default: a branch whose source ends leaves the
+    /// draw and the others share its turns) or `first_exhausted` (at the first position whose
+    /// branch has no item left). `never` is refused (a merge knows no source sizes).
+    mix_stop stop = mix_stop::all_exhausted;
+    /// Name in stats and failures: the branches' stages are `<name>/<branch> <stage>`.
+    std::string name = "merge";
+    /// Keep the merged order across the branches' stages (the default); false: completion order
+    /// (the pipeline then resumes as an unordered one does).
+    bool ordered = true;
+};
+
+namespace detail {
+
+/// A merged source's element on its way to the merge's route: the branch it came from and the
+/// branch source's element.
+struct merge_item {
+    std::size_t branch = 0;
+    any_value value;
+};
+
+/// The smooth weighted round robin of `merge_options::weights` over the branches in the draw.
+class merge_order {
+  public:
+    explicit merge_order(std::vector<double> weights)
+        : weights_(std::move(weights)),
+          credit_(weights_.size(), 0.0),
+          in_draw_(weights_.size(), true) {
+        for (std::size_t b = 0; b < weights_.size(); ++b) {
+            if (weights_[b] <= 0) in_draw_[b] = false;
+        }
+    }
+    /// The branch of the next position; nothing when no branch is left.
+    std::optional<std::size_t> draw() {
+        double total = 0;
+        std::optional<std::size_t> best;
+        for (std::size_t b = 0; b < weights_.size(); ++b) {
+            if (!in_draw_[b]) continue;
+            credit_[b] += weights_[b];
+            total += weights_[b];
+            if (!best || credit_[b] > credit_[*best]) best = b;
+        }
+        if (best) credit_[*best] -= total;
+        return best;
+    }
+    /// Branch `b` has no item left: it leaves the draw, and the turn it took is undone.
+    void leave(std::size_t b) {
+        double total = 0;
+        for (std::size_t k = 0; k < weights_.size(); ++k) {
+            if (in_draw_[k]) total += weights_[k];
+        }
+        credit_[b] += total;
+        for (std::size_t k = 0; k < weights_.size(); ++k) {
+            if (in_draw_[k]) credit_[k] -= weights_[k];
+        }
+        in_draw_[b] = false;
+    }
+
+  private:
+    std::vector<double> weights_;
+    std::vector<double> credit_;
+    std::vector<bool> in_draw_;
+};
+
+/// The weights `merge` draws with, checked: one per branch (or none: all 1).
+inline std::vector<double> merge_weights(const merge_options& options, std::size_t branches) {
+    if (branches == 0) throw invalid_argument("ferry::merge: no branches to merge");
+    if (options.stop == mix_stop::never) {
+        throw invalid_argument(
+            "ferry::merge: stop = mix_stop::never is not a merge's rule (a merge ends with its "
+            "branches' sources: all_exhausted or first_exhausted)");
+    }
+    if (options.weights.empty()) return std::vector<double>(branches, 1.0);
+    if (options.weights.size() != branches) {
+        throw invalid_argument("ferry::merge: " + std::to_string(options.weights.size()) +
+                               " weights for " + std::to_string(branches) + " branches");
+    }
+    bool any = false;
+    for (std::size_t b = 0; b < branches; ++b) {
+        const double w = options.weights[b];
+        if (!std::isfinite(w) || w < 0) {
+            throw invalid_argument("ferry::merge: branch " + std::to_string(b) + "'s weight " +
+                                   std::to_string(w) + " is not a finite number >= 0");
+        }
+        any = any || w > 0;
+    }
+    if (!any) throw invalid_argument("ferry::merge: every weight is 0");
+    return options.weights;
+}
+
+/// The merged source over the branches' sources: elements are `merge_item`s, in
+/// `merge_order`'s order; a resume at position p replays the p positions before it, pulling and
+/// dropping the branches' elements (O(p)), so that each branch stands where it stood.
+inline source_spec merge_source(std::vector<source_spec> branches, std::vector<double> weights,
+                                mix_stop stop) {
+    struct shared {
+        std::vector<source_spec> branches;
+        std::vector<double> weights;
+        mix_stop stop;
+        /// The branch of the element described last (describe and excluded run one after the
+        /// other on the source's thread).
+        std::size_t described = 0;
+    };
+    auto parts = std::make_shared<shared>(shared{std::move(branches), std::move(weights), stop});
+    auto open = [parts](std::uint64_t epoch) -> source_cursor {
+        struct walk {
+            std::vector<source_cursor> cursors;
+            merge_order order;
+        };
+        auto w = std::make_shared<walk>(walk{{}, merge_order(parts->weights)});
+        for (const auto& b : parts->branches) w->cursors.push_back(b.open(epoch));
+        return [parts, w](any_value& out) {
+            any_value inner;
+            for (;;) {
+                const auto b = w->order.draw();
+                if (!b) return false;
+                if (w->cursors[*b](inner)) {
+                    out.emplace<merge_item>(merge_item{*b, std::move(inner)});
+                    return true;
+                }
+                if (parts->stop == mix_stop::first_exhausted) return false;
+                w->order.leave(*b);
+            }
+        };
+    };
+    source_spec spec;
+    spec.open = open;
+    spec.open_at = [open](std::uint64_t epoch, std::uint64_t position) {
+        source_cursor c = open(epoch);
+        any_value skipped;
+        for (std::uint64_t i = 0; i < position && c(skipped); ++i) skipped.reset();
+        return c;
+    };
+    bool describes = false;
+    bool excludes = false;
+    for (const auto& b : parts->branches) {
+        describes = describes || static_cast<bool>(b.describe);
+        excludes = excludes || static_cast<bool>(b.excluded);
+    }
+    if (describes) {
+        spec.describe = [parts](any_value& v, std::string& out) {
+            auto& item = v.get<merge_item>();
+            parts->described = item.branch;
+            const auto& d = parts->branches[item.branch].describe;
+            if (d) d(item.value, out);
+        };
+    }
+    if (excludes) {
+        spec.excluded = [parts](const std::string& input) {
+            const auto& e = parts->branches[parts->described].excluded;
+            return e && e(input);
+        };
+    }
+    return spec;
+}
+
+template <class T>
+builder<T> make_merge(const std::vector<builder<T>>& branches, const merge_options& options) {
+    auto weights = merge_weights(options, branches.size());
+    std::vector<source_spec> sources;
+    stage_spec route;
+    route.kind = stage_kind::route;
+    route.options.name = options.name;
+    route.options.ordered = options.ordered;
+    // The branch is the merged element's own; the route hands on the branch source's element.
+    route.select_fn = [](any_value& v) {
+        merge_item item = v.take_as<merge_item>();
+        v = std::move(item.value);
+        return static_cast<std::int64_t>(item.branch);
+    };
+    for (std::size_t b = 0; b < branches.size(); ++b) {
+        sources.push_back(source_access::source(branches[b]));
+        const auto& stages = source_access::stages(branches[b]);
+        for (const auto& s : stages) {
+            if (s.kind != stage_kind::map && s.kind != stage_kind::filter &&
+                s.kind != stage_kind::map_async) {
+                throw invalid_argument(
+                    "ferry::merge: branch " + std::to_string(b) +
+                    " has a stage other than map, filter or map_async; a merged branch turns "
+                    "each of its source's items into at most one (put flat_map, batch and the "
+                    "like after the merge)");
+            }
+        }
+        route.branches.push_back(stages);
+    }
+    const builder<T> merged(merge_source(std::move(sources), std::move(weights), options.stop));
+    return source_access::with_stage<T>(merged, std::move(route));
+}
+
+}  // namespace detail
+
+/// Merges sub-pipelines into one: each branch keeps its own source (any that `ferry::from`
+/// takes, of any element type) and its own stages (map, filter, map_async, each with its own
+/// concurrency and executor), all compiled into the one flow graph (a route, no thread per
+/// branch), and every branch must end with the same element type `T`. The merged stream takes
+/// the branches' items in `merge_options::weights`' smooth round robin, so a run is
+/// reproducible: the same items in the same order at any thread count or concurrency. The
+/// branches' stages are named `merge/<branch> <stage>` in stats and failures; every item is
+/// counted once, by its branch. A pipeline over a merge resumes exactly (its state is the
+/// merged position; the resume replays the positions before it, pulling and dropping the
+/// branches' source elements without running their stages); its ranks' states do not merge.
+/// `item_info` names the merged position.
+/// \code
+///   auto local  = ferry::from(files).map(read_file, {.concurrency = 4, .executor = ferry::io});
+///   auto remote = ferry::from(urls).map(fetch, {.concurrency = 16, .executor = ferry::io});
+///   auto both   = ferry::merge({local, remote}, {.weights = {1, 3}}).map(decode, 8).batch(32)
+///                     .build();
+/// \endcode
+/// Throws `ferry::invalid_argument` for no branches, weights that are not one finite number >= 0
+/// per branch or are all 0, `mix_stop::never`, or a branch with a flat_map, batch, unbatch,
+/// batch_by or route (those go after the merge).
+template <class T>
+[[nodiscard]] builder<T> merge(std::initializer_list<builder<T>> branches,
+                               merge_options options = {}) {
+    return detail::make_merge<T>(std::vector<builder<T>>(branches), options);
+}
+
+/// `merge` over a list made at run time.
+template <class T>
+[[nodiscard]] builder<T> merge(const std::vector<builder<T>>& branches,
+                               merge_options options = {}) {
+    return detail::make_merge<T>(branches, options);
+}
+
+}  // namespace ferry
