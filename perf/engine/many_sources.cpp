@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// many_sources: what drawing items from several sources costs the engine per item, against
-/// the plain chain in the same run:
+/// many_sources: what drawing items from several sources (and routing them) costs the engine per
+/// item, against the plain chain in the same run:
 ///
 ///     plain   ferry::from(one vector of N integers)                         -> 3 no-op maps
 ///     mix     ferry::mix<T>({{a, 5}, {b, 3}, {c, 2}}, all_exhausted)        -> 3 no-op maps
 ///             (three vectors of N/2, 3N/10 and N/5: the same N items, each shuffled)
 ///     zip     ferry::zip(a vector of N, the same vector) -> a map back to one integer
 ///             (the pair's mean) -> 3 no-op maps
+///     merge   ferry::merge<T>({from(first half), from(second half)}) (round robin, branches
+///             without stages) -> 3 no-op maps
+///     route   ferry::from(one vector of N).route(parity, two branches without stages)
+///             -> 3 no-op maps
 ///
 /// each summed by a range-for on the calling thread (`--threads` arena threads, map
 /// concurrency 1). Variants interleave within each repetition; the median of `--reps` runs is
@@ -108,11 +112,18 @@ int main(int argc, char** argv) {
     const auto zipped = ferry::zip(all, all).map(
         [](const std::pair<std::uint64_t, std::uint64_t>& p) { return (p.first + p.second) / 2; });
 
+    const auto low = numbers(0, items / 2);
+    const auto high = numbers(items / 2, items / 2);
+    const auto merged = ferry::merge<std::uint64_t>({ferry::from(low), ferry::from(high)});
+    const auto same = [](auto b) { return b; };
+    const auto routed = ferry::from(all).route([](std::uint64_t x) { return x % 2; }, same, same);
+
     std::vector<std::pair<const char*, std::vector<double>>> rates{
-        {"plain", {}}, {"mix of 3", {}}, {"zip of 2", {}}};
+        {"plain", {}}, {"mix of 3", {}}, {"zip of 2", {}}, {"merge of 2", {}}, {"route to 2", {}}};
     for (std::uint64_t r = 0; r < reps; ++r) {
-        const result got[] = {run(plain, threads), run(mixed, threads), run(zipped, threads)};
-        for (std::size_t v = 0; v < 3; ++v) {
+        const result got[] = {run(plain, threads), run(mixed, threads), run(zipped, threads),
+                              run(merged, threads), run(routed, threads)};
+        for (std::size_t v = 0; v < rates.size(); ++v) {
             if (got[v].count != items || got[v].sum != want) {
                 std::fprintf(stderr, "many_sources: %s delivered %llu items summing to %llu\n",
                              rates[v].first, static_cast<unsigned long long>(got[v].count),
