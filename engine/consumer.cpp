@@ -41,6 +41,7 @@ bool pipeline_runtime::next(any_value& out) {
         if (!con_.out->pop(m)) {
             const auto wait_start = clock::now();
             const auto wait_ticks = ticks();
+            if (trace_.ranges) trace_.ranges->push(trace_.wait_row, 0);
             // Relaxed: stats() reads it for the wait in progress (a stall shows while it lasts).
             con_.waiting_since.store(wait_start.time_since_epoch().count(),
                                      std::memory_order_relaxed);
@@ -67,6 +68,7 @@ bool pipeline_runtime::next(any_value& out) {
                 flush_consumer_credits();  // the graph may be waiting for them
                 con_.out->wait([this] { return ctl_.stopping.load(); });
             }
+            if (trace_.ranges) trace_.ranges->pop(trace_.wait_row);
             const auto waited = clock::now() - wait_start;
             con_.waiting_since.store(0, std::memory_order_relaxed);
             con_.adapt_spin(waited);

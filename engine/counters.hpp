@@ -18,6 +18,7 @@
 
 #include <oneapi/tbb/task_arena.h>
 
+#include "call_ranges.hpp"
 #include "ferry/this_call.hpp"
 #include "trace.hpp"
 #if defined(__x86_64__)
@@ -173,8 +174,8 @@ struct alignas(64) counter_shard {
 class shard_writer {
   public:
     shard_writer(counter_shard& shard, bool owned, span_log* spans = nullptr,
-                 std::uint32_t stage = 0) noexcept
-        : shard_(&shard), owned_(owned), spans_(spans), stage_(stage) {}
+                 std::uint32_t stage = 0, const call_ranges* ranges = nullptr) noexcept
+        : shard_(&shard), owned_(owned), spans_(spans), stage_(stage), ranges_(ranges) {}
 
     void add(std::atomic<std::uint64_t> counter_shard::*field, std::uint64_t n = 1) const noexcept {
         bump(shard_->*field, n);
@@ -183,12 +184,15 @@ class shard_writer {
     void active(std::int64_t d) const noexcept { bump(shard_->active, d); }
     /// Marks a call on `item` that started at `start_ticks` as running on this thread (owned
     /// shards only: the watchdog reads it), until `end_call`.
+    /// With NVTX ranges on (call_ranges), the call is one, open until `end_call`.
     void begin_call(std::uint64_t start_ticks, std::uint64_t item) const noexcept {
+        if (ranges_ != nullptr) ranges_->push(stage_, item);
         if (!owned_) return;
         shard_->call_item.store(item, std::memory_order_relaxed);
         shard_->call_start.store(start_ticks == 0 ? 1 : start_ticks, std::memory_order_release);
     }
     void end_call() const noexcept {
+        if (ranges_ != nullptr) ranges_->pop(stage_);
         if (owned_) shard_->call_start.store(0, std::memory_order_relaxed);
     }
     /// Records one call that started at `start_ticks`: busy time and the latency histogram.
@@ -218,6 +222,7 @@ class shard_writer {
     bool owned_;
     span_log* spans_;
     std::uint32_t stage_;
+    const call_ranges* ranges_;
 };
 
 /// What one stage has done so far: sharded relaxed counters (summed when read), and sampled
@@ -246,17 +251,25 @@ class stage_counters {
         if (io_thread >= 0) {
             const auto i = static_cast<std::size_t>(1 + arena_slots_ + io_thread);
             if (i >= shards_.size()) return shared();
-            return {*shards_[i], true, spans_, stage_};
+            return {*shards_[i], true, spans_, stage_, ranges_};
         }
         const int slot = tbb::this_task_arena::current_thread_index();
         if (slot < 0 || slot >= arena_slots_) return shared();
-        return {*shards_[1 + static_cast<std::size_t>(slot)], true, spans_, stage_};
+        return {*shards_[1 + static_cast<std::size_t>(slot)], true, spans_, stage_, ranges_};
     }
     /// The writer for code that may run on any thread: shard 0, atomic updates.
-    [[nodiscard]] shard_writer shared() noexcept { return {*shards_[0], false, spans_, stage_}; }
+    [[nodiscard]] shard_writer shared() noexcept {
+        return {*shards_[0], false, spans_, stage_, ranges_};
+    }
     /// Where the writers record call spans (tracing on), and this stage's index there.
     void trace_to(span_log* spans, std::uint32_t stage) noexcept {
         spans_ = spans;
+        stage_ = stage;
+    }
+    /// Where the writers open and close each call's NVTX range (its row: the stage's index in
+    /// the trace's rows, as `trace_to` sets it).
+    void ranges_to(const call_ranges* ranges, std::uint32_t stage) noexcept {
+        ranges_ = ranges;
         stage_ = stage;
     }
 
@@ -299,6 +312,7 @@ class stage_counters {
     int arena_slots_ = 0;
     span_log* spans_ = nullptr;
     std::uint32_t stage_ = 0;
+    const call_ranges* ranges_ = nullptr;
 };
 
 }  // namespace ferry::detail

@@ -41,16 +41,24 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     const int slots = std::max(plan_.threads, 2) + 1;
     src_.counters.resize(slots);
     for (auto& st : stages_) st.counters.resize(slots, st.io ? 2 * st.concurrency : 0);
+    // The rows of the trace and of the NVTX ranges: the source, each stage, the consumer's waits.
+    std::vector<std::string> rows{"source"};
+    for (const auto& st : stages_) rows.push_back(st.name);
+    rows.emplace_back("waiting for the pipeline");
     if (opts_.trace_spans > 0) {
         trace_.spans = std::make_unique<span_log>(opts_.trace_spans);
-        trace_.names.emplace_back("source");
+        trace_.names = rows;
+    }
+    if (opts_.nvtx) trace_.ranges = call_ranges::make(rows);
+    if (trace_.spans || trace_.ranges) {
         src_.counters.trace_to(trace_.spans.get(), 0);
+        src_.counters.ranges_to(trace_.ranges.get(), 0);
+        std::uint32_t row = 1;
         for (auto& st : stages_) {
-            st.counters.trace_to(trace_.spans.get(),
-                                 static_cast<std::uint32_t>(trace_.names.size()));
-            trace_.names.push_back(st.name);
+            st.counters.trace_to(trace_.spans.get(), row);
+            st.counters.ranges_to(trace_.ranges.get(), row++);
         }
-        trace_.names.emplace_back("waiting for the pipeline");
+        trace_.wait_row = row;
     }
     worker_budget::instance().acquire(plan_.threads);
     flow_->budget_held = true;

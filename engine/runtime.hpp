@@ -36,8 +36,9 @@
 ///   failure_recorder.*, monitor_thread.*, timed_jobs.hpp; the TBB side (arena, graph, gateways)
 ///   is flow.hpp's `flow_parts`, included only by graph.cpp, runtime.cpp, async_stage.cpp and
 ///   timed_stage.cpp; and one helper each:
-///   admission.hpp, ledger.hpp, trace.*, io_pool.*, worker_budget.*, failure_log.*,
-///   quarantine_writer.*, input_label.hpp, deadlines.hpp, sequencer.hpp, handoff.hpp.
+///   admission.hpp, ledger.hpp, trace.*, call_ranges.* (NVTX), io_pool.*, worker_budget.*,
+///   failure_log.*, quarantine_writer.*, input_label.hpp, deadlines.hpp, sequencer.hpp,
+///   handoff.hpp.
 #pragma once
 
 #include <algorithm>
@@ -128,10 +129,13 @@ struct stage_runtime : stage_plan {
 };
 
 /// Tracing (`trace_spans` > 0): the spans, and the names of their rows: the source, each stage,
-/// and the consumer's waits last.
+/// and the consumer's waits last; and the same rows as NVTX ranges.
 struct trace_rows {
     std::unique_ptr<span_log> spans;
     std::vector<std::string> names;
+    /// NVTX ranges (`pipeline_options::nvtx`): null when nothing would see them.
+    std::unique_ptr<call_ranges> ranges;
+    std::uint32_t wait_row = 0;  ///< the consumer's waits' row
 };
 
 class pipeline_runtime final : public runtime {

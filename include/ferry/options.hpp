@@ -210,6 +210,13 @@ struct pipeline_options {
     /// dataset size, seed, rank or world size, another shape of stages), and for an unordered
     /// pipeline with a flat_map or unbatch.
     std::optional<pipeline_state> resume_from{};
+    /// NVTX ranges, for Nsight Systems: when ferry was built with the CUDA Toolkit, each call of
+    /// the source, a map, filter or flat_map (each attempt) is a range in the `ferry` domain on
+    /// the thread that runs it, named by the stage, with the item's position in its epoch as a
+    /// 64-bit payload, and the consumer's waits are ranges named "waiting for the pipeline".
+    /// Without an NVTX tool attached a range costs a call through a null pointer; without CUDA
+    /// there are none. false: none.
+    bool nvtx = true;
 };
 
 }  // namespace ferry
