@@ -68,6 +68,14 @@ class admission {
         returned_.store(issued_.load());
         parked_ = false;
     }
+    /// Credits out now (a sampled estimate, clamped at zero): source items in the graph.
+    [[nodiscard]] std::uint64_t out_now() const noexcept {
+        // Issued first: a count returned later can only make the difference smaller, so the
+        // estimate never exceeds what was out at one moment (nor the limit).
+        const auto issued = issued_.load(std::memory_order_acquire);
+        const auto returned = returned_.load(std::memory_order_acquire);
+        return issued > returned ? issued - returned : 0;
+    }
     /// Whether `in_flight` credits are out now (a sampled estimate, clamped at zero).
     [[nodiscard]] bool saturated(std::size_t in_flight) const noexcept {
         const auto returned = returned_.load(std::memory_order_acquire);

@@ -195,8 +195,10 @@ class shard_writer {
         if (ranges_ != nullptr) ranges_->pop(stage_);
         if (owned_) shard_->call_start.store(0, std::memory_order_relaxed);
     }
-    /// Records one call that started at `start_ticks`: busy time and the latency histogram.
-    void record_call(std::uint64_t start_ticks) const noexcept {
+    /// Records one call that started at `start_ticks`: busy time and the latency histogram (and
+    /// with tracing on, its span, on `item` if it had one).
+    void record_call(std::uint64_t start_ticks,
+                     std::uint64_t item = span_log::no_item) const noexcept {
         const std::uint64_t now = ticks();
         const std::uint64_t d = now > start_ticks ? now - start_ticks : 0;
         bump(shard_->busy_ticks, d);
@@ -205,7 +207,7 @@ class shard_writer {
         } else {
             shard_->latency.record(d);
         }
-        if (spans_ != nullptr) spans_->add(stage_, start_ticks, now);
+        if (spans_ != nullptr) spans_->add(stage_, start_ticks, now, item);
     }
 
   private:

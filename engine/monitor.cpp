@@ -65,6 +65,10 @@ void pipeline_runtime::sample() {
         if (busy) src_.counters.utilization_sum += 1.0;
         if (!busy && saturated) ++src_.counters.backpressured_samples;
     }
+    // Tracing: the items in flight and each stage's queue as counter tracks (series 0, 1, ...).
+    const std::uint64_t now = ticks();
+    std::uint32_t series = 1;
+    if (trace_.spans) trace_.spans->add_count(0, now, admission_.out_now());
     auto upstream = static_cast<std::int64_t>(src_.counters.sum(&counter_shard::emitted));
     bool queued_upstream = false;
     for (auto& st : stages_) {
@@ -77,6 +81,11 @@ void pipeline_runtime::sample() {
         // only `threads` of them at once, and is judged against those.
         const int slots = st.own_slots ? st.concurrency : std::min(st.concurrency, plan_.threads);
         record(st.counters, slots, queued, static_cast<int>(active), queued_upstream);
+        if (trace_.spans) {
+            trace_.spans->add_count(series, now,
+                                    static_cast<std::uint64_t>(std::max<std::int64_t>(0, queued)));
+        }
+        ++series;
         queued_upstream = queued_upstream || queued > 0;
         upstream = static_cast<std::int64_t>(st.counters.sum(&counter_shard::emitted));
     }
@@ -175,7 +184,7 @@ void pipeline_runtime::write_trace(std::ostream& os) const {
         throw invalid_argument(
             "write_trace: this pipeline records no spans (build it with trace_spans > 0)");
     }
-    write_chrome_trace(os, *trace_.spans, trace_.names, rate_.ns_per_tick());
+    write_chrome_trace(os, *trace_.spans, trace_.names, trace_.series, rate_.ns_per_tick());
 }
 
 }  // namespace ferry::detail

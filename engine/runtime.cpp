@@ -48,6 +48,8 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     if (opts_.trace_spans > 0) {
         trace_.spans = std::make_unique<span_log>(opts_.trace_spans);
         trace_.names = rows;
+        trace_.series.emplace_back("in flight");
+        for (const auto& st : stages_) trace_.series.push_back("queue " + st.name);
     }
     if (opts_.nvtx) trace_.ranges = call_ranges::make(rows);
     if (trace_.spans || trace_.ranges) {

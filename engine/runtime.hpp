@@ -133,6 +133,8 @@ struct stage_runtime : stage_plan {
 struct trace_rows {
     std::unique_ptr<span_log> spans;
     std::vector<std::string> names;
+    /// The counter tracks: "in flight", then "queue <stage>" for each stage.
+    std::vector<std::string> series;
     /// NVTX ranges (`pipeline_options::nvtx`): null when nothing would see them.
     std::unique_ptr<call_ranges> ranges;
     std::uint32_t wait_row = 0;  ///< the consumer's waits' row

@@ -41,7 +41,7 @@ bool pipeline_runtime::source_pull(msg& out) {
             name_item(b->value, b->input);
             excluded = plan_.source.excluded && plan_.source.excluded(b->input);
         }
-        w.record_call(t0);
+        w.record_call(t0, got ? src_.pos : span_log::no_item);
         w.end_call();
     } catch (...) {
         // The source's failure ends the epoch: its message carries the stage_error. There is no

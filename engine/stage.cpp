@@ -43,12 +43,12 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
         w.begin_call(t0, m->source_index);
         try {
             keep = invoke(st, m->value, m->value, m->children, last);
-            w.record_call(t0);
+            w.record_call(t0, m->source_index);
             w.end_call();
             err = nullptr;
             break;
         } catch (...) {
-            w.record_call(t0);
+            w.record_call(t0, m->source_index);
             w.end_call();
             err = std::current_exception();
         }

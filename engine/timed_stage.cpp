@@ -160,7 +160,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
         } catch (...) {
             err = std::current_exception();
         }
-        w.record_call(t0);
+        w.record_call(t0, it->item);
         w.end_call();
         w.active(-1);
         it->running.fetch_sub(1);
