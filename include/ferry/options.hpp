@@ -185,8 +185,9 @@ struct pipeline_options {
     /// false: fill to `in_flight` from the start.
     bool fast_start = true;
     /// > 0: record every stage call (its stage, thread, start and end) and each wait of the
-    /// consumer, up to this many spans (about 24 bytes each; later ones are counted as dropped),
-    /// for `pipeline::write_trace`. 0: off, nothing recorded. Costs a lock per call.
+    /// consumer, and the monitor's samples of the queues, up to this many records (32 bytes
+    /// each; later ones are counted as dropped), for `pipeline::write_trace`. 0: off, nothing
+    /// recorded. Costs a lock per call.
     std::size_t trace_spans = 0;
     /// An epoch in which more than this fraction of the source items failed (skipped by their
     /// stages' error policies) does not end normally: the iterator throws `ferry::error`
