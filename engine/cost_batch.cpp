@@ -73,6 +73,7 @@ void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, boo
     std::uint64_t credits = 0;
     for (std::size_t i = 0; i < items.size(); ++i) {
         msg b = items[i];
+        if (w.traced()) w.link(t0, b->source_index);  // the item's flow ends in its window
         if (dropped[i]) count_filtered(b, w);
         kept += b->items;
         credits += b->credits;

@@ -210,6 +210,12 @@ class shard_writer {
         if (spans_ != nullptr) spans_->add(stage_, start_ticks, now, item);
     }
 
+    /// Tracing on: the call started at `start_ticks` (a batch's) took in item `item`.
+    [[nodiscard]] bool traced() const noexcept { return spans_ != nullptr; }
+    void link(std::uint64_t start_ticks, std::uint64_t item) const noexcept {
+        if (spans_ != nullptr) spans_->add_link(start_ticks, item);
+    }
+
   private:
     template <class T>
     void bump(std::atomic<T>& a, T n) const noexcept {

@@ -65,6 +65,12 @@ void write_chrome_trace(std::ostream& os, const span_log& log,
     std::map<std::uint64_t, std::vector<flow_step>> flows;
     std::uint64_t next_flow = 1;
     for (const auto& sp : spans) {
+        if (sp.stage == span_log::link_stage) {
+            // Into a batch: a step of the item's flow, no call of its own.
+            const auto it = flow_of.find(sp.item);
+            if (it != flow_of.end()) flows[it->second].push_back({sp.thread, at(sp.t0)});
+            continue;
+        }
         threads.insert(sp.thread);
         const double ts = at(sp.t0);
         const double dur = static_cast<double>(sp.t1 > sp.t0 ? sp.t1 - sp.t0 : 0) * us_per_tick;

@@ -49,6 +49,10 @@ class span_log {
             ++dropped_;
         }
     }
+    /// The stage of a link record: item `item` went into the call (a batch's) that the calling
+    /// thread started at `t`; the trace ends the item's flow there.
+    static constexpr std::uint32_t link_stage = ~std::uint32_t{0};
+    void add_link(std::uint64_t t, std::uint64_t item) noexcept { add(link_stage, t, t, item); }
     /// Records series `series`'s value at `t` (within the same capacity as the spans).
     void add_count(std::uint32_t series, std::uint64_t t, std::uint64_t value) noexcept {
         std::lock_guard lock(mutex_);
@@ -97,9 +101,9 @@ class span_log {
 /// times in microseconds from the first record (`ns_per_tick` converts):
 ///  * one complete event ("X") per span on its thread's track, named by `names[span.stage]`,
 ///    with the item's position in `args.item` when the call had an item;
-///  * one flow ("s", "t"..., "f") per item, from its source call through each later call on it,
-///    so that Perfetto draws the item's path across threads (a new flow at each source call:
-///    positions start again every epoch);
+///  * one flow ("s", "t"..., "f") per item, from its source call through each later call on it
+///    to the batch it went into (a link record), so that Perfetto draws the item's path across
+///    threads (a new flow at each source call: positions start again every epoch);
 ///  * one counter track ("C") per series, named `series[count.series]`;
 ///  * thread_name metadata for every thread with spans, process_name for the process.
 /// Row 0 of `names` is the source's.

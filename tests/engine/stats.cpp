@@ -231,11 +231,13 @@ BOOST_AUTO_TEST_CASE(write_trace_records_every_call_as_a_span) {
     small.write_trace(json2);
     pt::ptree doc2;
     BOOST_REQUIRE_NO_THROW(pt::read_json(json2, doc2));
-    int spans = 0;  // calls' spans and counter samples share the capacity
+    // Calls' spans, counter samples and items' links into batches share the capacity.
+    int spans = 0;
     for (const auto& [key, e] : doc2.get_child("traceEvents")) {
         spans += e.get<std::string>("ph") == "X" || e.get<std::string>("ph") == "C";
     }
-    BOOST_TEST(spans == 50);
+    BOOST_TEST(spans <= 50);
+    BOOST_TEST(spans >= 25);  // an item links into its batch after its calls are recorded
     BOOST_TEST(doc2.get<int>("otherData.dropped_spans") > 0);
 
     auto untraced = ferry::from(iota(4)).build();

@@ -2,8 +2,9 @@
 /// \file
 /// write_trace as a Perfetto timeline, checked against the trace-event format's rules: every
 /// event has the fields its phase needs; each item's flow starts at its source call, steps
-/// through each later call on it and ends there, every flow event lying inside a slice of its
-/// thread (the slice it binds to); counter tracks for the items in flight and each stage's queue.
+/// through each later call on it and ends in the batch it went into, every flow event lying
+/// inside a slice of its thread (the slice it binds to); counter tracks for the items in flight
+/// and each stage's queue.
 
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
@@ -120,16 +121,18 @@ BOOST_AUTO_TEST_CASE(the_timeline_follows_the_trace_event_rules) {
     BOOST_TEST(t.malformed == 0);
     BOOST_TEST((t.phases == std::set<std::string>{"M", "X", "s", "t", "f", "C"}));
 
-    // One flow per item and epoch: source -> decode -> upload, each event inside the slice of
-    // that call on its thread (and the same item's), the last binding to its enclosing slice.
+    // One flow per item and epoch: source -> decode -> upload -> its batch, each event inside
+    // the slice of that call on its thread (the item's own, but for the batch's), the last
+    // binding to its enclosing slice.
     BOOST_TEST(t.flows.size() == std::size_t{2 * items});
     std::map<long, int> flows_per_item;
     for (const auto& [id, events] : t.flows) {
-        BOOST_TEST_REQUIRE(events.size() == 3U);
+        BOOST_TEST_REQUIRE(events.size() == 4U);
         BOOST_TEST(events[0].ph == "s");
         BOOST_TEST(events[1].ph == "t");
-        BOOST_TEST(events[2].ph == "f");
-        BOOST_TEST(events[2].binds_enclosing);
+        BOOST_TEST(events[2].ph == "t");
+        BOOST_TEST(events[3].ph == "f");
+        BOOST_TEST(events[3].binds_enclosing);
         std::vector<std::string> path;
         long item = -2;
         for (std::size_t i = 0; i < events.size(); ++i) {
@@ -138,9 +141,9 @@ BOOST_AUTO_TEST_CASE(the_timeline_follows_the_trace_event_rules) {
             BOOST_TEST_REQUIRE(s != nullptr);
             path.push_back(s->name);
             if (i == 0) item = s->item;
-            BOOST_TEST(s->item == item);
+            if (i < 3) BOOST_TEST(s->item == item);
         }
-        BOOST_TEST((path == std::vector<std::string>{"source", "decode", "upload"}));
+        BOOST_TEST((path == std::vector<std::string>{"source", "decode", "upload", "batch#3"}));
         ++flows_per_item[item];
     }
     BOOST_TEST(flows_per_item.size() == std::size_t{items});  // items 0..59, twice each
