@@ -178,6 +178,7 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
     plan.stages.reserve(spec.stages.size());
     for (auto& s : spec.stages) {
         auto branches = std::move(s.branches);
+        const auto branch_names = std::move(s.branch_names);
         plan.stages.push_back(plan_stage(std::move(s), index++, ordered));
         // A route's branches follow it, flattened, each stage marked with its route and branch.
         const int route = static_cast<int>(plan.stages.size()) - 1;
@@ -187,7 +188,11 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
             for (auto& bs : branches[b]) {
                 const bool named = !bs.options.name.empty();
                 stage_plan st = plan_stage(std::move(bs), index++, ordered);
-                if (!named) st.name = prefix + std::to_string(b) + " " + st.name;
+                const bool labelled = b < branch_names.size() && !branch_names[b].empty();
+                if (!named) {
+                    st.name =
+                        prefix + (labelled ? branch_names[b] : std::to_string(b)) + " " + st.name;
+                }
                 st.route = route;
                 st.branch = b;
                 plan.stages.push_back(std::move(st));

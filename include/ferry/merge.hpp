@@ -38,6 +38,9 @@ struct merge_options {
     /// Keep the merged order across the branches' stages (the default); false: completion order
     /// (the pipeline then resumes as an unordered one does).
     bool ordered = true;
+    /// The branches' names, one per branch, in their stages' names (`merge/local map#2`) and so
+    /// in stats and failures; empty: their indices (`merge/0 map#2`).
+    std::vector<std::string> names{};
 };
 
 namespace detail {
@@ -99,6 +102,10 @@ inline std::vector<double> merge_weights(const merge_options& options, std::size
         throw invalid_argument(
             "ferry::merge: stop = mix_stop::never is not a merge's rule (a merge ends with its "
             "branches' sources: all_exhausted or first_exhausted)");
+    }
+    if (!options.names.empty() && options.names.size() != branches) {
+        throw invalid_argument("ferry::merge: " + std::to_string(options.names.size()) +
+                               " names for " + std::to_string(branches) + " branches");
     }
     if (options.weights.empty()) return std::vector<double>(branches, 1.0);
     if (options.weights.size() != branches) {
@@ -192,6 +199,7 @@ builder<T> make_merge(const std::vector<builder<T>>& branches, const merge_optio
     route.kind = stage_kind::route;
     route.options.name = options.name;
     route.options.ordered = options.ordered;
+    route.branch_names = options.names;
     // The branch is the merged element's own; the route hands on the branch source's element.
     route.select_fn = [](any_value& v) {
         merge_item item = v.take_as<merge_item>();
@@ -225,7 +233,8 @@ builder<T> make_merge(const std::vector<builder<T>>& branches, const merge_optio
 /// branch), and every branch must end with the same element type `T`. The merged stream takes
 /// the branches' items in `merge_options::weights`' smooth round robin, so a run is
 /// reproducible: the same items in the same order at any thread count or concurrency. The
-/// branches' stages are named `merge/<branch> <stage>` in stats and failures; every item is
+/// branches' stages are named `merge/<branch> <stage>` in stats and failures (`<branch>`: its
+/// index, or its name from `merge_options::names`); every item is
 /// counted once, by its branch. A pipeline over a merge resumes exactly (its state is the
 /// merged position; the resume replays the positions before it, pulling and dropping the
 /// branches' source elements without running their stages); its ranks' states do not merge.

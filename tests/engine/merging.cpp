@@ -134,6 +134,15 @@ BOOST_AUTO_TEST_CASE(stats_and_failures_name_the_branch) {
     BOOST_TEST_REQUIRE(failures.size() == 2U);
     BOOST_TEST(failures[0].stage == "both/1 map#4");
     BOOST_TEST(failures[0].message.find("bad") != std::string::npos);
+    // Named branches: their names stand for their indices.
+    auto q = ferry::merge({s.left(1), flaky}, {.name = "both", .names = {"local", "remote"}})
+                 .build({.logger = quiet});
+    BOOST_TEST(drain(q).size() == 12U);
+    const auto named = settled_stats(q);
+    BOOST_TEST(row_named(named, "both/local map#2").items_in == 5U);
+    BOOST_TEST(row_named(named, "both/remote map#4").failed == 2U);
+    BOOST_TEST_REQUIRE(q.failures().size() == 2U);
+    BOOST_TEST(q.failures()[0].stage == "both/remote map#4");
 }
 
 // A state taken after any output resumes exactly (2 epochs, concurrency 1 and 4), alone and with
@@ -241,6 +250,7 @@ BOOST_AUTO_TEST_CASE(refuses_what_cannot_merge) {
         expect_saying<ferry::invalid_argument>([&] { (void)ferry::merge({a, b}, o); }, says);
     };
     refused({.weights = {1}}, "1 weights for 2 branches");
+    refused({.names = {"a", "b", "c"}}, "3 names for 2 branches");
     refused({.weights = {1, -2}}, "branch 1's weight -2");
     refused({.weights = {std::numeric_limits<double>::quiet_NaN(), 1}}, "branch 0's weight");
     refused({.weights = {1, std::numeric_limits<double>::infinity()}}, "branch 1's weight inf");

@@ -88,6 +88,9 @@ struct stage_spec {
     std::function<std::int64_t(any_value& value)> select_fn;
     /// route: each branch's stages (map, filter and map_async only), in order.
     std::vector<std::vector<stage_spec>> branches;
+    /// route: the branches' names in stage names (`<route>/<name> <stage>`); empty: their
+    /// indices.
+    std::vector<std::string> branch_names;
 
     /// map: puts the result of the call on `in` into `out`, which may be `in` itself (the
     /// engine's usual call: the result replaces the input). `last_attempt` false asks the call to
