@@ -95,6 +95,14 @@ class merge_order {
     std::vector<bool> in_draw_;
 };
 
+/// The branch of the element the calling thread described last: the engine asks `excluded`
+/// right after `describe`, on the same thread, for the same element (per thread, so that
+/// pipelines built from one merge can run at once).
+inline std::size_t& merge_described() {
+    thread_local std::size_t branch = 0;
+    return branch;
+}
+
 /// The weights `merge` draws with, checked: one per branch (or none: all 1).
 inline std::vector<double> merge_weights(const merge_options& options, std::size_t branches) {
     if (branches == 0) throw invalid_argument("ferry::merge: no branches to merge");
@@ -134,9 +142,6 @@ inline source_spec merge_source(std::vector<source_spec> branches, std::vector<d
         std::vector<source_spec> branches;
         std::vector<double> weights;
         mix_stop stop;
-        /// The branch of the element described last (describe and excluded run one after the
-        /// other on the source's thread).
-        std::size_t described = 0;
     };
     auto parts = std::make_shared<shared>(shared{std::move(branches), std::move(weights), stop});
     auto open = [parts](std::uint64_t epoch) -> source_cursor {
@@ -177,14 +182,14 @@ inline source_spec merge_source(std::vector<source_spec> branches, std::vector<d
     if (describes) {
         spec.describe = [parts](any_value& v, std::string& out) {
             auto& item = v.get<merge_item>();
-            parts->described = item.branch;
+            merge_described() = item.branch;
             const auto& d = parts->branches[item.branch].describe;
             if (d) d(item.value, out);
         };
     }
     if (excludes) {
         spec.excluded = [parts](const std::string& input) {
-            const auto& e = parts->branches[parts->described].excluded;
+            const auto& e = parts->branches[merge_described()].excluded;
             return e && e(input);
         };
     }

@@ -145,6 +145,36 @@ BOOST_AUTO_TEST_CASE(stats_and_failures_name_the_branch) {
     BOOST_TEST(q.failures()[0].stage == "both/remote map#4");
 }
 
+// Each branch's source keeps its own descriptions and exclusions: "12" is left out of branch 1
+// only (branch 0 describes its items as "a<n>"), counted as filtered; a failure names the item
+// as its branch's source described it.
+BOOST_AUTO_TEST_CASE(branches_keep_their_descriptions_and_exclusions) {
+    const two_branches s;
+    const auto left = ferry::from(s.a)
+                          .describe([](int x) { return "12" + std::to_string(x); })
+                          .exclude({"122"})
+                          .map([](int x) { return "a" + std::to_string(x); });
+    const auto right = ferry::from(s.b)
+                           .describe([](const std::string& x) { return x; })
+                           .exclude({"12"})
+                           .map(
+                               [](const std::string& x) {
+                                   if (x == "15") throw ferry::decode_error("bad");
+                                   return x;
+                               },
+                               {.on_error = ferry::skip});
+    auto p = ferry::merge({left, right}).build({.logger = quiet});
+    const auto got = drain(p);
+    BOOST_TEST(got == words("a0 10 a1 11 a3 13 a4 14 16 17 18 19"),
+               boost::test_tools::per_element());
+    const auto st = settled_stats(p);
+    check_complete_accounting(st);
+    BOOST_TEST(st.filtered == 2U);  // "122" in branch 0, "12" in branch 1
+    const auto failures = p.failures();
+    BOOST_TEST_REQUIRE(failures.size() == 1U);
+    BOOST_TEST(failures[0].input == "15");
+}
+
 // A state taken after any output resumes exactly (2 epochs, concurrency 1 and 4), alone and with
 // a filter in a branch and batch_by after the merge: the sequences written out by hand.
 BOOST_AUTO_TEST_CASE(resumes_exactly_from_any_output) {
