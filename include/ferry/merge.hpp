@@ -135,7 +135,8 @@ inline std::vector<double> merge_weights(const merge_options& options, std::size
 
 /// The merged source over the branches' sources: elements are `merge_item`s, in
 /// `merge_order`'s order; a resume at position p replays the p positions before it, pulling and
-/// dropping the branches' elements (O(p)), so that each branch stands where it stood.
+/// dropping the branches' elements (O(p), `open_source_at`), so that each branch stands where it
+/// stood.
 inline source_spec merge_source(std::vector<source_spec> branches, std::vector<double> weights,
                                 mix_stop stop) {
     struct shared {
@@ -165,14 +166,10 @@ inline source_spec merge_source(std::vector<source_spec> branches, std::vector<d
             }
         };
     };
+    // No open_at: a resume opens the epoch and drops the positions before it
+    // (detail::open_source_at), which is the replay a merge needs.
     source_spec spec;
     spec.open = open;
-    spec.open_at = [open](std::uint64_t epoch, std::uint64_t position) {
-        source_cursor c = open(epoch);
-        any_value skipped;
-        for (std::uint64_t i = 0; i < position && c(skipped); ++i) skipped.reset();
-        return c;
-    };
     bool describes = false;
     bool excludes = false;
     for (const auto& b : parts->branches) {
