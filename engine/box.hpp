@@ -75,8 +75,17 @@ struct alignas(64) box {
     /// An unordered pipeline's batch: the positions of its items (a single item's is its
     /// `source_index`, not listed).
     std::vector<std::uint64_t> covers;
+    /// In and after a branch of a route whose branches expand (rejoin.cpp): the element's
+    /// sequence number at the route, its branch (`no_route_branch`: it went straight to the
+    /// join), and whether it is the last message the branch makes of that element.
+    std::uint64_t route_seq = 0;
+    std::uint32_t route_branch = 0;
+    bool last_of_route = true;
     bool cancelled = false;  ///< dropped unprocessed: not done
 };
+
+/// `box::route_branch` of a message the route sends straight to its join.
+inline constexpr std::uint32_t no_route_branch = ~std::uint32_t{0};
 
 using msg = box*;
 

@@ -97,6 +97,7 @@ void pipeline_runtime::build_graph() {
     // the stage after the route reads, out of order.
     struct open_route {
         int index = -1;
+        stage_runtime* st = nullptr;
         std::vector<flow::broadcast_node<msg>*> heads;
         std::vector<flow::sender<msg>*> tails;
         flow::broadcast_node<msg>* rejoin = nullptr;
@@ -112,6 +113,29 @@ void pipeline_runtime::build_graph() {
         }
         tail = rt.rejoin;
         in_order = false;
+        if (rt.st->rejoins) {
+            // The branches renumber: a serial join puts their outputs back in order.
+            using node_t = flow::multifunction_node<msg, std::tuple<msg>>;
+            stage_runtime& st = *rt.st;
+            auto node = std::make_unique<node_t>(
+                g, flow::serial, tsan_body([this, &st](msg m, node_t::output_ports_type& ports) {
+                    tsan_receive(this, m);
+                    std::vector<msg> outs;
+                    {
+                        const tsan_scope state(&st.rejoin);
+                        rejoin(st, m);
+                        outs.swap(st.rejoin.outs);
+                    }
+                    for (msg o : outs) tsan_send(std::get<0>(ports), o);
+                    outs.clear();  // kept for the next call: no allocation per call
+                    const tsan_scope state(&st.rejoin);
+                    if (st.rejoin.outs.capacity() < outs.capacity()) st.rejoin.outs.swap(outs);
+                }));
+            flow::make_edge(*tail, *node);
+            tail = &flow::output_port<0>(*node);
+            flow_->nodes.push_back(std::move(node));
+            in_order = true;
+        }
         rt = open_route{};
     };
 
@@ -207,6 +231,7 @@ void pipeline_runtime::build_graph() {
                 break;
             case stage_kind::route: {
                 rt.index = i;
+                rt.st = &st;
                 for (std::size_t b = 0; b < st.branches; ++b) {
                     auto head = std::make_unique<flow::broadcast_node<msg>>(g);
                     rt.heads.push_back(head.get());
@@ -223,6 +248,28 @@ void pipeline_runtime::build_graph() {
                         tsan_receive(this, m);
                         const shard_writer w = st.counters.owned();
                         w.add(&counter_shard::arrived);
+                        if (st.rejoins) {
+                            // Branches that renumber: in order, numbered per branch.
+                            std::vector<std::pair<std::uint32_t, msg>> routed;
+                            {
+                                const tsan_scope state(&st);
+                                route_numbered(st, m, w);
+                                routed.swap(st.rejoin.routed);
+                            }
+                            for (auto [b, x] : routed) {
+                                if (b == no_route_branch) {
+                                    tsan_send(*rejoin, x);
+                                } else {
+                                    tsan_send(*heads[b], x);
+                                }
+                            }
+                            routed.clear();
+                            const tsan_scope state(&st);
+                            if (st.rejoin.routed.capacity() < routed.capacity()) {
+                                st.rejoin.routed.swap(routed);
+                            }
+                            return flow::continue_msg();
+                        }
                         const std::size_t b = route_item(st, m, w);
                         w.add(&counter_shard::emitted);
                         // Gaps, failures and the epoch's end go straight to the join.

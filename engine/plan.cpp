@@ -195,7 +195,20 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
                 }
                 st.route = route;
                 st.branch = b;
+                if (st.spec.kind == stage_kind::batch || st.spec.kind == stage_kind::batch_by ||
+                    st.spec.kind == stage_kind::route) {
+                    throw invalid_argument("stage '" + st.name +
+                                           "': a branch may map, filter, map_async, flat_map "
+                                           "and unbatch; batch, batch_by and route go after it");
+                }
+                if (st.expands) plan.stages[static_cast<std::size_t>(route)].rejoins = true;
                 plan.stages.push_back(std::move(st));
+            }
+        }
+        if (plan.stages[static_cast<std::size_t>(route)].rejoins) {
+            // The join takes each element's outputs in the branch's order: keep it.
+            for (auto it = plan.stages.begin() + route + 1; it != plan.stages.end(); ++it) {
+                it->ordered = true;
             }
         }
     }

@@ -43,6 +43,10 @@ struct stage_plan {
     int route = -1;
     std::size_t branch = 0;
     std::size_t branches = 0;  ///< a route: how many branches it has
+    /// A route some of whose branches expand (flat_map, unbatch): it numbers each branch's
+    /// elements apart and a serial join puts the branches' outputs back in its input order
+    /// (rejoin.cpp); its branches' stages keep order.
+    bool rejoins = false;
 
     /// batch, unbatch, flat_map and batch_by start a new sequence space after them.
     [[nodiscard]] bool renumbers() const noexcept {

@@ -12,7 +12,7 @@ void pipeline_runtime::renumber(stage_runtime& st, msg m, const shard_writer& w)
     st.renum.seq->push(m, [this, &st, &w](msg x) {
         switch (x->kind) {
             case msg_kind::gap:
-                retire_gap(x);
+                pass_gap(st, x);
                 break;
             case msg_kind::error:
                 x->seq = st.renum.next_out++;
@@ -49,6 +49,17 @@ void pipeline_runtime::renumber(stage_runtime& st, msg m, const shard_writer& w)
                 break;
         }
     });
+}
+
+void pipeline_runtime::pass_gap(stage_runtime& st, msg x) {
+    if (st.route < 0) {
+        retire_gap(x);
+        return;
+    }
+    // In a branch (of a route that rejoins, as only those renumber in branches): the join waits
+    // for the element's marked last message, so the gap goes on, numbered here.
+    x->seq = st.renum.next_out++;
+    st.renum.outs.push_back(x);
 }
 
 void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
@@ -111,7 +122,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
         }
         w.record_call(t0);
         if (x->kind == msg_kind::gap) {
-            retire_gap(x);
+            pass_gap(st, x);
             return;
         }
         if (x->kind == msg_kind::error) {
@@ -125,7 +136,10 @@ void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
     const std::size_t skip = std::min<std::size_t>(res_.skip(x->start), children.size());
     if (children.size() == skip) {
         count_filtered(x, w);
-        retire_gap(x);
+        x->value.reset();
+        children.clear();
+        x->kind = msg_kind::gap;
+        pass_gap(st, x);
         return;
     }
     const std::size_t k = children.size();
@@ -139,6 +153,11 @@ void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
         b->input = x->input;
         b->start = parent.child(i);
         b->end = parent.child(i + 1);
+        // In a rejoining route's branch: the element the route numbered; the last output, x,
+        // keeps the mark.
+        b->route_seq = x->route_seq;
+        b->route_branch = x->route_branch;
+        b->last_of_route = false;
         st.renum.outs.push_back(b);
     }
     // The last output carries the input's accounting and credits (and its end).

@@ -20,6 +20,14 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     for (auto& p : plan_.stages) {
         auto& st = stages_.emplace_back(std::move(p));
         if (st.renumbers()) st.renum.seq = std::make_unique<sequencer>(st.ordered);
+        if (st.rejoins) {
+            st.renum.seq = std::make_unique<sequencer>(true);
+            st.rejoin.branch_seq.assign(st.branches, 0);
+            st.rejoin.ready.resize(st.branches);
+            for (std::size_t b = 0; b < st.branches; ++b) {
+                st.rejoin.seqs.push_back(std::make_unique<sequencer>(true));
+            }
+        }
         if (st.spec.options.timeout.count() > 0) {
             st.deadlines = std::make_unique<deadline_list>();
             timed_ = true;
@@ -206,7 +214,10 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
     release_timed_items();
     flow_->graph->wait_for_all();
     // Now nothing runs: clear every buffer (TBB's and ours) and return the stranded boxes.
-    for (auto& st : stages_) tsan_acquire(&st);
+    for (auto& st : stages_) {
+        tsan_acquire(&st);
+        tsan_acquire(&st.rejoin);
+    }
     tsan_acquire(output_seq_.get());
     // graph::reset re-attaches the graph to the arena of the calling thread: call it from inside
     // the pipeline's arena, or later epochs would run in the default arena.
@@ -217,6 +228,7 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
         st.renum.batch_costs.clear();
         st.renum.outs.clear();
         st.renum.next_out = 0;
+        st.rejoin.clear();
         {
             std::lock_guard async_lock(st.slots.mutex);
             st.slots.waiting.clear();

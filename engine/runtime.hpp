@@ -51,6 +51,7 @@
 #include <functional>
 #include <limits>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -110,6 +111,36 @@ struct renumber_state {
     std::uint64_t next_out = 0;
 };
 
+/// A route whose branches expand: how it numbers each branch's elements (its serial node) and
+/// how its join puts their outputs back in order (the join's serial node; rejoin.cpp).
+struct rejoin_state {
+    // The route's node.
+    std::vector<std::uint64_t> branch_seq;  ///< the next sequence number in each branch
+    /// What the route's node sends on: (branch or `no_route_branch`, message).
+    std::vector<std::pair<std::uint32_t, msg>> routed;
+    // The join's node.
+    std::vector<std::unique_ptr<sequencer>> seqs;  ///< each branch's outputs back in its order
+    std::vector<std::deque<msg>> ready;            ///< each branch's outputs, in its order
+    std::map<std::uint64_t, msg> straight;  ///< what came straight from the route, by route seq
+    std::uint64_t next_in = 0;              ///< the route seq whose outputs come next
+    std::uint64_t next_out = 0;
+    std::size_t ended = 0;  ///< branches whose end arrived this epoch
+    std::vector<msg> outs;
+
+    /// Forgets the epoch (after a cancelled one; the pool reclaims the boxes).
+    void clear() noexcept {
+        std::fill(branch_seq.begin(), branch_seq.end(), 0);
+        routed.clear();
+        for (auto& s : seqs) s->clear();
+        for (auto& r : ready) r.clear();
+        straight.clear();
+        next_in = 0;
+        next_out = 0;
+        ended = 0;
+        outs.clear();
+    }
+};
+
 /// Everything one stage needs at run time: its plan, its counters, and the state of its kind.
 struct stage_runtime : stage_plan {
     explicit stage_runtime(stage_plan p) : stage_plan(std::move(p)), budget(spec.options) {}
@@ -123,6 +154,8 @@ struct stage_runtime : stage_plan {
     call_slots slots;       ///< map_async and timed stages: calls in progress and waiting
     failure_budget budget;  ///< the skip budgets of `max_failures` and the rate
     renumber_state renum;   ///< batch, unbatch, flat_map: touched only by its serial node
+    /// A route that rejoins (`stage_plan::rejoins`): `renum.seq` puts its input in order.
+    rejoin_state rejoin;
     /// batch_by, the first stage to renumber: its batches list their items' positions
     /// (resume_state::lists_window).
     bool lists_window = false;
@@ -236,12 +269,22 @@ class pipeline_runtime final : public runtime {
     // renumber.cpp
     void renumber(stage_runtime& st, msg m, const shard_writer& w);
     void emit_batch(stage_runtime& st, const shard_writer& w);
+    /// A gap at a renumbering node: retired, or in a branch passed on to the route's join.
+    void pass_gap(stage_runtime& st, msg x);
 
     // route.cpp
     /// route: the branch `m` takes, or `no_branch` (a gap, a failure, the epoch's end, or an
     /// element that failed here) for the join.
     std::size_t route_item(stage_runtime& st, msg m, const shard_writer& w);
     static constexpr std::size_t no_branch = ~std::size_t{0};
+    /// A route that rejoins: takes `m` in order, numbers each element in its branch and lists
+    /// what goes where in `st.rejoin.routed` (the epoch's end goes down every branch too).
+    void route_numbered(stage_runtime& st, msg m, const shard_writer& w);
+
+    // rejoin.cpp
+    /// A rejoining route's join: takes `m` from a branch or straight from the route and lists in
+    /// `st.rejoin.outs` the outputs now due, in the route's input order, numbered anew.
+    void rejoin(stage_runtime& st, msg m);
 
     // cost_batch.cpp
     /// batch_by: takes `m` into the window (its cost checked), grouping the window when full.

@@ -62,6 +62,23 @@ struct source_access {
     }
 };
 
+/// Refuses a branch of a route or merge (`what`) with a stage that cannot run inside one: a
+/// branch may map, filter, map_async, flat_map and unbatch; batch, batch_by and route go after
+/// it.
+inline void check_branches(const char* what, const std::vector<std::vector<stage_spec>>& branches) {
+    for (std::size_t b = 0; b < branches.size(); ++b) {
+        for (const auto& st : branches[b]) {
+            if (st.kind == stage_kind::batch || st.kind == stage_kind::batch_by ||
+                st.kind == stage_kind::route) {
+                throw invalid_argument(std::string(what) + ": branch " + std::to_string(b) +
+                                       " has a batch, batch_by or route; a branch may map, "
+                                       "filter, map_async, flat_map and unbatch (batch after the " +
+                                       what + ")");
+            }
+        }
+    }
+}
+
 /// Makes `to_cuda()`'s stage (`Enable` is always void): defined in <ferry/cuda.hpp>, so that a
 /// builder carries no CUDA names until a user asks for the transfer.
 template <class T, class Enable>
@@ -284,14 +301,15 @@ class builder {
 
     /// Sends each element down one of several branches and joins them again: `select(const T&)`
     /// returns the branch's index (0 for the first `branch`), and `branch_i(builder<T>)` adds
-    /// that branch's stages (map, filter, map_async: one element in, at most one out), each with
-    /// its own concurrency. Every branch must end with the same element type `U`; the route's
-    /// elements are `U`. The branches are compiled into the pipeline's one graph (no thread per
-    /// branch), input order is kept across them unless `options.ordered` is false, and every
-    /// element is counted once: by the route, then by the stages of its branch. A selector that
-    /// throws or returns an index with no branch fails the element under `options.on_error`,
-    /// naming the index. Throws `ferry::invalid_argument` for a branch with a flat_map, batch,
-    /// unbatch, batch_by or route (batch after the route).
+    /// that branch's stages (map, filter, map_async, flat_map, unbatch), each with its own
+    /// concurrency. Every branch must end with the same element type `U`; the route's elements
+    /// are `U`. The branches are compiled into the pipeline's one graph (no thread per branch),
+    /// input order is kept across them unless `options.ordered` is false (a branch with a
+    /// flat_map or unbatch rejoins in input order always: all outputs of an element, in their
+    /// order, at the element's place), and every element is counted once: by the route, then by
+    /// the stages of its branch. A selector that throws or returns an index with no branch fails
+    /// the element under `options.on_error`, naming the index. Throws `ferry::invalid_argument`
+    /// for a branch with a batch, batch_by or route (those go after the route).
     /// \code
     ///   .route([](const sample& s) { return s.is_video ? 1 : 0; },
     ///          [](auto b) { return b.map(decode_image_sample, 8); },
@@ -340,17 +358,7 @@ class builder {
         };
         const builder<T> start{detail::source_spec{}};
         (s.branches.push_back(detail::source_access::stages(std::invoke(branches, start))), ...);
-        for (std::size_t b = 0; b < s.branches.size(); ++b) {
-            for (const auto& st : s.branches[b]) {
-                if (st.kind != detail::stage_kind::map && st.kind != detail::stage_kind::filter &&
-                    st.kind != detail::stage_kind::map_async) {
-                    throw invalid_argument(
-                        "route: branch " + std::to_string(b) +
-                        " has a stage other than map, filter or map_async; a branch turns one "
-                        "element into at most one (batch, flat_map or route after the route)");
-                }
-            }
-        }
+        detail::check_branches("route", s.branches);
         return then<U>(std::move(s));
     }
 

@@ -27,7 +27,8 @@ struct merge_options {
     /// gives the item and pays the total back (a tie goes to the lower branch), so that {1, 3}
     /// gives b1 b0 b1 b1 | b1 b0 b1 b1 ...
     /// and every prefix keeps the proportions within one item per branch. No seed: the order is
-    /// the weights'.
+    /// the weights'. A weight counts its branch's *source* items: a branch that flat_maps (a
+    /// shard into its samples) gives all outputs of an item, in their order, at the item's turn.
     std::vector<double> weights{};
     /// When the epoch ends: `all_exhausted` (the default: a branch whose source ends leaves the
     /// draw and the others share its turns) or `first_exhausted` (at the first position whose
@@ -36,7 +37,8 @@ struct merge_options {
     /// Name in stats and failures: the branches' stages are `<name>/<branch> <stage>`.
     std::string name = "merge";
     /// Keep the merged order across the branches' stages (the default); false: completion order
-    /// (the pipeline then resumes as an unordered one does).
+    /// (the pipeline then resumes as an unordered one does). A merge with a flat_map or unbatch
+    /// in a branch keeps the merged order always.
     bool ordered = true;
     /// The branches' names, one per branch, in their stages' names (`merge/local map#2`) and so
     /// in stats and failures; empty: their indices (`merge/0 map#2`).
@@ -210,19 +212,9 @@ builder<T> make_merge(const std::vector<builder<T>>& branches, const merge_optio
     };
     for (std::size_t b = 0; b < branches.size(); ++b) {
         sources.push_back(source_access::source(branches[b]));
-        const auto& stages = source_access::stages(branches[b]);
-        for (const auto& s : stages) {
-            if (s.kind != stage_kind::map && s.kind != stage_kind::filter &&
-                s.kind != stage_kind::map_async) {
-                throw invalid_argument(
-                    "ferry::merge: branch " + std::to_string(b) +
-                    " has a stage other than map, filter or map_async; a merged branch turns "
-                    "each of its source's items into at most one (put flat_map, batch and the "
-                    "like after the merge)");
-            }
-        }
-        route.branches.push_back(stages);
+        route.branches.push_back(source_access::stages(branches[b]));
     }
+    check_branches("ferry::merge", route.branches);
     const builder<T> merged(merge_source(std::move(sources), std::move(weights), options.stop));
     return source_access::with_stage<T>(merged, std::move(route));
 }
@@ -230,11 +222,12 @@ builder<T> make_merge(const std::vector<builder<T>>& branches, const merge_optio
 }  // namespace detail
 
 /// Merges sub-pipelines into one: each branch keeps its own source (any that `ferry::from`
-/// takes, of any element type) and its own stages (map, filter, map_async, each with its own
-/// concurrency and executor), all compiled into the one flow graph (a route, no thread per
-/// branch), and every branch must end with the same element type `T`. The merged stream takes
-/// the branches' items in `merge_options::weights`' smooth round robin, so a run is
-/// reproducible: the same items in the same order at any thread count or concurrency. The
+/// takes, of any element type) and its own stages (map, filter, map_async, flat_map, unbatch,
+/// each with its own concurrency and executor), all compiled into the one flow graph (a route,
+/// no thread per branch), and every branch must end with the same element type `T`. The merged
+/// stream takes the branches' source items in `merge_options::weights`' smooth round robin (all
+/// outputs of an item that a branch expands come in a row), so a run is reproducible: the same
+/// items in the same order at any thread count or concurrency. The
 /// branches' stages are named `merge/<branch> <stage>` in stats and failures (`<branch>`: its
 /// index, or its name from `merge_options::names`); every item is
 /// counted once, by its branch. A pipeline over a merge resumes exactly (its state is the
@@ -243,13 +236,13 @@ builder<T> make_merge(const std::vector<builder<T>>& branches, const merge_optio
 /// `item_info` names the merged position.
 /// \code
 ///   auto local  = ferry::from(files).map(read_file, {.concurrency = 4, .executor = ferry::io});
-///   auto remote = ferry::from(urls).map(fetch, {.concurrency = 16, .executor = ferry::io});
+///   auto remote = ferry::from(shard_urls).flat_map(tar_samples_of).map(to_bytes);
 ///   auto both   = ferry::merge({local, remote}, {.weights = {1, 3}}).map(decode, 8).batch(32)
 ///                     .build();
 /// \endcode
 /// Throws `ferry::invalid_argument` for no branches, weights that are not one finite number >= 0
-/// per branch or are all 0, `mix_stop::never`, or a branch with a flat_map, batch, unbatch,
-/// batch_by or route (those go after the merge).
+/// per branch or are all 0, `mix_stop::never`, or a branch with a batch, batch_by or route
+/// (those go after the merge).
 template <class T>
 [[nodiscard]] builder<T> merge(std::initializer_list<builder<T>> branches,
                                merge_options options = {}) {
