@@ -242,11 +242,35 @@ builder<T> make_merge(const std::vector<builder<T>>& branches, const merge_optio
 /// \endcode
 /// Throws `ferry::invalid_argument` for no branches, weights that are not one finite number >= 0
 /// per branch or are all 0, `mix_stop::never`, or a branch with a batch, batch_by or route
-/// (those go after the merge).
+/// (those go after the merge). Branches that end with different element types do not compile
+/// (a static_assert, with each branch's type in the compiler's notes).
 template <class T>
 [[nodiscard]] builder<T> merge(std::initializer_list<builder<T>> branches,
                                merge_options options = {}) {
     return detail::make_merge<T>(std::vector<builder<T>>(branches), options);
+}
+
+namespace detail {
+
+/// A branch of `merge({a, b, ...})` when the branches' element types differ, so that no `T`
+/// deduces: converting one fails to compile, and the compiler's "with U = ..." names its type.
+struct mismatched_branch {
+    template <class U>
+    mismatched_branch(const builder<U>& /*branch*/) {  // NOLINT: implicit on purpose
+        static_assert(dependent_false<U>,
+                      "ferry::merge({a, b, ...}): every branch must end with the same element type "
+                      "T (each a ferry::builder<T>); this branch's element type is U, shown with "
+                      "each branch below. map the branches to one type");
+    }
+};
+
+}  // namespace detail
+
+/// Branches whose element types differ: does not compile, naming each branch's type.
+inline void merge(std::initializer_list<detail::mismatched_branch> branches,
+                  const merge_options& options = {}) {
+    (void)branches;
+    (void)options;
 }
 
 /// `merge` over a list made at run time.

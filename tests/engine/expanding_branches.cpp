@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(a_route_with_flat_map_and_unbatch_branches_keeps_input_orde
 BOOST_AUTO_TEST_CASE(resumes_exactly_from_any_output) {
     const auto once = words("s0 s1 a0 s20 s21 s30 a1 s40 s41 s50 a2 a3 a4");
     std::vector<std::string> want, doubled, batched;
-    for (int e = 0; e < epochs; ++e) {
+    for (int e = 0; e < resume_test::epochs; ++e) {
         want.insert(want.end(), once.begin(), once.end());
         for (const auto& w : once) {
             doubled.push_back(w);
@@ -202,7 +202,7 @@ BOOST_AUTO_TEST_CASE(resumes_exactly_from_any_output) {
     }
     std::vector<std::string> routed_want;
     const positioned_numbers numbers{.n = 40};
-    for (std::uint64_t e = 0; e < static_cast<std::uint64_t>(epochs); ++e) {
+    for (std::uint64_t e = 0; e < static_cast<std::uint64_t>(resume_test::epochs); ++e) {
         for (const int x : numbers.numbers(e)) {
             for (const int y : routed_outputs(x)) routed_want.push_back(text(y));
         }
