@@ -12,6 +12,10 @@
 ///             without stages) -> 3 no-op maps
 ///     route   ferry::from(one vector of N).route(parity, two branches without stages)
 ///             -> 3 no-op maps
+///     flat_map             ferry::from(one vector of N).flat_map(x -> {x}) -> 3 no-op maps
+///     route, a flat_map    the route with that flat_map in its odd branch (the branches are
+///                          numbered apart and a serial join puts them back in order)
+///                          -> 3 no-op maps
 ///
 /// each summed by a range-for on the calling thread (`--threads` arena threads, map
 /// concurrency 1). Variants interleave within each repetition; the median of `--reps` runs is
@@ -21,6 +25,7 @@
 /// Usage: many_sources [--items N] [--reps R] [--threads T]
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -117,12 +122,18 @@ int main(int argc, char** argv) {
     const auto merged = ferry::merge<std::uint64_t>({ferry::from(low), ferry::from(high)});
     const auto same = [](auto b) { return b; };
     const auto routed = ferry::from(all).route([](std::uint64_t x) { return x % 2; }, same, same);
+    const auto one = [](std::uint64_t x) { return std::array<std::uint64_t, 1>{x}; };
+    const auto expanded = ferry::from(all).flat_map(one);
+    const auto rejoined = ferry::from(all).route([](std::uint64_t x) { return x % 2; }, same,
+                                                 [one](auto b) { return b.flat_map(one); });
 
     std::vector<std::pair<const char*, std::vector<double>>> rates{
-        {"plain", {}}, {"mix of 3", {}}, {"zip of 2", {}}, {"merge of 2", {}}, {"route to 2", {}}};
+        {"plain", {}},      {"mix of 3", {}}, {"zip of 2", {}},         {"merge of 2", {}},
+        {"route to 2", {}}, {"flat_map", {}}, {"route, a flat_map", {}}};
     for (std::uint64_t r = 0; r < reps; ++r) {
-        const result got[] = {run(plain, threads), run(mixed, threads), run(zipped, threads),
-                              run(merged, threads), run(routed, threads)};
+        const result got[] = {run(plain, threads),   run(mixed, threads),  run(zipped, threads),
+                              run(merged, threads),  run(routed, threads), run(expanded, threads),
+                              run(rejoined, threads)};
         for (std::size_t v = 0; v < rates.size(); ++v) {
             if (got[v].count != items || got[v].sum != want) {
                 std::fprintf(stderr, "many_sources: %s delivered %llu items summing to %llu\n",
