@@ -3,14 +3,51 @@
 /// The consumer's side: next() takes results from the hand-off (spinning briefly, then
 /// sleeping), accounts for what it delivers, and gives credits and boxes back in batches.
 
+#include <time.h>
+
+#include <thread>
+
 #include "runtime.hpp"
 
 namespace ferry::detail {
+namespace {
+
+std::int64_t thread_cpu_ns() noexcept {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+/// While tuning: counts the consumer thread's CPU time between two next() calls (its training
+/// work) apart, so that the CPU budget measures the pipeline's threads.
+class outside_next {
+  public:
+    outside_next(consumer_side& c, bool on) : c_(c), on_(on) {
+        if (!on_) return;
+        if (c_.left_cpu_ns != 0 && c_.left_thread == std::this_thread::get_id()) {
+            bump_owned(c_.outside_cpu_ns, thread_cpu_ns() - c_.left_cpu_ns);
+        }
+    }
+    ~outside_next() {
+        if (!on_) return;
+        c_.left_cpu_ns = thread_cpu_ns();
+        c_.left_thread = std::this_thread::get_id();
+    }
+    outside_next(const outside_next&) = delete;
+    outside_next& operator=(const outside_next&) = delete;
+
+  private:
+    consumer_side& c_;
+    bool on_;
+};
+
+}  // namespace
 
 void pipeline_runtime::end_start() {
     con_.starting = false;
+    if (plan_.memory_budget > 0 && tuner_ != nullptr) first_output_in_flight();
     // Raise the limit, return what the first output carried, then wake the source (admission.hpp).
-    admission_.set_limit(plan_.in_flight);
+    admission_.set_limit(in_flight_now_.load(std::memory_order_relaxed));
     flush_consumer_credits();
     wake_source();  // also when the first output carried no credits
 }
@@ -30,7 +67,16 @@ void pipeline_runtime::consumer_release(msg m) {
 
 bool pipeline_runtime::next(any_value& out) {
     std::unique_lock control(ctl_.mutex);
+    const outside_next training(con_, tuner_ != nullptr);
     if (ctl_.fatal) std::rethrow_exception(ctl_.fatal);
+    if (tuner_ != nullptr && ctl_.running) {
+        // The tuner found a budget that cannot work: the epoch ends with its error.
+        if (auto e = tuner_error()) {
+            ctl_.fatal = std::move(e);
+            abort_epoch_locked();
+            std::rethrow_exception(ctl_.fatal);
+        }
+    }
     if (ctl_.stopping) {
         cancel_for_stop();
         return false;
@@ -89,6 +135,7 @@ bool pipeline_runtime::next(any_value& out) {
         }
         switch (m->kind) {
             case msg_kind::value:
+                if (plan_.memory_budget > 0 && tuner_ != nullptr) measure_output(*m);
                 out = std::move(m->value);
                 res_.frontier = m->end;
                 if (res_.tracker) res_.tracker->done(*m);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "box.hpp"
@@ -23,17 +24,28 @@ struct consumer_side {
     /// flat_map children). Producer side: the output node; consumer side: next().
     std::unique_ptr<handoff> out;
     alignas(64) std::atomic<std::int64_t> wait_ns{0};
-    std::uint64_t credits = 0;    ///< credits taken back from outputs, not yet returned
-    std::vector<box*> boxes;      ///< boxes to give back in bulk
-    int spin_limit = 64;          ///< yields before the consumer sleeps (adapts; see next())
-    bool named = false;           ///< the consumer's thread is named in the trace
-    bool starting = false;        ///< fast_start holds the source for the first output
+    std::uint64_t credits = 0;  ///< credits taken back from outputs, not yet returned
+    std::vector<box*> boxes;    ///< boxes to give back in bulk
+    int spin_limit = 64;        ///< yields before the consumer sleeps (adapts; see next())
+    bool named = false;         ///< the consumer's thread is named in the trace
+    /// fast_start holds the source for the first output (the tuner reads it).
+    std::atomic<bool> starting{false};
     bool awaiting_first = false;  ///< the epoch's first output is not taken yet
     /// Time from an epoch's start to the consumer taking its first output: the last epoch's,
     /// and the longest of any (written by the consumer, read by stats()).
     std::atomic<std::int64_t> first_output_ns{0}, first_output_max_ns{0};
     /// When the consumer began waiting in next() (steady_clock ticks; 0: not waiting).
     std::atomic<std::chrono::steady_clock::rep> waiting_since{0};
+    /// Tuning: CPU time the consumer's thread spent outside next() (the training loop's work,
+    /// which the CPU budget leaves out), and its thread's CPU clock when it last left next().
+    std::atomic<std::int64_t> outside_cpu_ns{0};
+    std::int64_t left_cpu_ns = 0;
+    /// Tuning with a memory budget: the bytes of the outputs taken (`ferry::byte_size`), the
+    /// source items they stood for, and the largest output.
+    std::atomic<std::uint64_t> out_bytes{0};
+    std::atomic<std::uint64_t> out_items{0};
+    std::atomic<std::uint64_t> largest_bytes{0};
+    std::thread::id left_thread{};
 
     /// A wait of `waited` ended: a short one (the spin paid) doubles the next spin, up to 64
     /// yields; a long one halves it.

@@ -154,7 +154,13 @@ void pipeline_runtime::build_graph() {
             case stage_kind::map:
             case stage_kind::filter:
             case stage_kind::flat_map: {
-                if (st.deadlines) {
+                if (st.tuned) {
+                    // Concurrency moved at run time: a gate of its own (tuned_stage.cpp).
+                    st.gw = &add_admission([this, &st](msg m, gateway& gw) {
+                        tsan_receive(this, m);
+                        tuned_accept(st, m, gw, st.counters.owned());
+                    });
+                } else if (st.deadlines) {
                     // A timeout: the calls run apart from their boxes (timed_stage.cpp).
                     add_admission([this, &st](msg m, gateway& gw) {
                         tsan_receive(this, m);

@@ -13,6 +13,7 @@ void pipeline_runtime::monitor_tick() {
     settle_stopped_epoch();
     sample();
     const auto now = clock::now();
+    if (tuner_ != nullptr) tune();
     if (opts_.on_report && now >= next_report_) {
         next_report_ = now + opts_.report_every;
         try {
@@ -36,8 +37,9 @@ std::chrono::microseconds pipeline_runtime::monitor_period() const {
 }
 
 void pipeline_runtime::sample() {
-    const bool saturated = admission_.saturated(plan_.in_flight);
+    const bool saturated = admission_.saturated(in_flight_now_.load(std::memory_order_relaxed));
     full_.add(saturated);
+    if (tuner_ != nullptr) tune_sample(saturated);
     // An idle stage with nothing queued waits on downstream (backpressure) only when the
     // pipeline is full with nothing waiting upstream of it; full with items queued before it (in
     // front of a slow stage) means it waits on upstream: starved.
@@ -77,9 +79,15 @@ void pipeline_runtime::sample() {
         // An I/O stage's calls wait in its pool's queue after they have "arrived".
         std::int64_t queued = upstream - arrived;
         if (st.pool) queued += static_cast<std::int64_t>(st.pool->waiting());
+        if (st.tuned) {
+            // Its gate's queue (tuned_stage.cpp).
+            std::lock_guard gate(st.slots.mutex);
+            queued += static_cast<std::int64_t>(st.slots.waiting.size());
+        }
         // A compute stage runs on the arena's threads: with more slots than threads it can use
         // only `threads` of them at once, and is judged against those.
-        const int slots = st.own_slots ? st.concurrency : std::min(st.concurrency, plan_.threads);
+        const int limit = st.tuned ? st.limit.load(std::memory_order_relaxed) : st.concurrency;
+        const int slots = st.own_slots ? limit : std::min(limit, plan_.threads);
         record(st.counters, slots, queued, static_cast<int>(active), queued_upstream);
         if (trace_.spans) {
             trace_.spans->add_count(series, now,
@@ -89,6 +97,16 @@ void pipeline_runtime::sample() {
         queued_upstream = queued_upstream || queued > 0;
         upstream = static_cast<std::int64_t>(st.counters.sum(&counter_shard::emitted));
     }
+    if (trace_.spans && plan_.tuning) {
+        // The tuner's settings, in the order the constructor named their series.
+        for (const auto& st : stages_) {
+            if (!st.tuned) continue;
+            trace_.spans->add_count(
+                series++, now,
+                static_cast<std::uint64_t>(st.limit.load(std::memory_order_relaxed)));
+        }
+        trace_.spans->add_count(series, now, in_flight_now_.load(std::memory_order_relaxed));
+    }
 }
 
 stage_stats pipeline_runtime::row(const stage_runtime* st) const {
@@ -97,8 +115,12 @@ stage_stats pipeline_runtime::row(const stage_runtime* st) const {
     if (st != nullptr) {
         r.name = st->name;
         r.kind = st->kind;
-        r.concurrency = st->concurrency;
+        r.concurrency = st->tuned ? st->limit.load(std::memory_order_relaxed) : st->concurrency;
         r.io = st->io;
+        if (st->tuned) {
+            r.tuned_lo = st->tuned_lo;
+            r.tuned_hi = st->tuned_hi;
+        }
     } else {
         r.name = "source";
         r.kind = "source";
@@ -165,7 +187,8 @@ pipeline_stats pipeline_runtime::stats() const {
     // an epoch has ended, which is what makes the sum a check rather than a definition.
     s.pending = ledger::unaccounted(s);
     s.threads = plan_.threads;
-    s.in_flight = plan_.in_flight;
+    s.in_flight = in_flight_now_.load(std::memory_order_relaxed);
+    if (tuner_ != nullptr) s.tuning = tuning_decisions();
     s.elapsed = std::chrono::nanoseconds(ctl_.elapsed());
     s.consumer_wait = std::chrono::nanoseconds(con_.wait_ns.load());
     if (const auto since = con_.waiting_since.load(std::memory_order_relaxed); since != 0) {

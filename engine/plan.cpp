@@ -5,6 +5,7 @@
 #include "plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "ferry/error.hpp"
@@ -39,7 +40,9 @@ std::size_t min_in_flight(const std::vector<stage_plan>& stages) {
 std::size_t default_in_flight(const std::vector<stage_plan>& stages, int threads,
                               std::size_t need) {
     std::size_t sum = 0;
-    for (const auto& st : stages) sum += static_cast<std::size_t>(st.concurrency);
+    for (const auto& st : stages) {
+        sum += static_cast<std::size_t>(st.tuned ? st.tuned_hi : st.concurrency);
+    }
     // Enough to keep every slot busy while the consumer works through a burst, and two batches.
     return std::max<std::size_t>({64, 4 * sum + 4 * static_cast<std::size_t>(threads), 2 * need});
 }
@@ -51,6 +54,28 @@ stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
     st.name =
         st.spec.options.name.empty() ? st.kind + "#" + std::to_string(index) : st.spec.options.name;
     st.concurrency = st.spec.options.concurrency;
+    if (tuned_concurrency::is_tuned(st.concurrency)) {
+        const int lo = tuned_concurrency::lo_of(st.concurrency);
+        const int hi = tuned_concurrency::hi_of(st.concurrency);
+        const bool applies = st.spec.kind == stage_kind::map ||
+                             st.spec.kind == stage_kind::filter ||
+                             st.spec.kind == stage_kind::flat_map;
+        if (!applies || st.spec.options.timeout.count() > 0) {
+            throw invalid_argument("stage '" + st.name +
+                                   "': ferry::tuned applies to map, filter and flat_map stages "
+                                   "without a timeout; give this one a number");
+        }
+        // hi 0: the kind's default (resolved by make_plan, which knows the threads).
+        if (lo < 1 || (hi != 0 && hi < lo) || hi > max_concurrency) {
+            throw invalid_argument("stage '" + st.name + "': ferry::tuned(" + std::to_string(lo) +
+                                   ", " + std::to_string(hi) +
+                                   ") needs 1 <= lo <= hi <= " + std::to_string(max_concurrency));
+        }
+        st.tuned = true;
+        st.tuned_lo = lo;
+        st.tuned_hi = hi;
+        st.concurrency = lo;  // a cold start: the tuner raises it
+    }
     if (st.spec.kind == stage_kind::batch || st.spec.kind == stage_kind::unbatch ||
         st.spec.kind == stage_kind::batch_by || st.spec.kind == stage_kind::route) {
         st.concurrency = 1;
@@ -152,6 +177,7 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
     if (!spec.source.open) throw invalid_argument("pipeline has no source");
     pipeline_plan plan;
     plan.source = std::move(spec.source);
+    plan.output_bytes = spec.output_bytes;
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     if (options.threads < 0) {
         throw invalid_argument("threads must be 0 (default) or positive, got " +
@@ -172,6 +198,30 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
     }
     // The default leaves half the machine to the training loop (the "noisy neighbour").
     plan.threads = options.threads > 0 ? options.threads : std::max(1, hw / 2);
+    if (options.autotune) {
+        const auto& a = *options.autotune;
+        if (!(a.cpu_budget == 0 || (std::isfinite(a.cpu_budget) && a.cpu_budget >= 1))) {
+            throw invalid_argument("autotune.cpu_budget = " + std::to_string(a.cpu_budget) +
+                                   " cores: give at least 1 core (or 0: the arena's threads)");
+        }
+        if (a.interval < std::chrono::milliseconds(10)) {
+            throw invalid_argument("autotune.interval = " + std::to_string(a.interval.count()) +
+                                   " ms: at least 10 ms (each interval's rate judges a move)");
+        }
+        if (a.cpu_budget > 0) {
+            const int cores = static_cast<int>(std::floor(a.cpu_budget));
+            if (options.threads > cores) {
+                throw invalid_argument("threads = " + std::to_string(options.threads) +
+                                       " is more than autotune.cpu_budget = " +
+                                       std::to_string(a.cpu_budget) + " cores");
+            }
+            if (options.threads == 0) plan.threads = std::min(cores, max_threads);
+        }
+        plan.cpu_budget = a.cpu_budget > 0 ? a.cpu_budget : plan.threads;
+        plan.memory_budget = a.memory_budget;
+        plan.tune_every = a.interval;
+        plan.tuning = true;
+    }
 
     bool ordered = options.ordered;
     int index = 1;
@@ -213,6 +263,16 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
         }
     }
     plan.output_ordered = ordered;
+    for (auto& st : plan.stages) {
+        if (!st.tuned) continue;
+        if (st.tuned_hi == 0) st.tuned_hi = st.io ? std::max(st.tuned_lo, 64) : plan.threads;
+        st.tuned_hi = std::max(st.tuned_hi, st.tuned_lo);
+        if (!plan.tuning) {
+            // A tuned stage without autotune options: the defaults.
+            plan.tuning = true;
+            plan.cpu_budget = plan.threads;
+        }
+    }
     for (std::size_t i = 0; i < plan.stages.size(); ++i) {
         const auto& st = plan.stages[i];
         if (st.route >= 0) continue;  // in its route's part

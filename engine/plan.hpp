@@ -4,6 +4,7 @@
 /// with every option check. Pure C++ (no TBB), so that it can be tested on its own.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -47,6 +48,11 @@ struct stage_plan {
     /// elements apart and a serial join puts the branches' outputs back in its input order
     /// (rejoin.cpp); its branches' stages keep order.
     bool rejoins = false;
+    /// `ferry::tuned`: the tuner moves its concurrency between `tuned_lo` and `tuned_hi`
+    /// (`concurrency` is where it starts); its calls pass a gate of its own (tuned_stage.cpp).
+    bool tuned = false;
+    int tuned_lo = 0;
+    int tuned_hi = 0;
 
     /// batch, unbatch, flat_map and batch_by start a new sequence space after them.
     [[nodiscard]] bool renumbers() const noexcept {
@@ -66,6 +72,12 @@ struct pipeline_plan {
     std::size_t burst = 1;               ///< results the consumer gathers before taking them
     bool output_ordered = true;          ///< the output restores source order
     std::string shape;                   ///< the stages as pipeline_state::shape() spells them
+    /// Tuning (`pipeline_options::autotune`, or a tuned stage): the budgets, resolved.
+    bool tuning = false;
+    double cpu_budget = 0;            ///< cores
+    std::uint64_t memory_budget = 0;  ///< bytes in flight, 0: none
+    std::chrono::milliseconds tune_every{500};
+    std::size_t (*output_bytes)(any_value&) = nullptr;  ///< see pipeline_spec
 };
 
 /// The name of a stage kind, as stats and messages print it.

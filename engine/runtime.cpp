@@ -6,6 +6,7 @@
 #include "flow.hpp"
 
 #include "input_label.hpp"
+#include "tuning.hpp"
 #include "worker_budget.hpp"
 
 namespace ferry::detail {
@@ -48,7 +49,12 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     // owns one.
     const int slots = std::max(plan_.threads, 2) + 1;
     src_.counters.resize(slots);
-    for (auto& st : stages_) st.counters.resize(slots, st.io ? 2 * st.concurrency : 0);
+    for (auto& st : stages_) {
+        st.counters.resize(slots, st.io ? 2 * (st.tuned ? st.tuned_hi : st.concurrency) : 0);
+        st.limit = st.concurrency;
+    }
+    in_flight_now_ = plan_.in_flight;
+    if (plan_.tuning) make_tuner();
     // The rows of the trace and of the NVTX ranges: the source, each stage, the consumer's waits.
     std::vector<std::string> rows{"source"};
     for (const auto& st : stages_) rows.push_back(st.name);
@@ -58,6 +64,11 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         trace_.names = rows;
         trace_.series.emplace_back("in flight");
         for (const auto& st : stages_) trace_.series.push_back("queue " + st.name);
+        // The tuner's settings over time: each tuned stage's concurrency, and in_flight.
+        for (const auto& st : stages_) {
+            if (st.tuned) trace_.series.push_back("concurrency " + st.name);
+        }
+        if (plan_.tuning) trace_.series.emplace_back("in_flight limit");
     }
     if (opts_.nvtx) trace_.ranges = call_ranges::make(rows);
     if (trace_.spans || trace_.ranges) {
@@ -75,8 +86,10 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     try {
         for (auto& st : stages_) {
             if (st.io) {
-                st.pool =
-                    std::make_unique<io_pool>(st.concurrency, trace_.spans.get(), "io " + st.name);
+                // A tuned stage has a thread for the top of its range; the limit says how
+                // many work.
+                st.pool = std::make_unique<io_pool>(st.tuned ? st.tuned_hi : st.concurrency,
+                                                    trace_.spans.get(), "io " + st.name);
             }
         }
         flow_->arena = std::make_unique<tbb::task_arena>(plan_.threads, 0);
@@ -145,9 +158,10 @@ void pipeline_runtime::start_epoch() {
     // fast_start: admit only what the first output needs until the consumer has taken it, so
     // that every thread works on it and nothing else competes with its last steps (the batch's
     // last items, collate, waking the consumer) for a core.
-    con_.starting = opts_.fast_start && plan_.first_output_items < plan_.in_flight;
+    const std::size_t in_flight = in_flight_now_.load(std::memory_order_relaxed);
+    con_.starting = opts_.fast_start && plan_.first_output_items < in_flight;
     con_.awaiting_first = true;
-    admission_.set_limit(con_.starting ? plan_.first_output_items : plan_.in_flight);
+    admission_.set_limit(con_.starting ? plan_.first_output_items : in_flight);
     recorder_.counts.epochs.fetch_add(1, std::memory_order_relaxed);
     ctl_.produced_base = recorder_.counts.produced.load();
     ctl_.failed_base = recorder_.counts.failed.load();

@@ -88,7 +88,8 @@ struct flow_parts;  // flow.hpp: the arena and the flow graph
 /// Boxes the source takes from the pool, and the consumer gives back, per pool lock.
 constexpr std::size_t box_batch = 16;
 
-struct timed_item;  // timed_stage.cpp
+struct timed_item;   // timed_stage.cpp
+struct tuner_state;  // tuning.hpp
 
 /// A map_async or timed stage's calls: at most `concurrency` at once, the rest waiting. Its own
 /// lock guards all of it.
@@ -156,6 +157,9 @@ struct stage_runtime : stage_plan {
     renumber_state renum;   ///< batch, unbatch, flat_map: touched only by its serial node
     /// A route that rejoins (`stage_plan::rejoins`): `renum.seq` puts its input in order.
     rejoin_state rejoin;
+    /// A tuned stage: the calls it may run at once now (the tuner writes it; `slots` counts
+    /// them and queues the rest).
+    std::atomic<int> limit{1};
     /// batch_by, the first stage to renumber: its batches list their items' positions
     /// (resume_state::lists_window).
     bool lists_window = false;
@@ -294,6 +298,32 @@ class pipeline_runtime final : public runtime {
     void emit_window(stage_runtime& st, const shard_writer& w, bool at_end);
     void expand(stage_runtime& st, msg m, const shard_writer& w);
 
+    // tuned_stage.cpp
+    /// A tuned stage's admission: starts `m`'s call, or queues it while `limit` calls run.
+    void tuned_accept(stage_runtime& st, msg m, gateway& gw, const shard_writer& w);
+    void tuned_launch(stage_runtime& st, msg m);
+    /// A call ended: the next queued one takes its place while under the limit.
+    void tuned_call_ended(stage_runtime& st);
+    /// The tuner moves a stage's limit; a raised one starts queued calls now.
+    void set_limit(stage_runtime& st, int limit);
+
+    // tuning.cpp
+    /// Construction: the tuner over the tuned stages, with the plan's budgets.
+    void make_tuner();
+    /// The monitor, every `autotune.interval` while an epoch runs: measure, decide, apply.
+    void tune();
+    /// The monitor's sample: whether the in-flight limit was reached (for the tuner's interval).
+    void tune_sample(bool saturated) noexcept;
+    /// The tuner's decisions so far (stats()).
+    [[nodiscard]] std::vector<tuning_decision> tuning_decisions() const;
+    /// The error a budget that cannot work ends the epoch with (the consumer throws it), or null.
+    [[nodiscard]] std::exception_ptr tuner_error() const;
+    /// The consumer takes `m`: its bytes for the memory budget (before its value moves out).
+    void measure_output(box& m) noexcept;
+    /// The epoch's first output, with a memory budget: in_flight from its bytes (an output over
+    /// the budget alone is the tuner's error, which the next next() throws).
+    void first_output_in_flight();
+
     // async_stage.cpp
     void async_accept(stage_runtime& st, msg m, gateway& gw, const shard_writer& w);
     void async_start(stage_runtime& st, msg m, const shard_writer& w);
@@ -392,6 +422,11 @@ class pipeline_runtime final : public runtime {
 
     fullness_samples full_;          ///< was the in-flight limit reached? (sampled)
     clock::time_point next_report_;  ///< the monitor's next on_report (monitor thread only)
+
+    /// The tuner (tuning.cpp), when the plan tunes: null otherwise.
+    std::unique_ptr<tuner_state> tuner_;
+    /// in_flight now: the plan's, or what the tuner's memory budget allows.
+    std::atomic<std::size_t> in_flight_now_{0};
 
     timed_jobs timed_jobs_;  ///< calls of timed stages not returned (destruction waits)
     bool timed_ = false;  ///< some stage has a timeout: the monitor keeps watching between epochs

@@ -88,6 +88,21 @@ std::string pipeline_stats::bottleneck() const {
     return best != nullptr ? best->name : std::string("none");
 }
 
+std::ostream& operator<<(std::ostream& os, const tuning_decision& d) {
+    char head[160];
+    std::snprintf(head, sizeof head, "%.1f s: ", static_cast<double>(d.at.count()) / 1e9);
+    os << head << d.stage << ' ' << d.from << " -> " << d.to << " (" << d.why << ")";
+    char rates[96];
+    if (d.rate_after > 0 || d.undone) {
+        std::snprintf(rates, sizeof rates, ": %.0f -> %.0f items/s", d.rate_before, d.rate_after);
+    } else {
+        std::snprintf(rates, sizeof rates, ": %.0f items/s before", d.rate_before);
+    }
+    os << rates;
+    if (d.undone) os << ", undone";
+    return os;
+}
+
 std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
     char line[512];
     std::snprintf(line, sizeof line,
@@ -97,7 +112,9 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
     os << line;
     for (const auto& r : s.stages) {
         char conc[16];
-        std::snprintf(conc, sizeof conc, "%d%s", r.concurrency, r.io ? "io" : "");
+        // A tuned stage: its concurrency now, marked "t".
+        std::snprintf(conc, sizeof conc, "%d%s%s", r.concurrency, r.tuned_hi > 0 ? "t" : "",
+                      r.io ? "io" : "");
         std::string name = r.name.size() > 16 ? r.name.substr(0, 15) + "~" : r.name;
         std::snprintf(
             line, sizeof line,
@@ -161,6 +178,22 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
             sep = ", ";
         }
         os << '\n';
+    }
+    if (!s.tuning.empty()) {
+        // The tuner: its ranges and its last decisions.
+        os << "tuned:";
+        for (const auto& r : s.stages) {
+            if (r.tuned_hi > 0) {
+                os << ' ' << r.name << ' ' << r.concurrency << " (" << r.tuned_lo << '-'
+                   << r.tuned_hi << ')';
+            }
+        }
+        os << "; " << s.tuning.size() << " decision" << (s.tuning.size() == 1 ? "" : "s")
+           << ", the last:\n";
+        const std::size_t shown = std::min<std::size_t>(s.tuning.size(), 5);
+        for (std::size_t i = s.tuning.size() - shown; i < s.tuning.size(); ++i) {
+            os << "  " << s.tuning[i] << '\n';
+        }
     }
     const std::string b = s.bottleneck();
     if (const std::string stalled = s.stall(); !stalled.empty()) {

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/byte_size.hpp"
 #include "ferry/completion.hpp"
 #include "ferry/detail/spec.hpp"
 #include "ferry/detail/stage_calls.hpp"
@@ -61,6 +62,12 @@ struct source_access {
         return b.template then<U>(std::move(s));
     }
 };
+
+/// `pipeline_spec::output_bytes` for elements of type `T`.
+template <class T>
+std::size_t output_bytes_of(any_value& v) {
+    return byte_size(v.get<T>());
+}
 
 /// Refuses a branch of a route or merge (`what`) with a stage that cannot run inside one: a
 /// branch may map, filter, map_async, flat_map and unbatch; batch, batch_by and route go after
@@ -449,6 +456,7 @@ class builder {
     /// check throws (`to_cuda()` without a device: `ferry::error` with `errc::cuda`).
     [[nodiscard]] pipeline<T> build(pipeline_options options = {}) const {
         detail::pipeline_spec spec = spec_;
+        spec.output_bytes = &detail::output_bytes_of<T>;
         for (auto& s : spec.stages) {
             if (s.on_build) s.on_build(s);
             for (auto& branch : s.branches) {

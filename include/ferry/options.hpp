@@ -33,6 +33,70 @@ inline constexpr executor compute = executor::compute;
 /// 16 reads in flight cost no compute worker.
 inline constexpr executor io = executor::io;
 
+/// `stage_options::concurrency = ferry::tuned`: the pipeline's tuner (`pipeline_options::
+/// autotune`) chooses the stage's concurrency at run time, from 1 up to the arena's threads (a
+/// compute stage) or 64 (an I/O stage); `ferry::tuned(lo, hi)` gives the range it may use.
+/// Both are `int`s of a reserved range, so they go wherever a concurrency goes:
+/// \code
+///   .map(read, {.concurrency = ferry::tuned, .executor = ferry::io})
+///   .map(decode, {.concurrency = ferry::tuned(1, 16)})
+///   .map(resize, ferry::tuned(2, 8))
+/// \endcode
+/// For map, filter and flat_map stages without a `timeout`; `build()` refuses a range with lo
+/// below 1 or above hi, and a tuned stage of another kind.
+struct tuned_concurrency {
+    /// Concurrency values from `min` to `min + 2^30 - 1` stand for tuned ranges.
+    static constexpr int min = -2147483647 - 1;
+    static constexpr int limit = 32767;  ///< lo and hi are stored clamped to 0..limit
+
+    /// A range the tuner may use: from `lo` to `hi` calls at once.
+    [[nodiscard]] constexpr int operator()(int lo, int hi) const noexcept {
+        return encode(lo, hi);
+    }
+    /// The stage kind's default range.
+    constexpr operator int() const noexcept {  // NOLINT(google-explicit-constructor)
+        return encode(1, 0);
+    }
+    /// Whether `concurrency` stands for a tuned range.
+    [[nodiscard]] static constexpr bool is_tuned(int concurrency) noexcept {
+        return concurrency >= min && concurrency < min + (1 << 30);
+    }
+    /// A tuned range's lo and hi (hi 0: the kind's default).
+    [[nodiscard]] static constexpr int lo_of(int concurrency) noexcept {
+        return (concurrency - min) >> 15;
+    }
+    [[nodiscard]] static constexpr int hi_of(int concurrency) noexcept {
+        return (concurrency - min) & limit;
+    }
+
+  private:
+    static constexpr int clamp(int v) noexcept { return v < 0 ? 0 : (v > limit ? limit : v); }
+    static constexpr int encode(int lo, int hi) noexcept {
+        return min + (clamp(lo) << 15 | clamp(hi));
+    }
+};
+/// See `tuned_concurrency`.
+inline constexpr tuned_concurrency tuned{};
+
+/// The tuner's budgets (`pipeline_options::autotune`): every `interval` it measures each stage,
+/// the rate the consumer takes items at and the process's CPU time, and moves one tuned stage's
+/// concurrency (or undoes its last move when the rate fell), never past the budgets.
+/// \code
+///   .build({.autotune = ferry::autotune{.cpu_budget = 6, .interval = 500ms}})
+/// \endcode
+struct autotune {
+    /// Cores the pipeline may use, measured as the process's CPU time while tuning (at least 1;
+    /// 0: the arena's threads). The arena gets this many threads (rounded down) unless
+    /// `pipeline_options::threads` says fewer, and the tuner lowers a compute stage when the
+    /// process uses more.
+    double cpu_budget = 0;
+    /// Bytes the items in flight may hold (0: no limit): the tuner keeps `in_flight` at what
+    /// the measured bytes per item allow.
+    std::uint64_t memory_budget = 0;
+    /// How often it measures and decides (at least 10 ms).
+    std::chrono::milliseconds interval{500};
+};
+
 /// A stage's error policy: `ferry::fail`, `ferry::skip` or a `ferry::retry{...}`.
 struct error_policy {
     error_action action = error_action::fail;
@@ -58,7 +122,8 @@ struct error_policy {
 ///   .map(decode, {.concurrency = 8, .name = "decode", .on_error = ferry::skip})
 /// \endcode
 struct stage_options {
-    /// How many calls of this stage may run at once.
+    /// How many calls of this stage may run at once; `ferry::tuned` or `ferry::tuned(lo, hi)`:
+    /// chosen at run time by the pipeline's tuner.
     int concurrency = 1;
     /// Name shown in stats, errors and logs; defaults to `map#2`, `filter#3`, ...
     std::string name{};
@@ -218,6 +283,9 @@ struct pipeline_options {
     /// Without an NVTX tool attached a range costs a call through a null pointer; without CUDA
     /// there are none. false: none.
     bool nvtx = true;
+    /// Tune the stages whose concurrency is `ferry::tuned` at run time, within these budgets
+    /// (see `ferry::autotune`). Unset with a tuned stage: tuned with the defaults.
+    std::optional<ferry::autotune> autotune{};
 };
 
 }  // namespace ferry

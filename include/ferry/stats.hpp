@@ -17,12 +17,31 @@
 
 namespace ferry {
 
+/// One decision of the tuner (`pipeline_options::autotune`), as `pipeline_stats::tuning` lists
+/// them and `operator<<` prints them:
+/// "12.5 s: decode 3 -> 4 (busy 96%, CPU 3.1 of 6 cores): 812 -> 1004 items/s".
+struct tuning_decision {
+    std::chrono::nanoseconds at{0};  ///< since the pipeline was built
+    std::string stage;               ///< the stage's name, or "in_flight"
+    int from = 0;
+    int to = 0;
+    /// The measurements that drove it, e.g. "busy 96%, CPU 3.1 of 6 cores", or for an undo
+    /// "undo: 3 -> 4 made the rate fall".
+    std::string why;
+    double rate_before = 0;  ///< items/s the consumer took in the interval before it
+    double rate_after = 0;   ///< items/s in the interval after it (0: not measured yet)
+    bool undone = false;     ///< a later decision undid it (its rate fell)
+};
+
 /// One stage's counters and timings, as `pipeline::stats()` reports them.
 struct stage_stats {
     std::string name;  ///< e.g. "decode", "map#2", "source", "batch#4"
     std::string kind;  ///< "source", "map", "map_async", "filter", "flat_map", "batch", "unbatch"
-    int concurrency = 1;  ///< calls that may run at once
+    int concurrency = 1;  ///< calls that may run at once (a tuned stage: now)
     bool io = false;      ///< runs on I/O threads rather than the compute arena
+    /// `ferry::tuned`: the range the tuner may move `concurrency` in; 0 and 0 otherwise.
+    int tuned_lo = 0;
+    int tuned_hi = 0;
 
     std::uint64_t items_in = 0;   ///< elements that entered the stage's callable
     std::uint64_t items_out = 0;  ///< elements it emitted
@@ -106,6 +125,8 @@ struct FERRY_API pipeline_stats {
     double full = 0;
     /// How long the consumer has been waiting in `next()` right now (0: it is not waiting).
     std::chrono::nanoseconds consumer_waiting{0};
+    /// The tuner's decisions so far (the last 256), oldest first; empty without tuned stages.
+    std::vector<tuning_decision> tuning;
 
     /// The stage most likely limiting throughput. During a stall (see `stall()`), the stage of
     /// the call that holds it up. Otherwise the stage with the highest utilization, or
@@ -119,7 +140,9 @@ struct FERRY_API pipeline_stats {
     [[nodiscard]] std::string stall() const;
 };
 
-/// Prints the per-stage table and a bottleneck line.
+/// Prints the per-stage table and a bottleneck line (and the tuner's last decisions).
 FERRY_API std::ostream& operator<<(std::ostream& os, const pipeline_stats& s);
+/// "12.5 s: decode 3 -> 4 (busy 96%, CPU 3.1 of 6 cores): 812 -> 1004 items/s".
+FERRY_API std::ostream& operator<<(std::ostream& os, const tuning_decision& d);
 
 }  // namespace ferry

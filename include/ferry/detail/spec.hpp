@@ -127,6 +127,9 @@ struct stage_spec {
 struct pipeline_spec {
     source_spec source;
     std::vector<stage_spec> stages;
+    /// The bytes an output holds (`ferry::byte_size` of the pipeline's element type), for the
+    /// tuner's memory budget.
+    std::size_t (*output_bytes)(any_value&) = nullptr;
 };
 
 /// The compiled, running pipeline (engine side). `pipeline<T>` is a typed handle over it.

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// tuner_policy::step: judge the last raise, keep the CPU and memory budgets, back off when the
+/// consumer sets the pace, else raise the busiest tuned stage (or free a slot for it).
+
+#include "tuner_policy.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+namespace ferry::detail {
+namespace {
+
+std::string pct(double f) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%.0f%%", std::max(0.0, f) * 100.0);
+    return buf;
+}
+
+std::string cores(double cpu, double budget) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "CPU %.1f of %g cores", cpu, budget);
+    return buf;
+}
+
+std::string megabytes(double bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
+    return buf;
+}
+
+}  // namespace
+
+tuner_policy::tuner_policy(std::vector<tuned_stage_range> stages, tuner_budget budget)
+    : stages_(std::move(stages)), budget_(budget), in_flight_(budget.max_in_flight) {
+    for (const auto& s : stages_) limits_.push_back(std::clamp(s.start, s.lo, s.hi));
+    held_.assign(stages_.size(), 0);
+}
+
+double tuner_policy::utilization(std::size_t i, const tuner_sample& s) const {
+    // A compute stage uses at most the arena's threads, whatever its limit.
+    const int slots = stages_[i].io ? limits_[i] : std::min(limits_[i], budget_.threads);
+    if (slots <= 0 || s.interval_s <= 0) return 0;
+    return s.busy_s[i] / (slots * s.interval_s);
+}
+
+void tuner_policy::add(tuning_decision d, bool judged) {
+    if (log_.size() == max_kept) {
+        log_.erase(log_.begin());
+        if (pending_index_ > 0) --pending_index_;
+    }
+    log_.push_back(std::move(d));
+    ++added_;
+    if (judged) pending_index_ = log_.size() - 1;
+}
+
+std::size_t tuner_policy::in_flight_for(const tuner_budget& b, double per_item) {
+    if (b.memory_bytes == 0 || per_item <= 0) return b.max_in_flight;
+    // 90% of the budget, so that a sampled mean below it leaves room for its peaks.
+    const double allowed = std::floor(0.9 * static_cast<double>(b.memory_bytes) / per_item);
+    const auto n = allowed >= static_cast<double>(b.max_in_flight)
+                       ? b.max_in_flight
+                       : static_cast<std::size_t>(std::max(0.0, allowed));
+    return std::clamp(n, b.min_in_flight, b.max_in_flight);
+}
+
+std::optional<std::string> tuner_policy::memory_check(const tuner_budget& b,
+                                                      double largest_batch_bytes) {
+    if (b.memory_bytes == 0 || largest_batch_bytes <= static_cast<double>(b.memory_bytes)) {
+        return std::nullopt;
+    }
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "autotune: memory_budget = %llu bytes is smaller than one batch of the largest "
+                  "items seen so far (%.0f bytes)",
+                  static_cast<unsigned long long>(b.memory_bytes), largest_batch_bytes);
+    return std::string(buf);
+}
+
+bool tuner_policy::keep_memory(const tuner_sample& s, double rate) {
+    if (budget_.memory_bytes == 0) return false;
+    if (s.in_flight > 0) in_flight_ = s.in_flight;  // the epoch's first output may have set it
+    if (!memory_error_) {
+        memory_error_ = memory_check(budget_, s.largest_batch_bytes);
+        if (memory_error_) return false;
+    }
+    if (s.items_in_flight < 1 || s.bytes_in_flight <= 0) return false;
+    const auto budget = static_cast<double>(budget_.memory_bytes);
+    const double per_item = s.bytes_in_flight / s.items_in_flight;
+    const std::size_t want = in_flight_for(budget_, per_item);
+    // Move only by more than a tenth: the bytes per item are a sampled estimate.
+    const double from = static_cast<double>(in_flight_);
+    if (std::abs(static_cast<double>(want) - from) <= 0.1 * from) return false;
+    tuning_decision d;
+    d.at = std::chrono::nanoseconds(static_cast<std::int64_t>(s.at_s * 1e9));
+    d.stage = "in_flight";
+    d.from = static_cast<int>(in_flight_);
+    d.to = static_cast<int>(want);
+    d.why = "items hold " + megabytes(per_item) + " each, budget " + megabytes(budget);
+    d.rate_before = rate;
+    in_flight_ = want;
+    add(std::move(d), false);
+    return true;
+}
+
+std::vector<tuning_decision> tuner_policy::step(const tuner_sample& s) {
+    added_ = 0;
+    const double rate = s.interval_s > 0 ? s.items / s.interval_s : 0;
+    const double cpu = s.interval_s > 0 ? s.cpu_s / s.interval_s : 0;
+    const auto now = std::chrono::nanoseconds(static_cast<std::int64_t>(s.at_s * 1e9));
+    const auto made = [this] {
+        return std::vector<tuning_decision>(log_.end() - static_cast<std::ptrdiff_t>(added_),
+                                            log_.end());
+    };
+    for (auto& h : held_) h = std::max(0, h - 1);
+
+    // 1. The last raise: kept when the rate held, undone when it fell.
+    if (pending_stage_) {
+        const std::size_t i = *pending_stage_;
+        pending_stage_.reset();
+        if (pending_index_ < log_.size()) {
+            auto& last = log_[pending_index_];
+            last.rate_after = rate;
+            if (last.rate_before > 0 && rate < last.rate_before * (1 - tolerance) &&
+                limits_[i] == last.to) {
+                last.undone = true;
+                tuning_decision d;
+                d.at = now;
+                d.stage = stages_[i].name;
+                d.from = last.to;
+                d.to = last.from;
+                char buf[160];
+                std::snprintf(buf, sizeof buf, "undo: the rate fell from %.0f to %.0f items/s",
+                              last.rate_before, rate);
+                d.why = buf;
+                d.rate_before = rate;
+                limits_[i] = last.from;
+                held_[i] = hold;
+                add(std::move(d), false);
+                return made();
+            }
+        }
+    }
+
+    // 2. Memory: in_flight follows the bytes per item.
+    if (keep_memory(s, rate)) return made();
+
+    std::vector<double> util(stages_.size());
+    for (std::size_t i = 0; i < stages_.size(); ++i) util[i] = utilization(i, s);
+    const auto lower = [&](std::size_t i, std::string why) {
+        tuning_decision d;
+        d.at = now;
+        d.stage = stages_[i].name;
+        d.from = limits_[i];
+        d.to = stages_[i].io ? std::max(stages_[i].lo, limits_[i] * 2 / 3) : limits_[i] - 1;
+        d.to = std::max(d.to, stages_[i].lo);
+        d.why = "busy " + pct(util[i]) + ", " + std::move(why);
+        d.rate_before = rate;
+        limits_[i] = d.to;
+        add(std::move(d), false);
+    };
+    // The least busy tuned stage that can give a slot (compute first: they cost cores), or none.
+    const auto least_busy = [&](bool compute_only, double below) -> std::optional<std::size_t> {
+        std::optional<std::size_t> best;
+        for (std::size_t i = 0; i < stages_.size(); ++i) {
+            if (limits_[i] <= stages_[i].lo || util[i] >= below) continue;
+            if (compute_only && stages_[i].io) continue;
+            if (!best || util[i] < util[*best]) best = i;
+        }
+        return best;
+    };
+
+    // 3. Over the CPU budget: the least busy compute stage gives a slot back.
+    if (cpu > budget_.cpu_cores * 1.05) {
+        auto i = least_busy(true, 2.0);
+        if (!i) i = least_busy(false, 2.0);
+        if (i) lower(*i, "over budget: " + cores(cpu, budget_.cpu_cores));
+        return made();
+    }
+
+    // 4. The consumer hardly waits: loading keeps up with it, and more concurrency would only
+    // fill the pipeline sooner. Raise nothing; when it stays full for a few intervals, a stage
+    // that is mostly idle gives a slot back.
+    const double waited = s.interval_s > 0 ? s.consumer_wait_s / s.interval_s : 0;
+    if (waited < consumer_waits) {
+        consumer_bound_ = s.full >= 0.5 ? consumer_bound_ + 1 : 0;
+        if (consumer_bound_ >= consumer_streak) {
+            if (const auto i = least_busy(false, 0.25)) {
+                lower(*i, "the consumer sets the pace (pipeline full " + pct(s.full) +
+                              ", consumer waited " + pct(waited) + ")");
+                consumer_bound_ = 0;
+            }
+        }
+        return made();
+    }
+    consumer_bound_ = 0;
+
+    // 5. The busiest tuned stage that may grow: raised, within the CPU budget and the arena.
+    std::optional<std::size_t> busiest;
+    for (std::size_t i = 0; i < stages_.size(); ++i) {
+        if (limits_[i] >= stages_[i].hi || held_[i] > 0 || util[i] < busy_enough) continue;
+        if (!stages_[i].io && limits_[i] >= budget_.threads) continue;
+        if (!busiest || util[i] > util[*busiest]) busiest = i;
+    }
+    if (!busiest) return made();  // nothing is held up by a tuned stage: stay
+    const std::size_t i = *busiest;
+    // A compute slot may cost a core (its calls' share of one); an I/O stage little.
+    const double per_slot = stages_[i].io ? 0.0 : std::min(1.0, util[i]);
+    if (cpu + per_slot > budget_.cpu_cores * 1.05 || (stages_[i].io && cpu > budget_.cpu_cores)) {
+        // No CPU to add: move a slot from a compute stage that is mostly idle, if any.
+        if (const auto j = least_busy(true, idle); j && *j != i) {
+            lower(*j, "a slot moves to " + stages_[i].name + " (busy " + pct(util[i]) + ", " +
+                          cores(cpu, budget_.cpu_cores) + ")");
+        }
+        return made();
+    }
+    tuning_decision d;
+    d.at = now;
+    d.stage = stages_[i].name;
+    d.from = limits_[i];
+    d.to = stages_[i].io ? std::max(limits_[i] + 1, (limits_[i] * 3 + 1) / 2) : limits_[i] + 1;
+    d.to = std::min(d.to, stages_[i].hi);
+    d.why = "busy " + pct(util[i]) + ", " + cores(cpu, budget_.cpu_cores);
+    d.rate_before = rate;
+    limits_[i] = d.to;
+    add(std::move(d), true);
+    pending_stage_ = i;
+    return made();
+}
+
+}  // namespace ferry::detail

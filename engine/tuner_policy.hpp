@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The tuner's policy (`pipeline_options::autotune`): given one interval's measurements, which
+/// tuned stage's concurrency to move, or which last move to undo. Pure C++ (no TBB, no clock):
+/// the same measurements give the same decisions, so that it is tested on recorded ones
+/// (tests/engine/tuner_policy.cpp); tuning.cpp measures and applies.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ferry/stats.hpp"
+
+namespace ferry::detail {
+
+/// One tuned stage as the policy sees it.
+struct tuned_stage_range {
+    std::string name;
+    bool io = false;  ///< on its own I/O threads (else the arena's)
+    int lo = 1;
+    int hi = 1;
+    int start = 1;  ///< its concurrency when the pipeline starts
+};
+
+/// The budgets (`ferry::autotune`).
+struct tuner_budget {
+    double cpu_cores = 1;  ///< CPU the pipeline may use, in cores
+    int threads = 1;       ///< the arena's threads: a compute stage uses at most this many
+    std::uint64_t memory_bytes = 0;  ///< bytes in flight (0: no limit)
+    std::size_t min_in_flight = 1;   ///< what the batch stages need
+    std::size_t max_in_flight = 1;   ///< where in_flight starts, and the most it may be
+};
+
+/// What the runtime measured over one interval.
+struct tuner_sample {
+    double at_s = 0;                 ///< since the pipeline was built
+    double interval_s = 0;           ///< its length
+    double items = 0;                ///< source items the consumer took in it
+    double consumer_wait_s = 0;      ///< time the consumer waited for the pipeline in it
+    double full = 0;                 ///< share of it the in-flight limit was reached
+    double cpu_s = 0;                ///< CPU time of the pipeline's threads in it
+    std::vector<double> busy_s;      ///< per tuned stage: its calls' summed wall time in it
+    double bytes_in_flight = 0;      ///< bytes the items in flight held (sampled mean)
+    double items_in_flight = 0;      ///< source items in flight (sampled mean)
+    double largest_batch_bytes = 0;  ///< one batch of the largest items seen (memory check)
+    std::size_t in_flight = 0;       ///< in_flight now (0: the policy's own)
+};
+
+/// Decides, one interval at a time. At most one move per interval, so that the next interval's
+/// rate judges it: a raise after which the consumer's rate fell by more than `tolerance` is
+/// undone, and the stage is not raised again for `hold` intervals.
+class tuner_policy {
+  public:
+    static constexpr double busy_enough = 0.8;  ///< a stage this busy may be raised
+    static constexpr double idle = 0.5;         ///< a stage this idle may give a slot away
+    static constexpr double tolerance = 0.1;    ///< a rate fall that undoes a raise
+    static constexpr int hold = 4;              ///< intervals a stage stays unraised after an undo
+    static constexpr int consumer_streak = 3;   ///< full intervals before backing off
+    /// The consumer waited less than this share of an interval: loading keeps up with it.
+    static constexpr double consumer_waits = 0.05;
+
+    tuner_policy(std::vector<tuned_stage_range> stages, tuner_budget budget);
+
+    /// One interval: the decisions taken now (appended to `decisions()`), possibly none.
+    std::vector<tuning_decision> step(const tuner_sample& s);
+
+    /// Each tuned stage's concurrency now.
+    [[nodiscard]] const std::vector<int>& limits() const noexcept { return limits_; }
+    [[nodiscard]] const tuner_budget& budget() const noexcept { return budget_; }
+    /// `in_flight` now (the memory budget moves it).
+    [[nodiscard]] std::size_t in_flight() const noexcept { return in_flight_; }
+    /// Every decision so far, oldest first (the last `max_kept`), with the rate after each
+    /// filled in one interval later.
+    [[nodiscard]] const std::vector<tuning_decision>& decisions() const noexcept { return log_; }
+    /// A memory budget below one batch of the largest items seen: the message, once.
+    [[nodiscard]] const std::optional<std::string>& memory_error() const noexcept {
+        return memory_error_;
+    }
+
+    static constexpr std::size_t max_kept = 256;
+
+    /// The memory budget's rules, shared with the epoch's first output (tuning.cpp): the
+    /// in_flight that `per_item` bytes a source item allow (90% of the budget, within what the
+    /// batches need and the most), and the error for a largest output over the budget.
+    [[nodiscard]] static std::size_t in_flight_for(const tuner_budget& b, double per_item);
+    [[nodiscard]] static std::optional<std::string> memory_check(const tuner_budget& b,
+                                                                 double largest_batch_bytes);
+
+  private:
+    void add(tuning_decision d, bool judged);
+    [[nodiscard]] double utilization(std::size_t i, const tuner_sample& s) const;
+    bool keep_memory(const tuner_sample& s, double rate);
+
+    std::vector<tuned_stage_range> stages_;
+    tuner_budget budget_;
+    std::vector<int> limits_;
+    std::vector<int> held_;  ///< intervals each stage stays unraised
+    std::size_t in_flight_;
+    std::vector<tuning_decision> log_;
+    /// The last raise, judged by the next interval's rate: its stage and its place in log_.
+    std::optional<std::size_t> pending_stage_;
+    std::size_t pending_index_ = 0;
+    int consumer_bound_ = 0;  ///< consumer-bound intervals in a row
+    std::size_t added_ = 0;   ///< decisions this step
+    std::optional<std::string> memory_error_;
+};
+
+}  // namespace ferry::detail

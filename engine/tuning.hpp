@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// tuner_state: what the tuner keeps between intervals (tuning.cpp) — its policy, the tuned
+/// stages, the readings at the last interval's end, and its decisions for stats().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <vector>
+
+#include "tuner_policy.hpp"
+
+namespace ferry::detail {
+
+struct stage_runtime;
+
+struct tuner_state {
+    tuner_state(std::vector<tuned_stage_range> ranges, tuner_budget budget)
+        : policy(std::move(ranges), budget) {}
+
+    tuner_policy policy;                 ///< the monitor thread's
+    std::vector<stage_runtime*> stages;  ///< the tuned stages, in the policy's order
+    std::chrono::steady_clock::time_point built = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point last;  ///< the last interval's end
+    std::uint64_t epochs = 0;                    ///< epochs started at the last interval's end
+    // Readings at the last interval's end.
+    std::vector<double> busy_ticks;  ///< per tuned stage
+    std::uint64_t delivered = 0;
+    std::int64_t wait_ns = 0;
+    std::int64_t cpu_ns = 0;
+    // The monitor's samples in this interval (sample(), the same thread).
+    std::uint64_t samples = 0;
+    std::uint64_t full_samples = 0;
+    double in_flight_sum = 0;
+
+    mutable std::mutex mutex;  ///< guards `decisions` and `error`, read by stats() and next()
+    std::vector<tuning_decision> decisions;
+    std::exception_ptr error;         ///< a budget that cannot work
+    std::atomic<bool> failed{false};  ///< `error` is set
+    // The outputs' bytes at the last interval's end.
+    std::uint64_t out_bytes = 0;
+    std::uint64_t out_items = 0;
+    double bytes_per_item = 0;  ///< the last measured
+};
+
+}  // namespace ferry::detail

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The tuner's policy (engine/tuner_policy.hpp) on recorded measurements, without TBB or a
+/// clock: which stage it raises and by how much, the undo of a raise after which the rate fell,
+/// the CPU budget, backing off when the consumer sets the pace, a slot moved to a stage that got
+/// slower, the memory budget; the same measurements give the same decisions.
+
+#include <boost/test/unit_test.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/tuner_policy.hpp"
+
+namespace tuner_policy_test {
+
+using ferry::detail::tuned_stage_range;
+using ferry::detail::tuner_budget;
+using ferry::detail::tuner_policy;
+using ferry::detail::tuner_sample;
+
+/// "read" (I/O, 1..32) and "decode" (compute, 1..4) on 4 threads, 4 cores.
+tuner_policy read_and_decode(double cores = 4) {
+    return tuner_policy({{"read", true, 1, 32, 1}, {"decode", false, 1, 4, 1}},
+                        tuner_budget{.cpu_cores = cores, .threads = 4});
+}
+
+/// One second: `rate` items, each stage busy `util` of its current slots, `cpu` cores used.
+tuner_sample second(const tuner_policy& p, double at, double rate, std::vector<double> util,
+                    double cpu = 1, double full = 0, double waited = 0.5) {
+    tuner_sample s;
+    s.at_s = at;
+    s.interval_s = 1;
+    s.items = rate;
+    s.cpu_s = cpu;
+    s.full = full;
+    s.consumer_wait_s = waited;
+    for (std::size_t i = 0; i < util.size(); ++i) {
+        // decode is a compute stage on 4 threads: busy seconds over min(limit, 4) slots.
+        s.busy_s.push_back(util[i] * p.limits()[i]);
+    }
+    return s;
+}
+
+std::string text(const ferry::tuning_decision& d) {
+    std::ostringstream os;
+    os << d;
+    return os.str();
+}
+
+}  // namespace tuner_policy_test
+
+BOOST_AUTO_TEST_SUITE(engine)
+BOOST_AUTO_TEST_SUITE(tuning_policy)
+using namespace tuner_policy_test;
+
+// A busy I/O stage grows by half each interval (at least one), one move per interval, up to its
+// range's top; the rate after each move is filled in one interval later; the stage that is not
+// busy is left alone. The same measurements give the same decisions.
+BOOST_AUTO_TEST_CASE(raises_the_busiest_stage_step_by_step) {
+    std::vector<std::vector<int>> runs;
+    for (int run = 0; run < 2; ++run) {
+        auto p = read_and_decode();
+        std::vector<int> reads{p.limits()[0]};
+        for (int t = 1; t <= 10; ++t) {
+            const auto made = p.step(second(p, t, 100.0 * p.limits()[0], {1.0, 0.3}));
+            BOOST_TEST(p.limits()[1] == 1);  // decode is 30% busy: not raised
+            if (p.limits()[0] < 32) BOOST_TEST_REQUIRE(made.size() == 1U);
+            reads.push_back(p.limits()[0]);
+        }
+        BOOST_TEST(reads == (std::vector<int>{1, 2, 3, 5, 8, 12, 18, 27, 32, 32, 32}),
+                   boost::test_tools::per_element());
+        const auto& log = p.decisions();
+        BOOST_TEST_REQUIRE(log.size() == 8U);
+        BOOST_TEST(log[0].stage == "read");
+        BOOST_TEST(log[0].rate_before == 100.0);
+        BOOST_TEST(log[0].rate_after == 200.0);
+        BOOST_TEST(text(log[0]) ==
+                   "1.0 s: read 1 -> 2 (busy 100%, CPU 1.0 of 4 cores): 100 -> "
+                   "200 items/s");
+        runs.push_back(reads);
+    }
+    BOOST_TEST(runs[0] == runs[1]);
+}
+
+// A raise after which the rate falls by more than a tenth is undone and says so; the stage is
+// not raised again for `hold` intervals, then may be.
+BOOST_AUTO_TEST_CASE(undoes_a_raise_that_made_things_worse) {
+    tuner_policy p({{"decode", false, 1, 4, 2}}, tuner_budget{.cpu_cores = 4, .threads = 4});
+    p.step(second(p, 1, 1000, {0.95}, 2));
+    BOOST_TEST_REQUIRE(p.limits()[0] == 3);
+    const auto made = p.step(second(p, 2, 800, {0.95}, 3));
+    BOOST_TEST_REQUIRE(made.size() == 1U);
+    BOOST_TEST(p.limits()[0] == 2);
+    BOOST_TEST(made[0].from == 3);
+    BOOST_TEST(made[0].to == 2);
+    BOOST_TEST(made[0].why == "undo: the rate fell from 1000 to 800 items/s");
+    BOOST_TEST(p.decisions()[0].undone);
+    BOOST_TEST(p.decisions()[0].rate_after == 800.0);
+    for (int t = 3; t < 3 + tuner_policy::hold - 1; ++t) {
+        BOOST_TEST(p.step(second(p, t, 1000, {0.95}, 2)).empty());
+    }
+    BOOST_TEST(p.step(second(p, 10, 1000, {0.95}, 2)).size() == 1U);
+    BOOST_TEST(p.limits()[0] == 3);
+    // A rate that holds keeps the raise.
+    BOOST_TEST(p.step(second(p, 11, 1000, {0.5}, 3)).empty());
+    BOOST_TEST(p.limits()[0] == 3);
+    BOOST_TEST(!p.decisions().back().undone);
+}
+
+// Over the CPU budget the least busy compute stage gives a slot back; a compute stage never
+// grows past the arena's threads nor past the budget, and then takes a slot from an idle one.
+BOOST_AUTO_TEST_CASE(keeps_the_cpu_budget) {
+    tuner_policy p({{"resize", false, 1, 8, 3}, {"decode", false, 1, 8, 2}},
+                   tuner_budget{.cpu_cores = 4, .threads = 4});
+    auto made = p.step(second(p, 1, 500, {0.4, 0.9}, 4.6));
+    BOOST_TEST_REQUIRE(made.size() == 1U);
+    BOOST_TEST(made[0].stage == "resize");
+    BOOST_TEST(made[0].to == 2);
+    BOOST_TEST(made[0].why == "busy 40%, over budget: CPU 4.6 of 4 cores");
+    // decode is busy but a slot more would pass 4 cores: resize (idle) gives one instead.
+    made = p.step(second(p, 2, 500, {0.2, 1.0}, 3.5));
+    BOOST_TEST_REQUIRE(made.size() == 1U);
+    BOOST_TEST(made[0].stage == "resize");
+    BOOST_TEST(made[0].why == "busy 20%, a slot moves to decode (busy 100%, CPU 3.5 of 4 cores)");
+    made = p.step(second(p, 3, 500, {0.2, 1.0}, 2.5));
+    BOOST_TEST_REQUIRE(made.size() == 1U);
+    BOOST_TEST(made[0].stage == "decode");
+    BOOST_TEST(p.limits()[1] == 3);
+    tuner_policy q({{"decode", false, 1, 8, 4}}, tuner_budget{.cpu_cores = 8, .threads = 4});
+    BOOST_TEST(q.step(second(q, 1, 500, {1.0}, 4)).empty());  // 4 threads: no fifth slot
+}
+
+// When the consumer sets the pace (the pipeline full, the consumer hardly waiting) nothing is
+// raised, however busy; after a few such intervals a mostly idle stage gives a slot back.
+BOOST_AUTO_TEST_CASE(backs_off_when_the_consumer_sets_the_pace) {
+    tuner_policy p({{"read", true, 1, 32, 8}, {"decode", false, 1, 4, 2}},
+                   tuner_budget{.cpu_cores = 4, .threads = 4});
+    for (int t = 1; t < tuner_policy::consumer_streak; ++t) {
+        BOOST_TEST(p.step(second(p, t, 300, {0.1, 0.95}, 1, 0.95, 0.01)).empty());
+    }
+    const auto made = p.step(second(p, 3, 300, {0.1, 0.95}, 1, 0.95, 0.01));
+    BOOST_TEST_REQUIRE(made.size() == 1U);
+    BOOST_TEST(made[0].stage == "read");
+    BOOST_TEST(made[0].to == 5);
+    BOOST_TEST(made[0].why ==
+               "busy 10%, the consumer sets the pace (pipeline full 95%, consumer waited 1%)");
+    BOOST_TEST(p.limits()[1] == 2);
+}
+
+// A stage that gets slower midway (a slow disk) becomes the busiest: the next moves go to it.
+BOOST_AUTO_TEST_CASE(follows_a_stage_that_gets_slower) {
+    auto p = read_and_decode();
+    for (int t = 1; t <= 4; ++t) p.step(second(p, t, 100.0 * t, {0.3, 0.95}, 1));
+    BOOST_TEST(p.limits()[0] == 1);
+    BOOST_TEST(p.limits()[1] == 4);
+    for (int t = 5; t <= 8; ++t) p.step(second(p, t, 400, {1.0, 0.5}, 1));
+    BOOST_TEST(p.limits()[0] == 8);  // 1 2 3 5 8
+    BOOST_TEST(p.limits()[1] == 4);
+}
+
+// The memory budget keeps in_flight at what the bytes per item allow (90% of it), within what
+// the batches need; a budget below one batch of the largest items is an error naming both.
+BOOST_AUTO_TEST_CASE(keeps_the_memory_budget) {
+    tuner_policy p({}, tuner_budget{.cpu_cores = 2,
+                                    .threads = 2,
+                                    .memory_bytes = 100'000'000,
+                                    .min_in_flight = 4,
+                                    .max_in_flight = 64});
+    tuner_sample s;
+    s.at_s = 1;
+    s.interval_s = 1;
+    s.items = 100;
+    s.items_in_flight = 20;
+    s.bytes_in_flight = 200e6;  // 10 MB an item
+    const auto made = p.step(s);
+    BOOST_TEST_REQUIRE(made.size() == 1U);
+    BOOST_TEST(p.in_flight() == 9U);
+    BOOST_TEST(made[0].stage == "in_flight");
+    BOOST_TEST(made[0].why == "items hold 10.0 MB each, budget 100.0 MB");
+    s.bytes_in_flight = 9 * 1e6;  // 1 MB an item: back up to the most
+    s.items_in_flight = 9;
+    p.step(s);
+    BOOST_TEST(p.in_flight() == 64U);
+    s.largest_batch_bytes = 150e6;
+    p.step(s);
+    BOOST_TEST_REQUIRE(p.memory_error().has_value());
+    BOOST_TEST(*p.memory_error() ==
+               "autotune: memory_budget = 100000000 bytes is smaller than one batch of the "
+               "largest items seen so far (150000000 bytes)");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()
