@@ -20,6 +20,10 @@
 ///
 ///   ferry-probe DIR|LIST [--seconds 3] [--items N] [--sample 256] [--seed 1] [--threads N]
 ///                        [--resize 224x224] [--decode 1,2,4] [--read 2,8] [--batch 32] [--json]
+///                        [--recommend]
+///
+/// --recommend runs the pipeline once instead, with read and decode `ferry::tuned` under a CPU
+/// budget of the threads, and prints where the tuner settled: the settings to start from.
 ///
 /// Files: probe_inputs.cpp (the inputs, the sample, the CPUs), probe_sniff.cpp (what a file is,
 /// from its first bytes), probe_json.cpp (--json).
@@ -109,9 +113,14 @@ auto read_files(const settings& s, int read, source_state& src) {
 /// The pipeline's options: no log lines (failures are reported at the end), and no epoch
 /// failure-rate limit (a dataset with mostly bad files is measured and reported, not refused).
 ferry::pipeline_options options(const settings& s) {
-    return {.threads = s.threads,
-            .logger = [](ferry::log_level, std::string_view) {},
-            .max_epoch_failure_rate = 1};
+    ferry::pipeline_options o{.threads = s.threads,
+                              .logger = [](ferry::log_level, std::string_view) {},
+                              .max_epoch_failure_rate = 1};
+    if (s.recommend) {
+        o.autotune = ferry::autotune{.cpu_budget = static_cast<double>(s.threads),
+                                     .interval = std::chrono::milliseconds(200)};
+    }
+    return o;
 }
 
 /// Runs `p` to the end of its epoch through `take` (per output), then fills in what `t` measured.
@@ -186,6 +195,34 @@ trial run(const settings& s, int read, int decode, std::uint64_t limit) {
         t.images += static_cast<std::uint64_t>(batch.size(0));
     });
     return t;
+}
+
+/// --recommend: where the tuner settled, as the stage options to start from, and its decisions.
+void print_recommendation(const settings& s, const trial& t) {
+    int read = 0;
+    int decode = 0;
+    for (const auto& r : t.stats.stages) {
+        if (r.name == "read") read = r.concurrency;
+        if (r.name == "decode") decode = r.concurrency;
+    }
+    std::printf(
+        "recommended (where the tuner settled after %.1f s, from read 1 and decode 1, under a "
+        "budget of %d cores):\n",
+        t.seconds, s.threads);
+    std::printf("  .map(read, {.concurrency = %d, .executor = ferry::io})\n", read);
+    std::printf("  .map(decode, {.concurrency = %d})\n", decode);
+    std::printf("  .build({.threads = %d, .in_flight = %zu})\n", t.stats.threads,
+                t.stats.in_flight);
+    std::printf("%.1f %s/s over the run, %llu failed\n", t.images_per_s(),
+                s.kind == media::image ? "images" : "files",
+                static_cast<unsigned long long>(t.failed));
+    std::printf("\nthe tuner's decisions:\n");
+    for (const auto& d : t.stats.tuning) {
+        std::ostringstream line;
+        line << d;
+        std::printf("  %s\n", line.str().c_str());
+    }
+    if (t.stats.tuning.empty()) std::printf("  none: read 1 and decode 1 kept up\n");
 }
 
 /// The files found but not measured: how many of each other kind, and the first few of those
@@ -312,7 +349,14 @@ int main(int argc, char** argv) {
     app.add_option("--read", read_list, "read (I/O) concurrencies to try");
     app.add_option("--batch", s.batch, "batch size")->check(CLI::PositiveNumber);
     app.add_flag("--json", json, "print JSON instead of tables");
+    app.add_flag("--recommend", s.recommend,
+                 "run once with read and decode tuned at run time (ferry::tuned) and print "
+                 "where the tuner settled: the settings to start from");
     CLI11_PARSE(app, argc, argv);
+    if (s.recommend && json) {
+        std::cerr << "ferry-probe: --recommend prints text; leave out --json\n";
+        return 2;
+    }
 
     find_inputs(where, s);
     if (s.files.empty()) {
@@ -363,6 +407,11 @@ int main(int argc, char** argv) {
     std::vector<int> reads = parse_list(read_list);
     if (reads.empty()) reads = {2};
 
+    if (s.recommend) {
+        const trial t = run(s, ferry::tuned(1, 64), ferry::tuned(1, s.threads), s.items);
+        print_recommendation(s, t);
+        return 0;
+    }
     if (!json) {
         std::printf(
             "ferry-probe: %zu %s under %s%s; %d compute threads (%d usable CPUs%s); each "

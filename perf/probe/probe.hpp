@@ -46,6 +46,7 @@ struct settings {
     int batch = 32;
     media kind = media::image;
     int frames = 8;
+    bool recommend = false;  ///< one run with tuned stages instead of the sweep
 };
 
 /// What one setting measured.
