@@ -79,9 +79,19 @@ void pipeline_runtime::tune() {
         t.last = now;
         t.epochs = epochs;
     };
+    const auto outputs = recorder_.counts.outputs.load(std::memory_order_relaxed);
     if (t.epochs != epochs) {
         // A new epoch (or the first): the time between epochs is no interval to judge.
         read();
+        t.warm = false;
+        t.outputs = outputs;
+        return;
+    }
+    if (!t.warm) {
+        // Nor is the wait for the epoch's first output (fast_start, cold caches): the first
+        // interval starts when the consumer has taken it.
+        read();
+        t.warm = outputs != t.outputs;
         return;
     }
     if (now - t.last < plan_.tune_every) return;

@@ -26,6 +26,10 @@ struct tuner_state {
     std::chrono::steady_clock::time_point built = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point last;  ///< the last interval's end
     std::uint64_t epochs = 0;                    ///< epochs started at the last interval's end
+    /// The epoch's first output has been taken (intervals are judged from then on), and the
+    /// outputs taken when the epoch started.
+    bool warm = false;
+    std::uint64_t outputs = 0;
     // Readings at the last interval's end.
     std::vector<double> busy_ticks;  ///< per tuned stage
     std::uint64_t delivered = 0;
