@@ -206,10 +206,17 @@ std::vector<tuning_decision> tuner_policy::step(const tuner_sample& s) {
     }
     if (!busiest) return made();  // nothing is held up by a tuned stage: stay
     const std::size_t i = *busiest;
-    // A compute slot may cost a core (its calls' share of one); an I/O stage little.
-    const double per_slot = stages_[i].io ? 0.0 : std::min(1.0, util[i]);
-    if (cpu + per_slot > budget_.cpu_cores * 1.05 || (stages_[i].io && cpu > budget_.cpu_cores)) {
-        // No CPU to add: move a slot from a compute stage that is mostly idle, if any.
+    // Compute work runs on the arena, whose threads the budget sized: a compute stage may grow
+    // while the tuned compute stages' slots leave the arena a thread. An I/O stage's calls run
+    // off the arena: it grows while the measured CPU leaves room.
+    int compute_slots = 0;
+    for (std::size_t k = 0; k < stages_.size(); ++k) {
+        if (!stages_[k].io) compute_slots += limits_[k];
+    }
+    const bool room = stages_[i].io ? cpu < budget_.cpu_cores * 0.95
+                                    : compute_slots < budget_.threads;
+    if (!room) {
+        // No room: move a slot from a compute stage that is mostly idle, if any.
         if (const auto j = least_busy(true, idle); j && *j != i) {
             lower(*j, "a slot moves to " + stages_[i].name + " (busy " + pct(util[i]) + ", " +
                           cores(cpu, budget_.cpu_cores) + ")");
