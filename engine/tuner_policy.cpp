@@ -123,7 +123,9 @@ std::vector<tuning_decision> tuner_policy::step(const tuner_sample& s) {
         if (pending_index_ < log_.size()) {
             auto& last = log_[pending_index_];
             last.rate_after = rate;
-            if (last.rate_before > 0 && rate < last.rate_before * (1 - tolerance) &&
+            const double noise = s.outputs > 0 ? 2.0 / s.outputs : 0.0;
+            if (last.rate_before > 0 &&
+                rate < last.rate_before * (1 - std::max(tolerance, noise)) &&
                 limits_[i] == last.to) {
                 last.undone = true;
                 tuning_decision d;
@@ -213,8 +215,8 @@ std::vector<tuning_decision> tuner_policy::step(const tuner_sample& s) {
     for (std::size_t k = 0; k < stages_.size(); ++k) {
         if (!stages_[k].io) compute_slots += limits_[k];
     }
-    const bool room = stages_[i].io ? cpu < budget_.cpu_cores * 0.95
-                                    : compute_slots < budget_.threads;
+    const bool room =
+        stages_[i].io ? cpu < budget_.cpu_cores * 0.95 : compute_slots < budget_.threads;
     if (!room) {
         // No room: move a slot from a compute stage that is mostly idle, if any.
         if (const auto j = least_busy(true, idle); j && *j != i) {

@@ -39,6 +39,7 @@ struct tuner_sample {
     double at_s = 0;                 ///< since the pipeline was built
     double interval_s = 0;           ///< its length
     double items = 0;                ///< source items the consumer took in it
+    double outputs = 0;              ///< outputs (batches) it took in it (0: not known)
     double consumer_wait_s = 0;      ///< time the consumer waited for the pipeline in it
     double full = 0;                 ///< share of it the in-flight limit was reached
     double cpu_s = 0;                ///< CPU time of the pipeline's threads in it
@@ -56,9 +57,11 @@ class tuner_policy {
   public:
     static constexpr double busy_enough = 0.8;  ///< a stage this busy may be raised
     static constexpr double idle = 0.5;         ///< a stage this idle may give a slot away
-    static constexpr double tolerance = 0.1;    ///< a rate fall that undoes a raise
-    static constexpr int hold = 4;              ///< intervals a stage stays unraised after an undo
-    static constexpr int consumer_streak = 3;   ///< full intervals before backing off
+    /// A rate fall that undoes a raise: a tenth, or two outputs' worth of the interval where
+    /// fewer than 20 outputs came (a rate counted in batches moves by a batch at random).
+    static constexpr double tolerance = 0.1;
+    static constexpr int hold = 4;             ///< intervals a stage stays unraised after an undo
+    static constexpr int consumer_streak = 3;  ///< full intervals before backing off
     /// The consumer waited less than this share of an interval: loading keeps up with it.
     static constexpr double consumer_waits = 0.05;
 

@@ -71,6 +71,7 @@ void pipeline_runtime::tune() {
             t.busy_ticks[i] = busy_ticks(t.stages[i]->counters, now_ticks);
         }
         t.delivered = recorder_.counts.delivered.load(std::memory_order_relaxed);
+        t.outputs_read = recorder_.counts.outputs.load(std::memory_order_relaxed);
         t.wait_ns = con_.wait_ns.load(std::memory_order_relaxed);
         t.cpu_ns = process_cpu_ns() - con_.outside_cpu_ns.load(std::memory_order_relaxed);
         t.samples = 0;
@@ -106,6 +107,7 @@ void pipeline_runtime::tune() {
     }
     s.items = static_cast<double>(recorder_.counts.delivered.load(std::memory_order_relaxed) -
                                   t.delivered);
+    s.outputs = static_cast<double>(outputs - t.outputs_read);
     s.consumer_wait_s =
         static_cast<double>(con_.wait_ns.load(std::memory_order_relaxed) - t.wait_ns) / 1e9;
     // A wait in progress counts up to now.

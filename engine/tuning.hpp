@@ -33,6 +33,7 @@ struct tuner_state {
     // Readings at the last interval's end.
     std::vector<double> busy_ticks;  ///< per tuned stage
     std::uint64_t delivered = 0;
+    std::uint64_t outputs_read = 0;
     std::int64_t wait_ns = 0;
     std::int64_t cpu_ns = 0;
     // The monitor's samples in this interval (sample(), the same thread).

@@ -109,6 +109,19 @@ BOOST_AUTO_TEST_CASE(undoes_a_raise_that_made_things_worse) {
     BOOST_TEST(!p.decisions().back().undone);
 }
 
+// A rate counted in batches moves by a batch at random: with 5 outputs in the interval a fall of
+// 30% is within two outputs' worth and keeps the raise; with 50 outputs it undoes it.
+BOOST_AUTO_TEST_CASE(a_fall_within_two_outputs_is_noise) {
+    for (const double outputs : {5.0, 50.0}) {
+        tuner_policy p({{"decode", false, 1, 4, 2}}, tuner_budget{.cpu_cores = 4, .threads = 4});
+        p.step(second(p, 1, 1000, {0.95}, 2));
+        auto s = second(p, 2, 700, {0.5}, 2);
+        s.outputs = outputs;
+        p.step(s);
+        BOOST_TEST(p.limits()[0] == (outputs < 10 ? 3 : 2), outputs << " outputs");
+    }
+}
+
 // Over the CPU budget the least busy compute stage gives a slot back; a compute stage never
 // grows past the arena's threads nor past the budget, and then takes a slot from an idle one.
 BOOST_AUTO_TEST_CASE(keeps_the_cpu_budget) {
