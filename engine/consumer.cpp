@@ -3,19 +3,16 @@
 /// The consumer's side: next() takes results from the hand-off (spinning briefly, then
 /// sleeping), accounts for what it delivers, and gives credits and boxes back in batches.
 
-#include <time.h>
-
 #include <thread>
 
 #include "runtime.hpp"
+#include "tuning.hpp"
 
 namespace ferry::detail {
 namespace {
 
 std::int64_t thread_cpu_ns() noexcept {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+    return cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /// While tuning: counts the consumer thread's CPU time between two next() calls (its training

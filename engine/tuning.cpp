@@ -8,8 +8,6 @@
 
 #include "tuning.hpp"
 
-#include <time.h>
-
 #include <algorithm>
 
 #include "runtime.hpp"
@@ -18,9 +16,7 @@ namespace ferry::detail {
 namespace {
 
 std::int64_t process_cpu_ns() noexcept {
-    timespec t{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+    return cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 /// A stage's call time so far, in ticks: the calls that ended and the ones running now.

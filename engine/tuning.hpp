@@ -4,6 +4,8 @@
 /// stages, the readings at the last interval's end, and its decisions for stats().
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -16,6 +18,13 @@
 namespace ferry::detail {
 
 struct stage_runtime;
+
+/// A CPU-time clock's reading in ns (CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID).
+inline std::int64_t cpu_clock_ns(clockid_t clock) noexcept {
+    timespec t{};
+    clock_gettime(clock, &t);
+    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
 
 struct tuner_state {
     tuner_state(std::vector<tuned_stage_range> ranges, tuner_budget budget)

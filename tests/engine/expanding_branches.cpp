@@ -45,21 +45,6 @@ struct files_and_shards {
     }
 };
 
-/// The words of `spaced`.
-std::vector<std::string> words(const std::string& spaced) {
-    std::vector<std::string> out;
-    std::string w;
-    for (const char c : spaced + " ") {
-        if (c != ' ') {
-            w += c;
-        } else if (!w.empty()) {
-            out.push_back(w);
-            w.clear();
-        }
-    }
-    return out;
-}
-
 /// `x`'s outputs on a route by x % 3: 0 -> x * 10; 1 -> {x, x + 1000} unbatched; 2 -> x % 4
 /// copies of x + 500 (none for x % 4 == 0), where x = 29 fails (skipped).
 std::vector<int> routed_outputs(int x) {

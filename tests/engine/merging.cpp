@@ -37,20 +37,6 @@ struct two_branches {
     }
 };
 
-std::vector<std::string> words(const std::string& spaced) {
-    std::vector<std::string> out;
-    std::string w;
-    for (const char c : spaced + " ") {
-        if (c != ' ') {
-            w += c;
-        } else if (!w.empty()) {
-            out.push_back(w);
-            w.clear();
-        }
-    }
-    return out;
-}
-
 }  // namespace merging_test
 
 BOOST_AUTO_TEST_SUITE(engine)

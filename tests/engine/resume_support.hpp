@@ -135,6 +135,21 @@ inline std::vector<std::string> texts(const std::vector<std::vector<int>>& epoch
     return out;
 }
 
+/// The words of `spaced`: expected sequences written out by hand ("b0 a0 b1").
+inline std::vector<std::string> words(const std::string& spaced) {
+    std::vector<std::string> out;
+    std::string w;
+    for (const char c : spaced + " ") {
+        if (c != ' ') {
+            w += c;
+        } else if (!w.empty()) {
+            out.push_back(w);
+            w.clear();
+        }
+    }
+    return out;
+}
+
 inline std::vector<int> iota_vec(int n) {
     std::vector<int> v(static_cast<std::size_t>(n));
     std::iota(v.begin(), v.end(), 0);
