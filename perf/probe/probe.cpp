@@ -216,7 +216,10 @@ void print_recommendation(const settings& s, const trial& t) {
     std::printf("%.1f %s/s over the run, %llu failed\n", t.images_per_s(),
                 s.kind == media::image ? "images" : "files",
                 static_cast<unsigned long long>(t.failed));
-    std::printf("\nthe tuner's decisions:\n");
+    std::ostringstream table;
+    table << t.stats;
+    std::printf("\nstats of the tuned run:\n%s\n", table.str().c_str());
+    std::printf("the tuner's decisions:\n");
     for (const auto& d : t.stats.tuning) {
         std::ostringstream line;
         line << d;
