@@ -87,7 +87,8 @@ void pipeline_runtime::sample() {
         // A compute stage runs on the arena's threads: with more slots than threads it can use
         // only `threads` of them at once, and is judged against those.
         const int limit = st.tuned ? st.limit.load(std::memory_order_relaxed) : st.concurrency;
-        const int slots = st.own_slots ? limit : std::min(limit, plan_.threads);
+        const int slots =
+            st.own_slots ? limit : std::min(limit, threads_now_.load(std::memory_order_relaxed));
         record(st.counters, slots, queued, static_cast<int>(active), queued_upstream);
         if (trace_.spans) {
             trace_.spans->add_count(series, now,
@@ -105,7 +106,9 @@ void pipeline_runtime::sample() {
                 series++, now,
                 static_cast<std::uint64_t>(st.limit.load(std::memory_order_relaxed)));
         }
-        trace_.spans->add_count(series, now, in_flight_now_.load(std::memory_order_relaxed));
+        trace_.spans->add_count(series++, now, in_flight_now_.load(std::memory_order_relaxed));
+        trace_.spans->add_count(
+            series, now, static_cast<std::uint64_t>(threads_now_.load(std::memory_order_relaxed)));
     }
 }
 
@@ -186,7 +189,7 @@ pipeline_stats pipeline_runtime::stats() const {
     // Not a count of its own: what the others do not yet account for. Tests hold it to 0 once
     // an epoch has ended, which is what makes the sum a check rather than a definition.
     s.pending = ledger::unaccounted(s);
-    s.threads = plan_.threads;
+    s.threads = threads_now_.load(std::memory_order_relaxed);
     s.in_flight = in_flight_now_.load(std::memory_order_relaxed);
     if (tuner_ != nullptr) s.tuning = tuning_decisions();
     s.elapsed = std::chrono::nanoseconds(ctl_.elapsed());

@@ -54,6 +54,7 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         st.limit = st.concurrency;
     }
     in_flight_now_ = plan_.in_flight;
+    threads_now_ = plan_.threads;
     if (plan_.tuning) make_tuner();
     // The rows of the trace and of the NVTX ranges: the source, each stage, the consumer's waits.
     std::vector<std::string> rows{"source"};
@@ -68,7 +69,10 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         for (const auto& st : stages_) {
             if (st.tuned) trace_.series.push_back("concurrency " + st.name);
         }
-        if (plan_.tuning) trace_.series.emplace_back("in_flight limit");
+        if (plan_.tuning) {
+            trace_.series.emplace_back("in_flight limit");
+            trace_.series.emplace_back("threads");
+        }
     }
     if (opts_.nvtx) trace_.ranges = call_ranges::make(rows);
     if (trace_.spans || trace_.ranges) {
@@ -99,6 +103,12 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
             tsan_release(this);
         }));
         tsan_acquire(this);
+        if (tuner_) {
+            tuner_->threads =
+                std::make_unique<arena_threads>(plan_.threads, [this](std::function<void()> park) {
+                    flow_->arena->enqueue(tsan_body(std::move(park)));
+                });
+        }
         next_report_ = clock::now() + opts_.report_every;
         monitor_.start([this] { monitor_tick(); }, [this] { return monitor_period(); });
     } catch (...) {
@@ -117,6 +127,8 @@ pipeline_runtime::~pipeline_runtime() {
     {
         std::lock_guard lock(ctl_.mutex);
         abort_epoch_locked();
+        // A thread that waits for the graph may pick up a parking task: none parks now.
+        if (tuner_ && tuner_->threads) tuner_->threads->close();
         if (flow_->graph) {
             flow_->graph->cancel();
             flow_->graph->wait_for_all();
@@ -226,6 +238,8 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
     // Calls that ran past their timeout, or may, hold up no wait for the graph: their items are
     // let go here (their boxes are reclaimed below) while the calls run on.
     release_timed_items();
+    // A thread that waits for the graph may pick up a parking task: none parks while it waits.
+    if (tuner_) tuner_->threads->release();
     flow_->graph->wait_for_all();
     // Now nothing runs: clear every buffer (TBB's and ours) and return the stranded boxes.
     for (auto& st : stages_) {
@@ -236,6 +250,7 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
     // graph::reset re-attaches the graph to the arena of the calling thread: call it from inside
     // the pipeline's arena, or later epochs would run in the default arena.
     flow_->arena->execute(tsan_body([this] { flow_->graph->reset(flow::rf_reset_protocol); }));
+    if (tuner_) tuner_->threads->set(tuner_->threads->active());
     for (auto& st : stages_) {
         if (st.renum.seq) st.renum.seq->clear();
         st.renum.batch_items.clear();

@@ -306,6 +306,8 @@ class pipeline_runtime final : public runtime {
     void tuned_call_ended(stage_runtime& st);
     /// The tuner moves a stage's limit; a raised one starts queued calls now.
     void set_limit(stage_runtime& st, int limit);
+    /// The tuner moves the arena's working threads (arena_threads.hpp).
+    void set_threads(int threads);
 
     // tuning.cpp
     /// Construction: the tuner over the tuned stages, with the plan's budgets.
@@ -427,6 +429,8 @@ class pipeline_runtime final : public runtime {
     std::unique_ptr<tuner_state> tuner_;
     /// in_flight now: the plan's, or what the tuner's memory budget allows.
     std::atomic<std::size_t> in_flight_now_{0};
+    /// The arena's threads that work now: the plan's, or what the tuner's CPU budget allows.
+    std::atomic<int> threads_now_{0};
 
     timed_jobs timed_jobs_;  ///< calls of timed stages not returned (destruction waits)
     bool timed_ = false;  ///< some stage has a timeout: the monitor keeps watching between epochs

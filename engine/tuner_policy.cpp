@@ -34,14 +34,22 @@ std::string megabytes(double bytes) {
 }  // namespace
 
 tuner_policy::tuner_policy(std::vector<tuned_stage_range> stages, tuner_budget budget)
-    : stages_(std::move(stages)), budget_(budget), in_flight_(budget.max_in_flight) {
+    : stages_(std::move(stages)),
+      budget_(budget),
+      in_flight_(budget.max_in_flight),
+      threads_(std::max(1, budget.threads)) {
     for (const auto& s : stages_) limits_.push_back(std::clamp(s.start, s.lo, s.hi));
-    held_.assign(stages_.size(), 0);
+    held_.assign(stages_.size() + 1, 0);
+}
+
+const std::string& tuner_policy::knob_name(std::size_t i) const {
+    static const std::string threads = "threads";
+    return i < stages_.size() ? stages_[i].name : threads;
 }
 
 double tuner_policy::utilization(std::size_t i, const tuner_sample& s) const {
     // A compute stage uses at most the arena's threads, whatever its limit.
-    const int slots = stages_[i].io ? limits_[i] : std::min(limits_[i], budget_.threads);
+    const int slots = stages_[i].io ? limits_[i] : std::min(limits_[i], threads_);
     if (slots <= 0 || s.interval_s <= 0) return 0;
     return s.busy_s[i] / (slots * s.interval_s);
 }
@@ -125,12 +133,11 @@ std::vector<tuning_decision> tuner_policy::step(const tuner_sample& s) {
             last.rate_after = rate;
             const double noise = s.outputs > 0 ? 2.0 / s.outputs : 0.0;
             if (last.rate_before > 0 &&
-                rate < last.rate_before * (1 - std::max(tolerance, noise)) &&
-                limits_[i] == last.to) {
+                rate < last.rate_before * (1 - std::max(tolerance, noise)) && knob(i) == last.to) {
                 last.undone = true;
                 tuning_decision d;
                 d.at = now;
-                d.stage = stages_[i].name;
+                d.stage = knob_name(i);
                 d.from = last.to;
                 d.to = last.from;
                 char buf[160];
@@ -138,7 +145,7 @@ std::vector<tuning_decision> tuner_policy::step(const tuner_sample& s) {
                               last.rate_before, rate);
                 d.why = buf;
                 d.rate_before = rate;
-                limits_[i] = last.from;
+                knob(i) = last.from;
                 held_[i] = hold;
                 add(std::move(d), false);
                 return made();
@@ -163,6 +170,18 @@ std::vector<tuning_decision> tuner_policy::step(const tuner_sample& s) {
         limits_[i] = d.to;
         add(std::move(d), false);
     };
+    const auto move_threads = [&](int to, const std::string& why, bool judged) {
+        tuning_decision d;
+        d.at = now;
+        d.stage = knob_name(stages_.size());
+        d.from = threads_;
+        d.to = to;
+        d.why = why;
+        d.rate_before = rate;
+        threads_ = to;
+        add(std::move(d), judged);
+        if (judged) pending_stage_ = stages_.size();
+    };
     // The least busy tuned stage that can give a slot (compute first: they cost cores), or none.
     const auto least_busy = [&](bool compute_only, double below) -> std::optional<std::size_t> {
         std::optional<std::size_t> best;
@@ -174,11 +193,18 @@ std::vector<tuning_decision> tuner_policy::step(const tuner_sample& s) {
         return best;
     };
 
-    // 3. Over the CPU budget: the least busy compute stage gives a slot back.
+    // 3. Over the CPU budget: the least busy compute stage gives a slot back; with none above
+    // its range's bottom, the arena a thread (untuned compute stages use them too); then an I/O
+    // stage.
     if (cpu > budget_.cpu_cores * 1.05) {
-        auto i = least_busy(true, 2.0);
-        if (!i) i = least_busy(false, 2.0);
-        if (i) lower(*i, "over budget: " + cores(cpu, budget_.cpu_cores));
+        const std::string why = "over budget: " + cores(cpu, budget_.cpu_cores);
+        if (const auto i = least_busy(true, 2.0)) {
+            lower(*i, why);
+        } else if (threads_ > 1) {
+            move_threads(threads_ - 1, why, false);
+        } else if (const auto j = least_busy(false, 2.0)) {
+            lower(*j, why);
+        }
         return made();
     }
 
@@ -215,13 +241,21 @@ std::vector<tuning_decision> tuner_policy::step(const tuner_sample& s) {
     for (std::size_t k = 0; k < stages_.size(); ++k) {
         if (!stages_[k].io) compute_slots += limits_[k];
     }
-    const bool room =
-        stages_[i].io ? cpu < budget_.cpu_cores * 0.95 : compute_slots < budget_.threads;
+    const bool cpu_room = cpu < budget_.cpu_cores * 0.95;
+    const bool room = stages_[i].io ? cpu_room : compute_slots < threads_;
     if (!room) {
-        // No room: move a slot from a compute stage that is mostly idle, if any.
+        // No room: move a slot from a compute stage that is mostly idle, if any; else give the
+        // arena back a thread the CPU budget took, where a whole core is free under it (so that
+        // the thread does not take the CPU over the budget again).
         if (const auto j = least_busy(true, idle); j && *j != i) {
             lower(*j, "a slot moves to " + stages_[i].name + " (busy " + pct(util[i]) + ", " +
                           cores(cpu, budget_.cpu_cores) + ")");
+        } else if (!stages_[i].io && cpu + 1 <= budget_.cpu_cores && threads_ < budget_.threads &&
+                   held_[stages_.size()] == 0) {
+            move_threads(
+                threads_ + 1,
+                stages_[i].name + " busy " + pct(util[i]) + ", " + cores(cpu, budget_.cpu_cores),
+                true);
         }
         return made();
     }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// The tuner's policy (`pipeline_options::autotune`): given one interval's measurements, which
-/// tuned stage's concurrency to move, or which last move to undo. Pure C++ (no TBB, no clock):
+/// tuned stage's concurrency (or the arena's working threads) to move, or which last move to
+/// undo. Pure C++ (no TBB, no clock):
 /// the same measurements give the same decisions, so that it is tested on recorded ones
 /// (tests/engine/tuner_policy.cpp); tuning.cpp measures and applies.
 #pragma once
@@ -27,8 +28,8 @@ struct tuned_stage_range {
 
 /// The budgets (`ferry::autotune`).
 struct tuner_budget {
-    double cpu_cores = 1;  ///< CPU the pipeline may use, in cores
-    int threads = 1;       ///< the arena's threads: a compute stage uses at most this many
+    double cpu_cores = 1;            ///< CPU the pipeline may use, in cores
+    int threads = 1;                 ///< the arena's threads: the most `threads()` may be
     std::uint64_t memory_bytes = 0;  ///< bytes in flight (0: no limit)
     std::size_t min_in_flight = 1;   ///< what the batch stages need
     std::size_t max_in_flight = 1;   ///< where in_flight starts, and the most it may be
@@ -75,6 +76,9 @@ class tuner_policy {
     [[nodiscard]] const tuner_budget& budget() const noexcept { return budget_; }
     /// `in_flight` now (the memory budget moves it).
     [[nodiscard]] std::size_t in_flight() const noexcept { return in_flight_; }
+    /// The arena's threads that work now (the CPU budget moves it; a compute stage uses at
+    /// most this many).
+    [[nodiscard]] int threads() const noexcept { return threads_; }
     /// Every decision so far, oldest first (the last `max_kept`), with the rate after each
     /// filled in one interval later.
     [[nodiscard]] const std::vector<tuning_decision>& decisions() const noexcept { return log_; }
@@ -96,14 +100,18 @@ class tuner_policy {
     void add(tuning_decision d, bool judged);
     [[nodiscard]] double utilization(std::size_t i, const tuner_sample& s) const;
     bool keep_memory(const tuner_sample& s, double rate);
+    /// Stage `i`'s concurrency, or the arena's threads for i == stages_.size().
+    int& knob(std::size_t i) { return i < limits_.size() ? limits_[i] : threads_; }
+    [[nodiscard]] const std::string& knob_name(std::size_t i) const;
 
     std::vector<tuned_stage_range> stages_;
     tuner_budget budget_;
     std::vector<int> limits_;
-    std::vector<int> held_;  ///< intervals each stage stays unraised
+    std::vector<int> held_;  ///< intervals each knob (the stages, then threads) stays unraised
     std::size_t in_flight_;
+    int threads_;
     std::vector<tuning_decision> log_;
-    /// The last raise, judged by the next interval's rate: its stage and its place in log_.
+    /// The last raise, judged by the next interval's rate: its knob and its place in log_.
     std::optional<std::size_t> pending_stage_;
     std::size_t pending_index_ = 0;
     int consumer_bound_ = 0;  ///< consumer-bound intervals in a row

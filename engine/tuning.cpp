@@ -4,7 +4,8 @@
 /// what the interval did (each tuned stage's call time, the items the consumer took and how long
 /// it waited, the share of samples the pipeline was full, the CPU time of every thread but the
 /// consumer's time outside next()), hands that to `tuner_policy` and applies its decisions:
-/// stage limits (tuned_stage.cpp) and `in_flight`.
+/// stage limits (tuned_stage.cpp), the arena's working threads (arena_threads.cpp) and
+/// `in_flight`.
 
 #include "tuning.hpp"
 
@@ -146,6 +147,9 @@ void pipeline_runtime::tune() {
         }
     }
     if (made.empty()) return;
+    if (t.policy.threads() != threads_now_.load(std::memory_order_relaxed)) {
+        set_threads(t.policy.threads());
+    }
     for (std::size_t i = 0; i < t.stages.size(); ++i) {
         const int limit = t.policy.limits()[i];
         if (limit != t.stages[i]->limit.load(std::memory_order_relaxed)) {
@@ -164,6 +168,11 @@ void pipeline_runtime::tune() {
             wake_source();
         }
     }
+}
+
+void pipeline_runtime::set_threads(int threads) {
+    tuner_->threads->set(threads);
+    threads_now_.store(threads, std::memory_order_relaxed);
 }
 
 std::exception_ptr pipeline_runtime::tuner_error() const {

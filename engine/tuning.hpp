@@ -10,9 +10,11 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <vector>
 
+#include "arena_threads.hpp"
 #include "tuner_policy.hpp"
 
 namespace ferry::detail {
@@ -30,7 +32,9 @@ struct tuner_state {
     tuner_state(std::vector<tuned_stage_range> ranges, tuner_budget budget)
         : policy(std::move(ranges), budget) {}
 
-    tuner_policy policy;                 ///< the monitor thread's
+    tuner_policy policy;  ///< the monitor thread's
+    /// The arena's working threads (made with the arena, runtime.cpp; closed before it goes).
+    std::unique_ptr<arena_threads> threads;
     std::vector<stage_runtime*> stages;  ///< the tuned stages, in the policy's order
     std::chrono::steady_clock::time_point built = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point last;  ///< the last interval's end

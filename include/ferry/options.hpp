@@ -50,9 +50,7 @@ struct tuned_concurrency {
     static constexpr int limit = 32767;  ///< lo and hi are stored clamped to 0..limit
 
     /// A range the tuner may use: from `lo` to `hi` calls at once.
-    [[nodiscard]] constexpr int operator()(int lo, int hi) const noexcept {
-        return encode(lo, hi);
-    }
+    [[nodiscard]] constexpr int operator()(int lo, int hi) const noexcept { return encode(lo, hi); }
     /// The stage kind's default range.
     constexpr operator int() const noexcept {  // NOLINT(google-explicit-constructor)
         return encode(1, 0);
@@ -87,8 +85,8 @@ inline constexpr tuned_concurrency tuned{};
 struct autotune {
     /// Cores the pipeline may use, measured as the process's CPU time while tuning (at least 1;
     /// 0: the arena's threads). The arena gets this many threads (rounded down) unless
-    /// `pipeline_options::threads` says fewer, and the tuner lowers a compute stage when the
-    /// process uses more.
+    /// `pipeline_options::threads` says fewer, and the tuner lowers a compute stage, or holds
+    /// some of the arena's threads idle, when the process uses more.
     double cpu_budget = 0;
     /// Bytes the items in flight may hold (0: no limit): the tuner keeps `in_flight` at what
     /// the measured bytes per item allow.

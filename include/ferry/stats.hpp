@@ -22,7 +22,7 @@ namespace ferry {
 /// "12.5 s: decode 3 -> 4 (busy 96%, CPU 3.1 of 6 cores): 812 -> 1004 items/s".
 struct tuning_decision {
     std::chrono::nanoseconds at{0};  ///< since the pipeline was built
-    std::string stage;               ///< the stage's name, or "in_flight"
+    std::string stage;               ///< the stage's name, "in_flight" or "threads" (the arena's)
     int from = 0;
     int to = 0;
     /// The measurements that drove it, e.g. "busy 96%, CPU 3.1 of 6 cores", or for an undo
@@ -111,7 +111,7 @@ struct FERRY_API pipeline_stats {
     std::uint64_t pending = 0;
     std::uint64_t outputs = 0;  ///< elements handed to the consumer (batches count once)
     std::uint64_t epochs = 0;   ///< epochs started
-    int threads = 0;
+    int threads = 0;  ///< the arena's threads that work now (the tuner may hold some idle)
     std::size_t in_flight = 0;
     std::chrono::nanoseconds elapsed{0};        ///< wall time while epochs were running
     std::chrono::nanoseconds consumer_wait{0};  ///< time the consumer waited in next()

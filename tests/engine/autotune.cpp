@@ -271,7 +271,8 @@ BOOST_AUTO_TEST_CASE(a_memory_budget_below_one_output_is_an_error) {
 }
 
 // A traced tuned pipeline has the tuner's settings as counter tracks: each tuned stage's
-// concurrency over time (within its range, raised as it decided) and the in_flight limit.
+// concurrency over time (within its range, raised as it decided), the in_flight limit and the
+// arena's working threads.
 BOOST_AUTO_TEST_CASE(the_trace_shows_the_settings_over_time) {
     auto p = ferry::from(many())
                  .map(slow_read,
@@ -293,6 +294,11 @@ BOOST_AUTO_TEST_CASE(the_trace_shows_the_settings_over_time) {
     BOOST_TEST(*std::max_element(read.begin(), read.end()) <= 16.0);
     BOOST_TEST(*std::max_element(read.begin(), read.end()) > 1.0);  // raised while traced
     BOOST_TEST(!counters["in_flight limit"].empty());
+    // The arena's working threads: all of them (the CPU budget took none).
+    const auto& threads = counters["threads"];
+    BOOST_TEST_REQUIRE(!threads.empty());
+    BOOST_TEST(*std::min_element(threads.begin(), threads.end()) ==
+               static_cast<double>(p.stats().threads));
 }
 
 // What cannot work is refused when the pipeline is built, saying why.

@@ -145,6 +145,50 @@ BOOST_AUTO_TEST_CASE(keeps_the_cpu_budget) {
     BOOST_TEST(q.step(second(q, 1, 500, {1.0}, 4)).empty());  // 4 threads: no fifth slot
 }
 
+// Over the CPU budget with no tuned compute stage left to lower (decode is at its range's
+// bottom, read's calls cost CPU), the arena gives a thread up; it gets it back only where a whole
+// core is free under the budget, as a raise the next interval judges (undone when the rate fell,
+// then held), and a compute stage then grows into it.
+BOOST_AUTO_TEST_CASE(moves_the_arena_threads_within_the_cpu_budget) {
+    tuner_policy p({{"read", true, 1, 32, 4}, {"decode", false, 1, 4, 1}},
+                   tuner_budget{.cpu_cores = 3, .threads = 3});
+    BOOST_TEST(p.threads() == 3);
+    auto made = p.step(second(p, 1, 500, {0.5, 1.0}, 3.4));
+    BOOST_TEST_REQUIRE(made.size() == 1U);
+    BOOST_TEST(made[0].stage == "threads");
+    BOOST_TEST(made[0].from == 3);
+    BOOST_TEST(made[0].to == 2);
+    BOOST_TEST(made[0].why == "over budget: CPU 3.4 of 3 cores");
+    made = p.step(second(p, 2, 500, {0.5, 1.0}, 3.2));
+    BOOST_TEST_REQUIRE(made.size() == 1U);
+    BOOST_TEST(p.threads() == 1);
+    BOOST_TEST(p.limits()[0] == 4);  // read, the I/O stage, keeps its slots while threads can go
+    // 2.5 cores: under the budget, but a thread more could take it over again.
+    BOOST_TEST(p.step(second(p, 3, 500, {0.5, 1.0}, 2.5)).empty());
+    made = p.step(second(p, 4, 500, {0.5, 1.0}, 1.8));
+    BOOST_TEST_REQUIRE(made.size() == 1U);
+    BOOST_TEST(made[0].stage == "threads");
+    BOOST_TEST(made[0].to == 2);
+    BOOST_TEST(made[0].why == "decode busy 100%, CPU 1.8 of 3 cores");
+    made = p.step(second(p, 5, 300, {0.5, 1.0}, 1.8));
+    BOOST_TEST_REQUIRE(made.size() == 1U);
+    BOOST_TEST(made[0].stage == "threads");
+    BOOST_TEST(made[0].to == 1);
+    BOOST_TEST(made[0].why == "undo: the rate fell from 500 to 300 items/s");
+    BOOST_TEST(p.decisions()[2].undone);
+    for (int t = 6; t < 5 + tuner_policy::hold; ++t) {
+        BOOST_TEST(p.step(second(p, t, 300, {0.5, 1.0}, 1.8)).empty(), t);
+    }
+    made = p.step(second(p, 5 + tuner_policy::hold, 300, {0.5, 1.0}, 1.8));
+    BOOST_TEST_REQUIRE(made.size() == 1U);
+    BOOST_TEST(p.threads() == 2);
+    made = p.step(second(p, 10, 450, {0.5, 1.0}, 1.8));  // kept: the rate held
+    BOOST_TEST_REQUIRE(made.size() == 1U);
+    BOOST_TEST(made[0].stage == "decode");
+    BOOST_TEST(p.limits()[1] == 2);
+    BOOST_TEST(p.threads() == 2);
+}
+
 // When the consumer sets the pace (the pipeline full, the consumer hardly waiting) nothing is
 // raised, however busy; after a few such intervals a mostly idle stage gives a slot back.
 BOOST_AUTO_TEST_CASE(backs_off_when_the_consumer_sets_the_pace) {
