@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// map_async: at most `concurrency` calls outstanding per stage, completed from any thread
+/// map_async: at most `concurrency` calls outstanding per stage (`limit`: a tuned stage's moves
+/// at run time, tuned_stage.cpp's set_limit), completed from any thread
 /// through a sink (directly, or by the monitor polling a future), results passed on through the
 /// async_node's gateway.
 
@@ -118,7 +119,8 @@ void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway& gw, const
     gw.reserve_wait();  // released when the call's result has been passed on
     {
         std::lock_guard lock(st.slots.mutex);
-        if (st.slots.running >= st.concurrency) {
+        // `limit`: the concurrency, or a tuned stage's now (set_limit moves it).
+        if (st.slots.running >= st.limit.load(std::memory_order_relaxed)) {
             tsan_release(m);
             st.slots.waiting.push_back(m);
             return;
@@ -156,7 +158,9 @@ void pipeline_runtime::async_finished(stage_runtime& st) {
     msg next = nullptr;
     {
         std::lock_guard lock(st.slots.mutex);
-        if (st.slots.waiting.empty()) {
+        // A lowered limit takes effect as calls end: this slot closes.
+        if (st.slots.waiting.empty() ||
+            st.slots.running > st.limit.load(std::memory_order_relaxed)) {
             --st.slots.running;
             return;
         }

@@ -57,13 +57,17 @@ stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
     if (tuned_concurrency::is_tuned(st.concurrency)) {
         const int lo = tuned_concurrency::lo_of(st.concurrency);
         const int hi = tuned_concurrency::hi_of(st.concurrency);
-        const bool applies = st.spec.kind == stage_kind::map ||
-                             st.spec.kind == stage_kind::filter ||
-                             st.spec.kind == stage_kind::flat_map;
-        if (!applies || st.spec.options.timeout.count() > 0) {
+        const bool applies =
+            st.spec.kind == stage_kind::map || st.spec.kind == stage_kind::filter ||
+            st.spec.kind == stage_kind::flat_map || st.spec.kind == stage_kind::map_async;
+        // A map_async call with a timeout is settled by the watchdog; a timed map's call runs on
+        // past it: neither goes through the tuned stage's gate.
+        const bool timed =
+            st.spec.options.timeout.count() > 0 && st.spec.kind != stage_kind::map_async;
+        if (!applies || timed) {
             throw invalid_argument("stage '" + st.name +
                                    "': ferry::tuned applies to map, filter and flat_map stages "
-                                   "without a timeout; give this one a number");
+                                   "without a timeout and to map_async; give this one a number");
         }
         // hi 0: the kind's default (resolved by make_plan, which knows the threads).
         if (lo < 1 || (hi != 0 && hi < lo) || hi > max_concurrency) {
@@ -265,7 +269,8 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
     plan.output_ordered = ordered;
     for (auto& st : plan.stages) {
         if (!st.tuned) continue;
-        if (st.tuned_hi == 0) st.tuned_hi = st.io ? std::max(st.tuned_lo, 64) : plan.threads;
+        // Calls that hold no arena thread (io, map_async) may go up to 64 at once.
+        if (st.tuned_hi == 0) st.tuned_hi = st.own_slots ? std::max(st.tuned_lo, 64) : plan.threads;
         st.tuned_hi = std::max(st.tuned_hi, st.tuned_lo);
         if (!plan.tuning) {
             // A tuned stage without autotune options: the defaults.

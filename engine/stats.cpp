@@ -210,7 +210,14 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
         os << "bottleneck: " << b;
         if (it != s.stages.end()) {
             os << " (busy " << percent(it->utilization) << " of its " << it->concurrency << " slot"
-               << (it->concurrency == 1 ? "" : "s") << "; raise its concurrency or threads)";
+               << (it->concurrency == 1 ? "" : "s");
+            if (it->tuned_hi > 0 && it->concurrency >= it->tuned_hi) {
+                os << ", the top of its tuned range: raise the top)";  // the tuner can do no more
+            } else if (it->tuned_hi > 0) {
+                os << "; the tuner moves it)";
+            } else {
+                os << "; raise its concurrency or threads)";
+            }
         }
         os << '\n';
     }

@@ -6,7 +6,9 @@
 /// stage's `limit` run and queues it otherwise; a call that ends starts the next queued one while
 /// the count is under the limit. A raised limit starts queued calls at once; a lowered one takes
 /// effect as calls end. Compute calls run as tasks on the pipeline's arena, I/O calls on the
-/// stage's own threads (as many as the range's top, idle until the limit lets them work).
+/// stage's own threads (as many as the range's top, idle until the limit lets them work). A
+/// tuned map_async stage keeps its own gate (async_stage.cpp), bounded by `limit` too: set_limit
+/// starts its queued calls.
 
 #include "flow.hpp"
 
@@ -78,7 +80,13 @@ void pipeline_runtime::set_limit(stage_runtime& st, int limit) {
             ++st.slots.running;
         }
     }
-    for (msg m : start) tuned_launch(st, m);
+    for (msg m : start) {
+        if (st.spec.kind == stage_kind::map_async) {
+            async_start(st, m, st.counters.shared());  // the monitor's thread: shared counters
+        } else {
+            tuned_launch(st, m);
+        }
+    }
 }
 
 }  // namespace ferry::detail

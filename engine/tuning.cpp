@@ -37,7 +37,8 @@ void pipeline_runtime::make_tuner() {
     std::vector<stage_runtime*> tuned;
     for (auto& st : stages_) {
         if (!st.tuned) continue;
-        ranges.push_back({st.name, st.io, st.tuned_lo, st.tuned_hi, st.concurrency});
+        // map_async calls hold no arena thread either: an I/O stage to the policy.
+        ranges.push_back({st.name, st.own_slots, st.tuned_lo, st.tuned_hi, st.concurrency});
         tuned.push_back(&st);
     }
     tuner_budget budget;
