@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ferry/detail/any_value.hpp"
+#include "out_of_line.hpp"
 #include "tsan.hpp"
 
 namespace ferry::detail {
@@ -53,36 +54,38 @@ struct resume_point {
 /// Laid out for the hand-off to the consumer thread: what the consumer reads (kind, items,
 /// credits, and the value with the start of its inline storage) shares the box's first cache line,
 /// and what only the workers touch lies after the value. Every line the consumer touches moves
-/// between cores twice per item (to the consumer, and back when the source reuses the box).
+/// between cores twice per item (to the consumer, and back when the source reuses the box). Four
+/// cache lines: the flags sit in `kind`'s padding, and what few boxes use (the source item's
+/// description, an unordered batch's positions) lies out of line.
 struct alignas(64) box {
     msg_kind kind = msg_kind::value;
+    /// In and after a branch of a route whose branches expand (rejoin.cpp): whether this is the
+    /// last message the branch makes of the element, and its branch (`no_route_branch`: it went
+    /// straight to the join); the element's sequence number at the route is `route_seq`.
+    bool last_of_route = true;
+    bool cancelled = false;  ///< dropped unprocessed: not done
+    std::uint32_t route_branch = 0;
     std::uint64_t items = 0;    ///< source items it stands for (0 once accounted)
     std::uint64_t credits = 0;  ///< in-flight limiter tokens to return when it leaves
+    std::uint64_t seq = 0;      ///< position in the current sequence space
     any_value value;
-    std::uint64_t seq = 0;            ///< position in the current sequence space
-    std::uint64_t source_index = 0;   ///< first source item (within its epoch) it stands for
+    std::uint64_t source_index = 0;  ///< first source item (within its epoch) it stands for
+    std::uint64_t route_seq = 0;
     std::exception_ptr error;         ///< only in a box of kind `error`
     std::vector<any_value> children;  ///< flat_map outputs on their way to renumbering
     /// The source item's description (`failure::input`), for a failure later on: written when the
-    /// source pulls it (only from a source that describes its elements; otherwise it stays empty
-    /// and costs nothing), passed to flat_map outputs, a batch's is its first item's. Fits the
-    /// box's last cache line: a box is 192 bytes with it or without it.
-    std::string input;
+    /// source pulls it (only from a source that describes its elements; otherwise it is never
+    /// allocated), passed to flat_map outputs, a batch's is its first item's.
+    out_of_line<std::string> input;
     /// Where a resume continues to deliver this box's output again (`start`) or what follows it
     /// (`end`: the consumer's position once it has taken this output).
     resume_point start;
     resume_point end;
     /// An unordered pipeline's batch: the positions of its items (a single item's is its
     /// `source_index`, not listed).
-    std::vector<std::uint64_t> covers;
-    /// In and after a branch of a route whose branches expand (rejoin.cpp): the element's
-    /// sequence number at the route, its branch (`no_route_branch`: it went straight to the
-    /// join), and whether it is the last message the branch makes of that element.
-    std::uint64_t route_seq = 0;
-    std::uint32_t route_branch = 0;
-    bool last_of_route = true;
-    bool cancelled = false;  ///< dropped unprocessed: not done
+    out_of_line<std::vector<std::uint64_t>> covers;
 };
+static_assert(sizeof(box) <= 256, "a box is four cache lines: keep rare members out of line");
 
 /// `box::route_branch` of a message the route sends straight to its join.
 inline constexpr std::uint32_t no_route_branch = ~std::uint32_t{0};

@@ -129,7 +129,8 @@ void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, boo
     if (st.lists_window) {
         const std::size_t sent = st.renum.outs.size() - before;
         for (std::size_t i = 0; i < sent; ++i) {
-            st.renum.outs[before + i]->covers = std::move(positions[positions.size() - sent + i]);
+            st.renum.outs[before + i]->covers.mut() =
+                std::move(positions[positions.size() - sent + i]);
         }
     }
 }

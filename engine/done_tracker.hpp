@@ -30,7 +30,7 @@ class done_tracker {
         if (b.covers.empty()) {
             mark(b.source_index);
         } else {
-            for (const auto p : b.covers) mark(p);
+            for (const auto p : *b.covers) mark(p);
         }
     }
     /// The first position not done, and the done ones past it (ascending).

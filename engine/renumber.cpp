@@ -77,9 +77,10 @@ void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
         if (res_.tracker) {
             // Unordered: the batch's items are any; it lists their positions.
             if (b->covers.empty()) {
-                first->covers.push_back(b->source_index);
+                first->covers.mut().push_back(b->source_index);
             } else if (b != first) {
-                first->covers.insert(first->covers.end(), b->covers.begin(), b->covers.end());
+                auto& to = first->covers.mut();
+                to.insert(to.end(), b->covers->begin(), b->covers->end());
             }
         }
         values.push_back(std::move(b->value));
@@ -150,7 +151,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
         b->kind = msg_kind::value;
         b->seq = st.renum.next_out++;
         b->source_index = x->source_index;
-        b->input = x->input;
+        b->input.assign(x->input);
         b->start = parent.child(i);
         b->end = parent.child(i + 1);
         // In a rejoining route's branch: the element the route numbered; the last output, x,

@@ -53,7 +53,7 @@ struct resume_state {
             window.clear();
             window_at = m.start.position;
         }
-        window.insert(window.end(), m.covers.begin(), m.covers.end());
+        window.insert(window.end(), m.covers->begin(), m.covers->end());
     }
     /// What `pipeline_state::window` holds for the frontier: the delivered positions of the
     /// window it stands in, ascending.

@@ -38,8 +38,8 @@ bool pipeline_runtime::source_pull(msg& out) {
         // Named now, while the element is what the source made: a stage that fails it later
         // sees only what the stages before it turned it into.
         if (got && name_item) {
-            name_item(b->value, b->input);
-            excluded = plan_.source.excluded && plan_.source.excluded(b->input);
+            name_item(b->value, b->input.mut());
+            excluded = plan_.source.excluded && plan_.source.excluded(*b->input);
         }
         w.record_call(t0, got ? src_.pos : span_log::no_item);
         w.end_call();
@@ -80,7 +80,7 @@ bool pipeline_runtime::source_pull(msg& out) {
         ++src_.pos;
         ++src_.seq;
         bump_owned(recorder_.counts.produced, 1);
-        if (name_item) src_.last_input = b->input;
+        if (name_item) src_.last_input = *b->input;
         if (excluded) {
             // On an exclusion list: produced and filtered here, it flows on as a gap.
             b->value.reset();

@@ -16,7 +16,7 @@ namespace ferry::detail {
 namespace {
 
 std::string item_label(const box& b) {
-    return detail::item_label(b.source_index, b.items, b.input);
+    return detail::item_label(b.source_index, b.items, *b.input);
 }
 
 }  // namespace
@@ -93,7 +93,7 @@ void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_
     const std::string what = "stage '" + st.name + "' " + (fail ? "failed on " : "skipped ") +
                              item_label(*m) + ": " + reason;
     record_failure(st.name, m->source_index, items, cause, text,
-                   fail ? log_level::error : log_level::warning, what, m->input);
+                   fail ? log_level::error : log_level::warning, what, *m->input);
     recorder_.counts.failed.fetch_add(m->items, std::memory_order_relaxed);
     m->value.reset();
     m->children.clear();
@@ -107,7 +107,7 @@ void pipeline_runtime::fail_item(stage_runtime& st, msg m, const std::exception_
     } catch (...) {
         // stage_error captures the exception being handled as its nested cause.
         m->error = std::make_exception_ptr(
-            stage_error(st.name, m->source_index, items, text, what, m->input));
+            stage_error(st.name, m->source_index, items, text, what, *m->input));
     }
     m->kind = msg_kind::error;
     ctl_.halt_at(m->source_index);  // the epoch is over: stop reading the source
