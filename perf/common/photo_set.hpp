@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// The benchmarks' image set: ImageNet-like JPEGs (500x375, quality 90, photo-like content),
-/// generated with OpenCV's imgcodecs, deterministic per index.
+/// The benchmarks' image sets, generated with OpenCV's imgcodecs, deterministic per index:
+/// ImageNet-like JPEGs (500x375, quality 90, photo-like content), and an FFCV-like set (the
+/// longer side 512 at ImageNet's usual aspect ratios, quality 90, like the set of FFCV's
+/// published ImageNet benchmark).
 #pragma once
 
 #include <cmath>
@@ -17,11 +19,11 @@
 
 namespace ferry_perf {
 
-/// One photo-like 500x375 picture: a smooth colour field, a few blurred shapes, fine texture and
-/// sensor-like noise, so JPEG has real entropy to code (flat colours would flatter the decoder).
-inline cv::Mat photo_like(std::mt19937& rng) {
-    constexpr int w = 500;
-    constexpr int h = 375;
+/// One photo-like `w x h` picture (500x375 by default): a smooth colour field, a few blurred
+/// shapes, fine texture and sensor-like noise, so JPEG has real entropy to code (flat colours
+/// would flatter the decoder). Shapes scale with the width.
+inline cv::Mat photo_like(std::mt19937& rng, int w = 500, int h = 375) {
+    const float k = static_cast<float>(w) / 500.0F;
     std::uniform_real_distribution<float> u(0.0F, 1.0F);
     cv::Mat img(h, w, CV_32FC3);
     float fx[3], fy[3], ph[3], base[3];
@@ -36,15 +38,17 @@ inline cv::Mat photo_like(std::mt19937& rng) {
         for (int x = 0; x < w; ++x) {
             for (int c = 0; c < 3; ++c) {
                 row[x][c] =
-                    base[c] + 50.0F * std::sin(fx[c] * static_cast<float>(x) / w * 6.28F +
-                                               fy[c] * static_cast<float>(y) / h * 6.28F + ph[c]);
+                    base[c] +
+                    50.0F * std::sin(fx[c] * static_cast<float>(x) / static_cast<float>(w) * 6.28F +
+                                     fy[c] * static_cast<float>(y) / static_cast<float>(h) * 6.28F +
+                                     ph[c]);
             }
         }
     }
     for (int k = 0; k < 12; ++k) {
         const cv::Point centre(static_cast<int>(u(rng) * w), static_cast<int>(u(rng) * h));
-        const cv::Size axes(10 + static_cast<int>(u(rng) * 120),
-                            10 + static_cast<int>(u(rng) * 90));
+        const cv::Size axes(static_cast<int>(k * (10 + static_cast<int>(u(rng) * 120))),
+                            static_cast<int>(k * (10 + static_cast<int>(u(rng) * 90))));
         const cv::Scalar colour(255 * u(rng), 255 * u(rng), 255 * u(rng));
         cv::ellipse(img, centre, axes, 360 * u(rng), 0, 360, colour, -1, cv::LINE_AA);
     }
@@ -57,21 +61,36 @@ inline cv::Mat photo_like(std::mt19937& rng) {
     return out;
 }
 
+/// The FFCV-like set's size of image `i`: the longer side 512 (the ImageNet set of FFCV's
+/// published benchmark: 512 px, quality 90), at ImageNet's common shapes: 4:3 landscape most
+/// often, then 3:2, 1:1, 3:4 portrait and 16:9.
+inline cv::Size ffcv_size(int i) {
+    static constexpr int shapes[10][2] = {{512, 384}, {512, 384}, {512, 384}, {512, 384},
+                                          {512, 341}, {512, 341}, {512, 512}, {384, 512},
+                                          {384, 512}, {512, 288}};
+    const auto& s = shapes[static_cast<unsigned>(i) * 7U % 10U];
+    return {s[0], s[1]};
+}
+
 /// `count` photo-like 500x375 JPEGs (quality 90) named img00000.jpg, ... in `dir`, made once:
-/// files already there are reused (the content is a function of the index alone).
-inline std::vector<std::filesystem::path> photo_set(const std::filesystem::path& dir, int count) {
+/// files already there are reused (the content is a function of the index alone). `ffcv`: the
+/// FFCV-like set instead, ffcv00000.jpg, ... (see ffcv_size).
+inline std::vector<std::filesystem::path> photo_set(const std::filesystem::path& dir, int count,
+                                                    bool ffcv = false) {
     namespace fs = std::filesystem;
     fs::create_directories(dir);
     std::vector<fs::path> paths;
     int made = 0;
     for (int i = 0; i < count; ++i) {
         char name[32];
-        std::snprintf(name, sizeof name, "img%05d.jpg", i);
+        std::snprintf(name, sizeof name, ffcv ? "ffcv%05d.jpg" : "img%05d.jpg", i);
         fs::path p = dir / name;
         if (!fs::exists(p)) {
             std::mt19937 rng(static_cast<unsigned>(i) * 7919U + 17U);
             std::vector<unsigned char> buf;
-            cv::imencode(".jpg", photo_like(rng), buf, {cv::IMWRITE_JPEG_QUALITY, 90});
+            const cv::Size size = ffcv ? ffcv_size(i) : cv::Size(500, 375);
+            cv::imencode(".jpg", photo_like(rng, size.width, size.height), buf,
+                         {cv::IMWRITE_JPEG_QUALITY, 90});
             std::ofstream(p, std::ios::binary)
                 .write(reinterpret_cast<const char*>(buf.data()),
                        static_cast<std::streamsize>(buf.size()));
