@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "common/int_list.hpp"
+#include "common/video_set.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/video.hpp"
 
@@ -52,7 +53,7 @@ struct config {
     fs::path dir = fs::temp_directory_path() / "ferry-video-decode";
 };
 
-constexpr int fps = 30;
+constexpr int fps = ferry_perf::video_fps;
 constexpr int side = 224;
 
 double median(std::vector<double> v) {
@@ -72,24 +73,8 @@ void run(const std::string& cmd) {
 }
 
 std::vector<fs::path> make_clips(const config& c) {
-    fs::create_directories(c.dir);
-    std::vector<fs::path> paths;
-    for (int i = 0; i < c.clips; ++i) {
-        const auto p =
-            c.dir / ("clip" + std::to_string(i) + "-" + std::to_string(c.seconds) + "s.mp4");
-        if (!fs::exists(p)) {
-            std::cerr << "generating " << p << '\n';
-            // Different start offsets of the test pattern: the clips are not byte-identical.
-            run("ffmpeg -hide_banner -loglevel error -nostdin -y -f lavfi -i "
-                "testsrc2=size=1280x720:rate=" +
-                std::to_string(fps) + ":duration=" + std::to_string(c.seconds + i) + " -ss " +
-                std::to_string(i) + " -c:v libx264 -preset veryfast -g 60 -bf 2 " +
-                "-pix_fmt yuv420p " + p.string());
-        }
-        paths.push_back(p);
-    }
-    // Warm the page cache.
-    for (const auto& p : paths) (void)ferry::ops::demux_video(p);
+    const auto paths = ferry_perf::video_set(c.dir, c.clips, c.seconds);
+    for (const auto& p : paths) (void)ferry::ops::demux_video(p);  // and FFmpeg's code paths
     return paths;
 }
 

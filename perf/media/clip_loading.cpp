@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// clip_loading: clips per second of video training's usual sample (16 frames at stride 2 from a
+/// random start, resized to 112x112 RGB) through ferry, against a hand-written FFmpeg loop making
+/// the same calls on as many threads, at concurrency 1, 2, 4, 8 (--concurrency); and whether
+/// FFmpeg's process-wide codec lock shows (SPDL found it the biggest lever for video loading).
+///
+/// The clips: perf/common/video_set.hpp (720p H.264, a keyframe every 60 frames, B-frames), read
+/// from the page cache. Every variant loads the same list of (clip, start) samples, the starts
+/// drawn once (seeded) over each clip's length:
+///
+///  * `ferry`         `from(samples).map(load_video {.demux.start, .decode = {clip(16, 2),
+///                    112x112}}, {.concurrency = c, .executor = io})`: c threads of its own, one
+///                    decoder thread per clip, a demuxer and decoder opened per clip;
+///  * `hand, per clip` c std::threads taking samples from one counter, each making the calls a
+///                    user writes against libav directly: avformat_open_input,
+///                    avformat_find_stream_info, av_seek_frame(BACKWARD), avcodec_open2 (one
+///                    thread), send/receive, sws_scale of every second frame from the start;
+///  * `hand, reused`  the same, but each thread keeps its decoder and scaler from clip to clip
+///                    (avcodec_flush_buffers instead of a new avcodec_open2): what "contexts
+///                    reused per thread, avcodec_open2 off the hot path" buys.
+///
+/// The hand loop also times its avcodec_open2 calls: under a process-wide lock their wall time
+/// would grow with the threads calling it.
+///
+/// Usage: clip_loading [--clips N] [--seconds S] [--samples N] [--reps R] [--concurrency 1,2,4,8]
+///                    [--dir DIR]
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
+#include <libswscale/swscale.h>
+}
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/int_list.hpp"
+#include "common/video_set.hpp"
+#include "ferry/ferry.hpp"
+#include "ferry/video.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+
+constexpr int frames_per_clip = 16;
+constexpr int stride = 2;
+constexpr int side = 112;
+
+struct config {
+    int clips = 4;
+    int seconds = 10;
+    int samples = 64;  ///< clip loads per run
+    int reps = 3;
+    std::vector<int> concurrency{1, 2, 4, 8};
+    fs::path dir = fs::temp_directory_path() / "ferry-video-decode";
+};
+
+struct sample {
+    fs::path path;
+    double start = 0;
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+double seconds_since(clock_type::time_point t0) {
+    return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+void check(int ret, const char* what) {
+    if (ret < 0)
+        throw std::runtime_error(std::string(what) + " failed (" + std::to_string(ret) + ")");
+}
+
+/// One thread's decoder and scaler, kept from clip to clip when `reuse`.
+struct hand_loader {
+    bool reuse = false;
+    AVCodecContext* codec = nullptr;
+    SwsContext* sws = nullptr;
+    double open_s = 0;  ///< wall time in avcodec_open2
+    int opens = 0;
+
+    ~hand_loader() {
+        avcodec_free_context(&codec);
+        sws_freeContext(sws);
+    }
+
+    /// Loads one sample: `frames_per_clip` frames `stride` apart from the first at or after
+    /// `s.start`, each scaled to side x side RGB into `out`. Returns the frames written.
+    int load(const sample& s, std::vector<std::uint8_t>& out) {
+        AVFormatContext* fmt = nullptr;
+        check(avformat_open_input(&fmt, s.path.c_str(), nullptr, nullptr), "avformat_open_input");
+        struct closer {
+            AVFormatContext** f;
+            ~closer() { avformat_close_input(f); }
+        } close_fmt{&fmt};
+        check(avformat_find_stream_info(fmt, nullptr), "avformat_find_stream_info");
+        const int index = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+        check(index, "av_find_best_stream");
+        AVStream* st = fmt->streams[index];
+        if (codec == nullptr || !reuse) {
+            avcodec_free_context(&codec);
+            const AVCodec* dec = avcodec_find_decoder(st->codecpar->codec_id);
+            codec = avcodec_alloc_context3(dec);
+            check(avcodec_parameters_to_context(codec, st->codecpar), "parameters_to_context");
+            codec->thread_count = 1;
+            codec->pkt_timebase = st->time_base;
+            const auto t0 = clock_type::now();
+            check(avcodec_open2(codec, dec, nullptr), "avcodec_open2");
+            open_s += seconds_since(t0);
+            ++opens;
+        } else {
+            avcodec_flush_buffers(codec);
+        }
+        const auto start_ts = static_cast<std::int64_t>(s.start / av_q2d(st->time_base));
+        if (start_ts > 0) check(av_seek_frame(fmt, index, start_ts, AVSEEK_FLAG_BACKWARD), "seek");
+
+        AVPacket* pkt = av_packet_alloc();
+        AVFrame* frame = av_frame_alloc();
+        int seen = 0, written = 0;  // frames at or after the start; frames kept
+        const std::size_t frame_bytes = static_cast<std::size_t>(side) * side * 3;
+        out.resize(frame_bytes * frames_per_clip);
+        const auto take = [&] {
+            while (written < frames_per_clip && avcodec_receive_frame(codec, frame) >= 0) {
+                const std::int64_t ts = frame->best_effort_timestamp;
+                if (ts != AV_NOPTS_VALUE && ts < start_ts) continue;
+                if (seen++ % stride != 0) continue;
+                sws = sws_getCachedContext(
+                    sws, frame->width, frame->height, static_cast<AVPixelFormat>(frame->format),
+                    side, side, AV_PIX_FMT_RGB24, SWS_BILINEAR, nullptr, nullptr, nullptr);
+                std::uint8_t* dst[4] = {out.data() +
+                                        frame_bytes * static_cast<std::size_t>(written)};
+                int pitch[4] = {side * 3};
+                sws_scale(sws, frame->data, frame->linesize, 0, frame->height, dst, pitch);
+                ++written;
+            }
+        };
+        while (written < frames_per_clip && av_read_frame(fmt, pkt) >= 0) {
+            if (pkt->stream_index == index) {
+                check(avcodec_send_packet(codec, pkt), "avcodec_send_packet");
+                take();
+            }
+            av_packet_unref(pkt);
+        }
+        if (written < frames_per_clip) {
+            avcodec_send_packet(codec, nullptr);  // drain
+            take();
+        }
+        av_frame_free(&frame);
+        av_packet_free(&pkt);
+        if (!reuse) {
+            sws_freeContext(sws);
+            sws = nullptr;
+        }
+        return written;
+    }
+};
+
+struct hand_result {
+    double clips_per_s = 0;
+    double open_ms = 0;  ///< mean wall time of one avcodec_open2
+};
+
+hand_result hand_rate(const std::vector<sample>& samples, int threads, bool reuse) {
+    std::atomic<std::size_t> next{0};
+    std::atomic<int> short_clips{0};
+    std::mutex m;
+    double open_s = 0;
+    int opens = 0;
+    const auto t0 = clock_type::now();
+    std::vector<std::thread> workers;
+    for (int w = 0; w < threads; ++w) {
+        workers.emplace_back([&] {
+            hand_loader h{.reuse = reuse};
+            std::vector<std::uint8_t> out;
+            for (std::size_t i; (i = next++) < samples.size();) {
+                if (h.load(samples[i], out) != frames_per_clip) ++short_clips;
+            }
+            std::lock_guard lock(m);
+            open_s += h.open_s;
+            opens += h.opens;
+        });
+    }
+    for (auto& w : workers) w.join();
+    const double wall = seconds_since(t0);
+    if (short_clips > 0) {
+        std::cerr << "clip_loading: the hand loop got fewer than " << frames_per_clip
+                  << " frames for " << short_clips << " samples\n";
+        std::exit(1);
+    }
+    return {static_cast<double>(samples.size()) / wall, opens > 0 ? 1e3 * open_s / opens : 0};
+}
+
+double ferry_rate(const std::vector<sample>& samples, int concurrency) {
+    const auto t0 = clock_type::now();
+    auto pipe = ferry::from(samples)
+                    .map(
+                        [](const sample& s) {
+                            return ferry::ops::load_video(
+                                       s.path, {.demux = {.start = s.start},
+                                                .decode = {.select = ferry::frame_selection::clip(
+                                                               frames_per_clip, stride),
+                                                           .resize = {side, side}}})
+                                .frames();
+                        },
+                        {.concurrency = concurrency, .name = "load_video", .executor = ferry::io})
+                    .build({.threads = 1});
+    std::size_t clips = 0;
+    for (int n : pipe) {
+        if (n != frames_per_clip) {
+            std::cerr << "clip_loading: ferry delivered a clip of " << n << " frames\n";
+            std::exit(1);
+        }
+        ++clips;
+    }
+    if (clips != samples.size()) {
+        std::cerr << "clip_loading: ferry delivered " << clips << " of " << samples.size() << '\n';
+        std::exit(1);
+    }
+    return static_cast<double>(clips) / seconds_since(t0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    config c;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string a = argv[i];
+        const std::string v = argv[i + 1];
+        if (a == "--clips") {
+            c.clips = std::stoi(v);
+        } else if (a == "--seconds") {
+            c.seconds = std::stoi(v);
+        } else if (a == "--samples") {
+            c.samples = std::stoi(v);
+        } else if (a == "--reps") {
+            c.reps = std::stoi(v);
+        } else if (a == "--concurrency") {
+            c.concurrency = ferry_perf::parse_int_list(v);
+        } else if (a == "--dir") {
+            c.dir = v;
+        } else {
+            std::cerr << "usage: clip_loading [--clips N] [--seconds S] [--samples N] [--reps R] "
+                         "[--concurrency 1,2,4,8] [--dir DIR]\n";
+            return 2;
+        }
+    }
+    const auto paths = ferry_perf::video_set(c.dir, c.clips, c.seconds);
+    // Starts over each clip's length, leaving room for the 16 frames at stride 2 (~1.1 s).
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> start(
+        0.0, c.seconds - (frames_per_clip * stride + 2.0) / ferry_perf::video_fps);
+    std::vector<sample> samples;
+    for (int i = 0; i < c.samples; ++i) {
+        samples.push_back({paths[static_cast<std::size_t>(i) % paths.size()], start(rng)});
+    }
+    (void)ferry_rate(samples, 2);  // warm-up: FFmpeg's code and tables, the page cache
+
+    std::printf(
+        "clips of %d frames at stride %d from a random start, resized to %dx%d rgb24: %d "
+        "samples of %d clips (%d s, 1280x720 H.264, GOP 60), median of %d, %u CPUs\n\n",
+        frames_per_clip, stride, side, side, c.samples, c.clips, c.seconds, c.reps,
+        std::thread::hardware_concurrency());
+    std::printf(
+        "| concurrency | ferry clips/s | hand loop, opened per clip | hand loop, decoder "
+        "reused per thread | ferry ÷ hand (per clip) | ferry ÷ hand (reused) | "
+        "avcodec_open2, ms (hand, per clip) |\n|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int t : c.concurrency) {
+        std::vector<double> f, h, r, open_ms;
+        for (int rep = 0; rep < c.reps; ++rep) {
+            f.push_back(ferry_rate(samples, t));
+            const auto per_clip = hand_rate(samples, t, false);
+            h.push_back(per_clip.clips_per_s);
+            open_ms.push_back(per_clip.open_ms);
+            r.push_back(hand_rate(samples, t, true).clips_per_s);
+        }
+        std::printf("| %d | %.1f | %.1f | %.1f | **%.2f** | %.2f | %.2f |\n", t, median(f),
+                    median(h), median(r), median(f) / median(h), median(f) / median(r),
+                    median(open_ms));
+        std::fflush(stdout);
+    }
+    return 0;
+}
