@@ -8,9 +8,11 @@
 /// the last, as libjpeg's extended order table does), a code not in the table read as 17 bits
 /// and the symbol 0, after a marker, zero bits, and at the end of a restart interval, its
 /// process_restart (with libjpeg's own resync_to_restart for a marker out of order). What changes
-/// is the cost per coefficient: one lookup of the next 10 bits gives the code's length, the zero
-/// run and the value, for every coefficient whose code and value bits fit in 10 bits (most of them
-/// in a photograph).
+/// is the cost per coefficient: one lookup of the next 11 bits gives the bits to consume, the zero
+/// runs and the values of one or two AC coefficients whose codes and value bits fit in them
+/// (huffman_pairs: most coefficients of a photograph, two at a time where codes are short);
+/// otherwise one lookup of the next 10 bits gives the code's length, the zero run and the value of
+/// one coefficient whose code and value bits fit in 10 bits, and the rest goes symbol by symbol.
 #include "jpeg_huffman.hpp"
 
 #include <jerror.h>
@@ -22,6 +24,7 @@ namespace ferry::ops::codec::jpeg {
 namespace {
 
 constexpr int look = huffman_table::lookahead;
+constexpr int pair_look = huffman_pairs::lookahead;
 using table_entry::complete;
 using table_entry::end_of_block;
 using table_entry::kind_mask;
@@ -269,8 +272,22 @@ void decode_blocks(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
 
         JCOEF* out = block != nullptr && plan.ac_needed ? block : discard;
         const std::int32_t* fast = plan.ac->fast;
+        const std::uint32_t* pairs = plan.pairs;
         for (int k = 1; k < 64;) {
             refill(r, cinfo);
+            // One or two symbols, with no branch on how many: one is stored twice (pair_entry).
+            // An EOB first stores 0 at k, not yet decoded: libjpeg hands over zeroed blocks.
+            const std::uint32_t p = pairs[r.acc >> (64 - pair_look)];
+            if (k + pair_entry::run(p) <= 62) {
+                r.acc <<= pair_entry::bits(p);
+                r.bits -= pair_entry::bits(p);
+                k += pair_entry::run(p);
+                out[natural[k]] = static_cast<JCOEF>(pair_entry::value(p));
+                k += pair_entry::step(p);
+                out[natural[k]] = static_cast<JCOEF>(pair_entry::value2(p));
+                k = (k + 1) | (pair_entry::ends(p) ? 64 : 0);
+                continue;
+            }
             e = fast[r.acc >> (64 - look)];
             if ((e & kind_mask) == complete) {
                 r.acc <<= e & 0xFF;
@@ -378,6 +395,7 @@ entropy_choice use_ferry_huffman(jpeg_decompress_struct& d, huffman_decoder& h) 
             (!ac_built[at] && !build_table(*d.ac_huff_tbl_ptrs[at], false, h.ac[at]))) {
             return entropy_choice::table_refused;
         }
+        if (!ac_built[at]) build_pairs(h.ac[at], h.ac_pairs[at]);
         dc_built[dt] = ac_built[at] = true;
     }
     h.blocks_in_mcu = d.blocks_in_MCU;
@@ -388,6 +406,7 @@ entropy_choice use_ferry_huffman(jpeg_decompress_struct& d, huffman_decoder& h) 
         auto& plan = h.blocks[b];
         plan.dc = &h.dc[c->dc_tbl_no];
         plan.ac = &h.ac[c->ac_tbl_no];
+        plan.pairs = h.ac_pairs[c->ac_tbl_no].entry;
         plan.component = ci;
         // As libjpeg-turbo: no AC coefficients for a 1/8 scale (DC only), nothing for a
         // component the output does not use.

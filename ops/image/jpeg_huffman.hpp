@@ -8,7 +8,12 @@
 /// Why: that step is two thirds of the CPU of a decode + crop + resize of a photo, and
 /// libjpeg-turbo 2.1's decoder takes several data-dependent branches per coefficient. Ours
 /// decodes a coefficient's code and its value bits with one table lookup (10 bits of
-/// look-ahead), and refills its bit buffer 8 bytes at a time where no 0xFF byte is near.
+/// look-ahead), and refills its bit buffer 8 bytes at a time where no 0xFF byte is near. What
+/// bounds it then is the chain from one lookup to the next (look up, shift the bits, look up:
+/// some 7-8 cycles): so AC coefficients are first looked up two at a time (huffman_pairs, 11 bits
+/// of look-ahead), which halves the steps where codes are short, as most are in a photograph at
+/// quality 75-90; what does not fit there (long codes, large values, the end of a block) takes
+/// the one-symbol lookup.
 ///
 /// How it is plugged in: `cinfo->entropy` points to an object that starts with libjpeg-turbo's
 /// `struct jpeg_entropy_decoder` as the version built against lays it out (jpeg_abi.hpp: 2.x
@@ -69,6 +74,65 @@ inline constexpr std::int32_t partial = 2 << 12;
 inline constexpr std::int32_t long_code = 3 << 12;
 }  // namespace table_entry
 
+/// Two AC coefficients in one lookup (jpeg_huffman_pairs.cpp): by the next `lookahead` bits, the
+/// first one or two symbols they hold when their codes and value bits all fit in them (and each
+/// value in 7 signed bits). The decoder's chain from one lookup to the next (look up, shift,
+/// look up) is its bound; where codes are short, half as many steps cover a block. 11 bits: two
+/// AC tables in use take 16 KiB of L1, with most pairs of a q75-90 photo within them.
+struct huffman_pairs {
+    static constexpr int lookahead = 11;
+    /// See pair_entry for the layout.
+    std::uint32_t entry[1 << lookahead];
+    /// The DHT table these were made from (huffman_table::made_from).
+    std::uint8_t made_from[17 + 256];
+    bool made = false;
+};
+
+/// The fields of a huffman_pairs entry. At position k of a block, an entry stores its first value
+/// at k + run, its second `step` positions further on (0: the first again, for an entry of one
+/// symbol), and goes on after the second, or ends the block. Only where k + run <= 62, so that the
+/// first symbol leaves the block unfinished, as the second (or its EOB) needs; elsewhere, and for
+/// `fallback` entries, the decoder takes one symbol from huffman_table::fast instead.
+///  * bits 0-5: the bits to consume (codes and value bits of both; at most 12, so bits 4-5 are 0:
+///    the shift by them needs no mask, x86 masks a 64-bit shift's count to 6 bits);
+///  * bits 6-11: the first symbol's zero run (ZRL: 15, value 0), or 63 (`fallback`): a first
+///    symbol whose code or value bits do not fit, or whose value needs more than 7 bits;
+///  * bits 12-16: `step`, the second symbol's run + 1 (ZRL: 16), or 0 when there is none;
+///  * bit 17: the block ends after these (EOB first, or after the first symbol);
+///  * bits 18-24, 25-31: the two values (signed, 7 bits: categories up to 6, which leaves out
+///    almost nothing, as a category-7 value and a code rarely fit in the look-ahead at all), 0
+///    for EOB and ZRL.
+/// An EOB first stores 0 where it stands: a coefficient not yet decoded, which is 0 already.
+namespace pair_entry {
+inline constexpr std::uint32_t fallback = 63U << 6;
+/// The largest category (value bits) of a value an entry holds.
+inline constexpr int widest_value = 6;
+constexpr std::uint32_t make(int bits, int run, int value, int step, int value2, bool ends) {
+    return static_cast<std::uint32_t>(bits) | static_cast<std::uint32_t>(run) << 6 |
+           static_cast<std::uint32_t>(step) << 12 | static_cast<std::uint32_t>(ends) << 17 |
+           (static_cast<std::uint32_t>(value) & 0x7F) << 18 |
+           (static_cast<std::uint32_t>(value2) & 0x7F) << 25;
+}
+constexpr int bits(std::uint32_t e) {
+    return static_cast<int>(e & 63);
+}
+constexpr int run(std::uint32_t e) {
+    return static_cast<int>((e >> 6) & 63);
+}
+constexpr int step(std::uint32_t e) {
+    return static_cast<int>((e >> 12) & 31);
+}
+constexpr bool ends(std::uint32_t e) {
+    return ((e >> 17) & 1) != 0;
+}
+constexpr int value(std::uint32_t e) {
+    return static_cast<std::int32_t>(e << 7) >> 25;
+}
+constexpr int value2(std::uint32_t e) {
+    return static_cast<std::int32_t>(e) >> 25;
+}
+}  // namespace pair_entry
+
 /// The signed value of the `s` bits `v` of a category-`s` coefficient (T.81 F.12; libjpeg's
 /// HUFF_EXTEND).
 constexpr int extend(int v, int s) {
@@ -80,6 +144,10 @@ constexpr int extend(int v, int s) {
 /// symbols, a code that does not fit its length or is all ones, a DC symbol above 15.
 bool build_table(const JHUFF_TBL& t, bool is_dc, huffman_table& out);
 
+/// Fills `out` from the AC table `t`, made by build_table (jpeg_huffman_pairs.cpp), or keeps it
+/// when `out` was made from the same DHT table.
+void build_pairs(const huffman_table& t, huffman_pairs& out);
+
 /// The decoder's state: the entropy-decoder header libjpeg calls, then ours. One per thread's
 /// decompressor (decoder_state), reused from image to image.
 struct huffman_decoder {
@@ -88,10 +156,12 @@ struct huffman_decoder {
 
     huffman_table dc[NUM_HUFF_TBLS];
     huffman_table ac[NUM_HUFF_TBLS];
+    huffman_pairs ac_pairs[NUM_HUFF_TBLS];
     /// Per block of an MCU: its tables, its component in the scan, what libjpeg needs of it.
     struct block_plan {
         const huffman_table* dc = nullptr;
         const huffman_table* ac = nullptr;
+        const std::uint32_t* pairs = nullptr;  ///< ac's huffman_pairs::entry
         int component = 0;
         bool dc_needed = false;
         bool ac_needed = false;
