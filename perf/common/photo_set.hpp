@@ -23,7 +23,7 @@ namespace ferry_perf {
 /// shapes, fine texture and sensor-like noise, so JPEG has real entropy to code (flat colours
 /// would flatter the decoder). Shapes scale with the width.
 inline cv::Mat photo_like(std::mt19937& rng, int w = 500, int h = 375) {
-    const float k = static_cast<float>(w) / 500.0F;
+    const float scale = static_cast<float>(w) / 500.0F;
     std::uniform_real_distribution<float> u(0.0F, 1.0F);
     cv::Mat img(h, w, CV_32FC3);
     float fx[3], fy[3], ph[3], base[3];
@@ -47,8 +47,8 @@ inline cv::Mat photo_like(std::mt19937& rng, int w = 500, int h = 375) {
     }
     for (int k = 0; k < 12; ++k) {
         const cv::Point centre(static_cast<int>(u(rng) * w), static_cast<int>(u(rng) * h));
-        const cv::Size axes(static_cast<int>(k * (10 + static_cast<int>(u(rng) * 120))),
-                            static_cast<int>(k * (10 + static_cast<int>(u(rng) * 90))));
+        const cv::Size axes(static_cast<int>(scale * (10 + static_cast<int>(u(rng) * 120))),
+                            static_cast<int>(scale * (10 + static_cast<int>(u(rng) * 90))));
         const cv::Scalar colour(255 * u(rng), 255 * u(rng), 255 * u(rng));
         cv::ellipse(img, centre, axes, 360 * u(rng), 0, 360, colour, -1, cv::LINE_AA);
     }
