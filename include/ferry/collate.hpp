@@ -11,7 +11,8 @@
 
 namespace ferry {
 
-class image;  // <ferry/image.hpp>
+class image;       // <ferry/image.hpp>
+class image_slot;  // <ferry/batch_slots.hpp>
 
 /// Options for `collate`.
 struct collate_options {
@@ -21,12 +22,17 @@ struct collate_options {
 
 namespace ops {
 namespace detail {
-/// One function object for both kinds of batch, so that `map(ferry::ops::collate)` works on
-/// either. The tensor overload lives in `ferry::core` (every ferry library links it); the image
-/// overload in `ferry::image`, with `ferry::image` itself (`#include <ferry/image.hpp>`).
+/// One function object for every kind of batch, so that `map(ferry::ops::collate)` works on
+/// each. The tensor overload lives in `ferry::core` (every ferry library links it); the image
+/// and slot overloads in `ferry::image`, with `ferry::image` itself (`#include
+/// <ferry/image.hpp>`, `<ferry/batch_slots.hpp>`).
 struct FERRY_API collate_fn {
     tensor operator()(std::vector<image> images, const collate_options& options = {}) const;
     tensor operator()(std::vector<tensor> tensors, const collate_options& options = {}) const;
+    /// Slots of `ferry::batch_slots`: their batch's tensor itself where they are its slots 0,
+    /// 1, ... in order (`options.alloc` unused: the batch is where batch_slots allocated it),
+    /// else a copy allocated with `options.alloc`.
+    tensor operator()(std::vector<image_slot> slots, const collate_options& options = {}) const;
 };
 }  // namespace detail
 

@@ -178,8 +178,8 @@ struct decode_options {
     /// come, as a fraction of it, so that libjpeg-turbo's SIMD 1/2, 1/4 and 1/8 scales are
     /// taken when they nearly cover the target (then `resize` scales up the little that is
     /// missing; with `reduce_to` alone the result may be that much smaller than asked). 0, the
-    /// default, never comes under the target; at most 0.5. perf/media/README.md gives the quality each
-    /// value costs against the full decode and resize.
+    /// default, never comes under the target; at most 0.5. perf/media/README.md gives the quality
+    /// each value costs against the full decode and resize.
     double scale_slack = 0;
     /// JPEG only: libjpeg-turbo's fast integer inverse DCT (`JDCT_IFAST`) and plain (not
     /// fancy) chroma upsampling, `tjbench -fastdct -fastupsample`: less CPU per image, pixels
@@ -236,7 +236,11 @@ struct decode_random_resized_crop_options {
     bool fast = false;
     /// As `decode_options::check_rest`.
     bool check_rest = false;
+    /// Mirror the result left to right (torchvision's RandomHorizontalFlip when drawn).
+    bool flip = false;
 };
+
+class image_slot;  // <ferry/batch_slots.hpp>
 
 namespace ops {
 namespace detail {
@@ -246,6 +250,8 @@ struct FERRY_API decode_image_fn {
 struct FERRY_API horizontal_flip_fn {
     image operator()(const image& img) const;
     image operator()(image&& img) const;
+    /// A slot of `ferry::batch_slots`, mirrored in place (its pixels are the batch's).
+    image_slot operator()(image_slot slot) const;
 };
 struct FERRY_API to_tensor_fn {
     tensor operator()(image&& img) const;
@@ -353,8 +359,18 @@ struct jpeg_huffman_counts {
     std::span<const std::byte> data, int width, int height, std::mt19937_64& rng,
     const decode_random_resized_crop_options& options = {});
 
+/// `decode_random_resized_crop` at the slot's size, written into `slot` (a place in a batch of
+/// `ferry::batch_slots`, `#include <ferry/batch_slots.hpp>`): the same draw and the same pixels,
+/// with no image of its own; a JPEG's crop is resized from the decoder's rows straight into the
+/// slot. Returns `slot`, for `collate`. Throws as `decode_random_resized_crop` does, and
+/// `ferry::invalid_argument` for an empty slot or one whose format is not `options.format`.
+[[nodiscard]] FERRY_API image_slot decode_random_resized_crop_into(
+    std::span<const std::byte> data, image_slot slot, std::mt19937_64& rng,
+    const decode_random_resized_crop_options& options = {});
+
 /// The mirror image (left and right swapped). From an rvalue the pixels are mirrored in place,
-/// with no new buffer: `img = horizontal_flip(std::move(img))`.
+/// with no new buffer: `img = horizontal_flip(std::move(img))`; a `ferry::image_slot` is
+/// mirrored in place.
 inline constexpr detail::horizontal_flip_fn horizontal_flip{};
 
 /// `(pixel / 255 - mean[c]) / std[c]` as float32, C x H x W by default (H x W x C with

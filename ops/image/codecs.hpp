@@ -50,6 +50,11 @@ struct request {
     /// made). Other decoders ignore it; `decode_image` resizes what they return.
     image_size resize_to{};
     interpolation interp = interpolation::bilinear;
+    /// With `resize_to`: where `decode_jpeg` writes the resized pixels (`resize_to`'s size,
+    /// rows packed) instead of an image of its own, returning an empty image. Where it cannot
+    /// (no resize from its rows: an orientation to apply, CMYK, no resize needed) it returns the
+    /// image as without it.
+    std::uint8_t* into = nullptr;
 };
 
 /// Throws `decode_error("decode_image: <format>: <why>")`.

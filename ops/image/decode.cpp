@@ -8,6 +8,7 @@
 
 #include "codecs.hpp"
 #include "exif.hpp"
+#include "ferry/batch_slots.hpp"
 #include "transform.hpp"
 
 namespace ferry {
@@ -216,10 +217,11 @@ image_info probe_image(std::span<const std::byte> data) {
     throw decode_error("decode_image: unsupported image format");
 }
 
-namespace detail {
+namespace {
 
-image decode_image_fn::operator()(std::span<const std::byte> data,
-                                  const decode_options& options) const {
+/// decode_image; with `into` (and `options.resize`), a JPEG resized from the decoder's rows is
+/// written there instead and the image returned is empty.
+image decode(std::span<const std::byte> data, const decode_options& options, std::uint8_t* into) {
     check_size_option(options.resize, "resize");
     check_size_option(options.reduce_to, "reduce_to");
     if (!(options.scale_slack >= 0 && options.scale_slack <= 0.5)) {
@@ -249,12 +251,14 @@ image decode_image_fn::operator()(std::span<const std::byte> data,
     if (set(options.resize) && orientation == 1) {
         req.resize_to = options.resize;  // the JPEG decoder resizes from its own rows
         req.interp = options.interp;
+        req.into = into;
     }
 
     image img;
     switch (f) {
         case format::jpeg:
             img = codec::decode_jpeg(data, req);  // with a crop: only the region
+            if (img.empty()) return img;          // written to `into`
             break;
         case format::png:
             img = codec::decode_png(data, req);
@@ -278,30 +282,76 @@ image decode_image_fn::operator()(std::span<const std::byte> data,
     return img;
 }
 
-}  // namespace detail
-
-image decode_random_resized_crop(std::span<const std::byte> data, int width, int height,
-                                 std::mt19937_64& rng,
-                                 const decode_random_resized_crop_options& options) {
+/// decode_random_resized_crop's box and its decode options.
+decode_options random_resized_crop_decode(std::span<const std::byte> data, int width, int height,
+                                          std::mt19937_64& rng,
+                                          const decode_random_resized_crop_options& options,
+                                          const char* op) {
     const image_size seen = probe_image(data).oriented_size();
     // The same draw as random_resized_crop on the decoded image, then the same checks.
     const crop_box box = random_resized_crop_box(
         seen, rng, {.scale = options.scale, .ratio = options.ratio, .interp = options.interp});
     if (width <= 0 || height <= 0) {
-        throw invalid_argument("decode_random_resized_crop: target " + std::to_string(width) + "x" +
+        throw invalid_argument(std::string(op) + ": target " + std::to_string(width) + "x" +
                                std::to_string(height) + " is not positive");
     }
     // resize: the smallest DCT scale at which the box still has width x height pixels, then
     // the resize (from the decoder's rows, for a JPEG).
-    return decode_image(data, {.format = options.format,
-                               .resize = {width, height},
-                               .interp = options.interp,
-                               .max_pixels = options.max_pixels,
-                               .strict = options.strict,
-                               .crop = box,
-                               .scale_slack = options.scale_slack,
-                               .fast = options.fast,
-                               .check_rest = options.check_rest});
+    return {.format = options.format,
+            .resize = {width, height},
+            .interp = options.interp,
+            .max_pixels = options.max_pixels,
+            .strict = options.strict,
+            .crop = box,
+            .scale_slack = options.scale_slack,
+            .fast = options.fast,
+            .check_rest = options.check_rest};
+}
+
+}  // namespace
+
+namespace detail {
+
+image decode_image_fn::operator()(std::span<const std::byte> data,
+                                  const decode_options& options) const {
+    return decode(data, options, nullptr);
+}
+
+}  // namespace detail
+
+image decode_random_resized_crop(std::span<const std::byte> data, int width, int height,
+                                 std::mt19937_64& rng,
+                                 const decode_random_resized_crop_options& options) {
+    image img = decode(
+        data,
+        random_resized_crop_decode(data, width, height, rng, options, "decode_random_resized_crop"),
+        nullptr);
+    if (options.flip) img = horizontal_flip(std::move(img));
+    return img;
+}
+
+image_slot decode_random_resized_crop_into(std::span<const std::byte> data, image_slot slot,
+                                           std::mt19937_64& rng,
+                                           const decode_random_resized_crop_options& options) {
+    if (slot.empty()) {
+        throw invalid_argument(
+            "decode_random_resized_crop_into: an empty slot (claim it from a "
+            "ferry::batch_slots)");
+    }
+    if (slot.format() != options.format) {
+        throw invalid_argument(std::string("decode_random_resized_crop_into: the slot holds ") +
+                               to_string(slot.format()) + " pixels, the options ask for " +
+                               to_string(options.format));
+    }
+    const auto out = slot.pixels();
+    const image img = decode(data,
+                             random_resized_crop_decode(data, slot.width(), slot.height(), rng,
+                                                        options, "decode_random_resized_crop_into"),
+                             out.data());
+    // Where the decoder could not resize into the slot (not a JPEG, an EXIF orientation): a copy.
+    if (!img.empty()) std::memcpy(out.data(), img.data().data(), out.size());
+    if (options.flip) return horizontal_flip(std::move(slot));
+    return slot;
 }
 
 }  // namespace ops

@@ -426,6 +426,11 @@ image decode(byte_span data, const request& req, bool may_trim) {
     if (resize_here) {
         const pixel_view region{o.out + o.from, o.scratch_row, want.width,
                                 want.height,    channels,      o.out + rows.size()};
+        if (req.into != nullptr) {
+            resample_view_into(region, target, req.resize_to.width, req.resize_to.height,
+                               req.interp, req.into);
+            return image{};
+        }
         return resample_view(region, target, req.resize_to.width, req.resize_to.height, req.interp);
     }
     if (!cmyk) return out;

@@ -103,19 +103,31 @@ image resample_view(const pixel_view& v, pixel_format format, int width, int hei
                     interpolation interp) {
     if (interp == interpolation::antialias) return resample_antialias(v, format, width, height);
     image out(width, height, format);
+    resample_view_into(v, format, width, height, interp, out.data().data());
+    return out;
+}
+
+void resample_view_into(const pixel_view& v, pixel_format format, int width, int height,
+                        interpolation interp, std::uint8_t* out) {
+    const std::size_t row =
+        static_cast<std::size_t>(width) * static_cast<std::size_t>(channels_of(format));
+    if (interp == interpolation::antialias) {
+        const image img = resample_antialias(v, format, width, height);
+        std::memcpy(out, img.data().data(), img.data().size());
+        return;
+    }
     // Bilinear RGB in AVX2 where it applies: ~2x faster than cv::resize, within a level of it.
     if (interp == interpolation::bilinear &&
-        bilinear_detail::resize_rgb(v, out.data().data(), out.row_bytes(), width, height)) {
-        return out;
+        bilinear_detail::resize_rgb(v, out, row, width, height)) {
+        return;
     }
     opencv_on_the_calling_thread();
-    cv::Mat dst = view(out);
+    cv::Mat dst(height, width, CV_8UC(channels_of(format)), out, row);
     // Straight from the pixels (an OpenCV header over them), without copying them first.
     const cv::Mat src(v.height, v.width, CV_8UC(v.channels),
                       const_cast<std::uint8_t*>(v.data),  // NOLINT: cv::Mat has no const view
                       v.stride);
     cv::resize(src, dst, cv::Size(width, height), 0, 0, cv_interpolation(interp));
-    return out;
 }
 
 image orient(const image& img, int orientation) {

@@ -29,6 +29,9 @@ struct pixel_view {
 /// with `interp`: what `resize` and `random_resized_crop` do, from pixels that are no image.
 [[nodiscard]] image resample_view(const pixel_view& view, pixel_format format, int width,
                                   int height, interpolation interp);
+/// The same, written to `out`: `height` packed rows of `width` pixels of `format`.
+void resample_view_into(const pixel_view& view, pixel_format format, int width, int height,
+                        interpolation interp, std::uint8_t* out);
 
 /// Applies EXIF orientation `orientation` (2..8; 1 returns a copy) so the image reads upright.
 image orient(const image& img, int orientation);

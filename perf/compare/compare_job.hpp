@@ -13,6 +13,7 @@
 #include <random>
 #include <utility>
 
+#include "ferry/batch_slots.hpp"
 #include "ferry/image.hpp"
 
 namespace ferry_perf {
@@ -33,6 +34,18 @@ enum class decode_mode {
     roi,       ///< decode_random_resized_crop: only the crop is decoded
     roi_fast,  ///< roi with the fast IDCT and plain upsampling
 };
+
+/// roi, written into the item's slot of `slots` (decode_random_resized_crop_into) and flipped
+/// there: the same draws, the same pixels, no image of its own.
+inline ferry::image_slot transform_into(const ferry::bytes& b, std::size_t index,
+                                        ferry::interpolation interp, ferry::image_slot slot,
+                                        bool fast) {
+    std::mt19937_64 rng = rng_for(index);
+    slot = ferry::ops::decode_random_resized_crop_into(b, std::move(slot), rng,
+                                                       {.interp = interp, .fast = fast});
+    if ((rng() & 1) != 0) slot = ferry::ops::horizontal_flip(std::move(slot));
+    return slot;
+}
 
 /// decode -> random resized crop -> flip, as every ferry runner does it.
 inline ferry::image transform(const ferry::bytes& b, std::size_t index, ferry::interpolation interp,

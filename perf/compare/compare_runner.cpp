@@ -21,6 +21,10 @@
 ///                     224x224 — what DALI's fused image_random_crop does
 ///  * `ferry-roi-fast` `ferry-roi` with `fast = true`: libjpeg-turbo's fast integer IDCT and
 ///                     plain chroma upsampling (pixels within a few levels of the accurate decode)
+///  * `ferry-slots`    `ferry-roi`, each crop written into its slot of the batch tensor
+///                     (`ferry::batch_slots`, `decode_random_resized_crop_into`) and flipped there,
+///                     collate handing the batch on in place: no image per item, no copy
+///  * `ferry-slots-fast` `ferry-slots` with `fast = true`
 ///  * `sequential`     a plain loop making the same calls
 ///  * `tbb`            a hand-written tbb::parallel_pipeline (serial source, parallel
 ///                     read+decode+crop+flip, serial batch+collate) in a task_arena(threads)
@@ -73,6 +77,7 @@ namespace {
 using ferry_perf::cpu_seconds;
 using ferry_perf::decode_mode;
 using ferry_perf::transform;
+using ferry_perf::transform_into;
 constexpr int batch_size = ferry_perf::compare_batch_size;
 
 struct options {
@@ -139,6 +144,29 @@ result run_ferry(const std::vector<fs::path>& paths, const options& o, bool tune
     return r;
 }
 
+result run_ferry_slots(const std::vector<fs::path>& paths, const options& o, bool fast) {
+    result r;
+    const auto t0 = steady::now();
+    std::vector<std::size_t> order(paths.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto interp = o.interp;
+    const ferry::batch_slots slots(batch_size, ferry_perf::compare_side, ferry_perf::compare_side);
+    auto read = [&](std::size_t i) { return std::pair{i, ferry::ops::read_file(paths[i])}; };
+    auto decode = [interp, fast, &slots](const std::pair<std::size_t, ferry::bytes>& in,
+                                         const ferry::item_info& item) {
+        return transform_into(in.second, in.first, interp, slots.claim(item), fast);
+    };
+    auto p = ferry::from(order)
+                 .map(read, {.concurrency = o.read, .name = "read", .executor = ferry::io})
+                 .map(decode, {.concurrency = o.threads, .name = "decode"})
+                 .batch(batch_size)
+                 .map(ferry::ops::collate, {.name = "collate"})
+                 .build({.threads = o.threads, .fast_start = o.fast_start});
+    for (const ferry::tensor& t : p) note_batch(r, t, t0);
+    r.seconds = std::chrono::duration<double>(steady::now() - t0).count();
+    return r;
+}
+
 result run_sequential(const std::vector<fs::path>& paths, const options& o) {
     result r;
     const auto t0 = steady::now();
@@ -173,7 +201,9 @@ result run_tbb(const std::vector<fs::path>& paths, const options& o) {
 
 [[noreturn]] void usage(int code) {
     std::cerr << "usage: compare_runner --runner "
-                 "ferry|ferry-default|ferry-reduced|ferry-roi|ferry-roi-fast|sequential|tbb "
+                 "ferry|ferry-default|ferry-reduced|ferry-roi|ferry-roi-fast|ferry-slots|ferry-"
+                 "slots-fast|"
+                 "sequential|tbb "
                  "--data DIR [--threads N] [--read N] [--interp bilinear|area|antialias] "
                  "[--no-fast-start] [--checksum]\n";
     std::exit(code);
@@ -242,6 +272,10 @@ int main(int argc, char** argv) {
         r = run_ferry(paths, o, true, decode_mode::roi);
     } else if (o.runner == "ferry-roi-fast") {
         r = run_ferry(paths, o, true, decode_mode::roi_fast);
+    } else if (o.runner == "ferry-slots") {
+        r = run_ferry_slots(paths, o, false);
+    } else if (o.runner == "ferry-slots-fast") {
+        r = run_ferry_slots(paths, o, true);
     } else if (o.runner == "sequential") {
         r = run_sequential(paths, o);
     } else if (o.runner == "tbb") {

@@ -3,8 +3,8 @@
 #   -DRUNNER=<compare_runner> -DGEN=<photo_set_gen> -DWORK=<scratch folder>
 # On 96 generated JPEGs (three batches), every runner delivers all of them, and the runners that
 # make the same calls deliver the same batches, byte for byte and in order (--checksum): the
-# sequential loop, the hand-written TBB pipeline, ferry tuned and with its defaults, with either
-# resize. Region and reduced-scale decoding are checked against the loop too: on 500x375 JPEGs a
+# sequential loop, the hand-written TBB pipeline, ferry tuned and with its defaults, ferry writing
+# each crop into its slot of the batch (batch_slots), with either resize. Region and reduced-scale decoding are checked against the loop too: on 500x375 JPEGs a
 # 224x224 crop never allows a smaller DCT scale, so they must give the same pixels.
 cmake_minimum_required(VERSION 3.25)
 
@@ -38,7 +38,7 @@ endif()
 
 foreach(interp bilinear antialias)
   set(reference "")
-  foreach(runner sequential tbb ferry ferry-default ferry-roi ferry-reduced)
+  foreach(runner sequential tbb ferry ferry-default ferry-roi ferry-reduced ferry-slots)
     run_runner(${runner} ${interp})
     if(NOT images EQUAL 96 OR first LESS_EQUAL 0)
       fail("${runner} (${interp}): ${images} images, first batch ${first} s\n${out}")
@@ -50,10 +50,16 @@ foreach(interp bilinear antialias)
            "checksum ${sum}, the loop's ${reference}")
     endif()
   endforeach()
-  message(STATUS "${interp}: 6 runners, 96 images each, batches identical (${reference})")
+  message(STATUS "${interp}: 7 runners, 96 images each, batches identical (${reference})")
   # The fast-IDCT runner delivers every image too, and other pixels (the option reaches libjpeg).
   run_runner(ferry-roi-fast ${interp})
   if(NOT images EQUAL 96 OR sum STREQUAL reference)
     fail("ferry-roi-fast (${interp}): ${images} images, checksum ${sum} (the exact one: ${reference})")
+  endif()
+  # Written into the batch's slots, the fast decode gives the same batches as ferry-roi-fast.
+  set(fast "${sum}")
+  run_runner(ferry-slots-fast ${interp})
+  if(NOT images EQUAL 96 OR NOT sum STREQUAL fast)
+    fail("ferry-slots-fast (${interp}): ${images} images, checksum ${sum}, ferry-roi-fast's ${fast}")
   endif()
 endforeach()
