@@ -6,6 +6,7 @@ perf/compare's job (read -> decode -> RandomResizedCrop(224) -> flip -> batch 32
 each of --threads (default 1, 2, 4, ... up to the machine's CPUs), through compare_runner:
 
   ferry-roi-fast  ferry's best pipeline (only the crop's region decoded, fast IDCT)
+  ferry-slots-fast  the same, each crop written into its slot of the batch (ferry::batch_slots)
   ferry           ferry making the plain calls (full decode, crop, resize)
   tbb             a hand-written tbb::parallel_pipeline making the plain calls
 
@@ -28,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare import median_range, run_one  # noqa: E402
 
 LOADERS = [("ferry-roi-fast", "ferry, region decode, fast IDCT"),
+           ("ferry-slots-fast", "ferry, region decode into batch slots, fast IDCT"),
            ("ferry", "ferry, plain calls"),
            ("tbb", "tbb::parallel_pipeline, plain calls")]
 # FFCV's published ImageNet loading rate (ffcv docs/benchmarks.rst): 512 px, quality 90,
@@ -156,7 +158,7 @@ def plot(rows, loaders, names, what, path):
         print("matplotlib not installed: no plot", file=sys.stderr)
         return
     fig, (rate, cpu) = plt.subplots(1, 2, figsize=(10, 4))
-    for name, style in zip(loaders, ("o-", "s--", "^:")):
+    for name, style in zip(loaders, ("o-", "D-", "s--", "^:")):
         pts = sorted((r["threads"], r["images_per_s"], r["cpu_s_per_1000"])
                      for r in rows if r["loader"] == name)
         xs = [p[0] for p in pts]
