@@ -93,6 +93,18 @@ int spin_for(int x, std::chrono::microseconds d) {
     return x;
 }
 
+/// Checks that `tuned` items/s is at least 90% of the best hand setting's; returns the stats as
+/// printed (logged with the rates).
+std::string within_a_tenth_of_best(const ferry::pipeline_stats& s, double tuned, double best) {
+    std::ostringstream printed;
+    printed << s;
+    BOOST_TEST_MESSAGE("tuned " << tuned << " items/s, best hand set " << best << "\n"
+                                << printed.str());
+    BOOST_TEST(tuned >= 0.9 * best, "tuned " << tuned << " items/s is under 90% of the best "
+                                             << "hand setting's " << best);
+    return printed.str();
+}
+
 }  // namespace autotune_test
 
 BOOST_AUTO_TEST_SUITE(engine)
@@ -140,18 +152,13 @@ BOOST_AUTO_TEST_CASE(reaches_the_best_hand_set_rate_from_a_cold_start) {
     BOOST_TEST(broken.empty(), broken.size() << " samples out of bounds, e.g. "
                                              << (broken.empty() ? "" : broken.front()));
     const auto s = p.stats();
-    std::ostringstream printed;
-    printed << s;
-    BOOST_TEST_MESSAGE("tuned " << tuned << " items/s, best hand set " << best << "\n"
-                                << printed.str());
-    BOOST_TEST(tuned >= 0.9 * best, "tuned " << tuned << " items/s is under 90% of the best "
-                                             << "hand setting's " << best);
+    const std::string printed = within_a_tenth_of_best(s, tuned, best);
     BOOST_TEST_REQUIRE(!s.tuning.empty());
     for (const auto& d : s.tuning) {
         BOOST_TEST((d.stage == "read" || d.stage == "decode"));
         BOOST_TEST(d.at <= 3600ms);
     }
-    BOOST_TEST(printed.str().find("tuned: read ") != std::string::npos);
+    BOOST_TEST(printed.find("tuned: read ") != std::string::npos);
     const auto& first = s.tuning.front();
     BOOST_TEST(first.from == 1);
     BOOST_TEST(first.why.find("busy ") == 0U);
@@ -322,12 +329,7 @@ BOOST_AUTO_TEST_CASE(tunes_the_calls_a_map_async_stage_keeps_outstanding) {
                  .build({.autotune = ferry::autotune{.cpu_budget = 2, .interval = 100ms}});
     const double tuned = rate_of(p, 2000ms, 700ms);
     const auto s = p.stats();
-    std::ostringstream printed;
-    printed << s;
-    BOOST_TEST_MESSAGE("tuned " << tuned << " items/s, best hand set " << best << "\n"
-                                << printed.str());
-    BOOST_TEST(tuned >= 0.9 * best, "tuned " << tuned << " items/s is under 90% of the best "
-                                             << "hand setting's " << best);
+    const std::string printed = within_a_tenth_of_best(s, tuned, best);
     BOOST_TEST_REQUIRE(s.stages.size() == 2U);
     BOOST_TEST(s.stages[1].tuned_hi == 48);
     BOOST_TEST(s.stages[1].concurrency > 8);
@@ -338,7 +340,7 @@ BOOST_AUTO_TEST_CASE(tunes_the_calls_a_map_async_stage_keeps_outstanding) {
     BOOST_TEST(s.tuning.front().to == 2);
     // At its range's top the calls still wait 10 ms each: the stats say the tuner can do no more.
     if (s.stages[1].concurrency == 48 && s.bottleneck() == "fetch") {
-        BOOST_TEST(printed.str().find("48 slots, the top of its tuned range: raise the top") !=
+        BOOST_TEST(printed.find("48 slots, the top of its tuned range: raise the top") !=
                    std::string::npos);
     }
 }
