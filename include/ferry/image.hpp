@@ -293,17 +293,23 @@ FERRY_API void set_opencv_threads(int n);
 /// in `stage_stats::counters`, named "jpeg huffman: ferry", "jpeg huffman: libjpeg" and, per
 /// reason, "jpeg huffman: libjpeg, switched off" (and so on).
 struct jpeg_huffman_counts {
-    std::uint64_t ferry = 0;         ///< ferry's decoder
+    std::uint64_t ferry = 0;  ///< ferry's decoder
+    /// Of `ferry`, the files of several scans: progressive ones, and sequential ones with
+    /// components in scans of their own.
+    std::uint64_t several_scans = 0;
     std::uint64_t libjpeg = 0;       ///< libjpeg-turbo's: the sum of the reasons below
     std::uint64_t switched_off = 0;  ///< `FERRY_JPEG_HUFFMAN=libjpeg` in the environment
-    /// Scans ferry's decoder does not cover: progressive, arithmetic-coded, lossless, 12-bit,
-    /// several scans.
+    /// Files ferry's decoder does not cover: arithmetic-coded, lossless, 12-bit.
     std::uint64_t not_baseline = 0;
     /// The libjpeg loaded at run time lays out its entropy decoder differently from the
     /// libjpeg-turbo ferry was built against (a build on 2.x running with 3.x, both
     /// libjpeg.so.62), or ferry was built against another libjpeg than libjpeg-turbo.
     std::uint64_t library_mismatch = 0;
     std::uint64_t table_refused = 0;  ///< a Huffman table ferry's decoder cannot use
+    /// A file of several scans with one that ferry's decoder did not take (libjpeg's decoded it
+    /// and the scans after it); libjpeg refuses what ferry's decoder would, so this stays 0
+    /// unless the two disagree.
+    std::uint64_t scan_refused = 0;
 };
 
 /// The counts since the process started (see `jpeg_huffman_counts`).

@@ -148,8 +148,18 @@ bool start(decoder_state& s, decode_plan& plan) {
     // (tjbench -fastdct -fastupsample).
     d->dct_method = plan.fast ? JDCT_IFAST : JDCT_ISLOW;
     d->do_fancy_upsampling = plan.fast ? FALSE : TRUE;
+    // A file of several scans is read whole by jpeg_start_decompress, which puts ferry's
+    // decoder in place first (through the progress monitor).
+    const bool several_scans = jpeg_has_multiple_scans(d) != FALSE;
+    jpeg::entropy_choice choice =
+        several_scans ? jpeg::prepare_scans(*d, s.huffman) : jpeg::entropy_choice::ferry;
     jpeg_start_decompress(d);
-    jpeg::count(jpeg::use_ferry_huffman(*d, s.huffman));
+    if (!several_scans) {
+        choice = jpeg::use_ferry_huffman(*d, s.huffman);
+    } else if (choice == jpeg::entropy_choice::ferry_scans) {
+        choice = s.huffman.scans_choice;
+    }
+    jpeg::count(choice);
     if (plan.width < d->output_width) {
         if (crop_is_exact(*d, plan.x, plan.width)) {
             jpeg_crop_scanline(d, &plan.x, &plan.width);

@@ -20,11 +20,13 @@
 /// How it is plugged in: `cinfo->entropy` points to an object that starts with libjpeg-turbo's
 /// `struct jpeg_entropy_decoder` as the version built against lays it out (jpeg_abi.hpp: 2.x
 /// and 3.x differ), when the libjpeg loaded at run time has that layout. libjpeg reaches the
-/// entropy decoder only through those members. It is done after `jpeg_start_decompress`, for
-/// the scans it covers: sequential Huffman, 8-bit, one scan (with or without restart markers).
-/// Everything else (progressive, arithmetic coding, lossless, several scans) keeps libjpeg's
-/// decoder. `FERRY_JPEG_HUFFMAN=libjpeg` in the environment turns it off. Which decoder each
-/// decode used is counted (jpeg_counts.cpp).
+/// entropy decoder only through those members. For a file of one sequential Huffman scan (8-bit,
+/// with or without restart markers) it is done after `jpeg_start_decompress`. A file of several
+/// scans (progressive, or sequential with components in scans of their own) is read whole
+/// inside `jpeg_start_decompress`: there the progress monitor puts it in place, and each scan is
+/// started by libjpeg's own decoder first (jpeg_progressive.cpp). Arithmetic coding, lossless
+/// and 12-bit files keep libjpeg's decoder. `FERRY_JPEG_HUFFMAN=libjpeg` in the environment
+/// turns it off. Which decoder each decode used is counted (jpeg_counts.cpp).
 ///
 /// Damage is reported as libjpeg reports it, through its warnings (so that `strict` decoding
 /// fails and lenient decoding goes on with the same grey blocks): running into a marker
@@ -68,7 +70,8 @@ namespace table_entry {
 inline constexpr std::int32_t kind_mask = 3 << 12;
 /// Code and value bits: consume, skip the run, store.
 inline constexpr std::int32_t complete = 0;
-/// EOB (any AC symbol with no value bits but ZRL).
+/// EOB (any AC symbol with no value bits but ZRL); the run field holds its r (EOBr, which a
+/// progressive scan reads as the start of a run of 2^r blocks).
 inline constexpr std::int32_t end_of_block = 1 << 12;
 /// Code only: the value bits follow.
 inline constexpr std::int32_t partial = 2 << 12;
@@ -151,6 +154,19 @@ bool build_table(const JHUFF_TBL& t, bool is_dc, huffman_table& out);
 /// when `out` was made from the same DHT table.
 void build_pairs(const huffman_table& t, huffman_pairs& out);
 
+/// Which entropy decoder a decode got: ferry's, or libjpeg's and why.
+enum class entropy_choice : std::uint8_t {
+    ferry,
+    switched_off,      ///< FERRY_JPEG_HUFFMAN=libjpeg
+    not_baseline,      ///< a scan ferry's decoder does not cover (arithmetic, lossless, ...)
+    library_mismatch,  ///< the loaded libjpeg's layout is not the one built for (jpeg_abi.hpp)
+    table_refused,     ///< a Huffman table build_table refuses
+    ferry_scans,       ///< ferry's, for every scan of a file of several (progressive ones)
+    /// a file of several scans, one of which ferry's decoder did not take: libjpeg's decoded it
+    /// and the rest
+    scan_refused,
+};
+
 /// The decoder's state: the entropy-decoder header libjpeg calls, then ours. One per thread's
 /// decompressor (decoder_state), reused from image to image.
 struct huffman_decoder {
@@ -186,21 +202,42 @@ struct huffman_decoder {
         const std::uint8_t* fast_end = nullptr;  ///< 8-byte loads stay before this
     } reader;
     bool bad_code = false;  ///< a code not in its table, in the MCU being decoded
-};
 
-/// Which entropy decoder a decode got: ferry's, or libjpeg's and why.
-enum class entropy_choice : std::uint8_t {
-    ferry,
-    switched_off,      ///< FERRY_JPEG_HUFFMAN=libjpeg
-    not_baseline,      ///< a scan ferry's decoder does not cover (progressive, lossless, ...)
-    library_mismatch,  ///< the loaded libjpeg's layout is not the one built for (jpeg_abi.hpp)
-    table_refused,     ///< a Huffman table build_table refuses
+    // Files of several scans (jpeg_progressive.cpp).
+    unsigned int eob_run = 0;  ///< blocks left in an EOB run of a progressive AC scan
+    int ss = 0;                ///< the scan's spectral band, Ss..Se
+    int se = 0;
+    int al = 0;  ///< the scan's point transform
+    /// libjpeg's own entropy decoder of the file, which starts each scan (its start_pass).
+    jpeg_entropy_decoder* library = nullptr;
+    /// Set by prepare_scans: the progress monitor's next call puts ferry's decoder in place.
+    bool take_over_pending = false;
+    entropy_choice scans_choice = entropy_choice::ferry_scans;  ///< what the file got
 };
 
 /// Puts `h` in the place of libjpeg's entropy decoder on `d`, just started
 /// (`jpeg_start_decompress`), when the scan is one it decodes and the loaded libjpeg has the
 /// layout ferry was built for. Returns what it chose.
 entropy_choice use_ferry_huffman(jpeg_decompress_struct& d, huffman_decoder& h);
+
+/// Sets `h` up for the sequential Huffman scan `d` is at (tables, blocks, reader, its
+/// decode_mcu), or says why ferry's decoder does not take it (jpeg_huffman.cpp).
+entropy_choice plan_sequential_scan(jpeg_decompress_struct& d, huffman_decoder& h);
+
+/// Whether `FERRY_JPEG_HUFFMAN=libjpeg` is set (read at each call).
+bool huffman_switched_off();
+
+/// For a file of several scans (progressive, or sequential with components in scans of their
+/// own), whose header `d` has read and which jpeg_start_decompress reads whole: `ferry_scans`
+/// when ferry's decoder is to take its scans (then the progress monitor calls take_over_scans
+/// at its first call, from jpeg_start_decompress, before any scan data is read), else why not
+/// (jpeg_progressive.cpp). After jpeg_start_decompress, `h.scans_choice` says what it got.
+entropy_choice prepare_scans(jpeg_decompress_struct& d, huffman_decoder& h);
+
+/// Puts `h` in the place of libjpeg's entropy decoder of `d`, from the progress monitor, once
+/// after prepare_scans: it takes the scan libjpeg has started, and starts each later one through
+/// libjpeg's own start_pass (its scan checks, its `coef_bits`), then decodes it.
+void take_over_scans(jpeg_decompress_struct& d, huffman_decoder& h);
 
 /// Counts `choice` (jpeg_counts.cpp): process-wide (`ops::jpeg_huffman_use()`) and in the
 /// running stage call's counters (`stage_stats::counters`).

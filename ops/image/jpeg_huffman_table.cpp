@@ -54,7 +54,7 @@ bool build_table(const JHUFF_TBL& t, bool is_dc, huffman_table& out) {
             for (int j = 0; j < (1 << spare); ++j) {
                 std::int32_t e = 0;
                 if (s == 0 && !is_dc && run != 15) {
-                    e = entry(l, 0, end_of_block, 0);
+                    e = entry(l, run, end_of_block, 0);  // EOBr: r for progressive scans
                 } else if (s == 0) {
                     e = entry(l, run, complete, 0);  // DC difference 0, or ZRL (16 zeros)
                 } else if (s <= spare) {

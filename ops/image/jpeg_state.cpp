@@ -45,12 +45,14 @@ void on_output_message(j_common_ptr /*cinfo*/) {}  // nothing goes to stderr
 
 void on_progress(j_common_ptr cinfo) {
     auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
+    decoder_state& s = state_of(cinfo);
     if (d->input_scan_number > max_scans) {
-        decoder_state& s = state_of(cinfo);
         std::snprintf(s.message, sizeof s.message, "progressive JPEG image has more than %d scans",
                       max_scans);
         std::longjmp(s.jump, 1);
     }
+    // Its first call from jpeg_start_decompress comes before any scan data is read.
+    if (s.huffman.take_over_pending) take_over_scans(*d, s.huffman);
 }
 
 /// Creates the decompressor (a function of its own: jpeg_create_decompress can fail by longjmp
@@ -102,6 +104,7 @@ decoder_state& thread_decoder(bool strict) {
     // size or box, leaves it mid-way); jpeg_abort_decompress cannot fail.
     jpeg_abort_decompress(&s.cinfo);
     s.strict = strict;
+    s.huffman.take_over_pending = false;
     s.warned = false;
     s.stopped_on_warning = false;
     s.data_ended = false;

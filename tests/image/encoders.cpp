@@ -47,7 +47,8 @@ void on_writer_error(j_common_ptr c) {
     std::longjmp(w->jump, 1);
 }
 
-bool compress(jpeg_writer& w, const cv::Mat& m, jpeg_subsampling sampling, int quality) {
+bool compress(jpeg_writer& w, const cv::Mat& m, jpeg_subsampling sampling, int quality,
+              const jpeg_layout& layout, jpeg_scan_info* script, int script_scans) {
     w.c.err = jpeg_std_error(&w.err);
     w.err.error_exit = on_writer_error;
     if (setjmp(w.jump)) return false;
@@ -90,6 +91,14 @@ bool compress(jpeg_writer& w, const cv::Mat& m, jpeg_subsampling sampling, int q
         w.c.comp_info[ci].h_samp_factor = full ? h : 1;
         w.c.comp_info[ci].v_samp_factor = full ? v : 1;
     }
+    if (layout.progressive) jpeg_simple_progression(&w.c);
+    if (script_scans > 0) {
+        w.c.scan_info = script;
+        w.c.num_scans = script_scans;
+    }
+    w.c.arith_code = layout.arithmetic ? TRUE : FALSE;
+    if (layout.optimize) w.c.optimize_coding = TRUE;
+    w.c.restart_interval = static_cast<unsigned int>(layout.restart_interval);
     jpeg_start_compress(&w.c, TRUE);
     while (w.c.next_scanline < w.c.image_height) {
         JSAMPROW row =
@@ -103,8 +112,27 @@ bool compress(jpeg_writer& w, const cv::Mat& m, jpeg_subsampling sampling, int q
 }  // namespace
 
 file_bytes write_jpeg(const cv::Mat& m, jpeg_subsampling sampling, int quality) {
+    return write_jpeg(m, sampling, quality, jpeg_layout{});
+}
+
+file_bytes write_jpeg(const cv::Mat& m, jpeg_subsampling sampling, int quality,
+                      const jpeg_layout& layout) {
+    std::vector<jpeg_scan_info> script;
+    for (const jpeg_scan& s : layout.scans) {
+        jpeg_scan_info i{};
+        i.comps_in_scan = static_cast<int>(s.components.size());
+        for (std::size_t k = 0; k < s.components.size() && k < MAX_COMPS_IN_SCAN; ++k) {
+            i.component_index[k] = s.components[k];
+        }
+        i.Ss = s.ss;
+        i.Se = s.se;
+        i.Ah = s.ah;
+        i.Al = s.al;
+        script.push_back(i);
+    }
     jpeg_writer w;
-    const bool ok = compress(w, m, sampling, quality);
+    const bool ok =
+        compress(w, m, sampling, quality, layout, script.data(), static_cast<int>(script.size()));
     file_bytes out;
     if (ok) out.assign(w.buf, w.buf + w.size);
     const std::string why = w.message;

@@ -58,15 +58,6 @@ cv::Mat ferry_region(const file_bytes& f, const ferry::crop_box& box, int denom,
         as_span(f), {.reduce_to = {r.width, r.height}, .strict = strict, .crop = box}));
 }
 
-/// Sets FERRY_JPEG_HUFFMAN for the scope.
-class huffman_switch {
-  public:
-    explicit huffman_switch(const char* value) { ::setenv("FERRY_JPEG_HUFFMAN", value, 1); }
-    ~huffman_switch() { ::unsetenv("FERRY_JPEG_HUFFMAN"); }
-    huffman_switch(const huffman_switch&) = delete;
-    huffman_switch& operator=(const huffman_switch&) = delete;
-};
-
 /// A DHT table from its counts by code length (1 to 16) and its symbols.
 JHUFF_TBL table(const std::vector<int>& counts, const std::vector<int>& symbols) {
     JHUFF_TBL t{};
@@ -192,21 +183,34 @@ BOOST_AUTO_TEST_CASE(a_strict_decode_fails_on_bytes_before_the_eoi_marker) {
 }
 
 // Each decode is counted once, by the decoder that read its entropy data: ferry's for a
-// baseline file, libjpeg's for a progressive one (reason: not baseline) and for every file
-// while FERRY_JPEG_HUFFMAN=libjpeg (reason: switched off), with the same pixels.
+// baseline file and for a progressive one (of several scans), libjpeg's for an arithmetic-coded
+// one (reason: not baseline) and for every file while FERRY_JPEG_HUFFMAN=libjpeg (reason:
+// switched off), with the same pixels.
 BOOST_AUTO_TEST_CASE(each_decode_is_counted_by_decoder_and_the_switch_changes_it) {
     const file_bytes baseline = baseline_photo();
     const file_bytes progressive =
         encode(".jpg", photo(120, 80, 3, 3), {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+    const file_bytes arithmetic =
+        write_jpeg(photo(120, 80, 3, 3), jpeg_subsampling::s420, 90, {.arithmetic = true});
     const cv::Mat want = libjpeg_decode(baseline, 1, 0, true).pixels;
 
     auto before = ferry::ops::jpeg_huffman_use();
     BOOST_TEST(max_abs_diff(ferry_decode(baseline, 1, true), want) == 0.0);
     auto after = ferry::ops::jpeg_huffman_use();
     BOOST_TEST(after.ferry == before.ferry + 1);
+    BOOST_TEST(after.several_scans == before.several_scans);
     BOOST_TEST(after.libjpeg == before.libjpeg);
 
-    (void)ferry_decode(progressive, 2, true);
+    BOOST_TEST(max_abs_diff(ferry_decode(progressive, 2, true),
+                            libjpeg_decode(progressive, 2, 0, true).pixels) == 0.0);
+    before = after;
+    after = ferry::ops::jpeg_huffman_use();
+    BOOST_TEST(after.ferry == before.ferry + 1);
+    BOOST_TEST(after.several_scans == before.several_scans + 1);
+    BOOST_TEST(after.libjpeg == before.libjpeg);
+
+    BOOST_TEST(max_abs_diff(ferry_decode(arithmetic, 1, true),
+                            libjpeg_decode(arithmetic, 1, 0, true).pixels) == 0.0);
     before = after;
     after = ferry::ops::jpeg_huffman_use();
     BOOST_TEST(after.ferry == before.ferry);
@@ -242,8 +246,10 @@ BOOST_AUTO_TEST_CASE(a_decode_stage_counts_the_decoders_in_its_stats) {
     const file_bytes baseline = baseline_photo();
     const file_bytes progressive =
         encode(".jpg", photo(120, 80, 3, 3), {cv::IMWRITE_JPEG_PROGRESSIVE, 1});
+    const file_bytes arithmetic = write_jpeg(photo(120, 80, 3, 3), jpeg_subsampling::s420, 90,
+                                             {.progressive = true, .arithmetic = true});
     std::vector<ferry::bytes> files;
-    for (const file_bytes* f : {&baseline, &progressive, &baseline, &baseline}) {
+    for (const file_bytes* f : {&baseline, &progressive, &arithmetic, &baseline}) {
         files.emplace_back(as_span(*f));
     }
     auto p = ferry::from(files)
@@ -257,6 +263,7 @@ BOOST_AUTO_TEST_CASE(a_decode_stage_counts_the_decoders_in_its_stats) {
     std::sort(c.begin(), c.end());
     using counts = std::vector<std::pair<std::string, std::uint64_t>>;
     BOOST_TEST((c == counts{{"jpeg huffman: ferry", 3},
+                            {"jpeg huffman: ferry, several scans", 1},
                             {"jpeg huffman: libjpeg", 1},
                             {"jpeg huffman: libjpeg, not baseline", 1}}));
 }

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <ferry/image.hpp>
 #include <opencv2/core.hpp>
 #include <ostream>
@@ -46,6 +47,33 @@ enum class jpeg_subsampling { s444, s422, s420, s440, s411, gray };
 /// A JPEG written with libjpeg (accurate integer DCT): `m` is BGR (CV_8UC3) or C,M,Y,K
 /// (CV_8UC4, written as an Adobe YCCK JPEG).
 file_bytes write_jpeg(const cv::Mat& m, jpeg_subsampling sampling, int quality);
+/// One scan of a scan script (cjpeg -scans): its components (indexes), the spectral band Ss..Se,
+/// the successive-approximation bits Ah (0 for a first scan) and Al.
+struct jpeg_scan {
+    std::vector<int> components;
+    int ss = 0;
+    int se = 63;
+    int ah = 0;
+    int al = 0;
+};
+/// How `write_jpeg` lays a file out beyond quality and sampling, as cjpeg's switches do.
+struct jpeg_layout {
+    bool progressive = false;      ///< libjpeg's default progression (-progressive)
+    std::vector<jpeg_scan> scans;  ///< a scan script (-scans), when not empty
+    bool arithmetic = false;       ///< arithmetic coding (-arithmetic)
+    bool optimize = false;         ///< optimized Huffman tables (-optimize)
+    int restart_interval = 0;      ///< MCUs per restart interval (-restart N)
+};
+file_bytes write_jpeg(const cv::Mat& m, jpeg_subsampling sampling, int quality,
+                      const jpeg_layout& layout);
+/// Sets FERRY_JPEG_HUFFMAN for the scope ("libjpeg": libjpeg-turbo's own Huffman decoder).
+class huffman_switch {
+  public:
+    explicit huffman_switch(const char* value) { ::setenv("FERRY_JPEG_HUFFMAN", value, 1); }
+    ~huffman_switch() { ::unsetenv("FERRY_JPEG_HUFFMAN"); }
+    huffman_switch(const huffman_switch&) = delete;
+    huffman_switch& operator=(const huffman_switch&) = delete;
+};
 /// A PNG written with libpng's classic API: `rows` holds `height` rows already packed the way
 /// PNG stores them for `color_type`/`bit_depth` (16-bit samples big-endian).
 file_bytes write_png(int width, int height, int color_type, int bit_depth,
