@@ -18,9 +18,15 @@
 /// runs past the band, the warnings). What changes is the cost per code: one lookup of the next
 /// 10 bits gives the code, its value bits and the zero run where they fit (libjpeg looks up 8
 /// bits, then reads the value bits apart), and the reader loads 8 bytes at a time.
+#include <algorithm>
+#include <bit>
 #include <climits>
 
 #include "jpeg_bit_reader.hpp"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace ferry::ops::codec::jpeg {
 namespace {
@@ -119,26 +125,108 @@ void dc_refine(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
     end_mcu(h, r, cinfo, false);
 }
 
-/// A correction bit for the already-nonzero coefficient `c`: 1 adds p1 to its magnitude,
-/// unless that bit is set already.
-inline void correct(reader_t& r, j_decompress_ptr cinfo, JCOEF& c, int p1) {
-    refill(r, cinfo);
-    if (take(r, 1) != 0 && (c & p1) == 0) c = static_cast<JCOEF>(c >= 0 ? c + p1 : c - p1);
+/// Bits 0..n-1 (n up to 64).
+constexpr std::uint64_t bits_below(int n) {
+    return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
+}
+
+/// By a row of a block (0-7) and which of its 8 coefficients are nonzero (bit c: column c), the
+/// zigzag positions of those coefficients as bits of a mask: eight lookups turn a block's
+/// nonzero coefficients into zigzag order (16 KiB).
+struct zigzag_rows {
+    std::uint64_t mask[8][256];
+};
+constexpr zigzag_rows make_zigzag_rows() {
+    std::uint8_t zigzag_of[64] = {};
+    for (int k = 0; k < 64; ++k) zigzag_of[natural[k]] = static_cast<std::uint8_t>(k);
+    zigzag_rows t{};
+    for (int row = 0; row < 8; ++row) {
+        for (int bits = 0; bits < 256; ++bits) {
+            std::uint64_t m = 0;
+            for (int c = 0; c < 8; ++c) {
+                if ((bits >> c) & 1) m |= std::uint64_t{1} << zigzag_of[8 * row + c];
+            }
+            t.mask[row][bits] = m;
+        }
+    }
+    return t;
+}
+constexpr zigzag_rows zigzag_mask = make_zigzag_rows();
+
+/// The positions k in Ss..Se (zigzag order) of the coefficients of `block` that are nonzero, as
+/// bits k of a mask: a refinement scan reads a correction bit for each of them, and counts only
+/// the zero ones in its runs.
+inline std::uint64_t nonzero_in_band(const JCOEF* block, int ss, int se) {
+    std::uint64_t m = 0;
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128();
+    for (int row = 0; row < 8; ++row) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 8 * row));
+        const __m128i is_zero = _mm_packs_epi16(_mm_cmpeq_epi16(v, zero), zero);
+        const auto zeros = static_cast<unsigned>(_mm_movemask_epi8(is_zero));
+        m |= zigzag_mask.mask[row][~zeros & 0xFFU];
+    }
+#else
+    for (int row = 0; row < 8; ++row) {
+        unsigned bits = 0;
+        for (int c = 0; c < 8; ++c) bits |= static_cast<unsigned>(block[8 * row + c] != 0) << c;
+        m |= zigzag_mask.mask[row][bits];
+    }
+#endif
+    return m & bits_below(se + 1) & ~bits_below(ss);
+}
+
+/// A correction bit for each nonzero coefficient in `positions`, in order: 1 adds p1 to its
+/// magnitude, unless that bit is set already. Up to 32 bits per refill.
+inline void correct(reader_t& r, j_decompress_ptr cinfo, JCOEF* block, std::uint64_t positions,
+                    int p1) {
+    while (positions != 0) {
+        refill(r, cinfo);
+        std::uint64_t acc = r.acc;
+        int n = 0;
+        do {
+            JCOEF& c = block[natural[std::countr_zero(positions)]];
+            positions &= positions - 1;
+            const bool add = (acc >> 63) != 0 && (c & p1) == 0;
+            acc <<= 1;
+            c = static_cast<JCOEF>(c + (add ? (c >= 0 ? p1 : -p1) : 0));
+        } while (positions != 0 && ++n < 32);
+        drop(r, positions != 0 ? 32 : n + 1);
+    }
+}
+
+/// The symbol of a refinement scan's code that is neither category 1 nor ZRL nor EOB (out of the
+/// decoding loop: rare in valid data). A category above 1, which a refinement scan never has,
+/// libjpeg warns about; it then reads one sign bit, not the category's value bits.
+[[gnu::noinline]] int rare_refine_symbol(reader_t& r, std::int32_t e, const huffman_table& t,
+                                         j_decompress_ptr cinfo) {
+    int rs = 0;
+    if ((e & kind_mask) == complete) {
+        bool bad = false;
+        rs = decode_from(r, t, 1, bad);  // a complete entry's code is in the table
+    } else {
+        rs = slow_symbol(r, e, t, cinfo);
+    }
+    if ((rs & 15) > 1) WARNMS(cinfo, JWRN_HUFF_BAD_CODE);
+    return rs;
 }
 
 /// decode_mcu_AC_refine: in the band Ss..Se of one block, newly nonzero coefficients (+-p1,
 /// after `run` zeros that are still zero) and a correction bit for each coefficient that was
-/// nonzero already, passed on the way or after the band's end (an EOB run).
+/// nonzero already, passed on the way or after the band's end (an EOB run). libjpeg walks the
+/// band position by position; here masks of the zero and the nonzero positions not yet passed
+/// find each run's target and the corrections on the way.
 void ac_refine(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
     reader_t r = h.reader;
     JCOEF* block = mcu[0][0];
     const huffman_table& t = *h.blocks[0].ac;
     const int se = h.se;
     const int p1 = 1 << h.al;
+    std::uint64_t ahead = nonzero_in_band(block, h.ss, se);  // nonzero, not yet passed
+    std::uint64_t zeros = ~ahead & bits_below(se + 1) & ~bits_below(h.ss);
     unsigned int eob = h.eob_run;
-    int k = h.ss;
     if (eob == 0) {
-        for (; k <= se; ++k) {
+        for (int k = h.ss; k <= se;) {
             refill(r, cinfo);
             const std::int32_t e = t.fast[r.acc >> (64 - look)];
             int run = 0;
@@ -149,48 +237,43 @@ void ac_refine(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
                 drop(r, e & 0xFF);
                 run = (e >> 8) & 15;
                 s = v * p1;
+            } else if ((e & kind_mask) == end_of_block) {
+                drop(r, e & 0xFF);
+                run = (e >> 8) & 15;
+                eob = 1U << run;
+                if (run != 0) eob += static_cast<unsigned int>(take(r, run));
+                break;  // the rest of the block is the EOB run's
             } else {
-                int rs = 0;
-                if ((e & kind_mask) == end_of_block) {
-                    drop(r, e & 0xFF);
-                    rs = ((e >> 8) & 15) << 4;
-                } else if ((e & kind_mask) == complete) {
-                    // A category above 1, which a refinement scan never has: libjpeg warns,
-                    // then reads one sign bit, not the category's value bits.
-                    bool bad = false;
-                    rs = decode_from(r, t, 1, bad);
-                } else {
-                    rs = slow_symbol(r, e, t, cinfo);
-                }
+                const int rs = rare_refine_symbol(r, e, t, cinfo);
                 run = rs >> 4;
                 if ((rs & 15) != 0) {
-                    if ((rs & 15) != 1) WARNMS(cinfo, JWRN_HUFF_BAD_CODE);
                     s = take(r, 1) != 0 ? p1 : -p1;
                 } else if (run != 15) {
                     eob = 1U << run;
                     if (run != 0) eob += static_cast<unsigned int>(take(r, run));
-                    break;  // the rest of the block is the EOB run's
-                }
-            }
-            // Past nonzero coefficients (a correction bit each) and `run` zero ones, to the
-            // zero coefficient that becomes s.
-            do {
-                JCOEF& c = block[natural[k]];
-                if (c != 0) {
-                    correct(r, cinfo, c, p1);
-                } else if (--run < 0) {
                     break;
                 }
-                ++k;
-            } while (k <= se);
-            if (s != 0) block[natural[k]] = static_cast<JCOEF>(s);
+            }
+            // The target: past `run` zero coefficients, the next zero one (or past the band,
+            // Se + 1, where the zeros run out); a correction bit for each nonzero on the way.
+            if (run != 0) {
+                for (int i = 0; i < run && zeros != 0; ++i) zeros &= zeros - 1;
+            }
+            int target = se + 1;
+            std::uint64_t passed = ahead;
+            if (zeros != 0) {
+                target = std::countr_zero(zeros);
+                zeros &= zeros - 1;
+                passed &= (std::uint64_t{1} << target) - 1;
+            }
+            ahead ^= passed;
+            correct(r, cinfo, block, passed, p1);
+            if (s != 0) block[natural[target]] = static_cast<JCOEF>(s);
+            k = target + 1;
         }
     }
     if (eob > 0) {
-        for (; k <= se; ++k) {
-            JCOEF& c = block[natural[k]];
-            if (c != 0) correct(r, cinfo, c, p1);
-        }
+        correct(r, cinfo, block, ahead, p1);
         --eob;
     }
     h.eob_run = eob;

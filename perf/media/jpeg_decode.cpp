@@ -15,11 +15,20 @@
 /// reused), whole and at 1/2 scale — the least any decoder built on libjpeg-turbo can take.
 /// Files are read into memory first: this measures decoding only.
 ///
-/// Usage: jpeg_decode [--images N] [--reps R] [--dir DIR]
+/// One more ferry variant, `whole, libjpeg's Huffman`, decodes whole with
+/// FERRY_JPEG_HUFFMAN=libjpeg (set around each call): libjpeg-turbo's own entropy decoder under the
+/// same calls.
+///
+/// With `--progressive`, each file is first made progressive losslessly, as `jpegtran
+/// -progressive` does (the same coefficients, libjpeg's default progression of 10 scans): the
+/// same pixels, decoded through ferry's progressive decoder (ops/image/jpeg_progressive.cpp).
+///
+/// Usage: jpeg_decode [--images N] [--reps R] [--dir DIR] [--progressive]
 ///   --images  how many JPEGs to generate and decode (default 300)
 ///   --reps    timed repetitions per variant (default 5); the median is reported
 ///   --dir     where the generated set lives (default $TMPDIR/ferry-image-pipeline, shared with
 ///             image_pipeline); files already there with the right name are reused
+///   --progressive  decode progressive copies of the files (made in memory)
 
 // jpeglib.h needs FILE and size_t declared first.
 #include <cstddef>
@@ -44,6 +53,36 @@
 namespace {
 
 namespace fs = std::filesystem;
+
+/// `data` made progressive without a change to its coefficients (jpegtran -progressive): read
+/// them, copy the critical parameters, write them with libjpeg's default progression.
+ferry::bytes to_progressive(const ferry::bytes& data) {
+    jpeg_decompress_struct in{};
+    jpeg_compress_struct out{};
+    jpeg_error_mgr err{};
+    in.err = jpeg_std_error(&err);
+    out.err = jpeg_std_error(&err);
+    jpeg_create_decompress(&in);
+    jpeg_create_compress(&out);
+    jpeg_mem_src(&in, reinterpret_cast<const unsigned char*>(data.data()),
+                 static_cast<unsigned long>(data.size()));
+    jpeg_read_header(&in, TRUE);
+    jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&in);
+    unsigned char* buf = nullptr;
+    unsigned long size = 0;
+    jpeg_mem_dest(&out, &buf, &size);
+    jpeg_copy_critical_parameters(&in, &out);
+    jpeg_simple_progression(&out);
+    jpeg_write_coefficients(&out, coefficients);
+    jpeg_finish_compress(&out);
+    jpeg_destroy_compress(&out);
+    jpeg_finish_decompress(&in);
+    jpeg_destroy_decompress(&in);
+    std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(buf),
+                                 reinterpret_cast<const std::byte*>(buf) + size);
+    std::free(buf);
+    return ferry::bytes(std::move(bytes));
+}
 using bench_clock = std::chrono::steady_clock;
 
 /// Decodes `data` with the libjpeg API at 1/`denom` into `out` (reused); the pixels decoded.
@@ -97,9 +136,16 @@ int main(int argc, char** argv) {
     int reps = 5;
     const char* tmp = std::getenv("TMPDIR");
     fs::path dir = fs::path(tmp != nullptr ? tmp : "/tmp") / "ferry-image-pipeline";
-    for (int i = 1; i + 1 < argc; i += 2) {
+    bool progressive = false;
+    for (int i = 1; i < argc; i += 2) {
         const std::string_view a = argv[i];
-        if (a == "--images") {
+        if (a == "--progressive") {
+            progressive = true;
+            --i;  // a flag: no value
+        } else if (i + 1 >= argc) {
+            std::cerr << "option " << a << " needs a value\n";
+            return 2;
+        } else if (a == "--images") {
             images = std::max(1, std::atoi(argv[i + 1]));
         } else if (a == "--reps") {
             reps = std::max(1, std::atoi(argv[i + 1]));
@@ -111,8 +157,10 @@ int main(int argc, char** argv) {
         }
     }
     std::vector<ferry::bytes> files;
-    for (const auto& p : ferry_perf::photo_set(dir, images))
-        files.push_back(ferry::ops::read_file(p));
+    for (const auto& p : ferry_perf::photo_set(dir, images)) {
+        ferry::bytes b = ferry::ops::read_file(p);
+        files.push_back(progressive ? to_progressive(b) : std::move(b));
+    }
 
     std::vector<unsigned char> buffer;
     const ferry::crop_box box{138, 75, 224, 224};
@@ -136,6 +184,15 @@ int main(int argc, char** argv) {
         "decode_image, whole", [&](const ferry::bytes& b) { return pixels(ops::decode_image(b)); },
         0);
     add(
+        "decode_image, whole, libjpeg's Huffman",
+        [&](const ferry::bytes& b) {
+            ::setenv("FERRY_JPEG_HUFFMAN", "libjpeg", 1);
+            const std::size_t n = pixels(ops::decode_image(b));
+            ::unsetenv("FERRY_JPEG_HUFFMAN");
+            return n;
+        },
+        0);
+    add(
         "libjpeg API, 1/2 scale",
         [&](const ferry::bytes& b) { return libjpeg_decode(b, 2, buffer); }, -1);
     add(
@@ -143,7 +200,7 @@ int main(int argc, char** argv) {
         [&](const ferry::bytes& b) {
             return pixels(ops::decode_image(b, {.reduce_to = {250, 188}}));
         },
-        2);
+        3);
     add(
         "decode_image, region 224x224",
         [&](const ferry::bytes& b) { return pixels(ops::decode_image(b, {.crop = box})); }, 0);
@@ -152,7 +209,7 @@ int main(int argc, char** argv) {
         [&](const ferry::bytes& b) {
             return pixels(ops::decode_image(b, {.reduce_to = {112, 112}, .crop = box}));
         },
-        2);
+        3);
 
     for (auto& v : variants) {  // untimed warm-up
         for (const auto& b : files) v.pixels += v.decode(b);
@@ -172,7 +229,8 @@ int main(int argc, char** argv) {
         }
     }
 
-    std::printf("%zu JPEGs (500x375, q90, 4:2:0), median of %d runs\n\n", files.size(), reps);
+    std::printf("%zu JPEGs (500x375, q90, 4:2:0%s), median of %d runs\n\n", files.size(),
+                progressive ? ", progressive" : "", reps);
     std::printf("| variant | µs/image | min – max | ÷ libjpeg API |\n|---|---:|---:|---:|\n");
     for (const variant& v : variants) {
         const double m = median(v.us);

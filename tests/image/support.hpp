@@ -50,7 +50,7 @@ file_bytes write_jpeg(const cv::Mat& m, jpeg_subsampling sampling, int quality);
 /// One scan of a scan script (cjpeg -scans): its components (indexes), the spectral band Ss..Se,
 /// the successive-approximation bits Ah (0 for a first scan) and Al.
 struct jpeg_scan {
-    std::vector<int> components;
+    std::vector<int> components = {};
     int ss = 0;
     int se = 63;
     int ah = 0;
@@ -58,11 +58,11 @@ struct jpeg_scan {
 };
 /// How `write_jpeg` lays a file out beyond quality and sampling, as cjpeg's switches do.
 struct jpeg_layout {
-    bool progressive = false;      ///< libjpeg's default progression (-progressive)
-    std::vector<jpeg_scan> scans;  ///< a scan script (-scans), when not empty
-    bool arithmetic = false;       ///< arithmetic coding (-arithmetic)
-    bool optimize = false;         ///< optimized Huffman tables (-optimize)
-    int restart_interval = 0;      ///< MCUs per restart interval (-restart N)
+    bool progressive = false;           ///< libjpeg's default progression (-progressive)
+    std::vector<jpeg_scan> scans = {};  ///< a scan script (-scans), when not empty
+    bool arithmetic = false;            ///< arithmetic coding (-arithmetic)
+    bool optimize = false;              ///< optimized Huffman tables (-optimize)
+    int restart_interval = 0;           ///< MCUs per restart interval (-restart N)
 };
 file_bytes write_jpeg(const cv::Mat& m, jpeg_subsampling sampling, int quality,
                       const jpeg_layout& layout);
