@@ -21,8 +21,6 @@
 namespace ferry::ops::codec::jpeg {
 namespace {
 
-constexpr int look = huffman_table::lookahead;
-constexpr int pair_look = huffman_pairs::lookahead;
 using table_entry::complete;
 using table_entry::end_of_block;
 using table_entry::kind_mask;
@@ -52,7 +50,7 @@ void decode_blocks(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
             refill(r, cinfo);
             // One or two symbols, with no branch on how many: one is stored twice (pair_entry).
             // An EOB first stores 0 at k, not yet decoded: libjpeg hands over zeroed blocks.
-            const std::uint32_t p = pairs[r.acc >> (64 - pair_look)];
+            const std::uint32_t p = pairs[r.acc >> (64 - huffman_pairs::lookahead)];
             if (k + pair_entry::run(p) <= 62) {
                 r.acc <<= pair_entry::bits(p);
                 r.bits -= pair_entry::bits(p);
@@ -63,7 +61,7 @@ void decode_blocks(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
                 k = (k + 1) | (pair_entry::ends(p) ? 64 : 0);
                 continue;
             }
-            const std::int32_t e = fast[r.acc >> (64 - look)];
+            const std::int32_t e = fast[r.acc >> (64 - huffman_table::lookahead)];
             if ((e & kind_mask) == complete) {
                 r.acc <<= e & 0xFF;
                 r.bits -= e & 0xFF;

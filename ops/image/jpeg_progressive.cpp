@@ -31,7 +31,6 @@
 namespace ferry::ops::codec::jpeg {
 namespace {
 
-constexpr int look = huffman_table::lookahead;
 using table_entry::complete;
 using table_entry::end_of_block;
 using table_entry::kind_mask;
@@ -79,7 +78,7 @@ void ac_first(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
     const int al = h.al;
     for (int k = h.ss; k <= se; ++k) {
         refill(r, cinfo);
-        const std::int32_t e = t.fast[r.acc >> (64 - look)];
+        const std::int32_t e = t.fast[r.acc >> (64 - huffman_table::lookahead)];
         if ((e & kind_mask) == complete) {
             // A value with its code, or ZRL (value 0: 16 zeros, nothing stored).
             drop(r, e & 0xFF);
@@ -228,7 +227,7 @@ void ac_refine(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
     if (eob == 0) {
         for (int k = h.ss; k <= se;) {
             refill(r, cinfo);
-            const std::int32_t e = t.fast[r.acc >> (64 - look)];
+            const std::int32_t e = t.fast[r.acc >> (64 - huffman_table::lookahead)];
             int run = 0;
             int s = 0;  // the new coefficient: +-p1, or 0 for ZRL
             const int v = e >> 16;

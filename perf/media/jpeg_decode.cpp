@@ -22,6 +22,8 @@
 /// With `--progressive`, each file is first made progressive losslessly, as `jpegtran
 /// -progressive` does (the same coefficients, libjpeg's default progression of 10 scans): the
 /// same pixels, decoded through ferry's progressive decoder (ops/image/jpeg_progressive.cpp).
+/// One more libjpeg variant then stops after `jpeg_start_decompress`, which entropy-decodes a
+/// progressive file whole: the share of the decode that is entropy decoding.
 ///
 /// Usage: jpeg_decode [--images N] [--reps R] [--dir DIR] [--progressive]
 ///   --images  how many JPEGs to generate and decode (default 300)
@@ -88,7 +90,7 @@ using bench_clock = std::chrono::steady_clock;
 /// Decodes `data` with the libjpeg API at 1/`denom` into `out` (reused); the pixels decoded.
 /// The set is generated here and well-formed: libjpeg's default error handler (exit) is fine.
 std::size_t libjpeg_decode(const ferry::bytes& data, unsigned denom,
-                           std::vector<unsigned char>& out) {
+                           std::vector<unsigned char>& out, bool rows_too = true) {
     jpeg_decompress_struct cinfo{};
     jpeg_error_mgr err{};
     cinfo.err = jpeg_std_error(&err);
@@ -101,6 +103,12 @@ std::size_t libjpeg_decode(const ferry::bytes& data, unsigned denom,
     cinfo.out_color_space = JCS_EXT_RGB;
     cinfo.dct_method = JDCT_ISLOW;
     jpeg_start_decompress(&cinfo);
+    if (!rows_too) {
+        // A progressive file is entropy-decoded whole by now; its rows are not made.
+        const std::size_t pixels = std::size_t{cinfo.output_width} * cinfo.output_height;
+        jpeg_destroy_decompress(&cinfo);
+        return pixels;
+    }
     const std::size_t row = std::size_t{cinfo.output_width} * 3;
     out.resize(row * cinfo.output_height);
     std::vector<JSAMPROW> rows(cinfo.output_height);
@@ -210,6 +218,12 @@ int main(int argc, char** argv) {
             return pixels(ops::decode_image(b, {.reduce_to = {112, 112}, .crop = box}));
         },
         3);
+
+    if (progressive) {
+        add(
+            "libjpeg API, up to jpeg_start_decompress",
+            [&](const ferry::bytes& b) { return libjpeg_decode(b, 1, buffer, false); }, 0);
+    }
 
     for (auto& v : variants) {  // untimed warm-up
         for (const auto& b : files) v.pixels += v.decode(b);
