@@ -58,6 +58,17 @@ cv::Mat photo(int width, int height, int channels, std::uint32_t seed) {
     return m;
 }
 
+cv::Mat uniform_noise(int width, int height, std::uint32_t seed) {
+    cv::Mat m(height, width, CV_8UC3);
+    std::mt19937 rng(seed);
+    for (auto it = m.begin<cv::Vec3b>(); it != m.end<cv::Vec3b>(); ++it) {
+        const std::uint32_t v = rng();
+        *it = cv::Vec3b(static_cast<uchar>(v), static_cast<uchar>(v >> 8),
+                        static_cast<uchar>(v >> 16));
+    }
+    return m;
+}
+
 cv::Mat photo16(int width, int height, std::uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<double> phase(0.0, 2.0 * std::numbers::pi);

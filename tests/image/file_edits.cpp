@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// Edits to encoded files for the image tests: EXIF blocks written and inserted (JPEG APP1, PNG
-/// eXIf), the pixels each orientation means, and headers that declare another size (see
-/// support.hpp).
+/// eXIf), the pixels each orientation means, headers that declare another size, and damaged
+/// copies of a JPEG's entropy-coded data (see support.hpp).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <opencv2/core.hpp>
+#include <random>
 #include <stdexcept>
 
 #include "byte_order.hpp"
+
 #include "support.hpp"
 
 namespace ops_test {
@@ -177,6 +179,32 @@ std::size_t jpeg_header_length(const file_bytes& jpeg) {
         i += 2 + len;
     }
     throw std::logic_error("jpeg_header_length: no SOS");
+}
+
+std::vector<std::pair<std::string, file_bytes>> damaged_jpegs(const file_bytes& good, int cuts,
+                                                              int changes, std::uint32_t seed) {
+    const std::size_t from = jpeg_header_length(good);
+    const std::size_t to = good.size() - 2;  // the EOI marker
+    std::vector<std::pair<std::string, file_bytes>> out;
+    for (int i = 0; i <= cuts; ++i) {
+        const std::size_t at =
+            from + (to + 2 - from) * static_cast<std::size_t>(i) / static_cast<std::size_t>(cuts);
+        out.emplace_back("cut at " + std::to_string(at),
+                         file_bytes(good.begin(), good.begin() + static_cast<long>(at)));
+    }
+    std::mt19937 rng(seed);
+    for (int i = 0; i < changes; ++i) {
+        file_bytes f = good;
+        const std::size_t at = from + rng() % (to - from);
+        const int pick = i % 4;
+        f[at] = pick == 0 ? 0xFF : pick == 1 ? 0x00 : static_cast<std::uint8_t>(rng());
+        if (pick == 3 && at + 1 < to) {
+            f[at] = 0xFF;
+            f[at + 1] = static_cast<std::uint8_t>(0xD0 + rng() % 10);  // RSTn, SOI, EOI
+        }
+        out.emplace_back("byte " + std::to_string(at) + " changed", std::move(f));
+    }
+    return out;
 }
 
 file_bytes jpeg_declaring(file_bytes jpeg, int width, int height) {

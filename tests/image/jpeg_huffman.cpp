@@ -97,19 +97,6 @@ cv::Mat libjpeg_decode(const file_bytes& f, int denom, bool fast, int* warnings 
     return out;
 }
 
-/// Uniform noise: nearly every coefficient non-zero and large, so long codes, long value bits
-/// and 0xFF bytes (stuffed) throughout the data.
-cv::Mat noise(int width, int height, std::uint32_t seed) {
-    cv::Mat m(height, width, CV_8UC3);
-    std::mt19937 rng(seed);
-    for (auto it = m.begin<cv::Vec3b>(); it != m.end<cv::Vec3b>(); ++it) {
-        const std::uint32_t v = rng();
-        *it = cv::Vec3b(static_cast<uchar>(v), static_cast<uchar>(v >> 8),
-                        static_cast<uchar>(v >> 16));
-    }
-    return m;
-}
-
 struct huffman_sample {
     std::string name;
     file_bytes file;
@@ -118,7 +105,7 @@ struct huffman_sample {
 std::vector<huffman_sample> samples() {
     std::vector<huffman_sample> out;
     const cv::Mat pic = photo(333, 222, 3, 7);
-    const cv::Mat hiss = noise(97, 61, 3);
+    const cv::Mat hiss = uniform_noise(97, 61, 3);
     for (int q : {10, 50, 90, 100}) {
         out.push_back(
             {"photo 4:2:0 q" + std::to_string(q), write_jpeg(pic, jpeg_subsampling::s420, q)});
@@ -173,17 +160,6 @@ const huffman_sample& huffman_sample_named(const std::string& name) {
     throw std::logic_error("no sample " + name);
 }
 
-/// ferry's decode of `f` at 1/`denom` (reduce_to its size), as a Mat.
-cv::Mat ferry_decode(const file_bytes& f, int denom, bool fast, bool strict) {
-    const ferry::image_info info = ferry::ops::probe_image(as_span(f));
-    const ferry::image img = ferry::ops::decode_image(
-        as_span(f),
-        {.reduce_to = {(info.width + denom - 1) / denom, (info.height + denom - 1) / denom},
-         .strict = strict,
-         .fast = fast});
-    return to_mat(img);
-}
-
 }  // namespace jpeg_huffman_test
 
 BOOST_AUTO_TEST_SUITE(ops)
@@ -199,7 +175,7 @@ BOOST_DATA_TEST_CASE(decodes_exactly_as_libjpeg_does, bdata::make(sample_names()
             const cv::Mat want = libjpeg_decode(s.file, denom, fast, &warnings);
             BOOST_TEST_REQUIRE(!want.empty(), name);
             BOOST_TEST(warnings == 0, name);
-            const cv::Mat got = ferry_decode(s.file, denom, fast, true);
+            const cv::Mat got = decode_scaled(s.file, denom, fast, true);
             BOOST_TEST(max_abs_diff(got, want) == 0.0,
                        name << " at 1/" << denom << (fast ? " fast" : ""));
         }
@@ -232,39 +208,20 @@ BOOST_AUTO_TEST_CASE(damaged_files_decode_as_libjpeg_decodes_them) {
     for (const char* name : {"photo 4:2:0 q90", "noise 4:4:4 q100", "photo optimized",
                              "photo restarts 3", "noise restarts 2"}) {
         const file_bytes& good = huffman_sample_named(name).file;
-        const std::size_t from = jpeg_header_length(good);
-        const std::size_t to = good.size() - 2;  // the EOI marker
-        std::mt19937 rng(17);
-        std::vector<std::pair<std::string, file_bytes>> damaged;
-        for (int i = 0; i <= 16; ++i) {
-            const std::size_t at = from + (to + 2 - from) * static_cast<std::size_t>(i) / 16;
-            damaged.emplace_back("cut at " + std::to_string(at),
-                                 file_bytes(good.begin(), good.begin() + static_cast<long>(at)));
-        }
-        for (int i = 0; i < 40; ++i) {
-            file_bytes f = good;
-            const std::size_t at = from + rng() % (to - from);
-            const int pick = i % 4;
-            f[at] = pick == 0 ? 0xFF : pick == 1 ? 0x00 : static_cast<std::uint8_t>(rng());
-            if (pick == 3 && at + 1 < to) {
-                f[at] = 0xFF;
-                f[at + 1] = static_cast<std::uint8_t>(0xD0 + rng() % 10);  // RSTn, SOI, EOI
-            }
-            damaged.emplace_back("byte " + std::to_string(at) + " changed", std::move(f));
-        }
+        const auto damaged = damaged_jpegs(good, 16, 40, 17);
         for (const auto& [what, f] : damaged) {
             ++cases;
             int warnings = 0;
             const cv::Mat want = libjpeg_decode(f, 1, false, &warnings);
             if (want.empty()) {
-                BOOST_CHECK_THROW(ferry_decode(f, 1, false, false), ferry::decode_error);
+                BOOST_CHECK_THROW(decode_scaled(f, 1, false, false), ferry::decode_error);
                 continue;
             }
-            const cv::Mat got = ferry_decode(f, 1, false, false);
+            const cv::Mat got = decode_scaled(f, 1, false, false);
             BOOST_TEST(max_abs_diff(got, want) == 0.0, name << ", " << what);
             if (warnings > 0) {
                 ++warned;
-                BOOST_CHECK_THROW(ferry_decode(f, 1, false, true), ferry::decode_error);
+                BOOST_CHECK_THROW(decode_scaled(f, 1, false, true), ferry::decode_error);
             }
         }
     }
@@ -285,9 +242,9 @@ BOOST_AUTO_TEST_CASE(a_code_in_no_table_fails_a_strict_decode) {
     }
     const cv::Mat want = libjpeg_decode(f, 1, false);
     BOOST_TEST_REQUIRE(!want.empty());
-    BOOST_TEST(max_abs_diff(ferry_decode(f, 1, false, false), want) == 0.0);
+    BOOST_TEST(max_abs_diff(decode_scaled(f, 1, false, false), want) == 0.0);
     try {
-        (void)ferry_decode(f, 1, false, true);
+        (void)decode_scaled(f, 1, false, true);
         BOOST_FAIL("a strict decode of a bad code succeeded");
     } catch (const ferry::decode_error& e) {
         BOOST_TEST(std::string(e.what()).find("Huffman") != std::string::npos, e.what());

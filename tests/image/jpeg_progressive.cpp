@@ -122,29 +122,6 @@ const std::vector<std::string>& layouts() {
     return names;
 }
 
-/// Uniform noise: large values in every band, long codes, many stuffed 0xFF bytes.
-cv::Mat noise(int width, int height, std::uint32_t seed) {
-    cv::Mat m(height, width, CV_8UC3);
-    std::mt19937 rng(seed);
-    for (auto it = m.begin<cv::Vec3b>(); it != m.end<cv::Vec3b>(); ++it) {
-        const std::uint32_t v = rng();
-        *it = cv::Vec3b(static_cast<uchar>(v), static_cast<uchar>(v >> 8),
-                        static_cast<uchar>(v >> 16));
-    }
-    return m;
-}
-
-/// ferry's decode of `f` at 1/`denom` (reduce_to its size), as a Mat.
-cv::Mat ferry_decode(const file_bytes& f, int denom, bool fast, bool strict) {
-    const ferry::image_info info = ferry::ops::probe_image(as_span(f));
-    const ferry::image img = ferry::ops::decode_image(
-        as_span(f),
-        {.reduce_to = {(info.width + denom - 1) / denom, (info.height + denom - 1) / denom},
-         .strict = strict,
-         .fast = fast});
-    return to_mat(img);
-}
-
 /// The offsets of the SOS markers of `f`.
 std::vector<std::size_t> scan_starts(const file_bytes& f) {
     std::vector<std::size_t> out;
@@ -201,7 +178,7 @@ void check_as_libjpeg(const file_bytes& f, const std::string& what, int& warned,
     if (want.pixels.empty()) {
         bool failed = false;
         try {
-            (void)ferry_decode(f, 1, false, false);
+            (void)decode_scaled(f, 1, false, false);
         } catch (const ferry::decode_error&) {
             failed = true;
         }
@@ -210,7 +187,7 @@ void check_as_libjpeg(const file_bytes& f, const std::string& what, int& warned,
     }
     cv::Mat got;
     try {
-        got = ferry_decode(f, 1, false, false);
+        got = decode_scaled(f, 1, false, false);
     } catch (const ferry::decode_error& e) {
         BOOST_TEST(false, what << ": lenient decode failed: " << e.what());
         return;
@@ -220,7 +197,7 @@ void check_as_libjpeg(const file_bytes& f, const std::string& what, int& warned,
         ++warned;
         bool failed = false;
         try {
-            (void)ferry_decode(f, 1, false, true);
+            (void)decode_scaled(f, 1, false, true);
         } catch (const ferry::decode_error&) {
             failed = true;
         }
@@ -241,7 +218,7 @@ using namespace jpeg_progressive_test;
 BOOST_DATA_TEST_CASE(every_scan_layout_decodes_exactly_as_libjpeg_does, bdata::make(layouts()),
                      name) {
     const cv::Mat pic = photo(203, 150, 3, 5);
-    const cv::Mat hiss = noise(61, 45, 9);
+    const cv::Mat hiss = uniform_noise(61, 45, 9);
     struct sample {
         std::string what;
         file_bytes file;
@@ -270,11 +247,11 @@ BOOST_DATA_TEST_CASE(every_scan_layout_decodes_exactly_as_libjpeg_does, bdata::m
                 cv::Mat want;
                 {
                     const huffman_switch off("libjpeg");
-                    want = ferry_decode(s.file, denom, fast, true);
+                    want = decode_scaled(s.file, denom, fast, true);
                 }
                 const std::string at =
                     name + ", " + s.what + " at 1/" + std::to_string(denom) + (fast ? " fast" : "");
-                BOOST_TEST(max_abs_diff(ferry_decode(s.file, denom, fast, true), want) == 0.0, at);
+                BOOST_TEST(max_abs_diff(decode_scaled(s.file, denom, fast, true), want) == 0.0, at);
                 ++decodes;
                 if (!fast && s.what.find("YCCK") == std::string::npos) {
                     // And that is libjpeg's own RGB decode, with no warning.
@@ -298,7 +275,7 @@ BOOST_DATA_TEST_CASE(every_scan_layout_decodes_exactly_as_libjpeg_does, bdata::m
 // progressions), and a strict decode fails wherever libjpeg warns.
 BOOST_AUTO_TEST_CASE(damaged_files_decode_as_libjpeg_decodes_them) {
     const cv::Mat pic = photo(203, 150, 3, 5);
-    const cv::Mat hiss = noise(61, 45, 9);
+    const cv::Mat hiss = uniform_noise(61, 45, 9);
     struct sample {
         std::string what;
         file_bytes file;
@@ -317,30 +294,12 @@ BOOST_AUTO_TEST_CASE(damaged_files_decode_as_libjpeg_decodes_them) {
     int warned = 0;
     for (const sample& s : samples) {
         const file_bytes& good = s.file;
-        const std::size_t from = jpeg_header_length(good);
-        const std::size_t to = good.size() - 2;  // the EOI marker
         std::vector<std::pair<std::string, file_bytes>> damaged;
         for (const std::size_t at : scan_starts(good)) {
             damaged.emplace_back("cut at the scan at " + std::to_string(at),
                                  file_bytes(good.begin(), good.begin() + static_cast<long>(at)));
         }
-        for (int i = 0; i <= 16; ++i) {
-            const std::size_t at = from + (to + 2 - from) * static_cast<std::size_t>(i) / 16;
-            damaged.emplace_back("cut at " + std::to_string(at),
-                                 file_bytes(good.begin(), good.begin() + static_cast<long>(at)));
-        }
-        std::mt19937 rng(23);
-        for (int i = 0; i < 48; ++i) {
-            file_bytes f = good;
-            const std::size_t at = from + rng() % (to - from);
-            const int pick = i % 4;
-            f[at] = pick == 0 ? 0xFF : pick == 1 ? 0x00 : static_cast<std::uint8_t>(rng());
-            if (pick == 3 && at + 1 < to) {
-                f[at] = 0xFF;
-                f[at + 1] = static_cast<std::uint8_t>(0xD0 + rng() % 10);  // RSTn, SOI, EOI
-            }
-            damaged.emplace_back("byte " + std::to_string(at) + " changed", std::move(f));
-        }
+        for (auto& d : damaged_jpegs(good, 16, 48, 23)) damaged.push_back(std::move(d));
         for (const auto& [what, f] : damaged) {
             ++cases;
             check_as_libjpeg(f, s.what + ", " + what, warned, what.starts_with("cut"));
@@ -395,7 +354,7 @@ BOOST_AUTO_TEST_CASE(arithmetic_coded_files_keep_libjpegs_decoder) {
         const file_bytes f = write_jpeg(photo(90, 60, 3, 1), jpeg_subsampling::s420, 90,
                                         {.progressive = progressive, .arithmetic = true});
         const auto before = ferry::ops::jpeg_huffman_use();
-        BOOST_TEST(max_abs_diff(ferry_decode(f, 1, false, true),
+        BOOST_TEST(max_abs_diff(decode_scaled(f, 1, false, true),
                                 libjpeg_decode(f, 1, 0, false).pixels) == 0.0);
         const auto after = ferry::ops::jpeg_huffman_use();
         BOOST_TEST(after.not_baseline == before.not_baseline + 1);

@@ -33,6 +33,16 @@ cv::Mat swap_red_blue(const cv::Mat& m) {
     return out;
 }
 
+cv::Mat decode_scaled(const file_bytes& f, int denom, bool fast, bool strict) {
+    const ferry::image_info info = ferry::ops::probe_image(as_span(f));
+    const ferry::image img = ferry::ops::decode_image(
+        as_span(f),
+        {.reduce_to = {(info.width + denom - 1) / denom, (info.height + denom - 1) / denom},
+         .strict = strict,
+         .fast = fast});
+    return to_mat(img);
+}
+
 cv::Mat to_mat(const ferry::image& img) {
     if (img.empty()) return {};
     const cv::Mat view(img.height(), img.width(), CV_8UC(img.channels()),

@@ -12,6 +12,7 @@
 #include <opencv2/core.hpp>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../support/ops_support.hpp"
@@ -36,6 +37,9 @@ namespace ops_test {
 /// Each colour channel ramps along a different axis, so every flip, rotation and transposition
 /// of it is a different picture.
 cv::Mat photo(int width, int height, int channels, std::uint32_t seed);
+/// Uniform noise (CV_8UC3), the same for the same seed: a JPEG of it has large values in every
+/// band, long Huffman codes and many stuffed 0xFF bytes.
+cv::Mat uniform_noise(int width, int height, std::uint32_t seed);
 /// The same kind of content at 16 bits per channel (CV_16UC3, BGR), low bytes included.
 cv::Mat photo16(int width, int height, std::uint32_t seed);
 
@@ -114,6 +118,12 @@ cv::Mat oriented(const cv::Mat& stored, int orientation);
 /// The length of `jpeg` up to and including its (first) SOS segment: where its entropy-coded
 /// data starts.
 std::size_t jpeg_header_length(const file_bytes& jpeg);
+/// Damaged copies of a JPEG, each named by what was done: `cuts` + 1 cuts evenly from the start
+/// of its entropy-coded data to its end ("cut at N"), then `changes` copies with one byte of that
+/// data changed ("byte N changed"): in turn to 0xFF, to 0x00, to anything, and to a marker (0xFF
+/// then RSTn, SOI or EOI), drawn from `seed`.
+std::vector<std::pair<std::string, file_bytes>> damaged_jpegs(const file_bytes& good, int cuts,
+                                                              int changes, std::uint32_t seed);
 /// A copy of `jpeg` whose SOF declares `width x height` (the scan is left as it is).
 file_bytes jpeg_declaring(file_bytes jpeg, int width, int height);
 /// A copy of `png` whose IHDR declares `width x height` (with a valid CRC).
@@ -129,6 +139,9 @@ cv::Mat reference_decode(const file_bytes& f, int flags);
 cv::Mat swap_red_blue(const cv::Mat& m);
 /// A copy of `img`'s pixels as a CV_8UC(channels) matrix.
 cv::Mat to_mat(const ferry::image& img);
+/// ferry's RGB decode of `f` at 1/`denom` (`reduce_to` the size libjpeg's DCT scaling gives), as
+/// a Mat: what the JPEG decoder tests compare with libjpeg.
+cv::Mat decode_scaled(const file_bytes& f, int denom, bool fast, bool strict);
 /// A ferry image holding `m`'s pixels (channel order as they are in `m`).
 ferry::image to_image(const cv::Mat& m, ferry::pixel_format format);
 
