@@ -19,10 +19,12 @@
 /// 10 bits gives the code, its value bits and the zero run where they fit (libjpeg looks up 8
 /// bits, then reads the value bits apart), and the reader loads 8 bytes at a time.
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <climits>
 
 #include "jpeg_bit_reader.hpp"
+#include "x86_cpu.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -125,6 +127,8 @@ void dc_refine(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
 }
 
 /// Bits 0..n-1 (n up to 64).
+using decode_mcu_fn = boolean (*)(j_decompress_ptr, JBLOCKROW*);
+
 constexpr std::uint64_t bits_below(int n) {
     return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
 }
@@ -210,11 +214,36 @@ inline void correct(reader_t& r, j_decompress_ptr cinfo, JCOEF* block, std::uint
     return rs;
 }
 
+/// Where a run of `run` zero coefficients ends: the lowest set bit of `zeros` after its `run`
+/// lowest are cleared, 0 when there are not that many. By clearing them one at a time.
+struct skip_by_loop {
+    static std::uint64_t after(std::uint64_t zeros, int run) {
+        if (run != 0) {
+            for (int i = 0; i < run && zeros != 0; ++i) zeros &= zeros - 1;
+        }
+        return zeros & (~zeros + 1);
+    }
+};
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/// The same with BMI2's PDEP, which deposits bit `run` at the run-th set bit of `zeros` in one
+/// instruction, no loop and no branch to mispredict (inline assembly: the library is built for
+/// baseline x86-64, and this runs only where x86::has_fast_pdep()).
+struct skip_by_pdep {
+    static std::uint64_t after(std::uint64_t zeros, int run) {
+        std::uint64_t out = 0;
+        asm("pdepq %2, %1, %0" : "=r"(out) : "r"(std::uint64_t{1} << run), "rm"(zeros));
+        return out;
+    }
+};
+#endif
+
 /// decode_mcu_AC_refine: in the band Ss..Se of one block, newly nonzero coefficients (+-p1,
 /// after `run` zeros that are still zero) and a correction bit for each coefficient that was
 /// nonzero already, passed on the way or after the band's end (an EOB run). libjpeg walks the
 /// band position by position; here masks of the zero and the nonzero positions not yet passed
 /// find each run's target and the corrections on the way.
+template <class Skip>
 void ac_refine(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
     reader_t r = h.reader;
     JCOEF* block = mcu[0][0];
@@ -255,15 +284,13 @@ void ac_refine(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
             }
             // The target: past `run` zero coefficients, the next zero one (or past the band,
             // Se + 1, where the zeros run out); a correction bit for each nonzero on the way.
-            if (run != 0) {
-                for (int i = 0; i < run && zeros != 0; ++i) zeros &= zeros - 1;
-            }
+            const std::uint64_t at = Skip::after(zeros, run);  // the target's bit, or 0
             int target = se + 1;
             std::uint64_t passed = ahead;
-            if (zeros != 0) {
-                target = std::countr_zero(zeros);
-                zeros &= zeros - 1;
-                passed &= (std::uint64_t{1} << target) - 1;
+            if (at != 0) {
+                target = std::countr_zero(at);
+                zeros &= ~(at | (at - 1));  // the zeros passed and the target
+                passed &= at - 1;
             }
             ahead ^= passed;
             correct(r, cinfo, block, passed, p1);
@@ -277,6 +304,19 @@ void ac_refine(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
     }
     h.eob_run = eob;
     end_mcu(h, r, cinfo, false);
+}
+
+/// For tests: AC refinement without PDEP even where it is fast.
+std::atomic<bool> pdep_refused{false};
+
+/// AC refinement with PDEP where it is fast, else with the loop.
+decode_mcu_fn refine_routine() {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (x86::has_fast_pdep() && !pdep_refused.load(std::memory_order_relaxed)) {
+        return decode_mcu_with<ac_refine<skip_by_pdep>>;
+    }
+#endif
+    return decode_mcu_with<ac_refine<skip_by_loop>>;
 }
 
 /// Sets `h` up for the progressive scan `d` has just started (libjpeg checked it): the tables
@@ -321,7 +361,7 @@ bool plan_progressive_scan(jpeg_decompress_struct& d, huffman_decoder& h) {
     if (dc_band) {
         h.pub.decode_mcu = d.Ah == 0 ? decode_mcu_with<dc_first> : decode_mcu_with<dc_refine>;
     } else {
-        h.pub.decode_mcu = d.Ah == 0 ? decode_mcu_with<ac_first> : decode_mcu_with<ac_refine>;
+        h.pub.decode_mcu = d.Ah == 0 ? decode_mcu_with<ac_first> : refine_routine();
     }
     reset_scan(h, &d);
     return true;
@@ -351,6 +391,15 @@ void start_scan(j_decompress_ptr cinfo) {
 }
 
 }  // namespace
+
+bool refine_with_pdep(bool allowed) noexcept {
+    pdep_refused.store(!allowed, std::memory_order_relaxed);
+#if defined(__x86_64__) && defined(__GNUC__)
+    return allowed && x86::has_fast_pdep();
+#else
+    return false;
+#endif
+}
 
 entropy_choice prepare_scans(jpeg_decompress_struct& d, huffman_decoder& h) {
     h.take_over_pending = false;

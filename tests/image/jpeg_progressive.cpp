@@ -24,6 +24,9 @@
 
 #include "libjpeg_reference.hpp"
 #include "support.hpp"
+#if FERRY_TEST_IMAGE_INTERNALS
+#include "ops/image/jpeg_huffman.hpp"
+#endif
 
 namespace bdata = boost::unit_test::data;
 using namespace ops_test;
@@ -163,6 +166,64 @@ std::size_t cut_segment(const file_bytes& f) {
     return 0;
 }
 
+/// AC refinement has two ways to find a run's end: BMI2's PDEP where the CPU runs it fast, and a
+/// loop elsewhere. Runs `check` with each this CPU can take (where the test reaches the decoder's
+/// internals: a static build), and says which in `what`.
+template <class Check>
+void with_each_refinement(Check check) {
+#if FERRY_TEST_IMAGE_INTERNALS
+    namespace jpeg = ferry::ops::codec::jpeg;
+    struct restore {
+        ~restore() { (void)jpeg::refine_with_pdep(true); }
+    } restore_pdep;
+    if (jpeg::refine_with_pdep(true)) check(std::string(" (PDEP)"));
+    (void)jpeg::refine_with_pdep(false);
+    check(std::string(" (loop)"));
+#else
+    check(std::string());
+#endif
+}
+
+/// A file of a scan layout, by what it holds.
+struct layout_sample {
+    std::string what;
+    file_bytes file;
+};
+
+/// Each of `files` at every scale, accurate and fast: ferry's decoder against libjpeg's under the
+/// same calls, and that against libjpeg's own decode; every decode counted as ferry's.
+void check_layout(const std::string& name, const std::vector<layout_sample>& files) {
+    for (const layout_sample& s : files) {
+        const auto before = ferry::ops::jpeg_huffman_use();
+        int decodes = 0;
+        for (int denom : {1, 2, 4, 8}) {
+            for (bool fast : {false, true}) {
+                // libjpeg's decode through ferry: the same calls, libjpeg's Huffman decoder.
+                cv::Mat want;
+                {
+                    const huffman_switch off("libjpeg");
+                    want = decode_scaled(s.file, denom, fast, true);
+                }
+                const std::string at =
+                    name + ", " + s.what + " at 1/" + std::to_string(denom) + (fast ? " fast" : "");
+                BOOST_TEST(max_abs_diff(decode_scaled(s.file, denom, fast, true), want) == 0.0, at);
+                ++decodes;
+                if (!fast && s.what.find("YCCK") == std::string::npos) {
+                    // And that is libjpeg's own RGB decode, with no warning.
+                    const reference direct = libjpeg_decode(s.file, denom, 0, false);
+                    BOOST_TEST(direct.warnings == 0, at);
+                    BOOST_TEST(max_abs_diff(want, direct.pixels) == 0.0, at);
+                }
+            }
+        }
+        const auto after = ferry::ops::jpeg_huffman_use();
+        // Each reference decode was libjpeg's, switched off.
+        BOOST_TEST(after.several_scans == before.several_scans + decodes, name << ", " << s.what);
+        BOOST_TEST(after.libjpeg == before.libjpeg + decodes, name << ", " << s.what);
+        BOOST_TEST(after.switched_off == before.switched_off + decodes, name << ", " << s.what);
+    }
+}
+
 /// Lenient: libjpeg's pixels; strict: a decode_error wherever libjpeg warned. Counts the cases
 /// libjpeg warned about into `warned`. A file cut inside a table between two scans makes
 /// libjpeg fail (it reads its fake EOI marker as the table); ferry's lenient decode keeps the
@@ -206,6 +267,20 @@ void check_as_libjpeg(const file_bytes& f, const std::string& what, int& warned,
     }
 }
 
+/// `good` cut at each scan's start and evenly, and with bytes changed: each as libjpeg makes it.
+void check_damaged(const std::string& name, const file_bytes& good, int& cases, int& warned) {
+    std::vector<std::pair<std::string, file_bytes>> damaged;
+    for (const std::size_t at : scan_starts(good)) {
+        damaged.emplace_back("cut at the scan at " + std::to_string(at),
+                             file_bytes(good.begin(), good.begin() + static_cast<long>(at)));
+    }
+    for (auto& d : damaged_jpegs(good, 16, 48, 23)) damaged.push_back(std::move(d));
+    for (const auto& [what, f] : damaged) {
+        ++cases;
+        check_as_libjpeg(f, name + ", " + what, warned, what.starts_with("cut"));
+    }
+}
+
 }  // namespace jpeg_progressive_test
 
 BOOST_AUTO_TEST_SUITE(ops)
@@ -219,11 +294,7 @@ BOOST_DATA_TEST_CASE(every_scan_layout_decodes_exactly_as_libjpeg_does, bdata::m
                      name) {
     const cv::Mat pic = photo(203, 150, 3, 5);
     const cv::Mat hiss = uniform_noise(61, 45, 9);
-    struct sample {
-        std::string what;
-        file_bytes file;
-    };
-    std::vector<sample> files;
+    std::vector<layout_sample> files;
     const jpeg_layout colour = layout_named(name, 3);
     files.push_back({"photo 4:2:0 q90", write_jpeg(pic, jpeg_subsampling::s420, 90, colour)});
     files.push_back({"photo 4:2:2 q75", write_jpeg(pic, jpeg_subsampling::s422, 75, colour)});
@@ -238,35 +309,7 @@ BOOST_DATA_TEST_CASE(every_scan_layout_decodes_exactly_as_libjpeg_does, bdata::m
         files.push_back({"photo YCCK 4:2:0",
                          write_jpeg(photo(90, 70, 4, 4), jpeg_subsampling::s420, 85, colour)});
     }
-    for (const sample& s : files) {
-        const auto before = ferry::ops::jpeg_huffman_use();
-        int decodes = 0;
-        for (int denom : {1, 2, 4, 8}) {
-            for (bool fast : {false, true}) {
-                // libjpeg's decode through ferry: the same calls, libjpeg's Huffman decoder.
-                cv::Mat want;
-                {
-                    const huffman_switch off("libjpeg");
-                    want = decode_scaled(s.file, denom, fast, true);
-                }
-                const std::string at =
-                    name + ", " + s.what + " at 1/" + std::to_string(denom) + (fast ? " fast" : "");
-                BOOST_TEST(max_abs_diff(decode_scaled(s.file, denom, fast, true), want) == 0.0, at);
-                ++decodes;
-                if (!fast && s.what.find("YCCK") == std::string::npos) {
-                    // And that is libjpeg's own RGB decode, with no warning.
-                    const reference direct = libjpeg_decode(s.file, denom, 0, false);
-                    BOOST_TEST(direct.warnings == 0, at);
-                    BOOST_TEST(max_abs_diff(want, direct.pixels) == 0.0, at);
-                }
-            }
-        }
-        const auto after = ferry::ops::jpeg_huffman_use();
-        // Each reference decode was libjpeg's, switched off.
-        BOOST_TEST(after.several_scans == before.several_scans + decodes, name << ", " << s.what);
-        BOOST_TEST(after.libjpeg == before.libjpeg + decodes, name << ", " << s.what);
-        BOOST_TEST(after.switched_off == before.switched_off + decodes, name << ", " << s.what);
-    }
+    with_each_refinement([&](const std::string& way) { check_layout(name + way, files); });
 }
 
 // Files cut short anywhere (at each scan's start, as a download cut between scans leaves them,
@@ -292,19 +335,11 @@ BOOST_AUTO_TEST_CASE(damaged_files_decode_as_libjpeg_decodes_them) {
     };
     int cases = 0;
     int warned = 0;
-    for (const sample& s : samples) {
-        const file_bytes& good = s.file;
-        std::vector<std::pair<std::string, file_bytes>> damaged;
-        for (const std::size_t at : scan_starts(good)) {
-            damaged.emplace_back("cut at the scan at " + std::to_string(at),
-                                 file_bytes(good.begin(), good.begin() + static_cast<long>(at)));
+    with_each_refinement([&](const std::string& way) {
+        for (const sample& s : samples) {
+            check_damaged(s.what + way, s.file, cases, warned);
         }
-        for (auto& d : damaged_jpegs(good, 16, 48, 23)) damaged.push_back(std::move(d));
-        for (const auto& [what, f] : damaged) {
-            ++cases;
-            check_as_libjpeg(f, s.what + ", " + what, warned, what.starts_with("cut"));
-        }
-    }
+    });
     BOOST_TEST(warned > cases / 3);  // the damage reached the decoder in most cases
 }
 
