@@ -6,6 +6,7 @@
 /// published ImageNet benchmark).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -99,6 +100,22 @@ inline std::vector<std::filesystem::path> photo_set(const std::filesystem::path&
         paths.push_back(std::move(p));
     }
     if (made > 0) std::cerr << "generated " << made << " JPEGs in " << dir << '\n';
+    return paths;
+}
+
+/// The first `max` files (by path) named .jpg, .jpeg or .JPG under `dir`, searched recursively:
+/// a set of real photos (e.g. Debian's plasma-workspace-wallpapers under /usr/share/wallpapers).
+inline std::vector<std::filesystem::path> jpegs_under(const std::filesystem::path& dir, int max) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> paths;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+        const std::string ext = e.path().extension().string();
+        if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".JPG")) {
+            paths.push_back(e.path());
+        }
+    }
+    std::sort(paths.begin(), paths.end());
+    if (paths.size() > static_cast<std::size_t>(max)) paths.resize(static_cast<std::size_t>(max));
     return paths;
 }
 

@@ -25,12 +25,18 @@
 /// One more libjpeg variant then stops after `jpeg_start_decompress`, which entropy-decodes a
 /// progressive file whole: the share of the decode that is entropy decoding.
 ///
+/// With `--photos DIR`, the first `--max-photos N` (default 40) JPEGs under DIR instead (real
+/// photos of any size), decoded whole only: the libjpeg API, `decode_image`, and `decode_image`
+/// with libjpeg's Huffman decoder.
+///
 /// Usage: jpeg_decode [--images N] [--reps R] [--dir DIR] [--progressive]
+///                    [--photos DIR [--max-photos N]]
 ///   --images  how many JPEGs to generate and decode (default 300)
 ///   --reps    timed repetitions per variant (default 5); the median is reported
 ///   --dir     where the generated set lives (default $TMPDIR/ferry-image-pipeline, shared with
 ///             image_pipeline); files already there with the right name are reused
 ///   --progressive  decode progressive copies of the files (made in memory)
+///   --photos  decode the JPEGs under DIR as they are (whole decodes only)
 
 // jpeglib.h needs FILE and size_t declared first.
 #include <cstddef>
@@ -145,6 +151,8 @@ int main(int argc, char** argv) {
     const char* tmp = std::getenv("TMPDIR");
     fs::path dir = fs::path(tmp != nullptr ? tmp : "/tmp") / "ferry-image-pipeline";
     bool progressive = false;
+    fs::path photos;
+    int max_photos = 40;
     for (int i = 1; i < argc; i += 2) {
         const std::string_view a = argv[i];
         if (a == "--progressive") {
@@ -159,15 +167,25 @@ int main(int argc, char** argv) {
             reps = std::max(1, std::atoi(argv[i + 1]));
         } else if (a == "--dir") {
             dir = argv[i + 1];
+        } else if (a == "--photos") {
+            photos = argv[i + 1];
+        } else if (a == "--max-photos") {
+            max_photos = std::max(1, std::atoi(argv[i + 1]));
         } else {
             std::cerr << "unknown option " << a << '\n';
             return 2;
         }
     }
     std::vector<ferry::bytes> files;
-    for (const auto& p : ferry_perf::photo_set(dir, images)) {
+    const auto paths = photos.empty() ? ferry_perf::photo_set(dir, images)
+                                      : ferry_perf::jpegs_under(photos, max_photos);
+    for (const auto& p : paths) {
         ferry::bytes b = ferry::ops::read_file(p);
         files.push_back(progressive ? to_progressive(b) : std::move(b));
+    }
+    if (files.empty()) {
+        std::cerr << "jpeg_decode: no .jpg files under " << photos << '\n';
+        return 2;
     }
 
     std::vector<unsigned char> buffer;
@@ -219,6 +237,7 @@ int main(int argc, char** argv) {
         },
         3);
 
+    if (!photos.empty()) variants.resize(3);  // whole decodes: the box and scales fit 500x375
     if (progressive) {
         add(
             "libjpeg API, up to jpeg_start_decompress",
@@ -243,7 +262,8 @@ int main(int argc, char** argv) {
         }
     }
 
-    std::printf("%zu JPEGs (500x375, q90, 4:2:0%s), median of %d runs\n\n", files.size(),
+    std::printf("%zu JPEGs (%s%s), median of %d runs\n\n", files.size(),
+                photos.empty() ? "500x375, q90, 4:2:0" : photos.string().c_str(),
                 progressive ? ", progressive" : "", reps);
     std::printf("| variant | µs/image | min – max | ÷ libjpeg API |\n|---|---:|---:|---:|\n");
     for (const variant& v : variants) {

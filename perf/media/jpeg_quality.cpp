@@ -191,17 +191,10 @@ int main(int argc, char** argv) {
         sets.emplace_back("ImageNet-like set (500x375, q90, 4:2:0)", std::move(files));
     }
     if (!photos.empty()) {
-        std::vector<fs::path> paths;
-        for (const auto& e : fs::recursive_directory_iterator(photos)) {
-            const std::string ext = e.path().extension().string();
-            if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".JPG")) {
-                paths.push_back(e.path());
-            }
-        }
-        std::sort(paths.begin(), paths.end());
-        if (paths.size() > static_cast<std::size_t>(max_photos)) paths.resize(max_photos);
         std::vector<ferry::bytes> files;
-        for (const auto& p : paths) files.push_back(ferry::ops::read_file(p));
+        for (const auto& p : ferry_perf::jpegs_under(photos, max_photos)) {
+            files.push_back(ferry::ops::read_file(p));
+        }
         if (files.empty()) {
             std::cerr << "jpeg_quality: no .jpg files under " << photos << '\n';
             return 2;
