@@ -17,7 +17,9 @@
 /// and _AC_refine step for step (the bits read, the coefficients written, EOB runs, corrupt
 /// runs past the band, the warnings). What changes is the cost per code: one lookup of the next
 /// 10 bits gives the code, its value bits and the zero run where they fit (libjpeg looks up 8
-/// bits, then reads the value bits apart), and the reader loads 8 bytes at a time.
+/// bits, then reads the value bits apart), and the reader loads 8 bytes at a time. In AC
+/// refinement, which is most of a progressive decode, masks of the block's zero and nonzero
+/// coefficients replace libjpeg's walk position by position (see ac_refine).
 #include <algorithm>
 #include <atomic>
 #include <bit>
