@@ -240,7 +240,7 @@ entropy_choice prepare_scans(jpeg_decompress_struct& d, huffman_decoder& h);
 void take_over_scans(jpeg_decompress_struct& d, huffman_decoder& h);
 
 /// For tests: whether AC refinement scans may use BMI2's PDEP where the CPU runs it fast (the
-/// default), or must take the portable loop; returns whether PDEP is used from now on.
+/// default), or must take the portable select; returns whether PDEP is used from now on.
 bool refine_with_pdep(bool allowed) noexcept;
 
 /// Counts `choice` (jpeg_counts.cpp): process-wide (`ops::jpeg_huffman_use()`) and in the

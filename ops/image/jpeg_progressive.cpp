@@ -216,14 +216,44 @@ inline void correct(reader_t& r, j_decompress_ptr cinfo, JCOEF* block, std::uint
     return rs;
 }
 
-/// Where a run of `run` zero coefficients ends: the lowest set bit of `zeros` after its `run`
-/// lowest are cleared, 0 when there are not that many. By clearing them one at a time.
-struct skip_by_loop {
-    static std::uint64_t after(std::uint64_t zeros, int run) {
-        if (run != 0) {
-            for (int i = 0; i < run && zeros != 0; ++i) zeros &= zeros - 1;
+/// By a byte and k (0-7), the position of the byte's k-th set bit (8 where it has fewer).
+struct byte_select {
+    std::uint8_t at[256][8];
+};
+constexpr byte_select make_byte_select() {
+    byte_select t{};
+    for (int b = 0; b < 256; ++b) {
+        int k = 0;
+        for (int i = 0; i < 8; ++i) t.at[b][i] = 8;
+        for (int i = 0; i < 8; ++i) {
+            if ((b >> i) & 1) t.at[b][k++] = static_cast<std::uint8_t>(i);
         }
-        return zeros & (~zeros + 1);
+    }
+    return t;
+}
+constexpr byte_select select_in_byte = make_byte_select();
+
+/// Where a run of `run` zero coefficients ends: the bit of `zeros`'s run-th set bit (counting
+/// from 0), 0 when it has no more than `run`. Without a branch on `run`: the set bits of each
+/// byte counted at once (SWAR), summed byte by byte with one multiplication, the byte where the
+/// sum passes `run` found by a compare of all eight, and the bit in it from a table.
+struct skip_by_select {
+    static std::uint64_t after(std::uint64_t zeros, int run) {
+        constexpr std::uint64_t ones = 0x0101010101010101ULL;
+        constexpr std::uint64_t highs = 0x8080808080808080ULL;
+        std::uint64_t c = zeros - ((zeros >> 1) & 0x5555555555555555ULL);
+        c = (c & 0x3333333333333333ULL) + ((c >> 2) & 0x3333333333333333ULL);
+        c = (c + (c >> 4)) & 0x0F0F0F0F0F0F0F0FULL;  // set bits per byte
+        const std::uint64_t upto = c * ones;         // byte i: set bits in bytes 0..i
+        // Bytes whose running count is above `run` (each count is at most 64: no borrow).
+        const std::uint64_t past =
+            ((upto | highs) - static_cast<std::uint64_t>(run + 1) * ones) & highs;
+        if (past == 0) return 0;
+        const int byte = std::countr_zero(past) >> 3;
+        const int before = byte == 0 ? 0 : static_cast<int>((upto >> (8 * byte - 8)) & 0xFF);
+        const auto bits = static_cast<std::size_t>((zeros >> (8 * byte)) & 0xFF);
+        const int bit = select_in_byte.at[bits][run - before];
+        return std::uint64_t{1} << (8 * byte + bit);
     }
 };
 
@@ -311,14 +341,14 @@ void ac_refine(huffman_decoder& h, j_decompress_ptr cinfo, JBLOCKROW* mcu) {
 /// For tests: AC refinement without PDEP even where it is fast.
 std::atomic<bool> pdep_refused{false};
 
-/// AC refinement with PDEP where it is fast, else with the loop.
+/// AC refinement with PDEP where it is fast, else with the select of skip_by_select.
 decode_mcu_fn refine_routine() {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (x86::has_fast_pdep() && !pdep_refused.load(std::memory_order_relaxed)) {
         return decode_mcu_with<ac_refine<skip_by_pdep>>;
     }
 #endif
-    return decode_mcu_with<ac_refine<skip_by_loop>>;
+    return decode_mcu_with<ac_refine<skip_by_select>>;
 }
 
 /// Sets `h` up for the progressive scan `d` has just started (libjpeg checked it): the tables

@@ -167,8 +167,8 @@ std::size_t cut_segment(const file_bytes& f) {
 }
 
 /// AC refinement has two ways to find a run's end: BMI2's PDEP where the CPU runs it fast, and a
-/// loop elsewhere. Runs `check` with each this CPU can take (where the test reaches the decoder's
-/// internals: a static build), and says which in `what`.
+/// select from counted bits elsewhere. Runs `check` with each this CPU can take (where the test
+/// reaches the decoder's internals: a static build), and says which in its argument.
 template <class Check>
 void with_each_refinement(Check check) {
 #if FERRY_TEST_IMAGE_INTERNALS
@@ -178,7 +178,7 @@ void with_each_refinement(Check check) {
     } restore_pdep;
     if (jpeg::refine_with_pdep(true)) check(std::string(" (PDEP)"));
     (void)jpeg::refine_with_pdep(false);
-    check(std::string(" (loop)"));
+    check(std::string(" (select)"));
 #else
     check(std::string());
 #endif
