@@ -78,7 +78,7 @@ bool pipeline_runtime::next(any_value& out) {
         cancel_for_stop();
         return false;
     }
-    if (!ctl_.running) start_epoch();
+    if (!ctl_.running && !start_epoch()) return false;  // stopped while the source opened
     for (;;) {
         msg m = nullptr;
         if (!con_.out->pop(m)) {

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "ferry/detail/redact.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
@@ -62,8 +63,9 @@ void pipeline_runtime::take_resume_state() {
             "position); this one is ordered");
     }
     if (!st.shape().empty() && st.shape() != res_.shape) {
-        refuse("the state was saved by a pipeline of stages '" + st.shape() + "', this one has '" +
-               res_.shape + "'");
+        // Escaped: a state made in code is not checked by parse.
+        refuse("the state was saved by a pipeline of stages '" + escape_controls(st.shape()) +
+               "', this one has '" + res_.shape + "'");
     }
     const auto& mine = plan_.source.identity;
     if (!st.rank_positions().empty() && !plan_.source.open_resumed) {
@@ -124,6 +126,12 @@ void pipeline_runtime::take_resume_state() {
 
 source_cursor pipeline_runtime::open_epoch() {
     if (!res_.pending) return plan_.source.open(ctl_.epoch);
+    // The source first: a resume stopped or refused while the source is pulled to the position
+    // changes nothing, and the state stays pending (what state() returns).
+    const pipeline_state& pending = *res_.pending;
+    source_cursor cursor = pending.rank_positions().empty()
+                               ? open_source_at(plan_.source, ctl_.epoch, pending.position())
+                               : plan_.source.open_resumed(pending);  // a merged epoch's rest
     const pipeline_state st = std::move(*res_.pending);
     res_.pending.reset();
     resume_point at{st.position()};
@@ -149,9 +157,8 @@ source_cursor pipeline_runtime::open_epoch() {
         res_.from_ranks = st.rank_positions();
         res_.from_sampler = *st.saved_sampler();
         res_.from_window = st.saved_window();
-        return plan_.source.open_resumed(st);
     }
-    return open_source_at(plan_.source, ctl_.epoch, st.position());
+    return cursor;
 }
 
 pipeline_state pipeline_runtime::state() const {

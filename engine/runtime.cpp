@@ -3,6 +3,7 @@
 /// The pipeline's lifecycle: construction (plan, threads, graph), epochs (start, finish, abort),
 /// stop, and destruction. See runtime.hpp for the shape of the graph and where each job lives.
 
+#include "ferry/this_call.hpp"
 #include "flow.hpp"
 
 #include "input_label.hpp"
@@ -146,19 +147,19 @@ pipeline_runtime::~pipeline_runtime() {
     if (flow_->budget_held) worker_budget::instance().release(plan_.threads);
 }
 
-void pipeline_runtime::start_epoch() {
+bool pipeline_runtime::start_epoch() {
     source_cursor cursor;
     try {
+        // Opening can take long (a resume pulls a generator to its position): it stops when
+        // the pipeline does, through this_call::stop_requested().
+        const call_scope scope(&ctl_.stopping, &ctl_.aborting);
         cursor = open_epoch();
+    } catch (const error& e) {
+        // Stopped while opening: nothing has started, nothing failed; a resume stays pending.
+        if (e.code() != errc::cancelled || !ctl_.stopping) fail_to_open_epoch();
+        return false;
     } catch (...) {
-        const auto cause = std::current_exception();
-        const std::string text = describe(cause);
-        record_failure("source", 0, 1, cause, text, log_level::error, {});
-        ctl_.fatal = std::make_exception_ptr(stage_error("source", 0, 1, text,
-                                                         "stage 'source' failed to open epoch " +
-                                                             std::to_string(ctl_.epoch.load()) +
-                                                             ": " + text));
-        std::rethrow_exception(ctl_.fatal);
+        fail_to_open_epoch();
     }
     {
         std::lock_guard lock(src_.mutex);
@@ -182,6 +183,17 @@ void pipeline_runtime::start_epoch() {
     monitor_.wake();
     tsan_release(this);
     flow_->input->activate();
+    return true;
+}
+
+void pipeline_runtime::fail_to_open_epoch() {
+    const auto cause = std::current_exception();
+    const std::string text = describe(cause);
+    record_failure("source", 0, 1, cause, text, log_level::error, {});
+    ctl_.fatal = std::make_exception_ptr(stage_error(
+        "source", 0, 1, text,
+        "stage 'source' failed to open epoch " + std::to_string(ctl_.epoch.load()) + ": " + text));
+    std::rethrow_exception(ctl_.fatal);
 }
 
 void pipeline_runtime::finish_epoch() {

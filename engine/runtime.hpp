@@ -377,7 +377,12 @@ class pipeline_runtime final : public runtime {
     /// (which then becomes the epoch's frontier).
     source_cursor open_epoch();
     // runtime.cpp
-    void start_epoch();
+    /// Opens the epoch and sets the graph going; false when a stop came while the source was
+    /// being opened (nothing started).
+    bool start_epoch();
+    /// start_epoch's failure to open the source (the exception in flight): recorded, and the
+    /// pipeline's fatal error from then on.
+    [[noreturn]] void fail_to_open_epoch();
     void finish_epoch();
     void abort_epoch_locked() noexcept;
     /// The first half of an abort: waits for the graph, clears every buffer and counts what was

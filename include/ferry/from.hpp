@@ -148,8 +148,13 @@ source_cursor sampled_cursor(std::shared_ptr<R> holder, const sampler& order, st
         std::uint64_t epoch;
         std::uint64_t next;
     };
-    auto st = std::make_shared<state>(
-        state{std::move(holder), order, epoch, std::min(from, order.size())});
+    if (from > order.size()) {
+        // A state made in code (parse refuses such a text): resuming would end the epoch at once.
+        throw invalid_argument("resume_from: the saved position " + std::to_string(from) +
+                               " is past the end of the sampled epoch, which has " +
+                               std::to_string(order.size()) + " items for this rank");
+    }
+    auto st = std::make_shared<state>(state{std::move(holder), order, epoch, from});
     return [st](any_value& out) {
         if (st->next == st->order.size()) return false;
         const auto i = st->order.index(st->epoch, st->next);

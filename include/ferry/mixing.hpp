@@ -153,7 +153,8 @@ class FERRY_API mix_sampler {
     };
 
     /// Epoch `epoch` from `position` on (the draws before it replayed). The cursor refers to
-    /// this sampler: keep it alive.
+    /// this sampler: keep it alive. The replay ends at a stop request of the stage call it runs
+    /// in (`errc::cancelled`); a position past the epoch's end is `ferry::invalid_argument`.
     [[nodiscard]] cursor open(std::uint64_t epoch, std::uint64_t position = 0) const;
 
     /// The sources as given.

@@ -16,6 +16,7 @@
 
 #include "ferry/error.hpp"
 #include "ferry/mixing.hpp"
+#include "ferry/this_call.hpp"
 
 namespace ferry {
 namespace {
@@ -87,8 +88,19 @@ mix_sampler::mix_sampler(std::vector<source> sources, const mix_options& options
 
 mix_sampler::cursor mix_sampler::open(std::uint64_t epoch, std::uint64_t position) const {
     cursor c(*this, epoch);
-    // Only the counts matter before the position: no item index is worked out.
-    while (c.position() < position && c.draw()) {
+    // Only the counts matter before the position: no item index is worked out. An endless mix
+    // resumed far in stops when its pipeline is stopped (a resume opens it inside a stage call).
+    while (c.position() < position) {
+        if (this_call::stop_requested()) {
+            throw error(errc::cancelled, "mix: stopped while drawing to the saved position " +
+                                             std::to_string(position) + " (at " +
+                                             std::to_string(c.position()) + ")");
+        }
+        if (!c.draw()) {
+            throw invalid_argument("mix: the saved position " + std::to_string(position) +
+                                   " is past the end of epoch " + std::to_string(epoch) +
+                                   ", which has " + std::to_string(c.position()) + " items");
+        }
     }
     return c;
 }

@@ -255,6 +255,124 @@ BOOST_DATA_TEST_CASE(no_call_starts_after_stop_returns, bdata::make({false, true
     BOOST_TEST(r.started == 2);
 }
 
+// stop() from another thread ends a resume that pulls a generator to a far saved position: the
+// generator is pulled a handful of times after the call, next() returns nothing, nothing is
+// recorded as failed, and state() still names the saved position (saved again, it resumes there).
+BOOST_AUTO_TEST_CASE(stop_ends_a_resume_pulling_an_endless_generator_to_its_position) {
+    constexpr std::uint64_t far = 1'000'000'000'000'000ULL;
+    std::atomic<std::uint64_t> pulls{0};
+    std::atomic<bool> stop_called{false};
+    std::atomic<std::uint64_t> pulls_after_stop{0};
+    // A replay that ignored the stop would run for days: the generator ends its epoch itself
+    // once it has been pulled for a while after stop(), so that such a run fails its checks
+    // instead of hanging the suite.
+    auto generator = [&, i = std::uint64_t{0},
+                      since = steady::time_point{}]() mutable -> std::optional<std::uint64_t> {
+        ++pulls;
+        if (stop_called.load()) {
+            if (pulls_after_stop.fetch_add(1) == 0) since = steady::now();
+            if (steady::now() - since > bounded_wait) return std::nullopt;
+        }
+        return i++;
+    };
+    auto p = ferry::from(std::move(generator))
+                 .map([](std::uint64_t x) { return x; })
+                 .build({.threads = 2,
+                         .logger = quiet,
+                         .resume_from = ferry::pipeline_state::parse(
+                             "ferry-state 1 epoch=0 position=" + std::to_string(far) +
+                             " children= failed=0 shape=map")});
+    steady::time_point called{};
+    std::thread stopper_thread([&] {
+        (void)wait_until([&] { return pulls.load() > 10'000; });
+        called = steady::now();
+        stop_called = true;
+        p.stop();
+    });
+    std::optional<std::uint64_t> got;
+    BOOST_CHECK_NO_THROW(got = p.next());
+    const auto ended = steady::now();
+    stopper_thread.join();
+    BOOST_TEST(!got.has_value());
+    BOOST_TEST(pulls_after_stop.load() < 1000U);
+    BOOST_TEST(ms_between(called, ended) <= stop_bound(0ms));
+    const auto st = p.stats();
+    BOOST_TEST(st.failed == 0U);
+    BOOST_TEST(p.failures().empty());
+    BOOST_TEST(p.state().position() == far);
+    BOOST_TEST(!p.next().has_value());
+}
+
+// A resume whose position lies past the source's epoch is refused, naming the position and
+// the items the epoch has, where an empty epoch would have hidden the mismatch: a generator
+// pulled to its end, a sampled dataset (a state made in code), a mix.
+BOOST_AUTO_TEST_CASE(a_resume_past_the_end_of_the_source_is_refused) {
+    const auto message = [](auto&& pipeline) {
+        try {
+            (void)pipeline.next();
+        } catch (const ferry::stage_error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no stage_error");
+    };
+    const auto state_at = [](std::uint64_t position) {
+        return ferry::pipeline_state::parse(
+            "ferry-state 1 epoch=0 position=" + std::to_string(position) +
+            " children= failed=0 shape=map");
+    };
+    const auto thirty = [i = 0]() mutable -> std::optional<int> {
+        if (i == 30) return std::nullopt;
+        return i++;
+    };
+    auto generated = ferry::from(thirty)
+                         .map([](int x) { return x; })
+                         .build({.threads = 1, .logger = quiet, .resume_from = state_at(40)});
+    BOOST_TEST(message(generated).find("resume_from: the saved position 40 is past the end of "
+                                       "the source's epoch 0, which has 30 items") !=
+               std::string::npos);
+    // At the end exactly: an empty rest, no error.
+    auto at_end = ferry::from(thirty)
+                      .map([](int x) { return x; })
+                      .build({.threads = 1, .logger = quiet, .resume_from = state_at(30)});
+    BOOST_TEST(!at_end.next().has_value());
+
+    const std::vector<int> data = iota(10);
+    ferry::pipeline_state sampled(0, 11);
+    sampled.set_shape("map");
+    sampled.set_sampler(ferry::sampler(10, {.seed = 3}).identity());
+    auto over_dataset = ferry::from(data, ferry::sampling{.seed = 3})
+                            .map([](int x) { return x; })
+                            .build({.threads = 1, .logger = quiet, .resume_from = sampled});
+    BOOST_TEST(message(over_dataset)
+                   .find("resume_from: the saved position 11 is past the end of "
+                         "the sampled epoch, which has 10 items for this rank") !=
+               std::string::npos);
+
+    // A mix of 10 + 10 items whose epoch ends with its first exhausted source: at most 19 draws.
+    const std::vector<int> evens{0, 2, 4, 6, 8, 10, 12, 14, 16, 18};
+    const std::vector<int> odds{1, 3, 5, 7, 9, 11, 13, 15, 17, 19};
+    const auto mixed = [&](std::uint64_t position) {
+        auto m = ferry::mix<int>({{evens, 0.5}, {odds, 0.5}}, {.seed = 5});
+        auto probe = m.map([](int x) { return x; }).build({.threads = 1});
+        ferry::pipeline_state st(0, position);
+        st.set_shape("map");
+        st.set_sampler(probe.state().sampler());
+        return m.map([](int x) { return x; })
+            .build({.threads = 1, .logger = quiet, .resume_from = std::move(st)});
+    };
+    auto whole = ferry::mix<int>({{evens, 0.5}, {odds, 0.5}}, {.seed = 5})
+                     .map([](int x) { return x; })
+                     .build({.threads = 1});
+    const auto drawn = drain(whole).size();
+    BOOST_TEST_REQUIRE(drawn < 20U);
+    auto rest = mixed(drawn);
+    BOOST_TEST(!rest.next().has_value());
+    auto past = mixed(drawn + 1);
+    BOOST_TEST(message(past).find("mix: the saved position " + std::to_string(drawn + 1) +
+                                  " is past the end of epoch 0, which has " +
+                                  std::to_string(drawn) + " items") != std::string::npos);
+}
+
 // Destroying a pipeline over an endless generator returns promptly, read or not.
 BOOST_AUTO_TEST_CASE(destroying_a_pipeline_over_an_endless_generator_returns_promptly) {
     {

@@ -15,12 +15,14 @@
 
 #include "ferry/completion.hpp"
 #include "ferry/detail/any_value.hpp"
+#include "ferry/error.hpp"
 #include "ferry/export.hpp"
 #include "ferry/options.hpp"
 #include "ferry/sampling.hpp"
 #include "ferry/state.hpp"
 #include "ferry/stats.hpp"
 #include "ferry/tensor.hpp"
+#include "ferry/this_call.hpp"
 
 namespace ferry::detail {
 
@@ -66,12 +68,31 @@ struct source_spec {
 /// Opens `s` at `position` of `epoch`: directly when it can seek (`open_at`), else by opening the
 /// epoch and pulling and dropping what comes before the position (a generator must then make
 /// the same items again). A resume and each part of a zip open their sources this way.
+/// The pulling stops at a stop request (`this_call::stop_requested()`: `errc::cancelled`), and a
+/// source whose epoch ends before the position is `ferry::invalid_argument`: the state is not
+/// one of this source's, and resuming it would deliver an empty epoch in silence.
 inline source_cursor open_source_at(const source_spec& s, std::uint64_t epoch,
                                     std::uint64_t position) {
     if (s.open_at) return s.open_at(epoch, position);
     source_cursor c = s.open(epoch);
     any_value skipped;
-    for (std::uint64_t i = 0; i < position && c(skipped); ++i) skipped.reset();
+    for (std::uint64_t i = 0; i < position; ++i) {
+        // One relaxed load or two per element, against a std::function call and a value made
+        // and dropped: an endless generator resumed far in stops when asked.
+        if (this_call::stop_requested()) {
+            throw error(errc::cancelled,
+                        "resume_from: stopped while pulling the source to the "
+                        "saved position " +
+                            std::to_string(position) + " (at " + std::to_string(i) + ")");
+        }
+        if (!c(skipped)) {
+            throw invalid_argument("resume_from: the saved position " + std::to_string(position) +
+                                   " is past the end of the source's epoch " +
+                                   std::to_string(epoch) + ", which has " + std::to_string(i) +
+                                   " items");
+        }
+        skipped.reset();
+    }
     return c;
 }
 
