@@ -125,7 +125,9 @@ class FERRY_API pipeline_state {
     /// Reads what `serialize` wrote. Throws `ferry::invalid_argument` saying what is wrong with a
     /// blob that is not one (empty, another format or version, a missing or malformed field) or
     /// whose parts disagree (a sampler's rank not below its world size, rank positions that are
-    /// not one per rank of the saved world or lie past its epoch). Work and memory are linear in
+    /// not one per rank of the saved world or lie past its epoch, done positions that are not
+    /// ascending or lie before the position, a position or done position past the sampled epoch's
+    /// items for this rank, a shape with a control character). Work and memory are linear in
     /// the text's length, and so is what a state read from it costs `merge` and
     /// `resumed_sampler`.
     [[nodiscard]] static pipeline_state parse(std::string_view text);

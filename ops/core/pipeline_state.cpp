@@ -138,6 +138,38 @@ void check_window(const std::vector<std::uint64_t>& window, std::uint64_t positi
     }
 }
 
+/// Checks an unordered pipeline's done positions: ascending (a position listed twice would be
+/// delivered twice), all past the state's position (before it, everything is done).
+void check_done(const std::vector<std::uint64_t>& done, std::uint64_t position) {
+    for (std::size_t i = 0; i < done.size(); ++i) {
+        if (i > 0 && done[i] <= done[i - 1]) {
+            bad("the done positions are not ascending (" + std::to_string(done[i]) + " after " +
+                std::to_string(done[i - 1]) + "): an item would be delivered twice");
+        }
+        if (done[i] < position) {
+            bad("done position " + std::to_string(done[i]) + " lies before the state's position " +
+                std::to_string(position));
+        }
+    }
+}
+
+/// Checks a sampled state's position (and done positions) against its epoch's items for this
+/// rank: past them, a resume would open an empty epoch. Over a `ferry::mix`, `n` is the mix's
+/// fingerprint, a 64-bit hash: the bound holds (its epochs are far shorter) and the mix's own
+/// replay checks its end (mix_sampler::open).
+void check_within_epoch(const pipeline_state& st, const sampler_identity& s) {
+    const std::uint64_t items =
+        sampler(s.n, {.rank = s.rank, .world_size = s.world_size, .remainder = s.remainder}).size();
+    if (st.position() > items) {
+        bad("the position " + std::to_string(st.position()) + " is past the sampled epoch's " +
+            std::to_string(items) + " items for this rank");
+    }
+    if (!st.done().empty() && st.done().back() >= items) {
+        bad("done position " + std::to_string(st.done().back()) + " is past the sampled epoch's " +
+            std::to_string(items) + " items for this rank");
+    }
+}
+
 std::string sampler_text(const sampler_identity& s) {
     return "n:" + std::to_string(s.n) + ",seed:" + std::to_string(s.seed) +
            ",rank:" + std::to_string(s.rank) + ",world:" + std::to_string(s.world_size) +
@@ -251,6 +283,14 @@ pipeline_state pipeline_state::parse(std::string_view text) {
         bad("the saved world's window comes without the ranks' positions");
     }
     check_window(st.merged_window_, 0, st.ranks_);
+    check_done(st.done_, st.position_);
+    // Not in the rest of a merged epoch (ranks_): its share is of another world's epoch.
+    if (st.sampler_ && !st.merged_ && st.ranks_.empty()) check_within_epoch(st, *st.sampler_);
+    for (const char c : st.shape_) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f)
+            bad("the shape '" + quote(st.shape_) + "' holds a control character");
+    }
     return st;
 }
 

@@ -328,6 +328,12 @@ BOOST_AUTO_TEST_CASE(a_state_of_another_dataset_or_pipeline_is_refused) {
                 .build({.resume_from = st});
         },
         "the state was saved by a pipeline of stages 'map', this one has 'map,batch:4'");
+    // A shape made in code (parse refuses it) is quoted escaped: it cannot start a log line.
+    auto forged = st;
+    forged.set_shape("map\n[error] forged\x1b[2J");
+    expect_saying<ferry::invalid_argument>(
+        [&] { (void)sampled(data100, 1, 0, forged); },
+        "pipeline of stages 'map\\n[error] forged\\x1b[2J', this one has 'map'");
     // No sampling now.
     expect_saying<ferry::invalid_argument>(
         [&] { (void)ferry::from(data100).map([](int x) { return x; }).build({.resume_from = st}); },

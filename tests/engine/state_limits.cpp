@@ -116,6 +116,37 @@ BOOST_AUTO_TEST_CASE(a_state_whose_parts_disagree_is_refused) {
     BOOST_TEST(ferry::pipeline_state::parse(good).serialize() == good);
 }
 
+// A state that would deliver an item twice or resume into an empty epoch is refused: the done
+// positions of an unordered pipeline ascend and lie past the position, the position lies within
+// the sampled epoch of this rank, and the shape holds no control character (quoted escaped).
+BOOST_AUTO_TEST_CASE(a_state_that_would_repeat_or_skip_items_is_refused) {
+    const std::string head = "ferry-state 1 epoch=0 position=4 children= failed=0 shape=map ";
+    BOOST_TEST(refusal(head + "done=9,7") ==
+               "pipeline_state::parse: the done positions are not ascending (7 after 9): an item "
+               "would be delivered twice");
+    BOOST_TEST(refusal(head + "done=7,7") ==
+               "pipeline_state::parse: the done positions are not ascending (7 after 7): an item "
+               "would be delivered twice");
+    BOOST_TEST(refusal(head + "done=2,7") ==
+               "pipeline_state::parse: done position 2 lies before the state's position 4");
+    const std::string sampled = " sampler=n:10,seed:1,rank:1,world:2,remainder:drop,shuffle:0";
+    BOOST_TEST(refusal("ferry-state 1 epoch=0 position=6 children= failed=0 shape=map" + sampled) ==
+               "pipeline_state::parse: the position 6 is past the sampled epoch's 5 items for "
+               "this rank");
+    BOOST_TEST(refusal(head + "done=5" + sampled) ==
+               "pipeline_state::parse: done position 5 is past the sampled epoch's 5 items for "
+               "this rank");
+    BOOST_TEST(refusal("ferry-state 1 epoch=0 position=0 children= failed=0 shape=map\x1b[2J") ==
+               "pipeline_state::parse: the shape 'map\\x1b[2J' holds a control character");
+    // At the end of its epoch, with items done past the position: still a state ferry writes.
+    for (const auto* good : {"ferry-state 1 epoch=0 position=5 children= failed=0 shape=map "
+                             "sampler=n:10,seed:1,rank:1,world:2,remainder:drop,shuffle:0",
+                             "ferry-state 1 epoch=0 position=4 children= done=5,7 failed=0 "
+                             "shape=map"}) {
+        BOOST_TEST(ferry::pipeline_state::parse(good).serialize() == good);
+    }
+}
+
 // A megabyte of junk in a field: the message quotes a few characters of it, escaped.
 BOOST_AUTO_TEST_CASE(a_refusal_quotes_a_bounded_escaped_piece) {
     const auto message = refusal("ferry-state 1 epoch=\x1b[2J" + std::string(1 << 20, '7') +
