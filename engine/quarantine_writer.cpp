@@ -16,7 +16,8 @@
 namespace ferry::detail {
 
 quarantine_writer::quarantine_writer(const std::filesystem::path& file) : path_(file.string()) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    // 0600, like the cache's files: the lines name inputs (paths, URLs) and why they failed.
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (fd_ < 0) {
         const int err = errno;
         throw io_error("pipeline_options::quarantine: cannot open '" + path_ +

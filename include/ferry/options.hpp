@@ -260,7 +260,8 @@ struct pipeline_options {
     /// Non-empty: every failure is appended to this file as one JSON line (its input, stage,
     /// code, message, epoch and item; see <ferry/quarantine.hpp>), written with one `write` per
     /// line as it is recorded, so the lines so far survive a crash later in the run. `build()`
-    /// opens (creates) it and throws `ferry::io_error` when it cannot; a later write failure is
+    /// opens it (creates it with mode 0600: its lines name inputs and why they failed; an existing
+    /// file keeps its mode) and throws `ferry::io_error` when it cannot; a later write failure is
     /// logged once. Load it back with `ferry::load_quarantine` to leave those inputs out next time:
     /// \code
     ///   auto pipe = ferry::from(files).exclude(ferry::load_quarantine("bad.jsonl"))

@@ -4,6 +4,7 @@
 /// threads fail at once; the next run loads it and leaves exactly those inputs out (filtered).
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -137,6 +138,26 @@ BOOST_AUTO_TEST_CASE(quarantine_file_is_appended_to) {
     BOOST_TEST(bad.size() == 2u);
     BOOST_TEST(bad.contains("run0"));
     BOOST_TEST(bad.contains("run1"));
+}
+
+// A quarantine file ferry creates is readable by its user only (0600, like the cache): its lines
+// name the inputs that failed and why, which other users of the machine have no business seeing.
+// The umask is opened wide for the run, so only the mode ferry asks for decides it.
+BOOST_AUTO_TEST_CASE(a_new_quarantine_file_is_private) {
+    temp_file q;
+    const ::mode_t before = ::umask(0);
+    {
+        auto p = ferry::from(std::vector<std::string>{"s3://bucket/private/report.pdf"})
+                     .map([](const std::string&) -> int { throw ferry::decode_error("bad"); },
+                          {.on_error = ferry::skip})
+                     .build({.logger = quiet, .max_epoch_failure_rate = 1, .quarantine = q.path()});
+        (void)drain(p);
+    }
+    ::umask(before);
+    struct stat st {};
+    BOOST_TEST_REQUIRE(::stat(q.path().c_str(), &st) == 0);
+    BOOST_TEST((st.st_mode & 07777) == 0600U);
+    BOOST_TEST(q.lines().size() == 1U);
 }
 
 // Inputs with quotes, backslashes, control characters, non-ASCII and bytes that are not UTF-8
