@@ -353,6 +353,10 @@ struct audio_options {
     std::chrono::milliseconds timeout{10'000};
     /// More output samples (per channel) than this are refused (default: 1 hour at 48 kHz).
     std::int64_t max_samples = 48'000LL * 3600;
+    /// More bytes of output samples (4-byte floats, every output channel) than this are refused
+    /// as they are decoded: a small file that declares many channels cannot take gigabytes
+    /// (default 2 GiB; an hour of 48 kHz stereo takes 1.3 GiB). 0: no byte cap.
+    std::uint64_t max_bytes = 2ULL << 30;
     /// A cut or damaged file: false (the default) returns what decodes, as the ffmpeg CLI does,
     /// with `audio::truncated()` set and the stage's `stage_stats::truncated` counted; true makes
     /// it a `ferry::decode_error` (for validating a dataset). Cut means the data ends before the

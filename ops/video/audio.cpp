@@ -242,6 +242,15 @@ class audio_decoder {
                                std::to_string(opt_.max_samples) +
                                " samples per channel (audio_options::max_samples)");
         }
+        // What the samples held cost, every channel: the per-channel cap alone lets a small
+        // file that declares many channels take gigabytes.
+        const auto held = static_cast<std::uint64_t>(total()) * out_.size() * sizeof(float);
+        if (opt_.max_bytes > 0 && held > opt_.max_bytes) {
+            throw decode_error(std::string(op) + ": " + in_.name + ": more than " +
+                               std::to_string(opt_.max_bytes) + " bytes of samples (" +
+                               std::to_string(out_.size()) +
+                               " channels; audio_options::max_bytes)");
+        }
     }
 
     audio finish() {

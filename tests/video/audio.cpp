@@ -155,6 +155,31 @@ BOOST_AUTO_TEST_CASE(no_audio_empty_and_junk_are_decode_errors) {
           "Invalid data found");
 }
 
+// Samples cost bytes by the channel: a small file of many channels is refused at the byte cap
+// (4-byte float samples times channels) before it can take gigabytes, though it stays under the
+// per-channel sample cap; the cap counts the channels asked for (an up-mix), and a decode of
+// exactly the cap's size is whole.
+BOOST_AUTO_TEST_CASE(many_channels_are_refused_at_the_byte_cap) {
+    // 8 channels, 1 s at 48 kHz: 8 x 48000 x 4 = 1 536 000 bytes decoded.
+    const auto eight =
+        tone_file({200, 300, 400, 500, 600, 700, 800, 900}, 48000, 1.0, "flac", ".flac");
+    try {
+        (void)ferry::ops::decode_audio(eight, {.max_bytes = 1'000'000});
+        BOOST_ERROR("8 channels of 48000 samples decoded within 1 000 000 bytes");
+    } catch (const ferry::decode_error& e) {
+        BOOST_TEST(std::string(e.what()).find("more than 1000000 bytes of samples (8 channels; "
+                                              "audio_options::max_bytes)") != std::string::npos,
+                   e.what());
+    }
+    const auto whole = ferry::ops::decode_audio(eight, {.max_bytes = 1'536'000});
+    BOOST_TEST(whole.channels() == 8);
+    BOOST_TEST(whole.samples() == 48000);
+    const auto mono = tone_file({440}, 48000, 1.0, "flac", ".flac");
+    BOOST_CHECK_THROW((void)ferry::ops::decode_audio(mono, {.channels = 8, .max_bytes = 1'000'000}),
+                      ferry::decode_error);
+    BOOST_TEST(ferry::ops::decode_audio(mono, {.max_bytes = 1'000'000}).samples() == 48000);
+}
+
 /// Codecs with their containers, to check that nothing intact reads as truncated.
 const std::vector<std::string> codecs{"flac",      "aac",       "libopus",
                                       "libvorbis", "pcm_s16le", "libmp3lame"};
