@@ -31,11 +31,15 @@ struct cache_options {
     /// Who may use the folder. false (the default): this user alone. A folder `open_cache`
     /// creates is mode 0700 and its files (entries, temporary files, `.lock`) 0600; an existing
     /// folder owned by another user, or writable by group or others, is refused (an `io_error`
-    /// that says how to fix it). true: the folder's group shares it. A folder `open_cache`
-    /// creates is mode 2770 (setgid: entries take the folder's group) and files are 0660, given
-    /// the folder's group; a folder of another owner is accepted, one writable by others is
-    /// refused. Every member of the group can read every entry and plant one: share a folder
-    /// only among users who may see each other's objects.
+    /// that says how to fix it), and an entry file of another owner is never served. true: the
+    /// folder's group shares it. A folder `open_cache` creates is mode 2770 (setgid: entries take
+    /// the folder's group) and files are 0660, given the folder's group; a folder of another
+    /// owner is accepted, one writable by others is refused; an entry of another group, or
+    /// writable by others, is never served. Every member of the group can read every entry and
+    /// plant one: share a folder only among users who may see each other's objects. Either way,
+    /// every folder on the path must belong to this user or root (for a shared cache: or have
+    /// one of this process's groups) and be writable by no one else unless sticky (as /tmp is),
+    /// and a symbolic link on it must be this user's or root's: see `ferry::ops::open_cache`.
     bool shared_group = false;
     /// Longest wait for the folder's lock (`.lock`, taken to rename an entry into place and to
     /// evict). When it cannot be had in time (another process holds it), the object just
@@ -78,8 +82,8 @@ struct cache_stats {
     /// folder's lock: the object read was answered, not kept.
     std::uint64_t lock_timeouts = 0;
     /// Entries found unusable — not a regular file (a FIFO, a device), truncated or appended
-    /// to, a record that does not read (one written by an older ferry included): each a miss,
-    /// fetched again.
+    /// to, a record that does not read (one written by an older ferry included), a file another
+    /// user could have written (see `cache_options::shared_group`): each a miss, fetched again.
     std::uint64_t invalid_entries = 0;
     /// Reads that went to the network past the cache: a credential whose identity ferry cannot
     /// tell (see `cache_options::cache_unidentified`), or a URL with a line break.
@@ -101,8 +105,10 @@ class cache_store;
 /// Temporary files of a process that died mid-write are removed by the next eviction pass.
 /// Recency is the entry's mtime, set on every hit. Against other local users: see
 /// `cache_options::shared_group` (who may use the folder) and `lock_wait` (a held lock costs
-/// fills, never reads); an entry path that is not a regular file (a FIFO, a link) is a miss,
-/// never waited on or followed.
+/// fills, never reads); an entry path that is not a regular file (a FIFO, a link), or a file
+/// another user could have written, is a miss, never waited on, followed or served. The folder
+/// is opened once, by `open_cache`, and used through that descriptor from then on: moving it,
+/// its parents or a link on its path afterwards changes nothing the cache reads or writes.
 class FERRY_API object_cache {
   public:
     explicit object_cache(std::unique_ptr<ops::detail::cache_store> store);
@@ -116,7 +122,9 @@ class FERRY_API object_cache {
     [[nodiscard]] const cache_options& options() const noexcept;
     /// The file an object's entry lives in (whether or not it exists) when `read_url(url)` reads
     /// it with no extra headers: to see what is cached. Empty when such a read is not cached
-    /// (a credential of unknown identity in the URL, without `cache_unidentified`).
+    /// (a credential of unknown identity in the URL, without `cache_unidentified`). It is the
+    /// folder's path as given to `open_cache`, for display: the cache itself never opens it, and
+    /// if that path names another folder now, the cache still uses the folder it opened.
     [[nodiscard]] std::filesystem::path entry_path(std::string_view url) const;
 
     /// For ferry::http's own code.
@@ -132,6 +140,15 @@ namespace ops {
 /// the cause when it cannot be created or written, or is refused for its owner or mode (see
 /// `cache_options::shared_group`; the message says the fix), and removes temporary files left
 /// by processes that died mid-write.
+///
+/// The folder's path is walked one folder at a time from `/` and used once: the folder is held
+/// open, and every later access (entries, temporary files, the lock, eviction) is relative to
+/// it. So that no other user can swap the folder before that, each folder on the path must
+/// belong to this user or root and be writable by no one else, unless it is sticky (like /tmp,
+/// where others cannot move what is not theirs; for a shared cache, a folder of one of the
+/// process's groups counts as its own); a symbolic link on the path is followed only if it
+/// belongs to this user or root. Folders it creates above the cache folder are 0755 at
+/// most.
 ///
 /// With it in `http_options::cache`, `read_url` of an `http(s)://` or `s3://` URL answers from
 /// the local file when it can: a miss downloads the whole object into the cache (streamed to

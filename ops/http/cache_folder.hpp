@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// Who may use a cache folder, and its lock: the folder created with the mode
-/// `cache_options::shared_group` says (0700, or 2770) or an existing one checked (its owner, who
-/// may write it), and the folder's lock, waited for `cache_options::lock_wait` at most.
+/// Who may use a cache folder, and its lock: the folder opened once, as a descriptor that every
+/// later access goes through (never its path again), after checking every folder on its path
+/// (none another user could write, no link another user owns), then created with the mode
+/// `cache_options::shared_group` says (0700, or 2770) or checked (its owner, who may write it);
+/// and the folder's lock, waited for `cache_options::lock_wait` at most.
 #pragma once
 
 #include <sys/stat.h>
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "ferry/cache.hpp"
 
@@ -22,11 +25,49 @@ inline std::string errno_text(int e) {
     return std::strerror(e);
 }
 
-/// Creates the folder (mode 0700, or 2770 when `o.shared_group`; parents as `mkdir -p` makes
-/// them) or checks an existing one: a private folder must be this user's and not writable by
-/// group or others, a shared one not writable by others. Throws `ferry::io_error`, after
-/// `where`, saying why and how to fix it. Returns the folder's stat.
-struct stat prepare_folder(const cache_options& o, const std::string& where);
+/// A file descriptor, closed when it goes.
+class unique_fd {
+  public:
+    unique_fd() = default;
+    explicit unique_fd(int fd) noexcept : fd_(fd) {}
+    unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+    unique_fd& operator=(unique_fd&& o) noexcept {
+        if (this != &o) {
+            reset();
+            fd_ = std::exchange(o.fd_, -1);
+        }
+        return *this;
+    }
+    ~unique_fd() { reset(); }
+    [[nodiscard]] int get() const noexcept { return fd_; }
+    void reset() noexcept;
+
+  private:
+    int fd_ = -1;
+};
+
+/// A cache folder, open: what every later access goes through (`openat`, `renameat`,
+/// `unlinkat`, `fstatat` with `AT_SYMLINK_NOFOLLOW`), so that a folder moved or re-linked after
+/// the opening is never mistaken for it.
+struct opened_folder {
+    unique_fd fd;       ///< O_DIRECTORY, opened without following a link
+    struct stat st {};  ///< its fstat, as checked
+};
+
+/// Opens the folder `o.dir`, walking its path one folder at a time from `/` (openat with
+/// O_NOFOLLOW) and creating what is missing (the folder with mode 0700, or 2770 when
+/// `o.shared_group`; folders above it 0755 at most). Refuses, with a `ferry::io_error` after
+/// `where` that names what and how to fix it:
+/// * a folder on the path that another user could use to move the cache folder away and put
+///   their own in its place: one owned by neither this user nor root, or writable by group or
+///   others without the sticky bit (as /tmp has). For a shared cache, a folder whose group is
+///   one of this process's groups counts as this user's: its members share the cache anyway
+///   (and only a member, or root, can give a folder its group);
+/// * a symbolic link on the path owned by neither this user nor root (its owner could point it
+///   anywhere); links of this user or root are followed, once, here;
+/// * the folder itself: a private one must be this user's and not writable by group or others,
+///   a shared one not writable by others.
+opened_folder open_folder(const cache_options& o, const std::string& where);
 
 /// A mutex waited for with a deadline. Not `std::timed_mutex`: libstdc++ waits on it with
 /// `pthread_mutex_clocklock`, which ThreadSanitizer does not intercept, so it reports every

@@ -9,8 +9,11 @@
 /// holds it forever costs others their fills, never their reads.
 ///
 /// Who may use the folder at all is its mode (see `cache_options::shared_group`): a private
-/// folder that others could write, or that someone else owns, is refused before anything in it
-/// is opened.
+/// folder that others could write, or that someone else owns, or one under a folder others
+/// could write, is refused before anything in it is opened. The folder is opened once; every
+/// later access is relative to that descriptor (openat, renameat, unlinkat, fstatat without
+/// following links), so a folder re-linked or moved after the opening is never read or written
+/// in its place.
 #include "cache_store.hpp"
 
 #include "ferry/this_call.hpp"
@@ -123,10 +126,11 @@ std::int64_t next_stamp() {
     }
 }
 
-/// Whether a temporary file's writer is gone: its flock is free, and its pid (in the name,
-/// `.tmp-<pid>-...`) is not running or the file is old.
-bool orphaned(const std::filesystem::path& p, const std::string& name, const struct stat& st) {
-    const unique_fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+/// Whether the temporary file `name` of the folder open on `folder` has lost its writer: its
+/// flock is free, and its pid (in the name, `.tmp-<pid>-...`) is not running or the file is old.
+bool orphaned(int folder, const std::string& name, const struct stat& st) {
+    const unique_fd fd(
+        ::openat(folder, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     if (fd.get() < 0) return false;
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;  // its writer holds it
     const auto age = std::chrono::system_clock::now().time_since_epoch() -
@@ -138,16 +142,11 @@ bool orphaned(const std::filesystem::path& p, const std::string& name, const str
 
 }  // namespace
 
-void unique_fd::reset() noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-}
-
-cache_writer::cache_writer(std::filesystem::path temp, unique_fd fd, std::uint64_t max_bytes)
-    : temp_(std::move(temp)), fd_(std::move(fd)), max_bytes_(max_bytes) {}
+cache_writer::cache_writer(int folder, std::string name, unique_fd fd, std::uint64_t max_bytes)
+    : folder_(folder), name_(std::move(name)), fd_(std::move(fd)), max_bytes_(max_bytes) {}
 
 cache_writer::~cache_writer() {
-    if (!committed_) ::unlink(temp_.c_str());
+    if (!committed_) ::unlinkat(folder_, name_.c_str(), 0);
 }
 
 bool cache_writer::write(const std::byte* data, std::size_t n) {
@@ -168,13 +167,13 @@ fill_turn::~fill_turn() {
 cache_store::cache_store(cache_options options)
     : options_(std::move(options)), file_mode_(options_.shared_group ? 0660U : 0600U) {
     const std::string where = "open_cache: '" + options_.dir.string() + "': ";
-    const struct stat folder = prepare_folder(options_, where);
-    folder_gid_ = folder.st_gid;
-    const auto lock_path = options_.dir / ".lock";
+    opened_folder folder = open_folder(options_, where);
+    folder_gid_ = folder.st.st_gid;
+    folder_ = std::move(folder.fd);
     const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-    lock_fd_ = unique_fd(::open(lock_path.c_str(), flags | O_CREAT | O_EXCL, file_mode_));
+    lock_fd_ = unique_fd(::openat(folder_.get(), ".lock", flags | O_CREAT | O_EXCL, file_mode_));
     const bool created = lock_fd_.get() >= 0;
-    if (!created && errno == EEXIST) lock_fd_ = unique_fd(::open(lock_path.c_str(), flags));
+    if (!created && errno == EEXIST) lock_fd_ = unique_fd(::openat(folder_.get(), ".lock", flags));
     if (lock_fd_.get() < 0) {
         throw io_error(where + "cannot write the lock file: " + errno_text(errno), false);
     }
@@ -206,21 +205,29 @@ std::filesystem::path cache_store::path_of(const std::string& key) const {
     return options_.dir / sha256_hex(key);
 }
 
+bool cache_store::trusted(const struct stat& st) const noexcept {
+    if (!options_.shared_group) return st.st_uid == ::geteuid();
+    return st.st_gid == folder_gid_ && (st.st_mode & S_IWOTH) == 0;
+}
+
 std::optional<cache_hit> cache_store::find(const std::string& key) {
-    const auto path = path_of(key);
+    const std::string name = sha256_hex(key);
     // Non-blocking: a FIFO planted here must not hold the read (a stop would not reach it).
-    unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    unique_fd fd(
+        ::openat(folder_.get(), name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     if (fd.get() < 0) {
         if (errno == ELOOP || errno == ENXIO) {  // a symbolic link, a socket
             ++counters.invalid_entries;
-            remove_if_same(path, -1);
+            remove_if_same(name, -1);
         }
         return std::nullopt;
     }
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    // Another user's file (planted by root's hand, or a group member's made writable by all)
+    // is no entry of ours, whatever it says: it is replaced by the fill.
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || !trusted(st)) {
         ++counters.invalid_entries;
-        remove_if_same(path, fd.get());
+        remove_if_same(name, fd.get());
         return std::nullopt;
     }
     const auto file_size = static_cast<std::uint64_t>(st.st_size);
@@ -240,7 +247,7 @@ std::optional<cache_hit> cache_store::find(const std::string& key) {
     if (record && record->url != key) return std::nullopt;  // another URL with this hash
     if (!record || record->size + length + footer != file_size) {
         ++counters.invalid_entries;
-        remove_if_same(path, fd.get());
+        remove_if_same(name, fd.get());
         return std::nullopt;
     }
     return cache_hit{std::move(fd), std::move(*record)};
@@ -258,11 +265,11 @@ std::unique_ptr<cache_writer> cache_store::begin(const std::string& key) {
     const std::string name = temp_prefix + std::to_string(::getpid()) + "-" +
                              std::to_string(temp_counter_.fetch_add(1)) + "-" +
                              sha256_hex(key).substr(0, 16);
-    const auto temp = options_.dir / name;
-    unique_fd fd(
-        ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, file_mode_));
+    unique_fd fd(::openat(folder_.get(), name.c_str(),
+                          O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, file_mode_));
     if (fd.get() < 0) {
-        throw io_error("cache: '" + temp.string() + "': cannot create: " + errno_text(errno));
+        throw io_error("cache: '" + (options_.dir / name).string() +
+                       "': cannot create: " + errno_text(errno));
     }
     // The mode says who may read the entry it becomes: exactly the folder's, whatever the umask.
     ::fchmod(fd.get(), file_mode_);
@@ -273,7 +280,7 @@ std::unique_ptr<cache_writer> cache_store::begin(const std::string& key) {
     if (options_.max_object_bytes != 0 && (cap == 0 || options_.max_object_bytes < cap)) {
         cap = options_.max_object_bytes;
     }
-    return std::make_unique<cache_writer>(temp, std::move(fd), cap);
+    return std::make_unique<cache_writer>(folder_.get(), name, std::move(fd), cap);
 }
 
 bool cache_store::commit(cache_writer& w, const entry_record& r) {
@@ -286,7 +293,7 @@ bool cache_store::commit(cache_writer& w, const entry_record& r) {
         !pwrite_all(w.fd(), tail, footer, w.size() + text.size())) {
         return false;
     }
-    const auto path = path_of(r.url);
+    const std::string name = sha256_hex(r.url);
     const folder_lock lock(lock_mutex_, lock_fd_.get(), options_.lock_wait);
     if (!lock.held()) {
         ++counters.lock_timeouts;
@@ -295,12 +302,12 @@ bool cache_store::commit(cache_writer& w, const entry_record& r) {
     }
     const std::int64_t stamp = touch(w.fd());
     struct stat old {};
-    const bool replaced = ::lstat(path.c_str(), &old) == 0;  // a key filled again
-    if (::rename(w.temp_.c_str(), path.c_str()) != 0) return false;
+    // A key filled again.
+    const bool replaced = ::fstatat(folder_.get(), name.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0;
+    if (::renameat(folder_.get(), w.name_.c_str(), folder_.get(), name.c_str()) != 0) return false;
     w.committed_ = true;
     counters.bytes_stored += r.size;
     const std::uint64_t size = w.size() + text.size() + footer;
-    const std::string name = path.filename().string();
     known_.push_back({stamp, size, name});
     total_ += size;
     ++counters.entries;
@@ -319,8 +326,8 @@ bool cache_store::evict_known(const std::string& keep) {
         known_entry e = std::move(known_.front());
         known_.pop_front();
         struct stat st {};
-        const auto p = options_.dir / e.name;
-        if (::lstat(p.c_str(), &st) != 0) {  // gone: another process evicted it
+        // Gone: another process evicted it.
+        if (::fstatat(folder_.get(), e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
             total_ -= std::min(total_, e.size);
             continue;
         }
@@ -330,7 +337,7 @@ bool cache_store::evict_known(const std::string& keep) {
             known_.push_back(std::move(e));
             continue;
         }
-        if (::unlink(p.c_str()) == 0) {
+        if (::unlinkat(folder_.get(), e.name.c_str(), 0) == 0) {
             ++counters.evictions;
             this_call::count("cache evictions");
             if (counters.entries > 0) --counters.entries;
@@ -350,22 +357,32 @@ void cache_store::sweep(const std::string& keep) {
     std::uint64_t total = 0;
     fills_since_listing_ = 0;
     ++counters.listings;
-    DIR* d = ::opendir(options_.dir.c_str());
-    if (d == nullptr) return;
+    // A descriptor of its own (not a dup, which would share the folder's read position).
+    const int listing = ::openat(folder_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* d = listing < 0 ? nullptr : ::fdopendir(listing);
+    if (d == nullptr) {
+        if (listing >= 0) ::close(listing);
+        return;
+    }
     while (const dirent* e = ::readdir(d)) {
         const std::string name = e->d_name;
         const bool temp = name.starts_with(temp_prefix);
         if (!temp && !is_entry_name(name)) continue;
-        const auto p = options_.dir / name;
         struct stat st {};
-        if (::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        if (temp) {
-            if (orphaned(p, name, st)) ::unlink(p.c_str());
+        if (::fstatat(folder_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode)) {
             continue;
         }
-        // An entry of ours more open than the folder's files (an older ferry made them 0644).
+        if (temp) {
+            if (orphaned(folder_.get(), name, st)) ::unlinkat(folder_.get(), name.c_str(), 0);
+            continue;
+        }
+        // An entry of ours more open than the folder's files (an older ferry made them 0644):
+        // changed through a descriptor, so that a link put in its place meanwhile is not followed.
         if ((st.st_mode & 0777U & ~file_mode_) != 0 && st.st_uid == ::geteuid()) {
-            ::chmod(p.c_str(), file_mode_);
+            const unique_fd own(::openat(folder_.get(), name.c_str(),
+                                         O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+            if (own.get() >= 0) ::fchmod(own.get(), file_mode_);
         }
         entries.push_back({mtime_ns(st), static_cast<std::uint64_t>(st.st_size), name});
         total += static_cast<std::uint64_t>(st.st_size);
@@ -376,7 +393,7 @@ void cache_store::sweep(const std::string& keep) {
     known_.clear();
     for (entry& e : entries) {
         if (options_.max_bytes != 0 && total > options_.max_bytes && e.name != keep) {
-            if (::unlink((options_.dir / e.name).c_str()) == 0) {
+            if (::unlinkat(folder_.get(), e.name.c_str(), 0) == 0) {
                 ++counters.evictions;
                 this_call::count("cache evictions");
             }
@@ -389,7 +406,7 @@ void cache_store::sweep(const std::string& keep) {
     counters.entries = known_.size();
 }
 
-void cache_store::remove_if_same(const std::filesystem::path& p, int fd) {
+void cache_store::remove_if_same(const std::string& name, int fd) {
     const folder_lock lock(lock_mutex_, lock_fd_.get(), options_.lock_wait);
     if (!lock.held()) {
         ++counters.lock_timeouts;  // it stays; the next fill replaces it
@@ -397,13 +414,13 @@ void cache_store::remove_if_same(const std::filesystem::path& p, int fd) {
     }
     struct stat named {
     }, open{};
-    if (::lstat(p.c_str(), &named) != 0) return;
+    if (::fstatat(folder_.get(), name.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0) return;
     // Only the file we found damaged: another writer may have renamed a good one in since. With
     // no fd (what was there could not be opened), only what no writer makes: not a regular file.
     if (fd < 0 ? !S_ISREG(named.st_mode)
                : ::fstat(fd, &open) == 0 && named.st_dev == open.st_dev &&
                      named.st_ino == open.st_ino) {
-        ::unlink(p.c_str());
+        ::unlinkat(folder_.get(), name.c_str(), 0);
     }
 }
 

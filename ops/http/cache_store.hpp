@@ -10,9 +10,11 @@
 /// is invalid, and removed; so is one of an older record format.
 ///
 /// Against other local users: the folder is this user's (0700, files 0600) or its group's
-/// (2770, files 0660), and one that others can write is refused; entries are opened without
-/// following links or blocking and must be regular files; the lock is waited for
-/// `cache_options::lock_wait` at most.
+/// (2770, files 0660), and one that others can write, or under a folder others can write, is
+/// refused; it is opened once (cache_folder.hpp) and every later access goes through that
+/// descriptor, never the folder's path; entries are opened without following links or blocking,
+/// must be regular files and this user's (a shared folder's: its group's, not writable by
+/// others); the lock is waited for `cache_options::lock_wait` at most.
 #pragma once
 
 #include <atomic>
@@ -33,27 +35,6 @@
 
 namespace ferry::ops::detail {
 
-/// A file descriptor, closed when it goes.
-class unique_fd {
-  public:
-    unique_fd() = default;
-    explicit unique_fd(int fd) noexcept : fd_(fd) {}
-    unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-    unique_fd& operator=(unique_fd&& o) noexcept {
-        if (this != &o) {
-            reset();
-            fd_ = std::exchange(o.fd_, -1);
-        }
-        return *this;
-    }
-    ~unique_fd() { reset(); }
-    [[nodiscard]] int get() const noexcept { return fd_; }
-    void reset() noexcept;
-
-  private:
-    int fd_ = -1;
-};
-
 /// What an entry records of its object.
 struct entry_record {
     std::string url;  ///< the key: the URL without credentials (compared on every read)
@@ -72,7 +53,8 @@ struct cache_hit {
 /// removed when the writer goes, unless committed.
 class cache_writer {
   public:
-    cache_writer(std::filesystem::path temp, unique_fd fd, std::uint64_t max_bytes);
+    /// The file `name` in the folder open on `folder` (which outlives the writer), open on `fd`.
+    cache_writer(int folder, std::string name, unique_fd fd, std::uint64_t max_bytes);
     cache_writer(const cache_writer&) = delete;
     cache_writer& operator=(const cache_writer&) = delete;
     ~cache_writer();
@@ -90,7 +72,8 @@ class cache_writer {
 
   private:
     friend class cache_store;
-    std::filesystem::path temp_;
+    int folder_;
+    std::string name_;
     unique_fd fd_;
     std::uint64_t max_bytes_;
     std::uint64_t expected_ = UINT64_MAX;
@@ -127,19 +110,23 @@ struct cache_counters {
 
 class cache_store {
   public:
-    /// Creates the folder and its lock file (or checks an existing folder's owner and mode),
-    /// checks that it can be written, removes temporary files of dead writers. Throws
-    /// `ferry::io_error` naming the folder.
+    /// Opens the folder (`open_folder`: creates it, or checks an existing one's owner and mode,
+    /// and the folders on its path) and its lock file, checks that it can be written, removes
+    /// temporary files of dead writers. Throws `ferry::io_error` naming the folder.
     explicit cache_store(cache_options options);
     cache_store(const cache_store&) = delete;
     cache_store& operator=(const cache_store&) = delete;
 
     [[nodiscard]] const cache_options& options() const noexcept { return options_; }
+    /// Where `key`'s entry is, for display: the folder's path as given to `open_cache`. Nothing
+    /// opens by it: if that path names another folder now, the cache still uses the one it
+    /// opened.
     [[nodiscard]] std::filesystem::path path_of(const std::string& key) const;
 
     /// The valid entry for `key`, or nullopt. A damaged one (size not its record's) is removed;
     /// one whose record names another URL (a hash collision) is a miss and stays; one that is
-    /// not a regular file (a FIFO, a link) is never waited on, and removed too.
+    /// not a regular file (a FIFO, a link) is never waited on, and removed too; so is one that
+    /// another user could have written (`trusted`): never served.
     std::optional<cache_hit> find(const std::string& key);
     /// Marks the entry open on `fd` as used now (its mtime: the LRU order); returns that time
     /// (ns since the epoch).
@@ -167,13 +154,18 @@ class cache_store {
     /// mtime, so one used since the listing is kept) until `total_` fits the budget. False when
     /// `known_` ran out first: the folder must be listed again.
     bool evict_known(const std::string& keep);
-    /// Under the lock: removes `p` if it is still the file open on `fd` (-1: if it is still not a
-    /// regular file).
-    void remove_if_same(const std::filesystem::path& p, int fd);
+    /// Under the lock: removes the folder's file `name` if it is still the file open on `fd`
+    /// (-1: if it is still not a regular file).
+    void remove_if_same(const std::string& name, int fd);
+    /// Whether an entry's file (its fstat) is one only who may use the cache could have written:
+    /// this user's, in a private folder; in a shared one, of the folder's group and not writable
+    /// by others.
+    [[nodiscard]] bool trusted(const struct stat& st) const noexcept;
 
     cache_options options_;
     unsigned file_mode_;   // entries', temporary files' and the lock's: 0600, or 0660 when shared
     unsigned folder_gid_;  // given to files of a shared folder
+    unique_fd folder_;     // the folder, open: every access is relative to it (openat, ...)
     unique_fd lock_fd_;
     // flock excludes other processes, not threads sharing lock_fd_; timed, as the flock is.
     deadline_mutex lock_mutex_;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// The cache folder against other local users: the modes of what open_cache creates (private,
-/// or shared with a group), folders it must refuse (another owner, writable by others), a FIFO
+/// or shared with a group), folders it must refuse (another owner, writable by others, under a
+/// parent others can write or through another user's link), entries of another user, a FIFO
 /// planted at an entry's path, and the folder's lock held by someone else. Each read that could
 /// block runs under a watchdog that unblocks it after a while and fails the case, so a hang is
 /// a failure, not a stuck suite.
@@ -27,6 +28,7 @@ using ferry_test::files_in;
 using ferry_test::object_server;
 using ferry_test::random_body;
 using ferry_test::read;
+using ferry_test::served;
 using ferry_test::temp_files_in;
 using ferry_test::temp_folder;
 
@@ -120,6 +122,138 @@ BOOST_AUTO_TEST_CASE(a_folder_others_can_write_or_own_is_refused) {
                                  std::to_string(::geteuid()) + ")") != std::string::npos,
                owned.what());
     BOOST_TEST(owned.what().find("cache_options::shared_group") != std::string::npos, owned.what());
+}
+
+// A folder whose parent other users can write (0777, not sticky) is refused at open, with an
+// io_error naming the folder, the parent, its owner and mode, and the fix, and nothing is made
+// there; so is one under a parent of another user (uid 65534). A sticky parent (1777, as /tmp
+// is) is accepted; a group-writable one only for a cache shared with that group.
+BOOST_AUTO_TEST_CASE(a_folder_under_a_parent_others_can_write_is_refused) {
+    temp_folder root("ferry-cache-parent");
+    object_server s;
+    s.put("/p", random_body(3000, 46));
+    const std::string me = std::to_string(::geteuid());
+    const auto open = root / "open";
+    std::filesystem::create_directories(open);
+    ::chmod(open.c_str(), 0777);
+    const auto e = ferry_test::expect_throw<ferry::io_error>(
+        [&] { (void)ferry::ops::open_cache({.dir = open / "cache"}); });
+    BOOST_TEST(
+        e.what().find("open_cache: '" + (open / "cache").string() + "'") != std::string::npos,
+        e.what());
+    BOOST_TEST(e.what().find("the folder '" + open.string() + "' on its path (owner uid " + me +
+                             ", mode 0777) is writable by other users") != std::string::npos,
+               e.what());
+    BOOST_TEST(e.what().find("chmod go-w '" + open.string() + "'") != std::string::npos, e.what());
+    BOOST_TEST(!std::filesystem::exists(open / "cache"), "the refused folder was made");
+
+    const auto sticky = root / "sticky";
+    std::filesystem::create_directories(sticky);
+    ::chmod(sticky.c_str(), 01777);
+    BOOST_TEST(read(s.url("/p"), ferry::ops::open_cache({.dir = sticky / "cache"})) ==
+               random_body(3000, 46));
+
+    const auto team = root / "team";  // group-writable, of this process's group
+    std::filesystem::create_directories(team);
+    ::chmod(team.c_str(), 0775);
+    BOOST_TEST(ferry::ops::open_cache({.dir = team / "shared", .shared_group = true}) != nullptr);
+    const auto group = ferry_test::expect_throw<ferry::io_error>(
+        [&] { (void)ferry::ops::open_cache({.dir = team / "private"}); });
+    BOOST_TEST(group.what().find("the folder '" + team.string() + "' on its path (owner uid " + me +
+                                 ", mode 0775) is writable by other users") != std::string::npos,
+               group.what());
+
+    const auto theirs = root / "theirs";
+    std::filesystem::create_directories(theirs);
+    ::chmod(theirs.c_str(), 0755);
+    if (::chown(theirs.c_str(), 65534, 65534) != 0) {
+        BOOST_WARN_MESSAGE(false, "not root: the other-owner half is skipped");
+        return;
+    }
+    const auto owned = ferry_test::expect_throw<ferry::io_error>(
+        [&] { (void)ferry::ops::open_cache({.dir = theirs / "cache"}); });
+    BOOST_TEST(
+        owned.what().find("the folder '" + theirs.string() +
+                          "' on its path (owner uid 65534, mode 0755) belongs to another user") !=
+            std::string::npos,
+        owned.what());
+    BOOST_TEST(!std::filesystem::exists(theirs / "cache"), "the refused folder was made");
+}
+
+// A link on the folder's path that another user owns (uid 65534) is refused at open, naming the
+// link: its owner could point the cache at any folder. A link of this user's is followed once,
+// at open (cache_race.cpp).
+BOOST_AUTO_TEST_CASE(a_link_of_another_user_on_the_path_is_refused) {
+    temp_folder root("ferry-cache-their-link");
+    std::filesystem::create_directories(root / "mine");
+    std::filesystem::create_directory_symlink(root / "mine", root / "link");
+    if (::lchown((root / "link").c_str(), 65534, 65534) != 0) {
+        BOOST_WARN_MESSAGE(false, "not root: cannot make a link of another user; skipped");
+        return;
+    }
+    const auto e = ferry_test::expect_throw<ferry::io_error>(
+        [&] { (void)ferry::ops::open_cache({.dir = root / "link" / "cache"}); });
+    BOOST_TEST(e.what().find("'" + (root / "link").string() +
+                             "' is a symbolic link of uid 65534") != std::string::npos,
+               e.what());
+    BOOST_TEST(!std::filesystem::exists(root / "mine" / "cache"), "the link was followed");
+}
+
+// An entry owned by another user (uid 65534) in a private cache is never served: the read is a
+// miss, counted as an invalid entry, the object is fetched again, and the entry that replaces
+// the planted one is this user's.
+BOOST_AUTO_TEST_CASE(an_entry_of_another_user_is_not_served) {
+    temp_folder dir("ferry-cache-foreign");
+    object_server s;
+    const std::string body = random_body(5000, 47);
+    s.put("/o", body);
+    const auto cache = ferry::ops::open_cache({.dir = dir.path()});
+    const auto entry = ferry_test::plant_entry(s, "/o", dir.path(), "POISONED-BY-UID-65534");
+    if (::chown(entry.c_str(), 65534, 65534) != 0) {
+        BOOST_WARN_MESSAGE(false, "not root: cannot plant an entry of another user; skipped");
+        return;
+    }
+    const std::string got = read(s.url("/o"), cache);
+    BOOST_TEST((got == body), served(got));
+    const auto st = cache->stats();
+    BOOST_TEST(st.hits == 0U);
+    BOOST_TEST(st.misses == 1U);
+    BOOST_TEST(st.invalid_entries == 1U);
+    BOOST_TEST(s.gets.load() == 2, "GETs: the plant and the fill");
+    struct stat now {};
+    BOOST_TEST_REQUIRE(::stat(entry.c_str(), &now) == 0);
+    BOOST_TEST(now.st_uid == ::geteuid());
+    BOOST_TEST(ferry_test::file_text(entry).starts_with(body));
+    BOOST_TEST(read(s.url("/o"), cache) == body);
+    BOOST_TEST(cache->stats().hits == 1U);
+}
+
+// In a group-shared cache an entry that others could write (mode 0666), or of another group
+// than the folder's (gid 65534), is never served: a miss, counted as an invalid entry, fetched
+// again.
+BOOST_AUTO_TEST_CASE(a_shared_entry_others_could_write_is_not_served) {
+    temp_folder root("ferry-cache-shared-foreign");
+    object_server s;
+    const std::string body = random_body(4000, 48);
+    s.put("/w", body);
+    s.put("/g", body + "g");
+    const auto dir = root / "cache";
+    const auto cache = ferry::ops::open_cache({.dir = dir, .shared_group = true});
+    const auto writable = ferry_test::plant_entry(s, "/w", dir, "POISONED-BY-OTHERS", true);
+    BOOST_TEST_REQUIRE(::chmod(writable.c_str(), 0666) == 0);
+    const std::string got = read(s.url("/w"), cache);
+    BOOST_TEST((got == body), served(got));
+    BOOST_TEST(cache->stats().invalid_entries == 1U);
+    BOOST_TEST(mode_of(writable) == 0660U, std::oct << mode_of(writable));
+    const auto other_group = ferry_test::plant_entry(s, "/g", dir, "POISONED-BY-GID-65534", true);
+    if (::chown(other_group.c_str(), static_cast<uid_t>(-1), 65534) != 0) {
+        BOOST_WARN_MESSAGE(false, "not root: cannot plant an entry of another group; skipped");
+        return;
+    }
+    const std::string again = read(s.url("/g"), cache);
+    BOOST_TEST((again == body + "g"), served(again));
+    BOOST_TEST(cache->stats().invalid_entries == 2U);
+    BOOST_TEST(s.gets.load() == 4, "GETs: two plants and two fills");
 }
 
 // A group-shared cache: the folder open_cache creates is 2770 and its files 0660; a folder of

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// What the cache tests share: a server of named objects that counts what it is asked and what
-/// it sends (ETags, 304s, ranges), and a look at a cache folder's files; the cases' folders are
+/// it sends (ETags, 304s, ranges), a look at a cache folder's files, and an entry planted as
+/// another user of the machine would plant one; the cases' folders are
 /// `temp_folder`s (../support/temp_folder.hpp).
 #pragma once
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -94,6 +96,29 @@ inline std::vector<std::string> temp_files_in(const std::filesystem::path& dir) 
 inline std::string file_text(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), {}};
+}
+
+/// Plants an entry for `path` in the cache folder `dir`, as another user of the machine would:
+/// a cache of its own on `dir` fills it while `s` serves `bytes` for `path` (one GET), then `s`
+/// serves what it served before. Returns the entry's file.
+inline std::filesystem::path plant_entry(object_server& s, const std::string& path,
+                                         const std::filesystem::path& dir, const std::string& bytes,
+                                         bool shared_group = false) {
+    object_server::object before;
+    {
+        const std::lock_guard lock(s.m);
+        before = s.objects.at(path);
+    }
+    s.put(path, bytes);
+    const auto planter = ferry::ops::open_cache({.dir = dir, .shared_group = shared_group});
+    (void)ferry::ops::read_url(s.url(path), {.cache = planter});
+    s.put(path, before.body, before.etag);
+    return planter->entry_path(s.url(path));
+}
+
+/// What a read served, for a failure message: its first bytes (planted ones are text).
+inline std::string served(const std::string& got) {
+    return "served '" + got.substr(0, 32) + "'";
 }
 
 /// `url` read through `cache`, as text.
