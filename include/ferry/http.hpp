@@ -166,6 +166,13 @@ struct FERRY_API read_url_fn {
 /// is not signed (public buckets). Credentials asked for but not found (one of the two keys
 /// without the other, an `AWS_PROFILE` the file does not have, a profile without both keys)
 /// throw `ferry::invalid_argument` before any request. Requests are signed with SigV4 by libcurl.
+/// The bucket, which becomes part of the host name or the path, must be named by S3's rules for
+/// general purpose buckets: 3 to 63 characters of `a-z`, `0-9`, `.` and `-`, beginning and
+/// ending with a letter or a digit, no `..`, not formatted as an IP address (`192.168.5.4`);
+/// any other name (`s3://2130706433:8443#/k` would send the signed request to 127.0.0.1:8443,
+/// `s3://../other/k` would read another path of the endpoint) throws `ferry::invalid_argument`
+/// naming the rule, before credentials are read or any request is made. The key is sent
+/// percent-encoded, its `.` and `..` segments too (`%2E%2E`), so it stays in its bucket.
 ///
 /// Each thread keeps one curl handle and reuses it across calls, so consecutive requests to a
 /// host reuse its keep-alive connection (no new TCP or TLS handshake per item); a failed

@@ -23,7 +23,7 @@ std::vector<std::string> list_objects(std::string_view url, const list_options& 
     if (options.page_size == 0 || options.page_size > 1000) {
         throw invalid_argument("list_objects: page_size must be 1 to 1000 (S3's limit)");
     }
-    const auto loc = ops::detail::s3_locate(url, false);
+    const auto loc = ops::detail::s3_locate(url, false, "list_objects");
     // A page is read whole before it is parsed: no more of it than read_xml takes.
     http_options http = options.http;
     if (http.max_bytes == 0 || http.max_bytes > ops::detail::xml_max_bytes) {

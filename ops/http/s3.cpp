@@ -138,8 +138,9 @@ std::optional<long long> clock_skew(const std::string& body, const std::string& 
 
 }  // namespace
 
-s3_location s3_locate(std::string_view url, bool key_required) {
-    const std::string where = "read_url: '" + escape_controls(redact_url(url)) + "': ";
+s3_location s3_locate(std::string_view url, bool key_required, std::string_view caller) {
+    const std::string where =
+        std::string(caller) + ": '" + escape_controls(redact_url(url)) + "': ";
     std::string_view rest = url.substr(5);  // past "s3://"
     const auto slash = rest.find('/');
     s3_location loc;
@@ -147,6 +148,14 @@ s3_location s3_locate(std::string_view url, bool key_required) {
     loc.key = slash == std::string_view::npos ? std::string() : std::string(rest.substr(slash + 1));
     if (loc.bucket.empty() || (key_required && loc.key.empty())) {
         throw invalid_argument(where + "an S3 URL is s3://<bucket>/<key>");
+    }
+    // The bucket goes into the host name or the path unencoded: checked before anything else.
+    if (const std::string broken = s3_bucket_name_error(loc.bucket); !broken.empty()) {
+        throw invalid_argument(where + "the bucket '" + shown_text(loc.bucket, 100) +
+                               "' is not an S3 bucket name: " + broken +
+                               " (S3's rules: 3 to 63 characters of a-z, 0-9, '.' and '-', "
+                               "beginning and ending with a letter or a digit, no '..', not an "
+                               "IP address)");
     }
     loc.region = env("AWS_REGION");
     if (loc.region.empty()) loc.region = env("AWS_DEFAULT_REGION");

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// URI encoding for SigV4, and the cache's unsigned URLs (see s3_text.hpp).
+/// S3's bucket naming rules, URI encoding for SigV4, and the cache's unsigned URLs (see
+/// s3_text.hpp).
 
 #include "s3_text.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "ferry/detail/url_parts.hpp"
@@ -41,7 +43,63 @@ void encode_dot_segments(std::string& path) {
     path = std::move(out);
 }
 
+bool bucket_char(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
+}
+
+bool bucket_edge_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/// `c` as a rule names it: `'c'` when printable ASCII, else `byte 0xHH`.
+std::string bucket_char_named(unsigned char c) {
+    if (c > 0x20 && c < 0x7f) return std::string("'") + static_cast<char>(c) + "'";
+    char out[16];
+    std::snprintf(out, sizeof out, "byte 0x%02X", static_cast<unsigned>(c));
+    return out;
+}
+
+/// Four labels of digits, as an IPv4 address is written (`192.168.5.4`, `10.0.0.01`).
+bool ip_formatted(std::string_view name) {
+    int labels = 0;
+    std::size_t start = 0;
+    for (;;) {
+        const auto end = std::min(name.find('.', start), name.size());
+        const std::string_view label = name.substr(start, end - start);
+        if (label.empty() ||
+            !std::all_of(label.begin(), label.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+            return false;
+        }
+        ++labels;
+        if (end == name.size()) return labels == 4;
+        start = end + 1;
+    }
+}
+
 }  // namespace
+
+std::string s3_bucket_name_error(std::string_view bucket) {
+    for (const char ch : bucket) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (!bucket_char(c)) {
+            return "it holds " + bucket_char_named(c) +
+                   ", which is not a lower-case letter, a digit, '.' or '-'";
+        }
+    }
+    if (!bucket.empty() && !bucket_edge_char(bucket.front())) {
+        return std::string("it begins with '") + bucket.front() + "'";
+    }
+    if (!bucket.empty() && !bucket_edge_char(bucket.back())) {
+        return std::string("it ends with '") + bucket.back() + "'";
+    }
+    if (bucket.find("..") != std::string_view::npos) return "it holds '..'";
+    if (ip_formatted(bucket)) return "it is formatted as an IP address";
+    if (bucket.size() < 3 || bucket.size() > 63) {
+        return "it is " + std::to_string(bucket.size()) +
+               (bucket.size() == 1 ? " character" : " characters") + " long, not 3 to 63";
+    }
+    return {};
+}
 
 std::string uri_encode(std::string_view s, bool encode_slash) {
     static constexpr char hex[] = "0123456789ABCDEF";

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// The small text jobs of S3: where a bucket lives and URI encoding as SigV4 wants it (its XML
-/// answers are read in s3_xml.hpp).
+/// The small text jobs of S3: where a bucket lives, which bucket names S3 allows, and URI
+/// encoding as SigV4 wants it (its XML answers are read in s3_xml.hpp).
 #pragma once
 
 #include <string>
@@ -33,7 +33,25 @@ struct s3_location {
 };
 
 /// Splits and resolves `url` (`s3://...`); `key_required`: an object, not a bucket or prefix.
-s3_location s3_locate(std::string_view url, bool key_required);
+/// Every `s3://` request is located here first, so the bucket's name is checked here
+/// (`s3_bucket_name_error`), before credentials are read or anything is signed or sent. Throws
+/// `ferry::invalid_argument`, its message starting `<caller>: '<url>': ` (the URL redacted and
+/// escaped), for a URL without a bucket (or key) and for a bucket name S3 does not allow.
+s3_location s3_locate(std::string_view url, bool key_required,
+                      std::string_view caller = "read_url");
+
+/// Why `bucket` is no bucket name by S3's rules for general purpose buckets (3 to 63 characters
+/// of `a-z`, `0-9`, `.` and `-`, beginning and ending with a letter or a digit, no `..`, not
+/// formatted as an IP address): the first rule it breaks, checked in this order: "it holds
+/// ':', which is not a lower-case letter, a digit, '.' or '-'" (a byte outside printable ASCII
+/// named by its value: "byte 0x0A"), "it begins with '.'" (or ends), "it holds '..'", "it is
+/// formatted as an IP address", "it is 2 characters long, not 3 to 63"; empty when it is one.
+/// The bucket becomes a host name's first label (virtual-hosted) or a path's first segment (an
+/// endpoint's, path-style): these rules keep `:`, `#`, `@`, `/`, `?`, `%` and dot segments,
+/// which would pick another host, port or path, out of both. S3's reserved prefixes and
+/// suffixes (`xn--`, `-s3alias`, ...) are not refused: access point aliases are used as bucket
+/// names.
+std::string s3_bucket_name_error(std::string_view bucket);
 
 /// A signed request (credentials from the environment; unsigned without any) for `url`.
 request s3_request(const s3_location& loc, std::string url, std::string display);

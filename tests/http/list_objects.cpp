@@ -68,7 +68,7 @@ using namespace list_objects_test;
 // (`../other-bucket/secret.bin` was another bucket's object, read with the user's keys).
 BOOST_AUTO_TEST_CASE(dot_segments_in_listed_keys_stay_in_the_key) {
     recording_server rec([](const http_request& r) {
-        if (r.target.starts_with("/b/?")) {
+        if (r.target.starts_with("/bkt/?")) {
             return http_response{
                 .body = listing({"../other-bucket/secret.bin", "a/./b//c", "x/..", "./y"})};
         }
@@ -77,12 +77,13 @@ BOOST_AUTO_TEST_CASE(dot_segments_in_listed_keys_stay_in_the_key) {
     const scoped_env env({{"AWS_ENDPOINT_URL", rec.server.url("")},
                           {"AWS_ACCESS_KEY_ID", key_id},
                           {"AWS_SECRET_ACCESS_KEY", secret}});
-    const auto urls = ferry::sources::list_objects("s3://b/");
-    const std::vector<std::string> expected_urls{"s3://b/../other-bucket/secret.bin",
-                                                 "s3://b/a/./b//c", "s3://b/x/..", "s3://b/./y"};
+    const auto urls = ferry::sources::list_objects("s3://bkt/");
+    const std::vector<std::string> expected_urls{"s3://bkt/../other-bucket/secret.bin",
+                                                 "s3://bkt/a/./b//c", "s3://bkt/x/..",
+                                                 "s3://bkt/./y"};
     BOOST_TEST(urls == expected_urls, boost::test_tools::per_element());
-    const std::vector<std::string> expected_paths{"/b/%2E%2E/other-bucket/secret.bin",
-                                                  "/b/a/%2E/b//c", "/b/x/%2E%2E", "/b/%2E/y"};
+    const std::vector<std::string> expected_paths{"/bkt/%2E%2E/other-bucket/secret.bin",
+                                                  "/bkt/a/%2E/b//c", "/bkt/x/%2E%2E", "/bkt/%2E/y"};
     for (std::size_t i = 0; i < urls.size() && i < expected_paths.size(); ++i) {
         BOOST_TEST(as_string(ferry::ops::read_url(urls[i])) == "object at " + expected_paths[i]);
         const auto seen = rec.requests();
@@ -103,8 +104,8 @@ BOOST_AUTO_TEST_CASE(a_repeated_continuation_token_is_an_error) {
         });
         const scoped_env env({{"AWS_ENDPOINT_URL", rec.server.url("")}});
         const auto e = expect_throw<ferry::io_error>(
-            [] { (void)ferry::sources::list_objects("s3://b/k/"); }, tokens.back());
-        BOOST_TEST(contains(e.what(), "list_objects: 's3://b/k/'"), e.what());
+            [] { (void)ferry::sources::list_objects("s3://bkt/k/"); }, tokens.back());
+        BOOST_TEST(contains(e.what(), "list_objects: 's3://bkt/k/'"), e.what());
         BOOST_TEST(contains(e.what(), "continuation token 'T1'"), e.what());
         BOOST_TEST(contains(e.what(), "page " + std::to_string(tokens.size())), e.what());
         BOOST_TEST(!(e.has_value() && e->transient()));
@@ -120,8 +121,8 @@ BOOST_AUTO_TEST_CASE(a_page_that_is_not_a_listing_is_an_error_naming_it) {
         "<a href=\"https://portal.example/go?token=SECRET123\">";
     for (int i = 0; i < 2000; ++i) portal += "lorem ipsum ";
     portal += "</body></html>";
-    const auto html = listing_error("s3://b/train/", portal);
-    BOOST_TEST(contains(html.what(), "list_objects: 's3://b/train/'"), html.what());
+    const auto html = listing_error("s3://bkt/train/", portal);
+    BOOST_TEST(contains(html.what(), "list_objects: 's3://bkt/train/'"), html.what());
     BOOST_TEST(contains(html.what(), "not a ListBucketResult"), html.what());
     BOOST_TEST(contains(html.what(), "<!DOCTYPE html>\\n<html><head><title>Hotel Wi-Fi: log in"),
                html.what());
@@ -131,20 +132,20 @@ BOOST_AUTO_TEST_CASE(a_page_that_is_not_a_listing_is_an_error_naming_it) {
     BOOST_TEST(html.what().size() < 600U, html.what());
 
     const auto other = listing_error(
-        "s3://b/",
+        "s3://bkt/",
         "<?xml version=\"1.0\"?><ListAllMyBucketsResult><Buckets/></ListAllMyBucketsResult>");
     BOOST_TEST(contains(other.what(), "not a ListBucketResult"), other.what());
     BOOST_TEST(contains(other.what(), "<ListAllMyBucketsResult>"), other.what());
 
-    const auto empty = listing_error("s3://b/", "");
+    const auto empty = listing_error("s3://bkt/", "");
     BOOST_TEST(contains(empty.what(), "not a ListBucketResult"), empty.what());
 }
 
 // S3 lists only keys that start with the prefix asked for: a key outside it is a store that
 // cannot be trusted, and an error naming the key, not an object to read.
 BOOST_AUTO_TEST_CASE(keys_outside_the_prefix_are_refused) {
-    const auto e = listing_error("s3://b/train/", listing({"train/0.tar", "../secret/key"}));
-    BOOST_TEST(contains(e.what(), "list_objects: 's3://b/train/' (page 1)"), e.what());
+    const auto e = listing_error("s3://bkt/train/", listing({"train/0.tar", "../secret/key"}));
+    BOOST_TEST(contains(e.what(), "list_objects: 's3://bkt/train/' (page 1)"), e.what());
     BOOST_TEST(contains(e.what(), "the key '../secret/key'"), e.what());
     BOOST_TEST(contains(e.what(), "prefix 'train/'"), e.what());
 }
@@ -154,7 +155,7 @@ BOOST_AUTO_TEST_CASE(keys_outside_the_prefix_are_refused) {
 // escaped.
 BOOST_AUTO_TEST_CASE(control_characters_in_a_listing_are_refused) {
     for (const std::string key : {"train/\x1b[2J.tar", "train/&#x1b;[2J.tar"}) {
-        const auto e = listing_error("s3://b/train/", listing({key}));
+        const auto e = listing_error("s3://bkt/train/", listing({key}));
         BOOST_TEST(contains(e.what(), "not well-formed XML"), e.what());
         BOOST_TEST(!has_control(e.what()), e.what());
     }
@@ -175,8 +176,8 @@ BOOST_AUTO_TEST_CASE(listing_xml_is_read_as_xml_defines_it) {
                 "  <IsTruncated>false</IsTruncated>\n</ListBucketResult>\n"};
     });
     const scoped_env env({{"AWS_ENDPOINT_URL", rec.server.url("")}});
-    const auto urls = ferry::sources::list_objects("s3://b/");
-    const std::vector<std::string> expected{"s3://b/a&amp;b <c>", "s3://b/caf\xC3\xA9 & <tea>"};
+    const auto urls = ferry::sources::list_objects("s3://bkt/");
+    const std::vector<std::string> expected{"s3://bkt/a&amp;b <c>", "s3://bkt/caf\xC3\xA9 & <tea>"};
     BOOST_TEST(urls == expected, boost::test_tools::per_element());
 }
 
@@ -191,22 +192,23 @@ BOOST_AUTO_TEST_CASE(listing_xml_past_its_limits_is_refused) {
         laughs += "\">";
     }
     laughs += "]><ListBucketResult><Contents><Key>&l9;</Key></Contents></ListBucketResult>";
-    const auto doctype = listing_error("s3://b/", laughs);
+    const auto doctype = listing_error("s3://bkt/", laughs);
     BOOST_TEST(contains(doctype.what(), "DOCTYPE"), doctype.what());
 
     const auto entity = listing_error(
-        "s3://b/", "<ListBucketResult><Contents><Key>&secret;</Key></Contents></ListBucketResult>");
+        "s3://bkt/",
+        "<ListBucketResult><Contents><Key>&secret;</Key></Contents></ListBucketResult>");
     BOOST_TEST(contains(entity.what(), "not well-formed XML"), entity.what());
 
     std::string deep = "<ListBucketResult>";
     for (int i = 0; i < 100000; ++i) deep += "<a>";
-    const auto depth = listing_error("s3://b/", deep);
+    const auto depth = listing_error("s3://bkt/", deep);
     BOOST_TEST(contains(depth.what(), "nested deeper than 32 elements"), depth.what());
 
     std::string big = "<ListBucketResult>";
     big += std::string(std::size_t{17} << 20, ' ');
     big += "</ListBucketResult>";
-    const auto size = listing_error("s3://b/", big);
+    const auto size = listing_error("s3://bkt/", big);
     BOOST_TEST(contains(size.what(), "16777216 bytes"), size.what());
 }
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// s3:// against the in-process server: the URL each setting of the environment gives, the
-/// SigV4 signature checked by an independent implementation (tools/sigv4_check.py), credentials
-/// from a profile, S3's error documents as typed s3_errors, no secret in any message, and
-/// list_objects' paging.
+/// s3:// against the in-process server: the URL each setting of the environment gives (keys
+/// that stay in their bucket), the SigV4 signature checked by an independent implementation
+/// (tools/sigv4_check.py), credentials from a profile, S3's error documents as typed s3_errors,
+/// no secret in any message, and list_objects' paging.
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
@@ -15,6 +15,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../support/expect.hpp"
@@ -106,12 +107,35 @@ BOOST_AUTO_TEST_CASE(objects_are_signed_requests_to_the_endpoint) {
                            {"AWS_ACCESS_KEY_ID", key_id},
                            {"AWS_SECRET_ACCESS_KEY", secret}});
     BOOST_TEST(as_string(ferry::ops::read_url(
-                   "s3://b2/k", {.range = ferry::byte_range{.offset = 2, .length = 4}})) == "ject");
+                   "s3://bk2/k", {.range = ferry::byte_range{.offset = 2, .length = 4}})) ==
+               "ject");
     const auto r2 = other.last();
-    BOOST_TEST(r2.target == "/b2/k");
+    BOOST_TEST(r2.target == "/bk2/k");
     BOOST_TEST(r2.header("range") == "bytes=2-5");
     BOOST_TEST(r2.header("x-amz-security-token").empty());
     BOOST_TEST(check_signature(r2, secret, "ap-south-1") == "ok");
+}
+
+// A key is the key, whatever it holds: its `.` and `..` segments go out as %2E and %2E%2E, and
+// `?`, `#` and `%` encoded, so no URL parser removes a segment or ends the path: the request
+// stays in the bucket, at that key, signed as sent.
+BOOST_AUTO_TEST_CASE(a_key_cannot_leave_its_bucket) {
+    recording_server rec(
+        [](const http_request& r) { return http_response{.body = "object at " + r.target}; });
+    const scoped_env env({{"AWS_ENDPOINT_URL", rec.server.url("")},
+                          {"AWS_ACCESS_KEY_ID", key_id},
+                          {"AWS_SECRET_ACCESS_KEY", secret}});
+    for (const auto& [url, target] : std::vector<std::pair<std::string, std::string>>{
+             {"s3://bkt/../x", "/bkt/%2E%2E/x"},
+             {"s3://bkt/a/../../other/x", "/bkt/a/%2E%2E/%2E%2E/other/x"},
+             {"s3://bkt/./x", "/bkt/%2E/x"},
+             {"s3://bkt/..", "/bkt/%2E%2E"},
+             {"s3://bkt/x?y#z%2F..", "/bkt/x%3Fy%23z%252F.."},
+             {"s3://bkt//x", "/bkt//x"}}) {
+        BOOST_TEST(as_string(ferry::ops::read_url(url)) == "object at " + target, url);
+        BOOST_TEST(rec.last().target == target, url);
+        BOOST_TEST(check_signature(rec.last(), secret, "us-east-1") == "ok", url);
+    }
 }
 
 // Without keys in the environment, the AWS_PROFILE section of the shared credentials file signs;
@@ -146,17 +170,17 @@ BOOST_AUTO_TEST_CASE(credentials_come_from_the_profile_or_nowhere) {
 // neither the secret nor the signature appears in any message.
 BOOST_AUTO_TEST_CASE(error_documents_are_typed_s3_errors_without_secrets) {
     recording_server rec([](const http_request& r) {
-        if (r.target == "/b/missing")
+        if (r.target == "/bkt/missing")
             return s3_error_doc(404, "NoSuchKey", "The specified key does not exist.");
-        if (r.target == "/b/denied") return s3_error_doc(403, "AccessDenied", "Access Denied");
-        if (r.target == "/b/badsig") {
+        if (r.target == "/bkt/denied") return s3_error_doc(403, "AccessDenied", "Access Denied");
+        if (r.target == "/bkt/badsig") {
             return s3_error_doc(
                 403, "SignatureDoesNotMatch",
                 "The request signature we calculated does not match the signature you provided.");
         }
-        if (r.target == "/b/slow")
+        if (r.target == "/bkt/slow")
             return s3_error_doc(503, "SlowDown", "Please reduce your request rate.");
-        if (r.target == "/b/skew")
+        if (r.target == "/bkt/skew")
             return s3_error_doc(403, "RequestTimeTooSkewed", "The difference is too large.");
         return http_response{.status = 500, .body = "not xml at all"};
     });
@@ -172,19 +196,20 @@ BOOST_AUTO_TEST_CASE(error_documents_are_typed_s3_errors_without_secrets) {
         const char* text;
     };
     for (const auto& c :
-         {case_{"missing", 404, "NoSuchKey", false,
-                "read_url: 's3://b/missing': HTTP 404 Not Found: NoSuchKey: The specified key does "
-                "not exist."},
+         {case_{
+              "missing", 404, "NoSuchKey", false,
+              "read_url: 's3://bkt/missing': HTTP 404 Not Found: NoSuchKey: The specified key does "
+              "not exist."},
           case_{"denied", 403, "AccessDenied", false,
-                "read_url: 's3://b/denied': HTTP 403 Forbidden: AccessDenied: Access Denied"},
+                "read_url: 's3://bkt/denied': HTTP 403 Forbidden: AccessDenied: Access Denied"},
           case_{"badsig", 403, "SignatureDoesNotMatch", false,
                 "SignatureDoesNotMatch: The request signature"},
           case_{"slow", 503, "SlowDown", true,
                 "HTTP 503 Service Unavailable: SlowDown: Please reduce your request rate."},
           case_{"skew", 403, "RequestTimeTooSkewed", false, "RequestTimeTooSkewed"},
           case_{"other", 500, "", true,
-                "read_url: 's3://b/other': HTTP 500 Internal Server Error"}}) {
-        const std::string url = std::string("s3://b/") + c.key;
+                "read_url: 's3://bkt/other': HTTP 500 Internal Server Error"}}) {
+        const std::string url = std::string("s3://bkt/") + c.key;
         const auto e =
             ferry_test::expect_throw<ferry::s3_error>([&] { (void)ferry::ops::read_url(url); });
         BOOST_REQUIRE(e.has_value());
@@ -251,7 +276,7 @@ BOOST_AUTO_TEST_CASE(no_secret_reaches_logs_traces_or_the_quarantine_file) {
     std::filesystem::remove(quarantine);
     std::mutex lines_mutex;
     std::vector<std::string> lines;
-    const std::vector<std::string> urls{"s3://b/a.jpg", presigned, with_password};
+    const std::vector<std::string> urls{"s3://bkt/a.jpg", presigned, with_password};
     auto p = ferry::from(urls)
                  .map([](const std::string& u) { return ferry::ops::read_url(u).size(); },
                       {.name = "fetch", .on_error = ferry::skip, .executor = ferry::io})
@@ -289,7 +314,7 @@ BOOST_AUTO_TEST_CASE(no_secret_reaches_logs_traces_or_the_quarantine_file) {
         BOOST_TEST(!contains(text, secret_part), secret_part << " in:\n" << text);
     }
     // Each input is still named, its credentials REDACTED.
-    BOOST_TEST(contains(text, "s3://b/a.jpg"));
+    BOOST_TEST(contains(text, "s3://bkt/a.jpg"));
     BOOST_TEST(contains(text, "X-Amz-Signature=REDACTED"));
     BOOST_TEST(contains(text, "user:REDACTED@"));
 }
@@ -318,21 +343,21 @@ BOOST_AUTO_TEST_CASE(list_objects_pages_through_the_listing) {
     const scoped_env env({{"AWS_ENDPOINT_URL", rec.server.url("")},
                           {"AWS_ACCESS_KEY_ID", key_id},
                           {"AWS_SECRET_ACCESS_KEY", secret}});
-    const auto urls = ferry::sources::list_objects("s3://b/train/", {.page_size = 3});
-    const std::vector<std::string> expected{"s3://b/train/0000.tar", "s3://b/train/a&b <1>.tar",
-                                            "s3://b/train/sub/0001.tar"};
+    const auto urls = ferry::sources::list_objects("s3://bkt/train/", {.page_size = 3});
+    const std::vector<std::string> expected{"s3://bkt/train/0000.tar", "s3://bkt/train/a&b <1>.tar",
+                                            "s3://bkt/train/sub/0001.tar"};
     BOOST_TEST(urls == expected, boost::test_tools::per_element());
     BOOST_REQUIRE(rec.seen.size() == 2U);
-    BOOST_TEST(rec.seen[0].target == "/b/?list-type=2&max-keys=3&prefix=train%2F");
+    BOOST_TEST(rec.seen[0].target == "/bkt/?list-type=2&max-keys=3&prefix=train%2F");
     BOOST_TEST(rec.seen[1].target ==
-               "/b/"
+               "/bkt/"
                "?continuation-token=1ueGcxLPRx1Tr%2FXYExHnhbYLgveDs2J%2Fwm36Hy4vbOwM%3D&list-type="
                "2&max-keys=3&prefix=train%2F");
     BOOST_TEST(check_signature(rec.seen[0], secret, "us-east-1") == "ok");
     BOOST_TEST(check_signature(rec.seen[1], secret, "us-east-1") == "ok");
     BOOST_CHECK_THROW((void)ferry::sources::list_objects("http://b/train/"),
                       ferry::invalid_argument);
-    BOOST_CHECK_THROW((void)ferry::sources::list_objects("s3://b/", {.page_size = 0}),
+    BOOST_CHECK_THROW((void)ferry::sources::list_objects("s3://bkt/", {.page_size = 0}),
                       ferry::invalid_argument);
 }
 
