@@ -232,24 +232,51 @@ struct url_ranges {
 
 namespace sources {
 
-/// How `list_objects` lists.
+/// How `list_objects` lists, and how much of a listing it takes. A store decides how many
+/// pages a listing has: one that hands out a fresh continuation token with every page would be
+/// listed until memory runs out, so a listing is bounded in pages, keys and bytes, each checked
+/// as the pages come; passing a bound is a `ferry::io_error` (not transient) that names it, its
+/// value and the page. The defaults are far above a real dataset's listing and below what
+/// exhausts a training machine's memory: raise them for a larger listing.
+/// \code
+///   ferry::sources::list_objects("s3://bucket/train/", {.max_keys = 500'000'000,
+///                                                        .max_bytes = std::uint64_t{32} << 30});
+/// \endcode
 struct list_options {
     /// Keys asked for per request (S3's `max-keys`, 1 to 1000).
     std::size_t page_size = 1000;
-    /// The requests' options (timeouts, TLS; `range` is not used).
+    /// The most keys the store may list (folder markers included), at least 1. 100 million: an
+    /// ImageNet-sized dataset is 1.3 million objects, and a listing of 100 million full pages
+    /// takes 100 000 requests (hours) before it ends here.
+    std::uint64_t max_keys = 100'000'000;
+    /// The most pages (requests), at least 1. A million: ten times what `max_keys` takes in
+    /// full pages, so a store that returns short pages is not cut off, while one that returns
+    /// a page of one key and a fresh token forever ends after a million requests.
+    std::uint64_t max_pages = 1'000'000;
+    /// The most bytes the listing holds, at least 1: the returned URLs' text and every
+    /// continuation token kept (to refuse one given twice). 4 GiB: 40 million URLs of 100 bytes;
+    /// each URL costs about 40 bytes more in memory than its text (its `std::string`). A bound
+    /// on memory, unlike `max_keys`, whatever the store makes its keys' length.
+    std::uint64_t max_bytes = std::uint64_t{4} << 30;
+    /// The requests' options (timeouts, TLS; `range` is not used; `max_bytes` is a page's size,
+    /// at most 16 MiB).
     http_options http{};
 };
 
 /// Every object under an S3 prefix, as `s3://bucket/key` URLs in S3's order (by key, UTF-8
 /// bytes): `list_objects("s3://bucket/train/")` lists the keys that start with `train/`, at any
 /// depth (ListObjectsV2, page after page). Keys ending in `/` (folder markers) are left out.
-/// A key is listed as it is, `.` and `..` segments included (`s3://b/../x` is the key `../x` in
-/// bucket `b`, and `read_url` reads that key). Same environment as `read_url`'s `s3://`. Throws
-/// `ferry::s3_error` or `ferry::http_error` as `read_url` does, `ferry::invalid_argument` for a
-/// URL that is not `s3://`, and `ferry::io_error` (not transient) for a store that cannot be
-/// trusted: a continuation token it gave before, an answer that is not a `ListBucketResult` (a
-/// captive portal's page; the message shows what came back, escaped and cut short), a key
-/// outside the prefix, XML with a DOCTYPE, nested deeper than 32 or larger than 16 MiB.
+/// A key is listed as it is, `.` and `..` segments included (`s3://bkt/../x` is the key `../x`
+/// in bucket `bkt`, and `read_url` reads that key). Same environment and bucket naming rules as
+/// `read_url`'s `s3://`. Throws `ferry::s3_error` or `ferry::http_error` as `read_url` does
+/// (`url()` is the listing's URL, redacted and escaped, and its page: `s3://bkt/train/ (page
+/// 3)`), `ferry::invalid_argument` before any request for a URL that is not `s3://`, a bucket
+/// name S3 does not allow or options out of range, and `ferry::io_error` (not transient) for a
+/// store that cannot be trusted: a continuation token it gave before or one longer than 4096
+/// bytes, a listing past `max_pages`, `max_keys` or `max_bytes`, an answer that is not a
+/// `ListBucketResult` (a captive portal's page; the message shows what came back, escaped and
+/// cut short), a key outside the prefix, XML with a DOCTYPE, nested deeper than 32 or larger
+/// than 16 MiB.
 /// \code
 ///   auto shards = ferry::sources::list_objects("s3://bucket/train/");
 /// \endcode

@@ -2,8 +2,9 @@
 /// \file
 /// list_objects against a store that misbehaves, on the in-process server: keys with dot
 /// segments, continuation tokens that come back, pages that are not listings (a captive
-/// portal), keys outside the prefix, and XML read as XML (CDATA, comments, namespaces) within
-/// limits (no DOCTYPE or entities, bounded depth and size).
+/// portal), keys outside the prefix, XML read as XML (CDATA, comments, namespaces) within
+/// limits (no DOCTYPE or entities, bounded depth and size), a store that never ends a listing
+/// against each of list_options' bounds, and a failing page's URL redacted and escaped.
 #include <boost/test/unit_test.hpp>
 #include <cstddef>
 #include <ferry/http.hpp>
@@ -55,6 +56,32 @@ ferry_test::thrown<ferry::io_error> listing_error(const std::string& url, std::s
         [body = std::move(body)](const http_request&) { return http_response{.body = body}; });
     const scoped_env env({{"AWS_ENDPOINT_URL", rec.server.url("")}});
     return expect_throw<ferry::io_error>([&] { (void)ferry::sources::list_objects(url); }, url);
+}
+
+/// A store that never ends a listing: every page holds `keys_per_page` keys and a fresh
+/// continuation token (`T<request>`, padded with 'x' to `token_bytes` bytes). It ends the listing
+/// at page 50, so a listing that does not stop at its bound fails here instead of hanging.
+struct endless_store {
+    recording_server rec;
+    explicit endless_store(std::size_t keys_per_page, std::size_t token_bytes = 0)
+        : rec([keys_per_page, token_bytes](const http_request& r) {
+              std::vector<std::string> keys;
+              for (std::size_t i = 0; i < keys_per_page; ++i) {
+                  keys.push_back("k/" + std::to_string(r.index) + "-" + std::to_string(i));
+              }
+              if (r.index >= 49) return http_response{.body = listing(keys)};
+              std::string token = "T" + std::to_string(r.index);
+              if (token.size() < token_bytes) token.resize(token_bytes, 'x');
+              return http_response{.body = listing(keys, token)};
+          }) {}
+};
+
+/// What list_objects("s3://bkt/k/", options) throws against `store`.
+ferry_test::thrown<ferry::io_error> endless_error(endless_store& store,
+                                                  const ferry::sources::list_options& options) {
+    const scoped_env env({{"AWS_ENDPOINT_URL", store.rec.server.url("")}});
+    return expect_throw<ferry::io_error>(
+        [&] { (void)ferry::sources::list_objects("s3://bkt/k/", options); });
 }
 
 }  // namespace list_objects_test
@@ -210,6 +237,110 @@ BOOST_AUTO_TEST_CASE(listing_xml_past_its_limits_is_refused) {
     big += "</ListBucketResult>";
     const auto size = listing_error("s3://bkt/", big);
     BOOST_TEST(contains(size.what(), "16777216 bytes"), size.what());
+}
+
+// A store that hands out a fresh token with every page would be listed until memory runs out:
+// max_pages ends it with an io_error (not transient) naming the bound, its value and the option,
+// after exactly max_pages requests.
+BOOST_AUTO_TEST_CASE(a_listing_past_max_pages_is_an_error_naming_the_bound) {
+    endless_store store(1);
+    const auto e = endless_error(store, {.max_pages = 4});
+    BOOST_TEST(contains(e.what(),
+                        "list_objects: 's3://bkt/k/' (page 4): the listing goes on past "
+                        "4 pages (list_options::max_pages = 4"),
+               e.what());
+    BOOST_TEST(!(e.has_value() && e->transient()));
+    BOOST_TEST(store.rec.requests().size() == 4U);
+}
+
+// max_keys counts every key the store lists; the page that takes the listing past it is an
+// io_error naming the bound, and no page is asked for after it.
+BOOST_AUTO_TEST_CASE(a_listing_past_max_keys_is_an_error_naming_the_bound) {
+    endless_store store(2);
+    const auto e = endless_error(store, {.max_keys = 5});
+    BOOST_TEST(contains(e.what(),
+                        "list_objects: 's3://bkt/k/' (page 3): the store listed more "
+                        "than 5 keys (list_options::max_keys = 5"),
+               e.what());
+    BOOST_TEST(!(e.has_value() && e->transient()));
+    BOOST_TEST(store.rec.requests().size() == 3U);
+}
+
+// max_bytes bounds what a listing holds whatever the keys' length: the URLs' text and the
+// continuation tokens kept. Pages of one key ("s3://bkt/k/<n>-0", 14 bytes) and a 1000-byte
+// token pass 3000 bytes at page 3 (3042).
+BOOST_AUTO_TEST_CASE(a_listing_past_max_bytes_is_an_error_naming_the_bound) {
+    endless_store store(1, 1000);
+    const auto e = endless_error(store, {.max_bytes = 3000});
+    BOOST_TEST(contains(e.what(),
+                        "list_objects: 's3://bkt/k/' (page 3): the listing's URLs and "
+                        "continuation tokens pass 3000 bytes (list_options::max_bytes "
+                        "= 3000"),
+               e.what());
+    BOOST_TEST(!(e.has_value() && e->transient()));
+    BOOST_TEST(store.rec.requests().size() == 3U);
+}
+
+// A continuation token goes back to the store in the next request's URL: one longer than 4096
+// bytes is refused, named by its length, not sent; one of 4096 bytes is taken.
+BOOST_AUTO_TEST_CASE(a_continuation_token_past_its_bound_is_refused) {
+    endless_store store(1, 4097);
+    const auto e = endless_error(store, {});
+    BOOST_TEST(contains(e.what(),
+                        "list_objects: 's3://bkt/k/' (page 1): the store gave a "
+                        "continuation token of 4097 bytes, more than the 4096"),
+               e.what());
+    BOOST_TEST(!(e.has_value() && e->transient()));
+    BOOST_TEST(store.rec.requests().size() == 1U);
+
+    endless_store longest(1, 4096);
+    const scoped_env env({{"AWS_ENDPOINT_URL", longest.rec.server.url("")}});
+    BOOST_TEST(ferry::sources::list_objects("s3://bkt/k/").size() == 50U);
+}
+
+// The bounds hold the listing to at most, not under: a listing of exactly max_pages pages,
+// max_keys keys and max_bytes bytes is whole. Out of range options are refused before any
+// request.
+BOOST_AUTO_TEST_CASE(a_listing_within_its_bounds_is_whole) {
+    recording_server rec([](const http_request& r) {
+        const std::string n = std::to_string(r.index);
+        return http_response{.body = r.index >= 2
+                                         ? listing({"k/" + n + "a", "k/" + n + "b"})
+                                         : listing({"k/" + n + "a", "k/" + n + "b"}, "T" + n)};
+    });
+    const scoped_env env({{"AWS_ENDPOINT_URL", rec.server.url("")}});
+    // Six URLs of 13 bytes ("s3://bkt/k/0a") and two tokens of 2 bytes.
+    const auto urls = ferry::sources::list_objects(
+        "s3://bkt/k/", {.max_keys = 6, .max_pages = 3, .max_bytes = 6 * 13 + 2 * 2});
+    BOOST_TEST(urls.size() == 6U);
+    BOOST_TEST(rec.requests().size() == 3U);
+    for (const auto& options :
+         {ferry::sources::list_options{.max_keys = 0}, ferry::sources::list_options{.max_pages = 0},
+          ferry::sources::list_options{.max_bytes = 0}}) {
+        const auto e = expect_throw<ferry::invalid_argument>(
+            [&] { (void)ferry::sources::list_objects("s3://bkt/k/", options); });
+        BOOST_TEST(contains(e.what(), "must be at least 1"), e.what());
+    }
+    BOOST_TEST(rec.requests().size() == 3U);
+}
+
+// The URL a failing page's error names (what() and url()) is the listing's URL as read_url names
+// its URL: credentials REDACTED, control characters escaped, and its page.
+BOOST_AUTO_TEST_CASE(a_failing_page_names_the_url_redacted_and_escaped) {
+    recording_server rec([](const http_request& r) {
+        if (r.index == 0) return http_response{.body = listing({}, "T1")};
+        return http_response{.status = 500, .body = "overloaded"};
+    });
+    const scoped_env env({{"AWS_ENDPOINT_URL", rec.server.url("")}});
+    const std::string url = "s3://bkt/pre\x1b[2Jfix\n?X-Amz-Security-Token=SECRET1&token=SECRET2";
+    const auto e =
+        expect_throw<ferry::http_error>([&] { (void)ferry::sources::list_objects(url); });
+    const std::string shown =
+        "s3://bkt/pre\\x1b[2Jfix\\n?X-Amz-Security-Token=REDACTED&token=REDACTED (page 2)";
+    BOOST_TEST(contains(e.what(), "'" + shown + "': HTTP 500"), e.what());
+    BOOST_TEST(!has_control(e.what()), e.what());
+    BOOST_TEST(!contains(e.what(), "SECRET"), e.what());
+    BOOST_TEST((e.has_value() && e->url() == shown), (e.has_value() ? e->url() : ""));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
