@@ -59,9 +59,26 @@ struct http_options {
     std::vector<std::string> headers{};
     /// Follow 3xx redirects (at most 10, to http and https only). A request that carries a
     /// credential (an `Authorization`, `Cookie` or other credential header, a `user:password@`,
-    /// an S3 session token) is redirected to https only; a signed `s3://` request is not
-    /// redirected at all (S3 redirects to the bucket's region: the `s3_error` names it).
+    /// an S3 session token) is redirected to https only, and its credentials stay with its
+    /// origin (scheme, host, port): on a redirect to another origin every credential header
+    /// (`Authorization`, `Proxy-Authorization`, `Cookie`, and any whose name holds `auth`,
+    /// `token`, `key`, `secret`, `session`, `cookie`, `password`, `signature` or `credential`,
+    /// such as `X-Api-Key` or `x-amz-security-token`) and the URL's user part are dropped from
+    /// that hop on, unless its host is one of `credential_hosts`; other headers (`Range`, your
+    /// own) go on every hop. A signed `s3://` request is not redirected at all (S3 redirects to
+    /// the bucket's region: the `s3_error` names it).
     bool follow_redirects = true;
+    /// Hosts to which a redirect may take the request's credentials (its credential headers and
+    /// user part, see `follow_redirects`) although they are another origin: host names or IP
+    /// addresses as in the URL (`"cdn.example.com"`, `"10.0.0.7"`, `"[::1]"`), compared exactly
+    /// and without regard to case; no port (any port of the host, over https, as every hop of
+    /// a request with credentials is). Empty (the default): credentials never leave the origin
+    /// they were given for. A name here also lets them reach that host on another port.
+    /// \code
+    ///   ferry::ops::read_url(url, {.headers = {"X-Api-Key: " + key},
+    ///                              .credential_hosts = {"data.example.com"}})
+    /// \endcode
+    std::vector<std::string> credential_hosts{};
     /// Verify the server's TLS certificate and host name (https). Off, ferry says so once per
     /// process on stderr, naming the first host it was off for.
     bool verify_tls = true;

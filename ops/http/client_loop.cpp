@@ -157,7 +157,8 @@ void client_loop::start(job_ptr j) {
     }
     try {
         if (c == nullptr) throw io_error(j->where + "curl_easy_init failed");
-        configure(c, j->req, j->options, *j->t, j->where);
+        j->t->followed_by_ferry = j->chain.followed_here();
+        configure(c, j->chain.hop(), j->chain.hop_options(), *j->t, j->where);
         if (const CURLMcode mc = curl_multi_add_handle(multi_, c); mc != CURLM_OK) {
             throw io_error(j->where + "curl_multi_add_handle failed: " + curl_multi_strerror(mc));
         }
@@ -194,13 +195,24 @@ client_loop::job_ptr client_loop::detach(CURL* c, long status) {
 }
 
 void client_loop::finished(CURL* c, CURLcode rc) {
-    job_ptr j = detach(c, response_status(c));
-    bytes b;
     std::exception_ptr e;
     try {
-        b = outcome(c, rc, j->req, j->options, *j->t, j->where);
-    } catch (...) {
+        client_job& running = *running_.at(c);
+        if (running.chain.next(c, rc, *running.t, running.where)) {
+            follow(c, running);
+            return;
+        }
+    } catch (...) {  // a redirect not followed, or the next hop that could not start
         e = std::current_exception();
+    }
+    job_ptr j = detach(c, response_status(c));
+    bytes b;
+    if (!e) {
+        try {
+            b = outcome(c, rc, j->chain.hop(), j->chain.hop_options(), *j->t, j->where);
+        } catch (...) {
+            e = std::current_exception();
+        }
     }
     // Reset (so that it points into nothing of the job) before the job goes.
     curl_easy_reset(c);
@@ -209,12 +221,25 @@ void client_loop::finished(CURL* c, CURLcode rc) {
     deliver(std::move(j), std::move(b), std::move(e));
 }
 
+void client_loop::follow(CURL* c, client_job& j) {
+    curl_multi_remove_handle(multi_, c);
+    // Reset (so that it points into nothing of the old transfer) before that goes.
+    curl_easy_reset(c);
+    j.t = std::make_unique<transfer>();
+    j.t->followed_by_ferry = true;
+    configure(c, j.chain.hop(), j.chain.hop_options(), *j.t, j.where);
+    if (const CURLMcode mc = curl_multi_add_handle(multi_, c); mc != CURLM_OK) {
+        throw io_error(j.where + "curl_multi_add_handle failed: " + curl_multi_strerror(mc));
+    }
+}
+
 bool client_loop::retry_later(job_ptr& j, const std::exception_ptr& e) {
     if (j->attempt >= retry_.attempts || j->done.stop_requested()) return false;
     if (!retry_.transient(e)) return false;
     const std::chrono::duration<double, std::milli> pause = retry_.pause_after(j->attempt, e);
     ++j->attempt;
     j->t = std::make_unique<transfer>();
+    j->chain = redirect_chain(j->req, j->options);  // from the request's own URL again
     const auto due = std::chrono::steady_clock::now() +
                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(pause);
     delayed_.emplace(due, std::move(j));

@@ -3,7 +3,8 @@
 /// The event loop behind `ferry::ops::http_client`: one thread that owns a curl multi handle and
 /// every easy handle, runs up to `max_outstanding` transfers on it, and keeps the requests over
 /// that (first in, first out) or over their host's adaptive limit (one queue per host) waiting.
-/// Other threads only hand requests in, under a mutex, and wake the loop (curl_multi_wakeup).
+/// Other threads only hand requests in, under a mutex, and wake the loop (curl_multi_wakeup). The
+/// redirects of a request with credentials are followed here, hop by hop (redirects.hpp).
 #pragma once
 
 #include <curl/curl.h>
@@ -25,6 +26,7 @@
 
 #include "ferry/detail/retry_schedule.hpp"
 #include "ferry/http_client.hpp"
+#include "redirects.hpp"
 #include "request.hpp"
 #include "transfer.hpp"
 
@@ -42,9 +44,12 @@ struct client_job {
     bool holds_place = false;  // took a place among the host's requests in flight
     int attempt = 1;           // this one's number (retries count on)
     std::unique_ptr<transfer> t = std::make_unique<transfer>();  // a new one for each attempt
+    redirect_chain chain{req, options};  // where this attempt's redirects led; a new one each
 
     client_job(request r, http_options o, completion<bytes> d)
         : req(std::move(r)), where(where_of(req)), options(std::move(o)), done(std::move(d)) {}
+    client_job(const client_job&) = delete;  // `chain` refers to `req` and `options`
+    client_job& operator=(const client_job&) = delete;
 };
 
 class client_loop {
@@ -71,6 +76,9 @@ class client_loop {
     void admit();
     void start(job_ptr j);
     void finished(CURL* c, CURLcode rc);
+    /// Re-issues the redirect its chain follows on the same handle, which keeps its place among
+    /// the running transfers and its host's requests.
+    void follow(CURL* c, client_job& j);
     /// Whether the failure `e` of `j` is tried again: if so, `j` waits in `delayed_`.
     bool retry_later(job_ptr& j, const std::exception_ptr& e);
     /// Moves the retries that are due to the front of `waiting_`.

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cctype>
 #include <cstdio>
+#include <optional>
 
 #include "ferry/detail/redact.hpp"
 #include "ferry/detail/url_parts.hpp"
@@ -18,6 +19,41 @@ namespace ferry::ops::detail {
 namespace {
 
 using ferry::detail::escape_controls;
+
+/// A URL parsed by curl, freed however the caller ends.
+struct parsed_url {
+    CURLU* u = curl_url();
+    parsed_url() = default;
+    parsed_url(const parsed_url&) = delete;
+    parsed_url& operator=(const parsed_url&) = delete;
+    ~parsed_url() { curl_url_cleanup(u); }
+
+    /// Parses `url`; false when curl cannot (or could not make the handle).
+    bool parse(const std::string& url) {
+        return u != nullptr && curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK;
+    }
+    /// A part of the URL as it stands in it (not decoded); empty where it has none.
+    std::string part(CURLUPart which, unsigned flags = 0) const {
+        char* text = nullptr;
+        std::string out;
+        if (curl_url_get(u, which, &text, flags) == CURLUE_OK && text != nullptr) out = text;
+        curl_free(text);
+        return out;
+    }
+};
+
+std::string lower_case(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+/// A host name without the brackets of an IPv6 address, for comparing names as users write them.
+std::string_view unbracketed(std::string_view host) {
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+    }
+    return host;
+}
 
 }  // namespace
 
@@ -43,6 +79,59 @@ std::string credential_carrier(const request& r, const http_options& options) {
         }
     }
     return r.sigv4.empty() ? std::string() : std::string("a SigV4 signature");
+}
+
+url_origin origin_of(std::string_view url) {
+    parsed_url p;
+    if (!p.parse(std::string(url))) return {};
+    return {lower_case(p.part(CURLUPART_SCHEME)), lower_case(p.part(CURLUPART_HOST)),
+            p.part(CURLUPART_PORT, CURLU_DEFAULT_PORT)};
+}
+
+bool credentials_may_go(const url_origin& from, std::string_view to,
+                        const std::vector<std::string>& hosts) {
+    const url_origin target = origin_of(to);
+    if (target.host.empty()) return false;
+    if (target == from) return true;
+    const std::string_view host = unbracketed(target.host);
+    for (const std::string& named : hosts) {
+        const std::string_view n = unbracketed(named);
+        if (n.size() == host.size() && strncasecmp(n.data(), host.data(), n.size()) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::vector<std::string> without_credential_headers(const std::vector<std::string>& headers) {
+    std::vector<std::string> kept;
+    for (const std::string& h : headers) {
+        // "Name: value", or curl's "Name;" (an empty value): the name ends at either.
+        if (!credential_header(lower_case(h.substr(0, h.find_first_of(":;"))))) kept.push_back(h);
+    }
+    return kept;
+}
+
+std::optional<std::string> with_user_part_of(const std::string& url, const std::string& from) {
+    parsed_url target;
+    if (!target.parse(url)) return std::nullopt;
+    parsed_url source;
+    const bool has_source = !from.empty() && source.parse(from);
+    // NULL where `from` has none: curl then removes the part from `url`.
+    char* user = nullptr;
+    char* password = nullptr;
+    if (has_source) {
+        curl_url_get(source.u, CURLUPART_USER, &user, 0);
+        curl_url_get(source.u, CURLUPART_PASSWORD, &password, 0);
+    }
+    const bool set = curl_url_set(target.u, CURLUPART_USER, user, 0) == CURLUE_OK &&
+                     curl_url_set(target.u, CURLUPART_PASSWORD, password, 0) == CURLUE_OK;
+    curl_free(user);
+    curl_free(password);
+    if (!set) return std::nullopt;
+    std::string out = target.part(CURLUPART_URL);
+    if (out.empty()) return std::nullopt;
+    return out;
 }
 
 std::string last_url(CURL* c) {

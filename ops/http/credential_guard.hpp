@@ -7,8 +7,10 @@
 
 #include <curl/curl.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ferry/http.hpp"
 #include "request.hpp"
@@ -25,9 +27,35 @@ bool credential_header(std::string_view lower_name);
 /// or `"user@"` (in the URL), the first credential header's name as given (`Authorization`,
 /// `Proxy-Authorization`, `Cookie`, and any whose name holds `token`, `secret`, `password`,
 /// `key`, `auth`, `session`, `signature` or `credential`, such as `x-amz-security-token` or
-/// `X-Api-Key`), `"a SigV4 signature"`; empty when nothing is. Such a request is redirected to
-/// https only: curl drops `Authorization` and `Cookie` on a change of host, not the others.
+/// `X-Api-Key`), `"a SigV4 signature"`; empty when nothing is. Such a request's redirects are
+/// followed by ferry (redirects.hpp), to https only, its credentials kept with their origin:
+/// curl drops `Authorization` and `Cookie` on a change of host, not the others.
 std::string credential_carrier(const request& r, const http_options& options);
+
+/// Where a URL's credentials were given: its scheme and host in lower case and its port (the
+/// scheme's default where it names none). Empty for what curl cannot parse, which is no origin.
+struct url_origin {
+    std::string scheme;
+    std::string host;
+    std::string port;
+    bool operator==(const url_origin&) const = default;
+};
+
+/// The origin of `url` (an absolute URL).
+url_origin origin_of(std::string_view url);
+
+/// Whether a redirect may take the credentials given for `from` to the absolute URL `to`: it is
+/// the same origin, or its host is one of `hosts` (`http_options::credential_hosts`: host names
+/// compared without regard to case, any port).
+bool credentials_may_go(const url_origin& from, std::string_view to,
+                        const std::vector<std::string>& hosts);
+
+/// `headers` ("Name: value" each) without the credential headers (`credential_header`).
+std::vector<std::string> without_credential_headers(const std::vector<std::string>& headers);
+
+/// The absolute URL `url` with the user part of `from` instead of its own (none where `from`
+/// has none, or is empty); nullopt when curl cannot parse or write it.
+std::optional<std::string> with_user_part_of(const std::string& url, const std::string& from);
 
 /// The URL `c` requested last.
 std::string last_url(CURL* c);

@@ -2,12 +2,14 @@
 /// \file
 /// ferry::ops::read_url on libcurl: a request built from the URL and options, run to its end on
 /// the calling thread's reused handles (curl_session.hpp) within its host's limit
-/// (host_limits.hpp), its body collected (or streamed to a cache file) and its failure named
+/// (host_limits.hpp), its redirects followed by curl or, for a request with credentials, by
+/// ferry (redirects.hpp), its body collected (or streamed to a cache file) and its failure named
 /// (transfer.hpp).
 #include <curl/curl.h>
 
 #include <strings.h>
 
+#include <optional>
 #include <string>
 
 #include "cached_fetch.hpp"
@@ -16,6 +18,7 @@
 #include "ferry/http.hpp"
 #include "ferry/this_call.hpp"
 #include "host_limits.hpp"
+#include "redirects.hpp"
 #include "request.hpp"
 #include "s3_text.hpp"
 #include "transfer.hpp"
@@ -50,23 +53,30 @@ bytes fetch(const request& r, const http_options& options, body_sink* sink) {
     thread_local thread_handle handle;
     CURL* const c = handle.easy();
     CURLM* const m = handle.multi();
-    transfer t;
-    t.sink = sink;
-    // Declared after everything the handle will point into, so that it runs before they go.
-    const reset_after reset(c);
-    configure(c, r, options, t, where);
-    set(c, CURLOPT_XFERINFOFUNCTION, &on_progress);
-    set(c, CURLOPT_NOPROGRESS, 0L);
+    redirect_chain chain(r, options);
+    // One place among the host's requests for the call, every redirect ferry follows included.
+    std::optional<host_slot> slot;
+    for (;;) {  // once, and again for each redirect the chain follows
+        transfer t;
+        t.sink = sink;
+        t.followed_by_ferry = chain.followed_here();
+        // Declared after everything the handle will point into, so that it runs before they go.
+        const reset_after reset(c);
+        configure(c, chain.hop(), chain.hop_options(), t, where);
+        set(c, CURLOPT_XFERINFOFUNCTION, &on_progress);
+        set(c, CURLOPT_NOPROGRESS, 0L);
 
-    host_slot slot(options.adaptive ? host_of(r.url) : std::string(), where);
-    const CURLcode rc = perform(m, c, where);
-    if (rc == CURLE_ABORTED_BY_CALLBACK && !t.exception) {
-        throw error(errc::cancelled, where + "cancelled: the pipeline is stopping");
+        if (!slot) slot.emplace(options.adaptive ? host_of(r.url) : std::string(), where);
+        const CURLcode rc = perform(m, c, where);
+        if (rc == CURLE_ABORTED_BY_CALLBACK && !t.exception) {
+            throw error(errc::cancelled, where + "cancelled: the pipeline is stopping");
+        }
+        if (chain.next(c, rc, t, where)) continue;
+        const long status = response_status(c);
+        slot->answered(status);
+        if (status == 429 || status == 503) this_call::count("throttled");
+        return outcome(c, rc, chain.hop(), chain.hop_options(), t, where);
     }
-    const long status = response_status(c);
-    slot.answered(status);
-    if (status == 429 || status == 503) this_call::count("throttled");
-    return outcome(c, rc, r, options, t, where);
 }
 
 }  // namespace ferry::ops::detail

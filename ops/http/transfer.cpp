@@ -17,6 +17,7 @@
 #include "ferry/version.hpp"
 #include "host_limits.hpp"
 #include "range.hpp"
+#include "redirects.hpp"
 #include "s3_text.hpp"
 
 namespace ferry::ops::detail {
@@ -127,7 +128,8 @@ bool transient_curl(CURLcode rc) {
     }
 }
 
-/// "HTTP 404 Not Found" from "HTTP/1.1 404 Not Found" (or "HTTP 404" without a reason).
+}  // namespace
+
 std::string status_text(long status, const std::string& line) {
     std::string out = "HTTP " + std::to_string(status);
     const auto code_at = line.find(' ');
@@ -139,8 +141,6 @@ std::string status_text(long status, const std::string& line) {
     }
     return out;
 }
-
-}  // namespace
 
 void transfer::new_response(std::string line) {
     status_line = std::move(line);
@@ -243,18 +243,12 @@ void configure(CURL* c, const request& r, const http_options& options, transfer&
     set(c, CURLOPT_WRITEDATA, static_cast<void*>(&t));
     set(c, CURLOPT_HEADERFUNCTION, &on_header);
     set(c, CURLOPT_HEADERDATA, static_cast<void*>(&t));
-    // A credential never goes to plain http on a redirect (curl drops Authorization and Cookie
-    // on a change of host, but not a custom header such as x-amz-security-token or X-Api-Key).
-    t.credentials = credential_carrier(r, options);
-    const bool https_only = !t.credentials.empty();
 #if LIBCURL_VERSION_NUM >= 0x075500  // 7.85: the string forms; the bitmasks are deprecated
     set(c, CURLOPT_PROTOCOLS_STR, "http,https,file");
-    set(c, CURLOPT_REDIR_PROTOCOLS_STR, https_only ? "https" : "http,https");
+    set(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 #else
     set(c, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS | CURLPROTO_FILE));
-    set(c, CURLOPT_REDIR_PROTOCOLS,
-        https_only ? static_cast<long>(CURLPROTO_HTTPS)
-                   : static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    set(c, CURLOPT_REDIR_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
     set(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
     set(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options.timeout.count()));
@@ -268,8 +262,13 @@ void configure(CURL* c, const request& r, const http_options& options, transfer&
     if (t.headers.list != nullptr) set(c, CURLOPT_HTTPHEADER, t.headers.list);
     // A signed S3 request is not redirected at all: S3 redirects only to the bucket's region (an
     // error that says which), and the session token is a header curl would carry to any host.
-    set(c, CURLOPT_FOLLOWLOCATION, options.follow_redirects && r.sigv4.empty() ? 1L : 0L);
-    set(c, CURLOPT_MAXREDIRS, 10L);
+    // Nor does curl follow a request that carries a credential: it would drop Authorization and
+    // Cookie on a change of host, but send X-Api-Key or x-amz-security-token on; ferry follows
+    // those itself, to https only, keeping credentials with their origin (redirects.hpp).
+    const bool curl_follows = options.follow_redirects && r.sigv4.empty() && !t.followed_by_ferry &&
+                              credential_carrier(r, options).empty();
+    set(c, CURLOPT_FOLLOWLOCATION, curl_follows ? 1L : 0L);
+    set(c, CURLOPT_MAXREDIRS, max_redirects);
     if (!options.verify_tls && has_scheme(r.url, "https")) warn_unverified_tls(r.url);
     set(c, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
     set(c, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
@@ -310,18 +309,6 @@ bytes outcome(CURL* c, CURLcode rc, const request& r, const http_options& option
     // A chunked reader's range that starts at or past the end: no bytes, not an error.
     if (status == 416 && options.range && options.range->at_most) return bytes();
     const bool redirect = status >= 300 && status < 400 && status != 304;
-    if (redirect && rc == CURLE_UNSUPPORTED_PROTOCOL && !t.credentials.empty()) {
-        // curl refused to follow: the redirect led to plain http (REDIR_PROTOCOLS, configure).
-        const std::string to = redirect_target(c, t.location);
-        if (has_scheme(to, "http")) {
-            throw http_error(target, st,
-                             where + status_text(status, t.status_line) + ": redirected to '" +
-                                 shown_url(to) +
-                                 "': not followed: the request carries credentials (" +
-                                 t.credentials + "), which never go to plain http",
-                             false);
-        }
-    }
     if (status >= 400 || (redirect && r.s3)) {
         const auto wait = parse_retry_after(t.retry_after);
         if (r.s3) {

@@ -44,12 +44,12 @@ struct transfer {
     std::string location;       // the Location header's value
     std::string bucket_region;  // the x-amz-bucket-region header's value
     std::string date;           // the Date header's value
-    std::string credentials;    // what of the request is a credential (credential_carrier)
     std::string error_body;
     std::size_t error_bytes = 0;
-    std::exception_ptr exception;  // thrown inside a callback (bad_alloc), rethrown after
-    body_sink* sink = nullptr;     // where a 2xx body goes instead of `body`
-    std::string etag;              // the ETag header's value
+    std::exception_ptr exception;    // thrown inside a callback (bad_alloc), rethrown after
+    body_sink* sink = nullptr;       // where a 2xx body goes instead of `body`
+    std::string etag;                // the ETag header's value
+    bool followed_by_ferry = false;  // a redirect_chain follows its redirects (redirects.hpp)
 
     // What the handle points into.
     char errors[CURL_ERROR_SIZE] = {};
@@ -68,13 +68,18 @@ std::string where_of(const request& r);
 
 /// Sets every option of the fresh (or reset) handle `c` for `r` under `options`: the URL, SigV4,
 /// the range, limits, timeouts, the low-speed rule, redirects, TLS, headers and the callbacks into
-/// `t` (whose `sink` the caller sets first, if any). Throws `invalid_argument` for a range past
+/// `t` (whose `sink` and `followed_by_ferry` the caller sets first, if any). curl follows the
+/// redirects of a request without credentials only. Throws `invalid_argument` for a range past
 /// 2^63, `io_error` when this libcurl lacks an option.
 void configure(CURL* c, const request& r, const http_options& options, transfer& t,
                const std::string& where);
 
 /// The HTTP status of the handle's last response; 0 when none came.
 long response_status(CURL* c);
+
+/// "HTTP 404 Not Found" from the status line "HTTP/1.1 404 Not Found" (or "HTTP 404" without a
+/// reason), control characters escaped: how messages name a response.
+std::string status_text(long status, const std::string& line);
 
 /// What the ended transfer on `c` (its result `rc`) gives for `r`: the body (the range's bytes of
 /// it), or, with a `sink`, nothing once the body went there; throws the `http_error` or
