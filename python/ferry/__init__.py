@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: Apache-2.0
+"""ferry: data loading for ML training, with native stages that run without the GIL.
+
+    import ferry
+    from ferry import ops, image
+
+    pipe = (ferry.source(paths, sampling=ferry.Sampling(shuffle=True, seed=42))
+            .map(ops.read_file, concurrency=8, executor="io")
+            .map(image.decode_random_resized_crop(224, flip=0.5), concurrency=2)
+            .batch(32)
+            .map(ops.collate)
+            .build(threads=2))
+    for x in pipe:                      # x: ferry.Tensor, 32 x 224 x 224 x 3, uint8
+        t = torch.from_dlpack(x)        # the same memory
+
+See python/README.md in ferry's source tree for the manual.
+"""
+from ferry import _ferry
+from ferry._ferry import (
+    Builder,
+    Bytes,
+    DecodeError,
+    Error,
+    Failure,
+    Image,
+    InvalidArgument,
+    IOError,
+    Op,
+    Pipeline,
+    Retry,
+    Sampling,
+    StageError,
+    StageStats,
+    Stats,
+    Tensor,
+    TimeoutError,
+    World,
+    __version__,
+    retry,
+    source,
+    tensor,
+    world,
+)
+from ferry import ops
+
+if _ferry.has_image:
+    from ferry import image
+
+__all__ = [
+    "Builder", "Bytes", "DecodeError", "Error", "Failure", "Image", "InvalidArgument", "IOError",
+    "Op", "Pipeline", "Retry", "Sampling", "StageError", "StageStats", "Stats", "Tensor",
+    "TimeoutError", "World", "__version__", "ops", "retry", "source", "tensor", "world",
+]
+if _ferry.has_image:
+    __all__.append("image")

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Values across the boundary: `value` to Python and back (the caller holds the GIL), and what a
+/// native op reads from a value it was given (the GIL taken only where the value is a Python
+/// object).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+#include <string_view>
+
+#include "value.hpp"
+
+namespace ferry::python {
+
+namespace py = pybind11;
+
+/// `v` as a Python object, moving its memory (no pixel or byte copied): nothing -> None, bytes
+/// -> `ferry.Bytes`, image -> `ferry.Image`, tensor -> `ferry.Tensor`, string -> str, int ->
+/// int, list -> list, a Python object -> itself. The caller holds the GIL.
+[[nodiscard]] py::object to_python(value&& v);
+
+/// A Python object as a value: `ferry.Tensor` (its storage shared), `ferry.Image` and
+/// `ferry.Bytes` (taken over where no one else holds the object or its memory, else copied) and
+/// None become native; anything else stays a Python object. The caller holds the GIL.
+[[nodiscard]] value from_python(py::handle o);
+
+/// What a source makes of one of its Python elements: `from_python`, but a `str` becomes a
+/// `std::string` and an `int` that fits 64 bits an `std::int64_t`, so that native stages read
+/// paths and indices without the GIL. The caller holds the GIL.
+[[nodiscard]] value source_element(py::handle o);
+
+/// The path in `v` for op `op`: a string, or a Python str or os.PathLike (read with the GIL).
+/// Throws `ferry::invalid_argument` ("read_file expects a path (str), got a Python int").
+[[nodiscard]] std::string take_path(value&& v, std::string_view op);
+
+/// The bytes in `v` for op `op`: ferry's bytes, or a copy of a Python object with the buffer
+/// protocol (bytes, bytearray, memoryview; read with the GIL). Throws `ferry::invalid_argument`
+/// naming what it got.
+[[nodiscard]] ferry::bytes take_bytes(value&& v, std::string_view op);
+
+/// The elements of a batch for op `op`: a list value, or a Python list or tuple (converted with
+/// `from_python`, with the GIL). Throws `ferry::invalid_argument` naming what it got.
+[[nodiscard]] value_list take_list(value&& v, std::string_view op);
+
+}  // namespace ferry::python

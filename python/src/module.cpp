@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The module `ferry._ferry`: what the package `ferry` (python/ferry/) re-exports.
+#include <pybind11/pybind11.h>
+
+#include "arrays.hpp"
+#include "builder.hpp"
+#include "errors.hpp"
+#include "ferry/version.hpp"
+#include "ops.hpp"
+#include "pipeline.hpp"
+#include "stats.hpp"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_ferry, m) {
+    m.doc() = "ferry's native module; import ferry instead (python/README.md).";
+    m.attr("__version__") = ferry::version;
+    ferry::python::bind_errors(m);
+    ferry::python::bind_arrays(m);
+    ferry::python::bind_stats(m);
+    ferry::python::bind_pipeline(m);
+    ferry::python::bind_builder(m);
+    py::module_ ops = m.def_submodule("ops", "Native ops of ferry::core.");
+    ferry::python::bind_ops(m, ops);
+#ifdef FERRY_PYTHON_IMAGE
+    py::module_ image = m.def_submodule("image", "Native image ops (ferry::image).");
+    ferry::python::bind_image_ops(image);
+    m.attr("has_image") = true;
+#else
+    m.attr("has_image") = false;
+#endif
+}

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// Python callables as engine stages (map, filter, flat_map), each call holding the GIL for the
+/// call only, and `python_error`: a Python exception as a `ferry::error`.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "ferry/detail/spec.hpp"
+#include "ferry/error.hpp"
+#include "value.hpp"
+
+namespace ferry::python {
+
+namespace py = pybind11;
+
+/// A Python exception raised in a stage (or a Python source), as the engine records it:
+/// `what()` is "<type>: <message> [Python traceback, most recent call last: <file>:<line> in
+/// <function>; ...]" (one line: failure records and logs escape newlines), and `exception()`
+/// the exception object itself, its `__traceback__` set, for `ferry.StageError.__cause__`.
+/// Transient, like any exception that is not a `ferry::error` of ferry's own: `ferry.retry`
+/// tries it again.
+class python_error : public ferry::error {
+  public:
+    python_error(const std::string& what, py_ref exception)
+        : ferry::error(ferry::errc::stage_failed, what, /*transient=*/true),
+          exception_(std::move(exception)) {}
+    /// The exception object (hold the GIL to use it).
+    [[nodiscard]] const py_ref& exception() const noexcept { return exception_; }
+
+  private:
+    py_ref exception_;
+};
+
+/// The Python error now set (`PyErr_Occurred()`), taken and cleared, as a `python_error`. The
+/// caller holds the GIL.
+[[nodiscard]] python_error fetch_python_error();
+
+/// A map stage calling `f(x)`: the input converted to Python (`to_python`), the result back
+/// (`from_python`).
+[[nodiscard]] detail::stage_spec python_map(py::object f);
+/// A filter stage keeping the elements for which `pred(x)` is true.
+[[nodiscard]] detail::stage_spec python_filter(py::object pred);
+/// A flat_map stage: each element of the iterable `g(x)` returns becomes an element.
+[[nodiscard]] detail::stage_spec python_flat_map(py::object g);
+
+}  // namespace ferry::python
