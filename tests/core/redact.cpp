@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 #include <ferry/detail/redact.hpp>
 #include <ferry/error.hpp>
+#include <ferry/input.hpp>
 #include <stdexcept>
 #include <string>
 
@@ -91,6 +92,127 @@ BOOST_AUTO_TEST_CASE(describe_redacts_and_escapes) {
         std::runtime_error("GET https://h/o?X-Goog-Signature=GSIG failed:\x1b[2J\nforged"));
     BOOST_TEST(ferry::describe(e) ==
                "GET https://h/o?X-Goog-Signature=REDACTED failed:\\x1b[2J\\nforged");
+}
+
+// A query written inside HTML/XML (`&amp;`, `&#38;`, `&#x26;`) or a JSON string (`\u0026`) is
+// split where its reader splits it: each credential is redacted, the other parameters kept.
+BOOST_AUTO_TEST_CASE(query_separators_written_as_entities_or_escapes_are_seen_through) {
+    BOOST_TEST(redact_text("<URL>https://h/o?a=1&amp;X-Amz-Credential=AKIDAMP&amp;"
+                           "X-Amz-Signature=SIGAMP&amp;b=2</URL>") ==
+               "<URL>https://h/o?a=1&amp;X-Amz-Credential=REDACTED&amp;"
+               "X-Amz-Signature=REDACTED&amp;b=2</URL>");
+    BOOST_TEST(redact_url("https://h/o?a=1&#38;sig=SIGDEC&#x26;token=TOKHEX&#X26;b=2") ==
+               "https://h/o?a=1&#38;sig=REDACTED&#x26;token=REDACTED&#X26;b=2");
+    BOOST_TEST(
+        redact_text(R"({"url":"https:\/\/h\/o?a=1\u0026X-Amz-Signature=SIGJSON\u0026b=2"})") ==
+        R"({"url":"https:\/\/h\/o?a=1\u0026X-Amz-Signature=REDACTED\u0026b=2"})");
+    // A URL inside another URL's query: its %26 and %3D are structure to the inner URL's reader.
+    BOOST_TEST(redact_url("https://h/login?next=https%3A%2F%2Fs%2Fo%3Fa%3D1%26X-Amz-Signature%3D"
+                          "SIGNESTED%26b%3D2") ==
+               "https://h/login?next=https%3A%2F%2Fs%2Fo%3Fa%3D1%26X-Amz-Signature%3DREDACTED");
+}
+
+// A percent-encoded & or space inside a value is the value's own byte to a URL's reader: the
+// whole value is redacted, not only what stands before it.
+BOOST_AUTO_TEST_CASE(percent_encoded_separators_inside_a_value_do_not_end_it) {
+    BOOST_TEST(redact_url("https://h/o?sig=PART1%26PART2%20PART3&a=1") ==
+               "https://h/o?sig=REDACTED&a=1");
+}
+
+// `=` written as %3D, \u003d, &#61; or &equals; still joins a credential's name to its value.
+BOOST_AUTO_TEST_CASE(encoded_equals_signs_are_seen_through) {
+    const std::string r = redact_text(
+        "a X-Amz-Signature%3DSIGPCT b x-amz-signature%3dSIGLOW c access_token\\u003dTOKJS "
+        "d password&#61;PWDEC e client_secret&#x3D;CSHEX f sig&equals;SIGNAMED g");
+    BOOST_TEST(r ==
+               "a X-Amz-Signature%3DREDACTED b x-amz-signature%3dREDACTED c "
+               "access_token\\u003dREDACTED d password&#61;REDACTED e "
+               "client_secret&#x3D;REDACTED f sig&equals;REDACTED g");
+    for (const char* secret : {"SIGPCT", "SIGLOW", "TOKJS", "PWDEC", "CSHEX", "SIGNAMED"}) {
+        BOOST_TEST(r.find(secret) == std::string::npos, secret);
+    }
+}
+
+// Names written with escapes or double percent-encoding read the same to their reader.
+BOOST_AUTO_TEST_CASE(encoded_parameter_names_are_seen_through) {
+    BOOST_TEST(redact_url("https://h/o?X&#45;Amz&#45;Signature=SIGENT&X%252DAmz%252DCredential="
+                          "AKIDDOUBLE&a=1") ==
+               "https://h/o?X&#45;Amz&#45;Signature=REDACTED&X%252DAmz%252DCredential=REDACTED"
+               "&a=1");
+    BOOST_TEST(ferry::detail::parameter_name("X%2DAmz&#45;Signature\\u002D") == "x-amz-signature-");
+}
+
+// Every URL form curl reads a user part from without `://`: the password is hidden.
+BOOST_AUTO_TEST_CASE(user_parts_of_urls_without_scheme_slashes_are_redacted) {
+    BOOST_TEST(redact_url("https:/u:PWONESLASH@h/x") == "https:/u:REDACTED@h/x");
+    BOOST_TEST(redact_url("http:u:PWNOSLASH@h/x") == "http:u:REDACTED@h/x");
+    BOOST_TEST(redact_url("//u:PWRELATIVE@h/x") == "//u:REDACTED@h/x");
+    BOOST_TEST(redact_url("alice:PASSWORD123@127.0.0.1:8080/x") ==
+               "alice:REDACTED@127.0.0.1:8080/x");
+    BOOST_TEST(redact_url("//ghp_TOKENREL@h/x") == "//REDACTED@h/x");
+    BOOST_TEST(redact_url("ghp_TOKENBARE@h/x") == "REDACTED@h/x");
+    BOOST_TEST(redact_url("https://u:p@SS%40WORD@h/x") == "https://u:REDACTED@h/x");
+    BOOST_TEST(redact_text("fetch https:/u:PW1@h, then http:u:PW2@h and u:PW3@h:81/x") ==
+               "fetch https:/u:REDACTED@h, then http:u:REDACTED@h and u:REDACTED@h:81/x");
+}
+
+// OAuth's implicit flow puts the token in the fragment: it is redacted there too.
+BOOST_AUTO_TEST_CASE(credentials_in_the_fragment_are_redacted) {
+    BOOST_TEST(redact_url("https://app/cb#access_token=TOKFRAG&token_type=bearer&state=s1") ==
+               "https://app/cb#access_token=REDACTED&token_type=bearer&state=s1");
+    BOOST_TEST(redact_url("https://app/cb?x=1#id_token=IDFRAG") ==
+               "https://app/cb?x=1#id_token=REDACTED");
+}
+
+// Names that say credential beyond the list: *_token, *-token, key, x-api-key, *secret*,
+// *password*, *signature*, *credential*.
+BOOST_AUTO_TEST_CASE(credential_shaped_names_are_redacted) {
+    BOOST_TEST(redact_url("https://h/o?auth_token=A1&session_token=S1&key=K1&x-api-key=X1"
+                          "&db_password=P1&clientSecret=C1&oauth_signature=O1&my.credential=M1"
+                          "&page=2") ==
+               "https://h/o?auth_token=REDACTED&session_token=REDACTED&key=REDACTED"
+               "&x-api-key=REDACTED&db_password=REDACTED&clientSecret=REDACTED"
+               "&oauth_signature=REDACTED&my.credential=REDACTED&page=2");
+    // Presigning's other parameters are no secret and stay readable.
+    BOOST_TEST(redact_url("https://h/o?X-Amz-Date=20260101T000000Z&X-Amz-SignedHeaders=host"
+                          "&X-Amz-Expires=60&X-Amz-Algorithm=AWS4-HMAC-SHA256") ==
+               "https://h/o?X-Amz-Date=20260101T000000Z&X-Amz-SignedHeaders=host"
+               "&X-Amz-Expires=60&X-Amz-Algorithm=AWS4-HMAC-SHA256");
+}
+
+// A credential header echoed in free text (a server's error body, a log): its value is hidden,
+// the scheme word kept; S3's own error codes, which name keys and signatures, are not touched.
+BOOST_AUTO_TEST_CASE(header_shaped_credentials_in_text_are_redacted) {
+    const std::string r = redact_text(
+        "echo: Authorization: Basic QWxhZGRpbjpvcGVuU2VzYW1l\r\n"
+        "Proxy-Authorization: Bearer PROXYTOK\r\nCookie: session=COOKIEVAL; theme=dark\r\n"
+        "X-Amz-Security-Token: AMZTOK\r\nHost: h\r\n{\"x-api-key\": \"JSONKEY\", \"n\": 1}");
+    BOOST_TEST(r ==
+               "echo: Authorization: Basic REDACTED\\r\\nProxy-Authorization: Bearer "
+               "REDACTED\\r\\nCookie: REDACTED\\r\\nX-Amz-Security-Token: REDACTED\\r\\n"
+               "Host: h\\r\\n{\"x-api-key\": \"REDACTED\", \"n\": 1}");
+    const std::string s3 =
+        "read_url: 's3://b/k': HTTP 403 Forbidden: SignatureDoesNotMatch: The request signature "
+        "we calculated does not match; NoSuchKey: The specified key does not exist.; "
+        "InvalidAccessKeyId: The AWS Access Key Id you provided does not exist; ExpiredToken: "
+        "The provided token has expired.";
+    BOOST_TEST(redact_text(s3) == s3);
+}
+
+// Ordinary text keeps its words: an e-mail address, a time, paths, a sentence with `key`.
+BOOST_AUTO_TEST_CASE(text_without_credentials_is_kept) {
+    const std::string t =
+        "sample key 'a/b.jpg' missing at 12:30 for alice@example.com (https://h/a@b?c=d@e)";
+    BOOST_TEST(redact_text(t) == t);
+}
+
+// A source item's name (what failures and the quarantine file record) is redacted whatever form
+// its credential takes, also without a `?` or an `@` in it.
+BOOST_AUTO_TEST_CASE(item_names_are_redacted_in_every_form) {
+    BOOST_TEST(ferry::input_name(std::string("https://app/cb#access_token=TOKNAME")) ==
+               "https://app/cb#access_token=REDACTED");
+    BOOST_TEST(ferry::input_name(std::string("u:PWNAME@h:81/x")) == "u:REDACTED@h:81/x");
+    BOOST_TEST(ferry::input_name(std::string("data/train/a.jpg")) == "data/train/a.jpg");
 }
 
 BOOST_AUTO_TEST_SUITE_END()  // redact
