@@ -33,6 +33,31 @@ request make_request(std::string_view url) {
                          false);
     }
     if (url.starts_with("s3://")) return s3_object_request(url);
+    // Only the schemes read_url reads, each with its `//`: curl would read a URL without a scheme
+    // (`user:password@host/x`) or without the slashes (`http:host/x`) as http, and send its
+    // credentials in the clear.
+    const auto colon = url.find(':');
+    const std::string_view scheme = url.substr(0, colon == std::string_view::npos ? 0 : colon);
+    const auto is = [&](std::string_view name) {
+        return scheme.size() == name.size() &&
+               strncasecmp(scheme.data(), name.data(), name.size()) == 0;
+    };
+    const bool slashes = !scheme.empty() && url.substr(colon + 1, 2) == "//";
+    if (!slashes || !(is("http") || is("https") || is("file"))) {
+        const bool named = is("http") || is("https") || is("file") || is("s3");
+        std::string why = "the URL has no scheme";
+        if (slashes) {
+            why = "the scheme '" + ferry::detail::escape_controls(scheme) + "' is not supported";
+        } else if (named) {
+            why = "the scheme '" + std::string(scheme) + ":' is not followed by '//'";
+        }
+        std::string what = "read_url: '" + display + "': " + why +
+                           ": read_url reads http://, https://, file:// and s3:// URLs";
+        if (!slashes && !named) {
+            what += " (without one, curl would guess http and send any credentials in the clear)";
+        }
+        throw http_error(display, 0, what, false);
+    }
     request r;
     r.url = std::string(url);
     r.display = std::move(display);

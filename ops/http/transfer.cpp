@@ -93,7 +93,10 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
     return n;
 }
 
-/// Printable characters of an error body, for the message.
+/// Printable characters of an error body, for the message: line breaks and tabs as one space,
+/// credentials REDACTED (a body can echo the request's URL and headers: S3's `<URL>`, a proxy's
+/// echo of `Authorization`), then cut to `error_excerpt` characters. Redacted before the cut, so
+/// that no cut parts a credential's name from its value.
 std::string excerpt(const std::string& s) {
     std::string out;
     for (const char c : s) {
@@ -105,6 +108,7 @@ std::string excerpt(const std::string& s) {
         }
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
+    out = ferry::detail::redact_text(out);
     if (out.size() > error_excerpt) out.resize(error_excerpt);
     return out;
 }

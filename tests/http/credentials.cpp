@@ -5,8 +5,13 @@
 /// servers on 127.0.0.1, two ports: two origins; the second records what reached it), and no URL
 /// credential reaches a message, `url()` or `http_hosts()`.
 #include <boost/test/unit_test.hpp>
+#include <ferry/ferry.hpp>
 #include <ferry/http.hpp>
 #include <ferry/http_client.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +19,7 @@
 #include "../support/expect.hpp"
 #include "../support/http_bodies.hpp"
 #include "../support/http_server.hpp"
+#include "../support/temp_folder.hpp"
 #include "s3_support.hpp"
 
 using ferry_test::as_string;
@@ -32,6 +38,23 @@ constexpr const char* token = "SESSIONTOKEN123";
 /// "127.0.0.1:PORT" of a server: how messages name its origin.
 std::string origin_of(const recording_server& s) {
     return "127.0.0.1:" + std::to_string(s.server.port());
+}
+
+/// `text` as XML writes it in an element (S3 escapes `&` in the URLs its errors echo).
+std::string xml_escaped(const std::string& text) {
+    std::string out;
+    for (const char c : text) out += c == '&' ? std::string("&amp;") : std::string(1, c);
+    return out;
+}
+
+/// The secrets `an_error_body_echoing_credentials_shows_none_of_them` sends and gets echoed.
+const std::vector<std::string> echoed_secrets{"AKIDECHO", "SIGECHO", "QUxJQ0U6UFdFQ0hP"};
+
+/// Fails the test for each of `echoed_secrets` that `text` holds.
+void expect_no_echoed_secret(const std::string& text, const std::string& where) {
+    for (const auto& secret : echoed_secrets) {
+        BOOST_TEST(!contains(text, secret), where << " holds " << secret << ": " << text);
+    }
 }
 
 }  // namespace credentials_test
@@ -150,6 +173,113 @@ BOOST_AUTO_TEST_CASE(a_url_with_a_nul_shows_no_credentials) {
     const auto by_client =
         ferry_test::expect_throw<ferry::http_error>([&] { (void)client.fetch(url).get(); });
     BOOST_TEST(by_client.what() == e.what());
+}
+
+// A 403 whose body echoes the presigned URL (S3-style XML, `&` as `&amp;`) and the request's
+// `Authorization: Basic` header: what(), failures(), the log and the quarantine file name the
+// status and show the body with every echoed credential REDACTED.
+BOOST_AUTO_TEST_CASE(an_error_body_echoing_credentials_shows_none_of_them) {
+    recording_server s([](const http_request& r) {
+        return http_response{.status = 403,
+                             .body = "<Error><Code>AccessDenied</Code><URL>" +
+                                     xml_escaped(r.target) + "</URL></Error>\necho: " +
+                                     "Authorization: " + r.header("authorization") + "\n"};
+    });
+    const std::string url =
+        s.server.url("/b/o?X-Amz-Credential=AKIDECHO%2F20260101&X-Amz-Signature=SIGECHO");
+    const ferry::http_options basic{.headers = {"Authorization: Basic QUxJQ0U6UFdFQ0hP"}};
+    const auto e = ferry_test::expect_throw<ferry::http_error>(
+        [&] { (void)ferry::ops::read_url(url, basic); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(s.requests().size() == 1U);
+    BOOST_TEST(e->status() == 403);
+    const std::string what = e->what();
+    expect_no_echoed_secret(what, "what()");
+    BOOST_TEST(contains(what,
+                        "HTTP 403 Forbidden: <Error><Code>AccessDenied</Code><URL>/b/o?"
+                        "X-Amz-Credential=REDACTED&amp;X-Amz-Signature=REDACTED</URL>"
+                        "</Error> echo: Authorization: Basic REDACTED"),
+               what);
+
+    const ferry_test::temp_folder dir("ferry-http-echo");
+    const std::filesystem::path q = dir / "quarantine.jsonl";
+    std::mutex m;
+    std::vector<std::string> lines;
+    {
+        auto p = ferry::from(std::vector<std::string>{url})
+                     .map([&](const std::string& u) { return ferry::ops::read_url(u, basic); },
+                          {.name = "fetch", .on_error = ferry::skip, .executor = ferry::io})
+                     .build({.threads = 1,
+                             .logger =
+                                 [&](ferry::log_level, std::string_view line) {
+                                     const std::lock_guard lock(m);
+                                     lines.emplace_back(line);
+                                 },
+                             .max_epoch_failure_rate = 1,
+                             .quarantine = q});
+        for (const auto& b : p) BOOST_TEST(b.size() == 0U);
+        BOOST_REQUIRE(p.failures().size() == 1U);
+        expect_no_echoed_secret(p.failures()[0].message, "failure::message");
+        expect_no_echoed_secret(p.failures()[0].input, "failure::input");
+        BOOST_TEST(contains(p.failures()[0].message, "Authorization: Basic REDACTED"),
+                   p.failures()[0].message);
+    }
+    BOOST_TEST(!lines.empty());
+    for (const auto& l : lines) expect_no_echoed_secret(l, "log line");
+    std::ifstream in(q);
+    const std::string quarantined{std::istreambuf_iterator<char>(in), {}};
+    BOOST_TEST(contains(quarantined, "\"stage\": \"fetch\""), quarantined);
+    expect_no_echoed_secret(quarantined, "quarantine file");
+}
+
+// A URL without a scheme (curl would guess http and send its user:password in the clear) is
+// refused before any request: the error names the schemes read_url accepts and shows the URL
+// with its password REDACTED; http_client refuses it the same way.
+BOOST_AUTO_TEST_CASE(a_url_without_a_scheme_is_refused_before_any_request) {
+    recording_server s([](const http_request&) { return http_response{.body = "sent"}; });
+    const std::string url = "alice:PASSWORD123@" + origin_of(s) + "/x";
+    const auto e =
+        ferry_test::expect_throw<ferry::http_error>([&] { (void)ferry::ops::read_url(url); });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(s.requests().empty());
+    BOOST_TEST(!e->transient());
+    BOOST_TEST(e->status() == 0);
+    const std::string shown = "alice:REDACTED@" + origin_of(s) + "/x";
+    BOOST_TEST(e->url() == shown);
+    BOOST_TEST(std::string(e->what()) ==
+                   "read_url: '" + shown +
+                       "': the URL has no scheme: read_url reads http://, https://, file:// and "
+                       "s3:// URLs (without one, curl would guess http and send any credentials "
+                       "in the clear)",
+               e->what());
+    BOOST_TEST(!contains(e->what(), "PASSWORD123"));
+    BOOST_TEST(!contains(e->url(), "PASSWORD123"));
+
+    // Other forms curl reads as http, and schemes curl has but read_url does not use.
+    for (const std::string& other :
+         {"//alice:PASSWORD123@" + origin_of(s) + "/x", "http:/" + origin_of(s) + "/x",
+          "http:alice:PASSWORD123@" + origin_of(s) + "/x", "ftp://" + origin_of(s) + "/x"}) {
+        const auto refused =
+            ferry_test::expect_throw<ferry::http_error>([&] { (void)ferry::ops::read_url(other); });
+        BOOST_REQUIRE(refused.has_value());
+        BOOST_TEST(contains(refused->what(), "read_url reads http://, https://, file:// and s3://"),
+                   refused->what());
+        BOOST_TEST(!contains(refused->what(), "PASSWORD123"), refused->what());
+    }
+    const std::string ftp = ferry_test::expect_throw<ferry::http_error>([&] {
+                                (void)ferry::ops::read_url("ftp://" + origin_of(s) + "/x");
+                            }).what();
+    BOOST_TEST(contains(ftp, "the scheme 'ftp' is not supported: read_url reads"), ftp);
+    const std::string one_slash = ferry_test::expect_throw<ferry::http_error>([&] {
+                                      (void)ferry::ops::read_url("http:/" + origin_of(s) + "/x");
+                                  }).what();
+    BOOST_TEST(contains(one_slash, "the scheme 'http:' is not followed by '//': read_url reads"),
+               one_slash);
+    ferry::ops::http_client client;
+    const auto by_client =
+        ferry_test::expect_throw<ferry::http_error>([&] { (void)client.fetch(url).get(); });
+    BOOST_TEST(by_client.what() == e.what());
+    BOOST_TEST(s.requests().empty());
 }
 
 // http_hosts() names hosts as scheme://host:port: a user:password@ or a token in the user part
