@@ -89,7 +89,7 @@ void from_query(std::string_view url, identity& id) {
         const std::string_view item = query.substr(at, amp - at);
         at = amp + 1;
         const auto eq = item.find('=');
-        const std::string name = lower(percent_decode(item.substr(0, eq)));
+        const std::string name = ferry::detail::parameter_name(item.substr(0, eq));
         if (!ferry::detail::credential_parameter(name)) continue;
         const std::string value =
             eq == std::string_view::npos ? std::string() : percent_decode(item.substr(eq + 1));
@@ -108,6 +108,50 @@ void from_query(std::string_view url, identity& id) {
         }
     }
     if (signed_part && !key_id) id.unknown = true;
+}
+
+/// `sha256-` and the first 32 hex digits of `text`'s SHA-256: what stands in the key for a value
+/// that may hold a secret.
+std::string key_digest(std::string_view text) {
+    return "sha256-" + sha256_hex(text).substr(0, 32);
+}
+
+/// `unsigned_url(url)` (credential parameters of the list and presigning left out) with each
+/// query item that may still hold a secret kept apart by a digest: a parameter whose name only
+/// looks like a credential's (`key=`, `continuation-token=`: `credential_name`, not
+/// `credential_parameter`), whose value holds one (a URL nested in a parameter, its signature
+/// `%26`-joined), or written so that no server reads it as the list's (`amp;X-Amz-Signature=`).
+/// Such a parameter may pick the object, so it is not left out (that would serve one object for
+/// another); its value (or the whole item, where its name holds the secret) becomes
+/// `key_digest`'s text: equal values share an entry, no value reaches the record.
+std::string keyed_url(std::string_view url) {
+    std::string key = unsigned_url(url);
+    const auto q = key.find('?');
+    if (q == std::string::npos) return key;
+    const std::string query = key.substr(q + 1);
+    key.resize(q + 1);
+    std::size_t at = 0;
+    while (at <= query.size()) {
+        auto amp = query.find('&', at);
+        if (amp == std::string::npos) amp = query.size();
+        const std::string_view item = std::string_view(query).substr(at, amp - at);
+        at = amp + 1;
+        if (key.back() != '?') key += '&';
+        const auto eq = item.find('=');
+        const std::string_view name = item.substr(0, eq);
+        const auto holds = [](std::string_view text) {
+            return ferry::detail::redact_text(text) != ferry::detail::escape_controls(text);
+        };
+        if (holds(name)) {
+            key += key_digest(item);
+        } else if (eq != std::string_view::npos &&
+                   (ferry::detail::credential_name(ferry::detail::unescape(name)) || holds(item))) {
+            key += std::string(name) + "=" + key_digest(item.substr(eq + 1));
+        } else {
+            key += item;
+        }
+    }
+    return key;
 }
 
 /// `Authorization: Basic` names its user, `Authorization: AWS4-HMAC-SHA256 Credential=<id>/...`
@@ -147,7 +191,7 @@ void from_header(std::string_view header, identity& id) {
 
 std::optional<std::string> cache_key(const request& r, const http_options& options,
                                      const cache_options& cache) {
-    std::string key = unsigned_url(r.url);
+    std::string key = keyed_url(r.url);
     // The key is the last field of an entry's record; the URL in it holds no line break.
     if (key.find_first_of(std::string("\r\n\0", 3)) != std::string::npos) return std::nullopt;
     identity id;

@@ -18,7 +18,11 @@ namespace ferry::ops::detail {
 /// when it is not cached (a URL with a line break; a credential whose identity cannot be told,
 /// unless `cache.cache_unidentified`).
 ///
-/// The key is `unsigned_url(r.url)`, and for a read with credentials a line
+/// The key is `unsigned_url(r.url)` (names read through `ferry::detail::parameter_name`, the
+/// decoder messages use: `X%2DAmz%2DSignature` is left out too) with a digest in place of each
+/// value that may still hold a secret (a parameter named like a credential but not on the list,
+/// `key=`, `continuation-token=`, a nested URL with a signature in it: kept apart by the digest,
+/// since such a parameter may pick the object), and for a read with credentials a line
 /// `credential <sha256>` of the identities they name: `user <name>` for a URL's
 /// `user:password@` and for `Authorization: Basic` (what curl makes of the former), `aws <key
 /// id>` for a SigV4-signed S3 request, `X-Amz-Credential`, `AWSAccessKeyId` and an

@@ -169,6 +169,58 @@ BOOST_AUTO_TEST_CASE(s3_entries_are_keyed_by_access_key_id) {
     }
 }
 
+// A presigned URL whose parameter names are percent-encoded (`X%2DAmz%2DSignature`, as a server
+// decodes them) is the same object under every signature: one entry and one GET, and neither a
+// signature nor the key id reaches the folder.
+BOOST_AUTO_TEST_CASE(percent_encoded_presigning_is_not_part_of_the_key) {
+    temp_folder dir("ferry-cache-encoded-names");
+    credential_echo s;
+    const auto cache = ferry::ops::open_cache({.dir = dir.path()});
+    const auto presigned = [&](const std::string& sig) {
+        return s.url(
+            "/bucket/e.jpg?X%2DAmz%2DCredential=AKIDENC%2F20260101%2Fus-east-1%2Fs3"
+            "%2Faws4_request&X%2DAmz%2DDate=20260101T000000Z&x%2damz%2dsignature=" +
+            sig);
+    };
+    const std::string first = read_cached(presigned("SIGENCONE"), cache);
+    BOOST_TEST(first == "for [] /bucket/e.jpg");
+    BOOST_TEST(read_cached(presigned("SIGENCTWO"), cache) == first);
+    BOOST_TEST(s.gets.load() == 1);
+    BOOST_TEST(cache->entry_path(presigned("SIGENCONE")) ==
+               cache->entry_path(presigned("SIGENCTHREE")));
+    BOOST_TEST(files_in(dir.path()).size() == 1U);
+    const std::string all = records_in(dir.path());
+    for (const std::string secret : {"SIGENC", "AKIDENC"}) {
+        BOOST_TEST(all.find(secret) == std::string::npos, secret << " reached the folder");
+    }
+}
+
+// A parameter that only looks like a credential (`key=`, `continuation-token=`) may also pick the
+// object, and so may a URL nested in a parameter: different values are different entries, the
+// same value is one entry, and no value reaches the folder (a digest of it stands in the key).
+BOOST_AUTO_TEST_CASE(credential_shaped_parameters_keep_objects_apart_without_their_values) {
+    temp_folder dir("ferry-cache-shaped-names");
+    credential_echo s;
+    const auto cache = ferry::ops::open_cache({.dir = dir.path()});
+    const std::vector<std::string> urls{
+        s.url("/k?key=KEYVALUEONE"),
+        s.url("/k?key=KEYVALUETWO"),
+        s.url("/l?continuation-token=PAGETOKENONE"),
+        s.url("/l?continuation-token=PAGETOKENTWO"),
+        s.url("/n?next=https%3A%2F%2Fh%2Fo%3Fa%3D1%26X-Amz-Signature%3DNESTEDSIGONE"),
+        s.url("/n?next=https%3A%2F%2Fh%2Fo%3Fa%3D1%26X-Amz-Signature%3DNESTEDSIGTWO")};
+    for (const auto& url : urls) (void)read_cached(url, cache);
+    BOOST_TEST(s.gets.load() == 6);
+    for (const auto& url : urls) (void)read_cached(url, cache);
+    BOOST_TEST(s.gets.load() == 6);
+    BOOST_TEST(files_in(dir.path()).size() == 6U);
+    const std::string all = records_in(dir.path());
+    for (const std::string secret : {"KEYVALUE", "PAGETOKEN", "NESTEDSIG"}) {
+        BOOST_TEST(all.find(secret) == std::string::npos, secret << " reached the folder");
+    }
+    BOOST_TEST(all.find("/k?key=") != std::string::npos, all);
+}
+
 // An entry written by a ferry that did not key by identity (record format 1) may hold an object
 // fetched with someone's credentials: it is not served, but fetched again.
 BOOST_AUTO_TEST_CASE(an_entry_of_the_old_format_is_not_served) {
