@@ -12,9 +12,10 @@
 #                        suites (core, engine, image, video, http, shards, cuda) built once under
 #                        AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/: libraries
 #                        -O1, the suites' files -O0, unity builds) and run there; the
-#                        decode_image, decode_media, tar_samples, listing and pipeline_state
-#                        fuzzers (clang, libFuzzer, build-fuzz/) for 33, 20, 8, 5 and 4 s, two at
-#                        a time; every build through ccache; exits non-zero on any failure
+#                        decode_image, redact, decode_media, tar_samples, listing and
+#                        pipeline_state fuzzers (clang, libFuzzer, build-fuzz/) for 33, 4, 20, 8,
+#                        5 and 4 s, two at a time; every build through ccache; exits non-zero on
+#                        any failure
 #
 # Environment switches for `test` (what a change to the engine or the packaging should run once
 # before it lands; CI runs the bounded default):
@@ -28,9 +29,9 @@
 #   FERRY_SOAK=1    also run the tests labelled "soak" (long runs) in build/
 #   FERRY_SHARED_SUITE=1   in build-shared/, build and run the whole suite (every test, example
 #                   and consumer then links only what ferry's shared libraries export)
-#   FERRY_FUZZ_SECONDS=N   how long the fuzzers run together (default 70: 33/70 decode_image,
-#                   20/70 decode_media, 5/70 listing, 4/70 pipeline_state, the rest
-#                   tar_samples; 0 skips them)
+#   FERRY_FUZZ_SECONDS=N   how long the fuzzers run together (default 74: 33/74 decode_image,
+#                   4/74 redact, 20/74 decode_media, 5/74 listing, 4/74 pipeline_state, the
+#                   rest tar_samples; 0 skips them)
 #   FERRY_SANITIZER_CXX=...   compiler for the sanitizer builds (default g++; Debian 12's clang++ 14
 #                   cannot compile libstdc++ 12's std::views, which the tests use)
 #   FERRY_CCACHE=0  compile without ccache (by default every build here, and the package tests'
@@ -224,28 +225,31 @@ test_mode() {
         ctest --test-dir build-asan -L "$asan_labels" --output-on-failure --no-tests=error -j "$jobs"
     done_parts+=("asan+ubsan: ${asan_labels//|/, }")
 
-    # libFuzzer on decode_image, on decode_media (video and audio from memory), on the tar
-    # shard reader, on S3's listing XML and on saved states, clang + ASan, bounded:
-    # FERRY_FUZZ_SECONDS of fuzzing in all (default 70: 33 s, 20 s, 8 s, 5 s and 4 s; 0 skips
-    # them), in two lanes side by side, one per core: decode_image; the other four in turn.
-    local fuzz_seconds="${FERRY_FUZZ_SECONDS:-70}"
+    # libFuzzer on decode_image, on redaction (text with planted secrets), on decode_media
+    # (video and audio from memory), on the tar shard reader, on S3's listing XML and on saved
+    # states, clang + ASan, bounded: FERRY_FUZZ_SECONDS of fuzzing in all (default 74: 33 s,
+    # 4 s, 20 s, 8 s, 5 s and 4 s; 0 skips them), in two lanes side by side, one per core:
+    # decode_image then redact (37 s); the other four in turn (37 s).
+    local fuzz_seconds="${FERRY_FUZZ_SECONDS:-74}"
     if ((fuzz_seconds > 0)); then
-        local image_seconds=$((fuzz_seconds * 33 / 70))
-        local media_seconds=$((fuzz_seconds * 20 / 70))
-        local listing_seconds=$((fuzz_seconds * 5 / 70))
-        local state_seconds=$((fuzz_seconds * 4 / 70))
-        local shards_seconds=$((fuzz_seconds - image_seconds - media_seconds - listing_seconds -
-            state_seconds))
+        local image_seconds=$((fuzz_seconds * 33 / 74))
+        local redact_seconds=$((fuzz_seconds * 4 / 74))
+        local media_seconds=$((fuzz_seconds * 20 / 74))
+        local listing_seconds=$((fuzz_seconds * 5 / 74))
+        local state_seconds=$((fuzz_seconds * 4 / 74))
+        local shards_seconds=$((fuzz_seconds - image_seconds - redact_seconds - media_seconds -
+            listing_seconds - state_seconds))
         step "configure build-fuzz/ (clang++, libFuzzer + ASan)"
         cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
             -DCMAKE_UNITY_BUILD=ON \
             -DCMAKE_CXX_COMPILER="$(command -v clang++)" -DFERRY_FUZZ=ON \
             -DFERRY_SANITIZE=address \
             -DFERRY_BUILD_TESTS=OFF -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF
-        step "build build-fuzz/ (decode_image, decode_media, tar_samples, listing, pipeline_state)"
+        step "build build-fuzz/ (decode_image, redact, decode_media, tar_samples, listing," \
+            "pipeline_state)"
         cmake --build build-fuzz --parallel "$jobs" \
-            --target decode_image_fuzzer decode_media_fuzzer tar_samples_fuzzer listing_fuzzer \
-            pipeline_state_fuzzer
+            --target decode_image_fuzzer redact_fuzzer decode_media_fuzzer tar_samples_fuzzer \
+            listing_fuzzer pipeline_state_fuzzer
         # fuzz <name> <seconds> <seed folders>...: a scratch corpus in build-fuzz/<name>-corpus,
         # libFuzzer's output in build-fuzz/<name>.log (printed below: the lanes run at once).
         fuzz() {
@@ -264,13 +268,16 @@ test_mode() {
             echo "$rc" >"build-fuzz/${name}.rc"
             return "$rc"
         }
-        local names=(decode_image decode_media tar_samples listing pipeline_state)
+        local names=(decode_image redact decode_media tar_samples listing pipeline_state)
         rm -f build-fuzz/*.rc build-fuzz/*.log
-        step "fuzz, two at a time: decode_image ${image_seconds}s | decode_media" \
-            "${media_seconds}s, tar_samples ${shards_seconds}s, listing ${listing_seconds}s," \
-            "pipeline_state ${state_seconds}s"
-        fuzz decode_image "$image_seconds" tests/fuzz/corpus tests/fuzz/jpeg_sampling \
-            tests/fuzz/regressions &
+        step "fuzz, two at a time: decode_image ${image_seconds}s, redact ${redact_seconds}s |" \
+            "decode_media ${media_seconds}s, tar_samples ${shards_seconds}s, listing" \
+            "${listing_seconds}s, pipeline_state ${state_seconds}s"
+        {
+            fuzz decode_image "$image_seconds" tests/fuzz/corpus tests/fuzz/jpeg_sampling \
+                tests/fuzz/regressions &&
+                fuzz redact "$redact_seconds" tests/fuzz/redact_corpus
+        } &
         local lane_image=$!
         {
             fuzz decode_media "$media_seconds" tests/fuzz/media_corpus \
@@ -295,7 +302,8 @@ test_mode() {
             fi
         done
         ((failed == 0)) || return 1
-        local fuzzed="decode_image ${image_seconds}s, decode_media ${media_seconds}s"
+        local fuzzed="decode_image ${image_seconds}s, redact ${redact_seconds}s"
+        fuzzed+=", decode_media ${media_seconds}s"
         fuzzed+=", tar_samples ${shards_seconds}s, listing ${listing_seconds}s"
         done_parts+=("fuzz: ${fuzzed}, pipeline_state ${state_seconds}s")
     fi
