@@ -17,6 +17,8 @@
 
 namespace ferry::detail {
 
+/// What `rewrite_query` does with a query item: keeps it, replaces its value by `REDACTED`, or
+/// leaves it out.
 enum class query_item : std::uint8_t { keep, redact, drop };
 
 /// `s` with each `%XX` escape decoded (a `%` not followed by two hex digits is kept).
