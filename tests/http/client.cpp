@@ -204,7 +204,7 @@ BOOST_AUTO_TEST_CASE(s3_objects_are_signed_and_their_errors_typed) {
             const std::lock_guard lock(mutex);
             authorizations.push_back(r.header("authorization"));
         }
-        if (r.target == "/b/missing") {
+        if (r.target == "/bkt/missing") {
             return http_response{.status = 404,
                                  .body =
                                      "<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code>"
@@ -218,10 +218,10 @@ BOOST_AUTO_TEST_CASE(s3_objects_are_signed_and_their_errors_typed) {
                                       {"AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"},
                                       {"AWS_SECRET_ACCESS_KEY", "secret"}});
     ferry::ops::http_client client;
-    BOOST_TEST(as_string(client.fetch("s3://b/dir/k.jpg", plain).get()) == "object /b/dir/k.jpg");
-    const failure e = failure_of([&] { return client.fetch("s3://b/missing", plain).get(); });
-    check_same(e, failure_of([&] { return ferry::ops::read_url("s3://b/missing", plain); }),
-               "s3://b/missing");
+    BOOST_TEST(as_string(client.fetch("s3://bkt/dir/k.jpg", plain).get()) == "object /bkt/dir/k.jpg");
+    const failure e = failure_of([&] { return client.fetch("s3://bkt/missing", plain).get(); });
+    check_same(e, failure_of([&] { return ferry::ops::read_url("s3://bkt/missing", plain); }),
+               "s3://bkt/missing");
     BOOST_TEST(e.type == typeid(ferry::s3_error).name());
     BOOST_TEST(contains(e.what, "NoSuchKey: The specified key does not exist."), e.what);
     const std::lock_guard lock(mutex);

@@ -70,7 +70,7 @@ BOOST_AUTO_TEST_CASE(a_signed_s3_request_is_not_redirected_to_another_origin) {
     recording_server other([](const http_request&) { return http_response{.body = "stolen"}; });
     const std::string elsewhere = other.server.url("/b/k?X-Amz-Signature=LOCATIONSIG");
     recording_server store([&](const http_request& r) {
-        if (r.target == "/b/regional") {
+        if (r.target == "/bkt/regional") {
             return http_response{
                 .status = 307,
                 .headers = {{"Location", elsewhere}, {"x-amz-bucket-region", "eu-west-1"}}};
@@ -82,20 +82,20 @@ BOOST_AUTO_TEST_CASE(a_signed_s3_request_is_not_redirected_to_another_origin) {
                           {"AWS_SECRET_ACCESS_KEY", secret},
                           {"AWS_SESSION_TOKEN", token}});
     const auto e =
-        ferry_test::expect_throw<ferry::s3_error>([&] { (void)ferry::ops::read_url("s3://b/k"); });
+        ferry_test::expect_throw<ferry::s3_error>([&] { (void)ferry::ops::read_url("s3://bkt/k"); });
     BOOST_REQUIRE(e.has_value());
     BOOST_TEST(other.requests().empty());
     BOOST_TEST(e->status() == 302);
     BOOST_TEST(!e->transient());
     const std::string what = e->what();
-    BOOST_TEST(contains(what, "read_url: 's3://b/k': HTTP 302 Found: redirected to 'http://" +
+    BOOST_TEST(contains(what, "read_url: 's3://bkt/k': HTTP 302 Found: redirected to 'http://" +
                                   origin_of(other) + "/b/k?X-Amz-Signature=REDACTED'"),
                what);
     BOOST_TEST(contains(what, "a signed S3 request is not redirected to another origin"), what);
     BOOST_TEST(!contains(what, "LOCATIONSIG"));
 
     const auto regional = ferry_test::expect_throw<ferry::s3_error>(
-        [&] { (void)ferry::ops::read_url("s3://b/regional"); });
+        [&] { (void)ferry::ops::read_url("s3://bkt/regional"); });
     BOOST_REQUIRE(regional.has_value());
     BOOST_TEST(other.requests().empty());
     BOOST_TEST(contains(regional->what(), "the bucket is in region 'eu-west-1'"), regional->what());
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(a_signed_s3_request_is_not_redirected_to_another_origin) {
     // http_client runs the same transfer: the same refusal, word for word.
     ferry::ops::http_client client;
     const auto by_client =
-        ferry_test::expect_throw<ferry::s3_error>([&] { (void)client.fetch("s3://b/k").get(); });
+        ferry_test::expect_throw<ferry::s3_error>([&] { (void)client.fetch("s3://bkt/k").get(); });
     BOOST_TEST(by_client.what() == what);
     BOOST_TEST(other.requests().empty());
 }
