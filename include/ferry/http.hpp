@@ -172,7 +172,10 @@ struct FERRY_API read_url_fn {
 
 /// Fetches a whole URL (or `http_options::range` of it) into memory: `http://`, `https://`,
 /// `file://` or `s3://bucket/key`. Throws `ferry::http_error` (an `io_error`) naming the URL and
-/// the cause; for S3, `ferry::s3_error` with the store's error code.
+/// the cause; for S3, `ferry::s3_error` with the store's error code. A URL of any other scheme,
+/// or of none (`user:pw@host/x`, which curl would send as plain http), is an `http_error` with
+/// status 0, not transient, naming the accepted schemes, and no request is made. Messages show
+/// URLs and quoted error bodies with their credentials `REDACTED`.
 ///
 /// `s3://` reads the environment AWS's tools read, at each call: the region from `AWS_REGION` or
 /// `AWS_DEFAULT_REGION` (else `us-east-1`); the store from `AWS_ENDPOINT_URL_S3` or
