@@ -218,7 +218,8 @@ BOOST_AUTO_TEST_CASE(s3_objects_are_signed_and_their_errors_typed) {
                                       {"AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"},
                                       {"AWS_SECRET_ACCESS_KEY", "secret"}});
     ferry::ops::http_client client;
-    BOOST_TEST(as_string(client.fetch("s3://bkt/dir/k.jpg", plain).get()) == "object /bkt/dir/k.jpg");
+    BOOST_TEST(as_string(client.fetch("s3://bkt/dir/k.jpg", plain).get()) ==
+               "object /bkt/dir/k.jpg");
     const failure e = failure_of([&] { return client.fetch("s3://bkt/missing", plain).get(); });
     check_same(e, failure_of([&] { return ferry::ops::read_url("s3://bkt/missing", plain); }),
                "s3://bkt/missing");

@@ -81,8 +81,8 @@ BOOST_AUTO_TEST_CASE(a_signed_s3_request_is_not_redirected_to_another_origin) {
                           {"AWS_ACCESS_KEY_ID", key_id},
                           {"AWS_SECRET_ACCESS_KEY", secret},
                           {"AWS_SESSION_TOKEN", token}});
-    const auto e =
-        ferry_test::expect_throw<ferry::s3_error>([&] { (void)ferry::ops::read_url("s3://bkt/k"); });
+    const auto e = ferry_test::expect_throw<ferry::s3_error>(
+        [&] { (void)ferry::ops::read_url("s3://bkt/k"); });
     BOOST_REQUIRE(e.has_value());
     BOOST_TEST(other.requests().empty());
     BOOST_TEST(e->status() == 302);
