@@ -6,6 +6,8 @@
 /// x86-64 builds with GCC or Clang.
 #pragma once
 
+#include <cstdlib>
+
 #if defined(__x86_64__) && defined(__GNUC__)
 
 namespace ferry::ops::x86 {
@@ -32,6 +34,11 @@ inline bool has_avx2() {
 /// (families 15h and 17h) has it microcoded, tens to hundreds of cycles per instruction.
 inline bool has_fast_pdep() {
     static const bool yes = [] {
+        // FERRY_JPEG_PDEP=0 takes the way CPUs without a fast PDEP take (perf/jpeg_decode
+        // --no-pdep measures it); read once.
+        if (const char* v = std::getenv("FERRY_JPEG_PDEP"); v != nullptr && v[0] == '0') {
+            return false;
+        }
         __builtin_cpu_init();
         return __builtin_cpu_supports("bmi2") != 0 && __builtin_cpu_is("amdfam15h") == 0 &&
                __builtin_cpu_is("amdfam17h") == 0;

@@ -29,13 +29,17 @@
 /// photos of any size), decoded whole only: the libjpeg API, `decode_image`, and `decode_image`
 /// with libjpeg's Huffman decoder.
 ///
-/// Usage: jpeg_decode [--images N] [--reps R] [--dir DIR] [--progressive]
+/// With `--no-pdep`, ferry's progressive refinement takes the way CPUs without a fast BMI2
+/// `PDEP` take (sets FERRY_JPEG_PDEP=0 before the first decode), for the numbers of those CPUs.
+///
+/// Usage: jpeg_decode [--images N] [--reps R] [--dir DIR] [--progressive] [--no-pdep]
 ///                    [--photos DIR [--max-photos N]]
 ///   --images  how many JPEGs to generate and decode (default 300)
 ///   --reps    timed repetitions per variant (default 5); the median is reported
 ///   --dir     where the generated set lives (default $TMPDIR/ferry-image-pipeline, shared with
 ///             image_pipeline); files already there with the right name are reused
 ///   --progressive  decode progressive copies of the files (made in memory)
+///   --no-pdep      refine progressive scans without PDEP (FERRY_JPEG_PDEP=0)
 ///   --photos  decode the JPEGs under DIR as they are (whole decodes only)
 
 // jpeglib.h needs FILE and size_t declared first.
@@ -158,6 +162,10 @@ int main(int argc, char** argv) {
         if (a == "--progressive") {
             progressive = true;
             --i;  // a flag: no value
+        } else if (a == "--no-pdep") {
+            // Read once, at ferry's first progressive decode: set before any.
+            ::setenv("FERRY_JPEG_PDEP", "0", 1);
+            --i;
         } else if (i + 1 >= argc) {
             std::cerr << "option " << a << " needs a value\n";
             return 2;
