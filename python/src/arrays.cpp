@@ -7,6 +7,8 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -78,21 +80,71 @@ void copy_strided(const std::byte* in, std::byte*& out, const std::vector<py::ss
     }
 }
 
-/// Fills `view` with `t`'s elements (writable; the view keeps `owner`, the Python object).
-py::buffer_info tensor_buffer(const ferry::tensor& t) {
-    if (t.empty()) throw py::buffer_error("ferry.Tensor: an empty tensor has no buffer");
-    if (t.device().kind == ferry::device_kind::cuda) {
-        throw py::buffer_error("ferry.Tensor: " + t.describe() +
-                               " is in GPU memory; use __dlpack__ (torch.from_dlpack)");
+/// What a buffer export holds: the tensor (its storage stays alive until the view is released)
+/// and the arrays the view points into.
+struct buffer_export {
+    ferry::tensor t;
+    std::vector<Py_ssize_t> shape;
+    std::vector<Py_ssize_t> strides;
+};
+
+/// The buffer protocol for a class whose objects `export_of` sees as a tensor: numpy.asarray,
+/// memoryview and bytes() read its elements where they are. Written here rather than with
+/// pybind11's def_buffer, whose getbuffer lets a C++ exception escape into Python's C code
+/// (std::terminate) and ignores a consumer's request for contiguous memory.
+template <ferry::tensor (*export_of)(PyObject*), bool readonly>
+int get_buffer(PyObject* self, Py_buffer* view, int flags) {
+    view->obj = nullptr;
+    try {
+        auto e = std::make_unique<buffer_export>();
+        e->t = export_of(self);
+        const ferry::tensor& t = e->t;
+        if (t.empty()) throw std::runtime_error("the tensor is empty");
+        if (t.device().kind == ferry::device_kind::cuda) {
+            throw std::runtime_error(t.describe() +
+                                     " is in GPU memory; use __dlpack__ (torch.from_dlpack)");
+        }
+        if (readonly && (flags & PyBUF_WRITABLE) == PyBUF_WRITABLE) {
+            throw std::runtime_error("the memory is read-only");
+        }
+        const bool strided = (flags & PyBUF_STRIDES) == PyBUF_STRIDES;
+        if (!t.is_contiguous() && (!strided || (flags & PyBUF_ANY_CONTIGUOUS) != 0)) {
+            throw std::runtime_error(t.describe() + " is not contiguous");
+        }
+        const auto item = static_cast<Py_ssize_t>(ferry::size_of(t.dtype()));
+        e->shape.assign(t.shape().begin(), t.shape().end());
+        for (const auto st : t.strides()) e->strides.push_back(static_cast<Py_ssize_t>(st) * item);
+        view->buf = const_cast<void*>(t.data());
+        view->len = static_cast<Py_ssize_t>(t.nbytes());
+        view->itemsize = item;
+        view->readonly = readonly ? 1 : 0;
+        view->format = (flags & PyBUF_FORMAT) == PyBUF_FORMAT
+                           ? const_cast<char*>(buffer_format(t.dtype()))
+                           : nullptr;
+        view->ndim = static_cast<int>(e->shape.size());
+        view->shape = (flags & PyBUF_ND) == PyBUF_ND ? e->shape.data() : nullptr;
+        view->strides = strided ? e->strides.data() : nullptr;
+        view->suboffsets = nullptr;
+        view->internal = e.release();
+        view->obj = Py_NewRef(self);
+        return 0;
+    } catch (const std::exception& x) {
+        PyErr_Format(PyExc_BufferError, "%s: %s", Py_TYPE(self)->tp_name, x.what());
+        return -1;
     }
-    const auto item = static_cast<py::ssize_t>(ferry::size_of(t.dtype()));
-    std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
-    std::vector<py::ssize_t> strides;
-    strides.reserve(t.strides().size());
-    for (const auto s : t.strides()) strides.push_back(static_cast<py::ssize_t>(s) * item);
-    return py::buffer_info(const_cast<void*>(t.data()), item, buffer_format(t.dtype()),
-                           static_cast<py::ssize_t>(shape.size()), std::move(shape),
-                           std::move(strides), /*readonly=*/false);
+}
+
+void release_buffer(PyObject*, Py_buffer* view) {
+    delete static_cast<buffer_export*>(view->internal);
+}
+
+/// Installs `get_buffer<export_of, readonly>` as `cls`'s buffer protocol (a class made with
+/// py::buffer_protocol(), whose heap type has the slots).
+template <ferry::tensor (*export_of)(PyObject*), bool readonly>
+void use_buffer(py::handle cls) {
+    auto* type = reinterpret_cast<PyHeapTypeObject*>(cls.ptr());
+    type->as_buffer.bf_getbuffer = &get_buffer<export_of, readonly>;
+    type->as_buffer.bf_releasebuffer = &release_buffer;
 }
 
 /// `t` as a DLPack capsule ("dltensor"); the capsule's destructor frees an export no consumer
@@ -134,6 +186,24 @@ ferry::tensor image_view(const py_image& pi) {
                           std::shared_ptr<void>(pi.img), ferry::device{}};
     return ferry::tensor(std::move(storage), ferry::dtype::u8,
                          {img.height(), img.width(), img.channels()});
+}
+
+ferry::tensor tensor_export(PyObject* self) {
+    return py::cast<ferry::tensor&>(py::handle(self));
+}
+ferry::tensor image_export(PyObject* self) {
+    return image_view(py::cast<const py_image&>(py::handle(self)));
+}
+/// The bytes as a u8 tensor that shares them.
+ferry::tensor bytes_export(PyObject* self) {
+    const auto& b = py::cast<const py_bytes&>(py::handle(self));
+    static std::byte nothing{};  // where an empty file's zero bytes are
+    ferry::buffer storage{&nothing, 0, nullptr, ferry::device{}};
+    if (b.data && !b.data->empty()) {
+        storage = {b.data->data(), b.data->size(), std::shared_ptr<void>(b.data), ferry::device{}};
+    }
+    return ferry::tensor(std::move(storage), ferry::dtype::u8,
+                         {static_cast<std::int64_t>(storage.size)});
 }
 
 const ferry::image& image_of(const py_image& pi) {
@@ -185,10 +255,11 @@ ferry::tensor tensor_from_buffer(py::handle obj, const char* what) {
 }
 
 void bind_arrays(py::module_& m) {
-    py::class_<ferry::tensor>(m, "Tensor", py::buffer_protocol(), R"doc(
+    py::class_<ferry::tensor> tensor_class(m, "Tensor", py::buffer_protocol(), R"doc(
 An n-dimensional array in ferry's memory (what ops.collate makes). numpy.asarray(t) and
-torch.from_dlpack(t) share its memory without a copy, and keep it alive.)doc")
-        .def_buffer(&tensor_buffer)
+torch.from_dlpack(t) share its memory without a copy, and keep it alive.)doc");
+    use_buffer<&tensor_export, false>(tensor_class);
+    tensor_class
         .def_property_readonly(
             "shape", [](const ferry::tensor& t) { return shape_tuple(t.shape()); },
             "The extents, outermost first.")
@@ -221,10 +292,11 @@ torch.from_dlpack(t) share its memory without a copy, and keep it alive.)doc")
         .def("__dlpack_device__", &dlpack_device, "(DLPack device type, device index).")
         .def("__repr__", [](const ferry::tensor& t) { return "ferry." + t.describe(); });
 
-    py::class_<py_image>(m, "Image", py::buffer_protocol(), R"doc(
+    py::class_<py_image> image_class(m, "Image", py::buffer_protocol(), R"doc(
 An 8-bit image, height x width x channels (what image.decode_image makes). numpy.asarray(img)
-and torch.from_dlpack(img) share its pixels (shape (height, width, channels), uint8).)doc")
-        .def_buffer([](py_image& pi) { return tensor_buffer(image_view(pi)); })
+and torch.from_dlpack(img) share its pixels (shape (height, width, channels), uint8).)doc");
+    use_buffer<&image_export, false>(image_class);
+    image_class
         .def_property_readonly(
             "width", [](const py_image& pi) { return image_of(pi).width(); }, "Pixels per row.")
         .def_property_readonly(
@@ -266,15 +338,11 @@ and torch.from_dlpack(img) share its pixels (shape (height, width, channels), ui
                    ")";
         });
 
-    py::class_<py_bytes>(m, "Bytes", py::buffer_protocol(), R"doc(
+    py::class_<py_bytes> bytes_class(m, "Bytes", py::buffer_protocol(), R"doc(
 A file's contents as ops.read_file returned them (read-only). memoryview(b) and numpy.asarray(b)
-share them; bytes(b) copies.)doc")
-        .def_buffer([](py_bytes& b) {
-            const auto n = static_cast<py::ssize_t>(b.data ? b.data->size() : 0);
-            return py::buffer_info(b.data ? static_cast<void*>(b.data->data()) : nullptr, 1, "B", 1,
-                                   {n}, {py::ssize_t{1}}, /*readonly=*/true);
-        })
-        .def("__len__", [](const py_bytes& b) { return b.data ? b.data->size() : 0; })
+share them; bytes(b) copies.)doc");
+    use_buffer<&bytes_export, true>(bytes_class);
+    bytes_class.def("__len__", [](const py_bytes& b) { return b.data ? b.data->size() : 0; })
         .def("__bytes__",
              [](const py_bytes& b) {
                  if (!b.data) return py::bytes();

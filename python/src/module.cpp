@@ -10,12 +10,16 @@
 #include "ops.hpp"
 #include "pipeline.hpp"
 #include "stats.hpp"
+#include "value.hpp"
 
 namespace py = pybind11;
 
 PYBIND11_MODULE(_ferry, m) {
     m.doc() = "ferry's native module; import ferry instead (python/README.md).";
     m.attr("__version__") = ferry::version;
+    m.def("_gil_acquisitions", &ferry::python::gil_hold::acquisitions,
+          "Diagnostics: how many times ferry's threads took the GIL since import (a native "
+          "chain takes it for no item; a Python stage once per call).");
     ferry::python::bind_errors(m);
     ferry::python::bind_arrays(m);
     ferry::python::bind_stats(m);

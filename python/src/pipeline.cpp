@@ -3,6 +3,8 @@
 /// `ferry.Pipeline`: iteration without the GIL, Ctrl-C, close, and the exit hook.
 #include "pipeline.hpp"
 
+#include <pybind11/stl.h>
+
 #include <fstream>
 #include <utility>
 

@@ -6,6 +6,7 @@
 
 #include <Python.h>
 
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -23,15 +24,24 @@ namespace ferry::python {
 
 /// Holds `PyGILState_Ensure` for its lifetime (re-entrant: a thread that has the GIL keeps it).
 /// What engine threads use to touch Python: they are not Python threads, and may hold the GIL
-/// only for the call at hand (python/README.md, "The GIL").
+/// only for the call at hand (python/README.md, "The GIL"). Each time it had to take the GIL it
+/// counts one `acquisitions()`: how the tests see that a native chain takes none per item.
 class gil_hold {
   public:
-    gil_hold() noexcept : state_(PyGILState_Ensure()) {}
+    gil_hold() noexcept : state_(PyGILState_Ensure()) {
+        if (state_ == PyGILState_UNLOCKED) taken_.fetch_add(1, std::memory_order_relaxed);
+    }
     ~gil_hold() { PyGILState_Release(state_); }
     gil_hold(const gil_hold&) = delete;
     gil_hold& operator=(const gil_hold&) = delete;
 
+    /// How many times a `gil_hold` took the GIL (its thread did not hold it), since import.
+    [[nodiscard]] static std::uint64_t acquisitions() noexcept {
+        return taken_.load(std::memory_order_relaxed);
+    }
+
   private:
+    static inline std::atomic<std::uint64_t> taken_{0};
     PyGILState_STATE state_;
 };
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// `waiter`: a job on a thread of its own, waited for in slices that let signals through.
-#include "waiter.hpp"
+// Python.h first, as Python asks (it sets feature macros the standard headers read).
+#include <Python.h>
 
-#include "value.hpp"
+#include "waiter.hpp"
 
 namespace ferry::python {
 
@@ -29,8 +30,11 @@ bool waiter::run(const std::function<void()>& job, const std::function<void()>& 
         {
             // Not while holding mutex_: the GIL is never waited for with a lock held that a
             // thread holding the GIL could want.
-            gil_hold gil;
+            // Taken directly, not by gil_hold: this is the consumer's own wait, not per-item
+            // work (gil_hold::acquisitions() counts the engine's).
+            const PyGILState_STATE gil = PyGILState_Ensure();
             raised = PyErr_CheckSignals() != 0;
+            PyGILState_Release(gil);
         }
         if (raised) interrupt();
         lock.lock();
