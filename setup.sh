@@ -8,7 +8,8 @@
 #                        ferry (extra arguments go to the trainer: bash setup.sh run --epochs 2)
 #   bash setup.sh test   deps + what CI runs (about 18 minutes on 2 cores): a Release
 #                        build in build/ (libraries, examples, benchmarks, the torch and mpi
-#                        suites) and its tests (examples, package, perf, torch, mpi); the unit
+#                        suites, the Python package) and its tests (examples, package, perf,
+#                        torch, mpi, python); the unit
 #                        suites (core, engine, image, video, http, shards, cuda) built once under
 #                        AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/: libraries
 #                        -O1, the suites' files -O0, unity builds) and run there; the
@@ -73,6 +74,7 @@ readonly packages=(
     libarchive-dev zstd python3-boto3
     libopenmpi-dev openmpi-bin
     libtorch-dev libgloo-dev
+    python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch python3-pytest
     clang libclang-rt-14-dev
 )
 
@@ -151,9 +153,14 @@ release_build() {
     done
     (($#)) && shift
     build=("$@")
+    # The Python package is built for Debian's python3, which has numpy and torch (a python3
+    # earlier on PATH, pyenv's say, may have neither).
+    local python=()
+    [[ -x /usr/bin/python3 ]] && python=(-DPython3_EXECUTABLE=/usr/bin/python3)
     step "configure build/ (Release, tests and examples on${configure[*]:+, ${configure[*]}})"
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" -DFERRY_UNITY_TESTS=ON \
-        -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=ON -DFERRY_BUILD_PERF=ON "${configure[@]}"
+        -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=ON -DFERRY_BUILD_PERF=ON "${python[@]}" \
+        "${configure[@]}"
     step "build build/${build[*]:+ (${build[*]})}"
     cmake --build build --parallel "$jobs" "${build[@]}"
 }
@@ -206,7 +213,7 @@ test_mode() {
     if [[ "$release_suites" == ON ]]; then
         done_parts+=("release: all tests")
     else
-        done_parts+=("release: examples, package, perf, torch, mpi")
+        done_parts+=("release: examples, package, perf, torch, mpi, python")
     fi
 
     # ASan + UBSan: every unit suite. Not the mpi tests (LeakSanitizer reports Open MPI's own
@@ -314,10 +321,12 @@ test_mode() {
     # FERRY_SHARED_SUITE=1 builds and runs every test and example against them instead.
     if [[ "${FERRY_SHARED_SUITE:-0}" == 1 ]]; then
         step "configure build-shared/ (Release, BUILD_SHARED_LIBS=ON, every test)"
+        local python=()
+        [[ -x /usr/bin/python3 ]] && python=(-DPython3_EXECUTABLE=/usr/bin/python3)
         cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
             "${launcher[@]}" \
             -DFERRY_BUILD_TESTS=ON -DFERRY_UNIT_TESTS=ON -DFERRY_BUILD_EXAMPLES=ON \
-            -DFERRY_BUILD_PERF=ON
+            -DFERRY_BUILD_PERF=ON -DFERRY_PYTHON=AUTO "${python[@]}"
         step "build build-shared/"
         cmake --build build-shared --parallel "$jobs"
         step "ctest build-shared/ (all tests)"
@@ -328,7 +337,7 @@ test_mode() {
         cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
             "${launcher[@]}" \
             -DFERRY_BUILD_TESTS=ON -DFERRY_UNIT_TESTS=OFF -DFERRY_BUILD_EXAMPLES=OFF \
-            -DFERRY_BUILD_PERF=OFF
+            -DFERRY_BUILD_PERF=OFF -DFERRY_PYTHON=OFF  # package.install installs what is built
         step "build build-shared/ (libraries only)"
         cmake --build build-shared --parallel "$jobs" --target ferry ferry_core ferry_image \
             ferry_video ferry_cuda ferry_http ferry_shards ferry_mpi ferry_torch
