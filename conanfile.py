@@ -105,6 +105,8 @@ class FerryConan(ConanFile):
         tc.cache_variables["FERRY_TORCH"] = "ON" if self.options.torch else "OFF"
         # ferry::mpi has no option yet: never built, whatever MPI the build machine has.
         tc.cache_variables["FERRY_MPI"] = "OFF"
+        # The Python package (python/) is not part of the C++ package.
+        tc.cache_variables["FERRY_PYTHON"] = "OFF"
         tc.cache_variables["FERRY_BUILD_TESTS"] = False
         tc.cache_variables["FERRY_BUILD_EXAMPLES"] = False
         tc.cache_variables["FERRY_BUILD_PERF"] = False

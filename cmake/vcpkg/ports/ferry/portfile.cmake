@@ -30,6 +30,8 @@ vcpkg_cmake_configure(
     OPTIONS
         ${FEATURE_OPTIONS}
         -DFERRY_MPI=OFF
+        # The Python package is not part of the C++ package (a port of its own could be).
+        -DFERRY_PYTHON=OFF
         -DFERRY_BUILD_TESTS=OFF
         -DFERRY_BUILD_EXAMPLES=OFF
         -DFERRY_BUILD_PERF=OFF
