@@ -56,7 +56,8 @@ ferry::error_policy policy_of(const py::object& on_error, const std::string& whe
                                       s + "'");
     }
     if (py::isinstance<ferry::retry>(on_error)) return on_error.cast<ferry::retry>();
-    throw py::type_error(where + ": on_error must be 'fail', 'skip' or ferry.retry(...), got a " +
+    throw py::type_error(where +
+                         ": on_error must be 'fail', 'skip' or ferry.retry(...), got a Python " +
                          std::string(Py_TYPE(on_error.ptr())->tp_name));
 }
 
@@ -100,7 +101,7 @@ ferry::stage_options stage_options_of(const std::string& where, int concurrency,
 /// A Python callable for `where`, or TypeError naming what it got.
 void check_callable(const py::object& f, const std::string& where, const char* what) {
     if (PyCallable_Check(f.ptr()) == 0) {
-        throw py::type_error(where + ": " + what + ", got a " + Py_TYPE(f.ptr())->tp_name);
+        throw py::type_error(where + ": " + what + ", got a Python " + Py_TYPE(f.ptr())->tp_name);
     }
 }
 
@@ -337,7 +338,7 @@ into one ferry.Tensor). The last batch of an epoch may be short unless drop_last
                     } else {
                         throw py::type_error(
                             "build(resume=...): the bytes pipe.state() returned "
-                            "(or that text), got a " +
+                            "(or that text), got a Python " +
                             std::string(Py_TYPE(resume.ptr())->tp_name));
                     }
                     o.resume_from = ferry::pipeline_state::parse(text);

@@ -120,9 +120,11 @@ detail::stage_spec python_filter(py::object pred) {
     s.filter_fn = [fn](detail::any_value& a) {
         value& v = a.get<value>();
         return with_gil([&] {
-            // The element is lent to Python and taken back after the call (without a copy
-            // where the predicate kept no reference to it).
-            py::object arg = to_python(std::move(v));
+            // Bytes and images are lent to Python and taken back after the call (without a
+            // copy where the predicate kept no reference); the rest is kept as it is and the
+            // predicate gets a Python copy, so that a path stays a native string.
+            const bool lend = v.holds<ferry::bytes>() || v.holds<ferry::image>();
+            py::object arg = to_python(lend ? std::move(v) : value(v));
             PyObject* r = PyObject_CallOneArg(fn->get(), arg.ptr());
             int keep = -1;
             if (r != nullptr) {
@@ -131,7 +133,7 @@ detail::stage_spec python_filter(py::object pred) {
             }
             std::optional<python_error> failed;
             if (keep < 0) failed.emplace(fetch_python_error());
-            v = from_python(arg);
+            if (lend) v = from_python(arg);
             if (failed) throw *failed;
             return keep == 1;
         });

@@ -155,7 +155,7 @@ detail::source_spec python_source(py::handle src, const std::optional<ferry::sam
         return iterating([held](std::uint64_t) { return py_ref(*held).release(); });
     }
     throw py::type_error(std::string("ferry.source(src): src must be a sequence, an iterable or "
-                                     "an epoch factory (epoch -> iterable); got a ") +
+                                     "an epoch factory (epoch -> iterable); got a Python ") +
                          Py_TYPE(src.ptr())->tp_name);
 }
 

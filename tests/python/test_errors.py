@@ -120,7 +120,8 @@ def test_python_filter_flat_map_and_source_failures():
 # stage; threads=0, concurrency=0 and batch(0) are ValueErrors (ferry.InvalidArgument).
 def test_wrong_use_raises_at_once():
     b = ferry.source([1, 2, 3]).map(lambda x: x)
-    with pytest.raises(TypeError, match=r"map\(f\) \(stage 'map#2'\): f must be callable"):
+    with pytest.raises(TypeError, match=r"map\(f\) \(stage 'map#2'\): f must be callable or a "
+                       r"ferry op, got a Python int"):
         b.map(42)
     with pytest.raises(TypeError, match="stage 'load'"):
         b.map("read_file", name="load")

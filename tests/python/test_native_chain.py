@@ -158,3 +158,22 @@ def test_native_op_given_the_wrong_value_fails_the_item(image_files):
         list(ferry.source([b"not a path"]).map(image.decode_image()).build(threads=1))
     assert "decode_image expects bytes" not in str(e.value)  # a Python bytes is bytes-like
     assert isinstance(e.value.__cause__, ferry.DecodeError)
+
+
+# A Python filter lends its predicate a Python copy of a path and keeps the native string: the
+# read after it takes the GIL for no item (one acquisition per filter call, none per read), and
+# bytes and images are lent without a copy and taken back.
+def test_python_filter_keeps_native_values_native(image_files):
+    paths = image_files["png"] * 5  # 120 items
+    before = ferry._ferry._gil_acquisitions()
+    with (ferry.source(paths)
+          .filter(lambda p: p.endswith(".png"))
+          .map(ops.read_file, executor="io")
+          .filter(lambda b: len(b) > 0)
+          .map(image.decode_image())
+          .build(threads=1)) as pipe:
+        images = list(pipe)
+        taken = ferry._ferry._gil_acquisitions() - before
+    assert len(images) == len(paths)
+    assert all(isinstance(x, ferry.Image) for x in images)
+    assert taken == 2 * len(paths)  # the two filters' calls
