@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// `ops::collate` of tensors: equally shaped host tensors stacked into one contiguous batch.
-/// (The image overload is ferry::image's, in ops/image/transform.cpp.)
+/// `ops::collate` of tensors and of numbers: equally shaped host tensors stacked into one
+/// contiguous batch, numbers gathered into a 1-D tensor. (The image overload is ferry::image's,
+/// in ops/image/transform.cpp; pairs, tuples and structs are the header's template, over these.)
 #include "ferry/collate.hpp"
 
 #include <cstddef>
@@ -43,6 +44,14 @@ tensor collate_fn::operator()(std::vector<tensor> tensors, const collate_options
             std::memcpy(dst + i * each, c.data(), each);
         }
     }
+    return out;
+}
+
+tensor collate_numbers(ferry::dtype type, const void* values, std::size_t count,
+                       const collate_options& options) {
+    if (count == 0) throw invalid_argument("collate: the batch is empty");
+    tensor out(type, {static_cast<std::int64_t>(count)}, options.alloc);
+    std::memcpy(out.data(), values, count * size_of(type));
     return out;
 }
 
