@@ -53,6 +53,9 @@
 
 #include <torch/types.h>
 
+#include <tuple>
+#include <utility>
+
 #include "ferry/export.hpp"
 #include "ferry/tensor.hpp"
 
@@ -69,10 +72,29 @@ class cuda_tensor;  // <ferry/cuda.hpp>
 
 namespace detail {
 /// One function object for both kinds of tensor, so that `map(ferry::to_torch)` works after
-/// `collate` (a `ferry::tensor`) and after `to_cuda()` (a `ferry::cuda_tensor`).
+/// `collate` (a `ferry::tensor`) and after `to_cuda()` (a `ferry::cuda_tensor`), and for pairs
+/// and tuples of them (what `collate` gives for a batch of labelled samples).
 struct FERRY_API to_torch_fn {
     torch::Tensor operator()(const tensor& t) const;
     torch::Tensor operator()(const cuda_tensor& t) const;
+    /// Each element converted, first first: `std::pair<torch::Tensor, torch::Tensor>` for a pair
+    /// of tensors (pairs and tuples inside convert likewise).
+    template <class A, class B>
+    auto operator()(const std::pair<A, B>& p) const
+        -> std::pair<decltype((*this)(p.first)), decltype((*this)(p.second))> {
+        return {(*this)(p.first), (*this)(p.second)};
+    }
+    /// Each element converted, in order: `std::tuple<torch::Tensor, ...>` for a tuple of tensors.
+    template <class... T>
+    auto operator()(const std::tuple<T...>& t) const
+        -> std::tuple<decltype((*this)(std::declval<const T&>()))...> {
+        return std::apply(
+            [this](const T&... e) {
+                // Braces: converted in order, so of two that cannot convert the first is named.
+                return std::tuple<decltype((*this)(std::declval<const T&>()))...>{(*this)(e)...};
+            },
+            t);
+    }
 };
 }  // namespace detail
 
@@ -84,6 +106,13 @@ struct FERRY_API to_torch_fn {
 /// no CUDA. A plain function object: \code
 ///   auto pipe = ferry::from(paths).map(load).batch(32).map(ferry::ops::collate)
 ///                   .map(ferry::to_torch).build();
+/// \endcode
+/// A `std::pair` or `std::tuple` of tensors (what `collate` makes of a batch of pairs, tuples or
+/// structs) becomes a `std::pair` or `std::tuple` of `torch::Tensor`s, each converted as above,
+/// without a copy: \code
+///   auto pipe = ferry::from(train).map(load_sample, 8)  // -> std::pair<ferry::image, int64_t>
+///                   .batch(64).map(ferry::ops::collate).map(ferry::to_torch).build();
+///   for (auto& [images, labels] : pipe) { ... }         // u8 [64, H, W, C], kLong [64]
 /// \endcode
 inline constexpr detail::to_torch_fn to_torch{};
 
