@@ -126,7 +126,10 @@ void pipeline_runtime::build_graph() {
                         rejoin(st, m);
                         outs.swap(st.rejoin.outs);
                     }
-                    for (msg o : outs) tsan_send(std::get<0>(ports), o);
+                    for (msg o : outs) {
+                        bump_owned(st.sends.joined, 1);  // one writer: this serial node
+                        tsan_send(std::get<0>(ports), o);
+                    }
                     outs.clear();  // kept for the next call: no allocation per call
                     const tsan_scope state(&st.rejoin);
                     if (st.rejoin.outs.capacity() < outs.capacity()) st.rejoin.outs.swap(outs);
@@ -263,9 +266,12 @@ void pipeline_runtime::build_graph() {
                                 routed.swap(st.rejoin.routed);
                             }
                             for (auto [b, x] : routed) {
+                                // Counted before it goes: the monitor's queues (monitor.cpp).
                                 if (b == no_route_branch) {
+                                    bump_owned(st.sends.straight, 1);
                                     tsan_send(*rejoin, x);
                                 } else {
+                                    bump_owned(st.sends.to_branch[b], 1);
                                     tsan_send(*heads[b], x);
                                 }
                             }
@@ -280,8 +286,10 @@ void pipeline_runtime::build_graph() {
                         w.add(&counter_shard::emitted);
                         // Gaps, failures and the epoch's end go straight to the join.
                         if (b < heads.size()) {
+                            bump_owned(st.sends.to_branch[b], 1);
                             tsan_send(*heads[b], m);
                         } else {
+                            bump_owned(st.sends.straight, 1);
                             tsan_send(*rejoin, m);
                         }
                         return flow::continue_msg();

@@ -71,19 +71,10 @@ void pipeline_runtime::sample() {
     const std::uint64_t now = ticks();
     std::uint32_t series = 1;
     if (trace_.spans) trace_.spans->add_count(0, now, admission_.out_now());
-    auto upstream = static_cast<std::int64_t>(src_.counters.sum(&counter_shard::emitted));
     bool queued_upstream = false;
     for (auto& st : stages_) {
-        const auto arrived = static_cast<std::int64_t>(st.counters.sum(&counter_shard::arrived));
         const auto active = st.counters.sum(&counter_shard::active);
-        // An I/O stage's calls wait in its pool's queue after they have "arrived".
-        std::int64_t queued = upstream - arrived;
-        if (st.pool) queued += static_cast<std::int64_t>(st.pool->waiting());
-        if (st.tuned) {
-            // Its gate's queue (tuned_stage.cpp).
-            std::lock_guard gate(st.slots.mutex);
-            queued += static_cast<std::int64_t>(st.slots.waiting.size());
-        }
+        const std::int64_t queued = queued_before(st);
         // A compute stage runs on the arena's threads: with more slots than threads it can use
         // only `threads` of them at once, and is judged against those.
         const int limit = st.tuned ? st.limit.load(std::memory_order_relaxed) : st.concurrency;
@@ -96,7 +87,6 @@ void pipeline_runtime::sample() {
         }
         ++series;
         queued_upstream = queued_upstream || queued > 0;
-        upstream = static_cast<std::int64_t>(st.counters.sum(&counter_shard::emitted));
     }
     if (trace_.spans && plan_.tuning) {
         // The tuner's settings, in the order the constructor named their series.
@@ -110,6 +100,76 @@ void pipeline_runtime::sample() {
         trace_.spans->add_count(
             series, now, static_cast<std::uint64_t>(threads_now_.load(std::memory_order_relaxed)));
     }
+}
+
+void pipeline_runtime::link_feeds() {
+    const stage_runtime* line = nullptr;  // the main line's last stage so far (null: the source)
+    stage_runtime* route = nullptr;       // the route whose branches come next
+    for (auto& st : stages_) {
+        if (st.route >= 0) {
+            // A branch's stage: after the one before it in the branch, or at the branch's head.
+            auto& tail = route->branch_tails[st.branch];
+            st.feed = tail != nullptr
+                          ? stage_feed{stage_feed::from::previous, tail, nullptr, 0}
+                          : stage_feed{stage_feed::from::branch_head, nullptr, route, st.branch};
+            tail = &st;
+            continue;
+        }
+        st.feed = route != nullptr ? stage_feed{stage_feed::from::join, nullptr, route, 0}
+                                   : stage_feed{stage_feed::from::previous, line, nullptr, 0};
+        route = nullptr;
+        line = &st;
+        if (st.spec.kind == stage_kind::route) {
+            route = &st;
+            st.branch_tails.assign(st.branches, nullptr);
+            st.sends.to_branch = std::make_unique<std::atomic<std::uint64_t>[]>(st.branches);
+        }
+    }
+}
+
+std::int64_t pipeline_runtime::sent_toward(const stage_runtime& st) const noexcept {
+    const auto emitted = [this](const stage_runtime* s) {
+        const stage_counters& c = s != nullptr ? s->counters : src_.counters;
+        return static_cast<std::int64_t>(c.sum(&counter_shard::emitted));
+    };
+    const auto load = [](const std::atomic<std::uint64_t>& n) {
+        return static_cast<std::int64_t>(n.load(std::memory_order_relaxed));
+    };
+    const stage_feed& f = st.feed;
+    switch (f.kind) {
+        case stage_feed::from::previous:
+            return emitted(f.previous);
+        case stage_feed::from::branch_head:
+            return load(f.route->sends.to_branch[f.branch]);
+        case stage_feed::from::join:
+            break;
+    }
+    const stage_runtime& r = *f.route;
+    // A rejoining route's serial join retires gaps and the branches' ends: count what it passes
+    // on. Otherwise the join is a broadcast node: what went straight, and each branch's output
+    // (an empty branch's head feeds it directly).
+    if (r.rejoins) return load(r.sends.joined);
+    std::int64_t n = load(r.sends.straight);
+    for (std::size_t b = 0; b < r.branches; ++b) {
+        n += r.branch_tails[b] != nullptr ? emitted(r.branch_tails[b]) : load(r.sends.to_branch[b]);
+    }
+    return n;
+}
+
+std::int64_t pipeline_runtime::queued_before(stage_runtime& st) const {
+    // What was sent is read before what arrived: a message that arrives in between makes the
+    // count low, never high. `lost` last: a sample taken while an epoch is reclaimed counts low.
+    const std::int64_t sent = sent_toward(st);
+    const auto arrived = static_cast<std::int64_t>(st.counters.sum(&counter_shard::arrived));
+    std::int64_t queued = sent - arrived - st.lost.load(std::memory_order_relaxed);
+    // An I/O stage's calls wait in its pool's queue after they have "arrived".
+    if (st.pool) queued += static_cast<std::int64_t>(st.pool->waiting());
+    if (st.tuned) {
+        // Its gate's queue (tuned_stage.cpp).
+        std::lock_guard gate(st.slots.mutex);
+        queued += static_cast<std::int64_t>(st.slots.waiting.size());
+    }
+    return queued;
 }
 
 stage_stats pipeline_runtime::row(const stage_runtime* st) const {

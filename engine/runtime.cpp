@@ -36,6 +36,7 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         }
     }
     plan_.stages.clear();  // the stage_runtimes own the callables now
+    link_feeds();
     take_resume_state();
     output_seq_ = std::make_unique<sequencer>(plan_.output_ordered);
 
@@ -279,6 +280,13 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
         }
         for (const auto& shard : st.counters.shards())
             shard->active.store(0, std::memory_order_relaxed);
+    }
+    // What was sent toward a stage and never arrived was dropped with the graph's buffers: the
+    // monitor's queues leave it out from now on.
+    for (auto& st : stages_) {
+        st.lost.store(
+            sent_toward(st) - static_cast<std::int64_t>(st.counters.sum(&counter_shard::arrived)),
+            std::memory_order_relaxed);
     }
     output_seq_->clear();
     tsan_acquire(con_.out.get());

@@ -142,6 +142,27 @@ struct rejoin_state {
     }
 };
 
+/// A route's messages by where they went, for the monitor's count of what waits in front of a
+/// branch's first stage and of the stage after the join (monitor.cpp). The route's serial node
+/// writes `to_branch` and `straight`, its join's serial node `joined`; the monitor reads them.
+struct route_sends {
+    std::unique_ptr<std::atomic<std::uint64_t>[]> to_branch;  ///< into each branch's head
+    std::atomic<std::uint64_t> straight{0};                   ///< straight to the join
+    std::atomic<std::uint64_t> joined{0};  ///< a rejoining route: what its serial join passed on
+};
+
+struct stage_runtime;
+
+/// Where a stage's input comes from: what the monitor counts as sent toward it (monitor.cpp).
+struct stage_feed {
+    /// After the source or a stage of its own line (`previous`, null: the source); a branch's
+    /// first stage (`route`, `branch`); the first stage after a route's join (`route`).
+    enum class from : std::uint8_t { previous, branch_head, join } kind = from::previous;
+    const stage_runtime* previous = nullptr;
+    const stage_runtime* route = nullptr;
+    std::size_t branch = 0;
+};
+
 /// Everything one stage needs at run time: its plan, its counters, and the state of its kind.
 struct stage_runtime : stage_plan {
     explicit stage_runtime(stage_plan p) : stage_plan(std::move(p)), budget(spec.options) {}
@@ -163,6 +184,15 @@ struct stage_runtime : stage_plan {
     /// batch_by, the first stage to renumber: its batches list their items' positions
     /// (resume_state::lists_window).
     bool lists_window = false;
+    /// Where its input comes from (link_feeds), and a route's messages by where they went.
+    stage_feed feed;
+    route_sends sends;
+    /// Messages sent toward it that abandoned epochs dropped before they arrived (counted when
+    /// the epoch is reclaimed): the monitor's queue leaves them out. The monitor reads it.
+    std::atomic<std::int64_t> lost{0};
+    /// A route: its branches' last stages (null for an empty branch), whose outputs the join
+    /// takes. Set by link_feeds.
+    std::vector<const stage_runtime*> branch_tails;
 };
 
 /// Tracing (`trace_spans` > 0): the spans, and the names of their rows: the source, each stage,
@@ -406,6 +436,14 @@ class pipeline_runtime final : public runtime {
     [[nodiscard]] std::chrono::microseconds monitor_period() const;
     void sample();
     [[nodiscard]] stage_stats row(const stage_runtime* st) const;
+    /// Construction: where each stage's input comes from (`stage_runtime::feed`), and each
+    /// route's branch tails.
+    void link_feeds();
+    /// Messages sent toward `st` so far (all epochs): what the stage or route that feeds it
+    /// passed on to it. Less what arrived and what was lost, it is what waits in front of `st`.
+    [[nodiscard]] std::int64_t sent_toward(const stage_runtime& st) const noexcept;
+    /// What waits in front of `st` now (its I/O pool's and its gate's queues included).
+    [[nodiscard]] std::int64_t queued_before(stage_runtime& st) const;
 
     pipeline_plan plan_;  ///< its stages moved to stages_
     pipeline_options opts_;

@@ -71,8 +71,14 @@ struct stage_stats {
     /// Idle because the pipeline was full (in-flight limit reached) with nothing waiting upstream
     /// of it: waiting on downstream or the consumer.
     double backpressured = 0;
-    double queue_mean = 0;  ///< mean number of elements waiting for this stage
-    std::uint64_t queue_max = 0;
+    /// Messages waiting in front of this stage, sampled while an epoch runs: elements (or
+    /// batches), the gaps that filtered and failed items leave, the epoch's end; an I/O or tuned
+    /// stage's own queue included. Each stands for at least one source item in flight, so neither
+    /// the mean nor the max passes `in_flight`, unless a flat_map before the stage made several
+    /// outputs of one item. What an abandoned epoch dropped is not counted; a route's branch that
+    /// gets nothing shows 0.
+    double queue_mean = 0;
+    std::uint64_t queue_max = 0;  ///< the most messages waiting in front of it in any sample
 
     std::uint64_t timeouts = 0;  ///< calls that ran past the stage's `timeout`
     /// Calls in progress when the stats were taken (the watchdog), and how long the oldest of
