@@ -23,10 +23,78 @@ namespace {
 
 std::string describe_sampling(const sampler_identity& s) {
     std::ostringstream os;
+    if (s.source == sampled_source::mix) {
+        // A mix's n is its fingerprint: it names the mix and counts nothing.
+        os << "ferry::mix " << s.n << " seed=" << s.seed << " rank=" << s.rank
+           << " world_size=" << s.world_size;
+        return os.str();
+    }
     os << "n=" << s.n << " seed=" << s.seed << " rank=" << s.rank << " world_size=" << s.world_size
        << " remainder=" << (s.remainder == remainder::pad ? "pad" : "drop")
        << " shuffle=" << (s.shuffle ? "true" : "false");
     return os.str();
+}
+
+/// What a pipeline samples, as a message names it ("a pipeline over ...").
+const char* sampled_name(sampled_source s) {
+    switch (s) {
+        case sampled_source::dataset:
+            return "a sampled dataset";
+        case sampled_source::mix:
+            return "a ferry::mix";
+        case sampled_source::unrecorded:
+            break;
+    }
+    return "a sampled dataset or a ferry::mix";
+}
+
+/// Whether a state saved with `saved` means the same items to a pipeline sampling `mine`: every
+/// field the same; a source the state does not record is taken to be this pipeline's.
+bool same_sampling(const sampler_identity& saved, const sampler_identity& mine) {
+    auto as_mine = saved;
+    if (as_mine.source == sampled_source::unrecorded) as_mine.source = mine.source;
+    return as_mine == mine;
+}
+
+/// Why a state saved with `a` does not resume a pipeline sampling `b` (they differ).
+std::string sampling_mismatch(const sampler_identity& a, const sampler_identity& b) {
+    // A state saved before the source was recorded: read as this pipeline's, and said so.
+    const bool unrecorded = a.source == sampled_source::unrecorded;
+    const sampled_source saved = unrecorded ? b.source : a.source;
+    const std::string note = !unrecorded ? std::string()
+                             : b.source == sampled_source::mix
+                                 ? "; the state does not say whether it sampled a dataset or a "
+                                   "mix: read as a mix, as this pipeline samples one"
+                                 : "; the state does not say whether it sampled a dataset or a "
+                                   "mix: read as a dataset, as this pipeline samples one";
+    if (saved != b.source) {
+        return saved == sampled_source::mix
+                   ? "the state was saved by a pipeline over a ferry::mix, this one samples a "
+                     "dataset of " +
+                         std::to_string(b.n) + " items"
+                   : "the state was saved by a pipeline over a sampled dataset of " +
+                         std::to_string(a.n) + " items, this one is over a ferry::mix";
+    }
+    if (a.n != b.n) {
+        return (saved == sampled_source::mix
+                    ? std::string("the state was saved by another mix (other sources, sizes, "
+                                  "weights or rules)")
+                    : "the state was saved with a dataset of " + std::to_string(a.n) +
+                          " items, this pipeline's has " + std::to_string(b.n)) +
+               note;
+    }
+    if (a.seed != b.seed) {
+        return "the state was saved with seed " + std::to_string(a.seed) + ", this pipeline's is " +
+               std::to_string(b.seed) + note;
+    }
+    if (a.rank != b.rank || a.world_size != b.world_size) {
+        return "the state was saved with rank " + std::to_string(a.rank) + " of " +
+               std::to_string(a.world_size) + ", this pipeline is rank " + std::to_string(b.rank) +
+               " of " + std::to_string(b.world_size) +
+               " (to resume at another world size, merge the ranks' states)" + note;
+    }
+    return "the state was saved with " + describe_sampling(a) + ", this pipeline's sampling is " +
+           describe_sampling(b) + note;
 }
 
 [[noreturn]] void refuse(const std::string& why) {
@@ -84,33 +152,16 @@ void pipeline_runtime::take_resume_state() {
                    " (only rank and world_size may differ)");
         }
     } else if (st.sampler().has_value() != mine.has_value()) {
-        refuse(st.sampler() ? "the state was saved by a pipeline over a sampled dataset (" +
-                                  describe_sampling(*st.sampler()) + "), this one has no sampling"
-                            : "the state was saved by a pipeline without sampling, this one "
-                              "samples a dataset (" +
-                                  describe_sampling(*mine) + ")");
+        refuse(st.sampler()
+                   ? std::string("the state was saved by a pipeline over ") +
+                         sampled_name(st.sampler()->source) + " (" +
+                         describe_sampling(*st.sampler()) + "), this one has no sampling"
+                   : std::string("the state was saved by a pipeline without sampling, "
+                                 "this one is over ") +
+                         sampled_name(mine->source) + " (" + describe_sampling(*mine) + ")");
     }
-    if (!st.merged() && mine && *st.sampler() != *mine) {
-        const auto& a = *st.sampler();
-        const auto& b = *mine;
-        std::string what;
-        if (a.n != b.n) {
-            // Over a ferry::mix, n is the mix's fingerprint (mix_sampler::fingerprint()).
-            what = "a dataset of " + std::to_string(a.n) + " items, this pipeline's has " +
-                   std::to_string(b.n) +
-                   " (over ferry::mix: another mix, of other sources, sizes, weights or rules)";
-        } else if (a.seed != b.seed) {
-            what =
-                "seed " + std::to_string(a.seed) + ", this pipeline's is " + std::to_string(b.seed);
-        } else if (a.rank != b.rank || a.world_size != b.world_size) {
-            what = "rank " + std::to_string(a.rank) + " of " + std::to_string(a.world_size) +
-                   ", this pipeline is rank " + std::to_string(b.rank) + " of " +
-                   std::to_string(b.world_size) +
-                   " (to resume at another world size, merge the ranks' states)";
-        } else {
-            what = describe_sampling(a) + ", this pipeline's sampling is " + describe_sampling(b);
-        }
-        refuse("the state was saved with " + what);
+    if (!st.merged() && mine && !same_sampling(*st.sampler(), *mine)) {
+        refuse(sampling_mismatch(*st.sampler(), *mine));
     }
     if (st.children().size() > resume_point::max_depth) {
         refuse("the state counts outputs of " + std::to_string(st.children().size()) +

@@ -140,7 +140,8 @@ template <class T>
     // Refuses bad weights and rules now; names the mix in saved states.
     const mix_sampler now(detail::mix_sources(sources), options);
     const sampler_identity identity{now.fingerprint(),  options.seed,   options.rank,
-                                    options.world_size, remainder::pad, true};
+                                    options.world_size, remainder::pad, true,
+                                    sampled_source::mix};
     auto inputs = std::make_shared<const std::vector<mix_input<T>>>(std::move(sources));
     auto open_at = [inputs, options](std::uint64_t epoch, std::uint64_t position) {
         return detail::mix_cursor<T>(inputs, mix_sampler(detail::mix_sources(*inputs), options),

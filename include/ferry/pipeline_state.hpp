@@ -97,9 +97,10 @@ class FERRY_API pipeline_state {
     /// outputs, then that many of the next stage's outputs of the first one kept, and so on.
     /// Empty when no item is partly delivered.
     [[nodiscard]] const std::vector<std::uint64_t>& children() const noexcept { return children_; }
-    /// The sampled source's identity (dataset size, seed, rank, world size, remainder, shuffle),
-    /// when the pipeline starts at `ferry::from(dataset, sampling)`: a resume checks it against
-    /// the new pipeline's.
+    /// The sampled source's identity (dataset size, seed, rank, world size, remainder, shuffle,
+    /// and whether it is a dataset or a `ferry::mix`), when the pipeline starts at
+    /// `ferry::from(dataset, sampling)` or a mix: a resume checks it against the new pipeline's.
+    /// A text saved before ferry recorded the source reads back as `sampled_source::unrecorded`.
     [[nodiscard]] const std::optional<sampler_identity>& sampler() const noexcept {
         return sampler_;
     }

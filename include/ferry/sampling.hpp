@@ -46,17 +46,32 @@ struct sampling {
     ferry::remainder remainder = ferry::remainder::pad;
 };
 
+/// What a `sampler_identity` is of, and so what its `n` counts.
+enum class sampled_source : std::uint8_t {
+    /// `ferry::from(dataset, sampling)` or `ferry::sampler`: `n` is the dataset's size.
+    dataset,
+    /// `ferry::mix`: `n` is the mix's fingerprint (`mix_sampler::fingerprint()`), which tells
+    /// mixes of other sources, sizes, weights or rules apart; it counts nothing.
+    mix,
+    /// Not recorded: the identity was read from a state saved before ferry recorded it
+    /// (`pipeline_state::parse` of a text without `source:`).
+    unrecorded,
+};
+
 /// Everything a sampler's order depends on besides the epoch: compare two to tell whether a saved
 /// position still means the same items (same dataset size, seed, rank, world size and rules).
 struct sampler_identity {
-    std::uint64_t n = 0;         ///< dataset size
+    std::uint64_t n = 0;         ///< dataset size (over a mix: its fingerprint, see `source`)
     std::uint64_t seed = 0;      ///< `sampling::seed` (kept as given, even without shuffle)
     std::size_t rank = 0;        ///< `sampling::rank`
     std::size_t world_size = 1;  ///< `sampling::world_size`
     ferry::remainder remainder = ferry::remainder::pad;  ///< `sampling::remainder`
     bool shuffle = false;                                ///< `sampling::shuffle`
+    /// What was sampled: a dataset or a mix (what `n` means), so that a resume refused for
+    /// another source says so in its terms. Saved in `pipeline_state`'s text.
+    sampled_source source = sampled_source::dataset;
 
-    /// Member-wise equality.
+    /// Member-wise equality (`source` included: an `unrecorded` one equals only another).
     friend bool operator==(const sampler_identity&, const sampler_identity&) = default;
 };
 

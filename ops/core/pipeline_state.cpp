@@ -91,6 +91,17 @@ sampler_identity parse_sampler(std::string_view text) {
     const auto shuffle = get("shuffle");
     if (shuffle != "0" && shuffle != "1") bad("the sampler's shuffle is not 0 or 1");
     s.shuffle = shuffle == "1";
+    // Recorded since the field came; a state saved before says nothing.
+    const auto source = f.find("source");
+    if (source == f.end()) {
+        s.source = sampled_source::unrecorded;
+    } else if (source->second == "dataset") {
+        s.source = sampled_source::dataset;
+    } else if (source->second == "mix") {
+        s.source = sampled_source::mix;
+    } else {
+        bad("the sampler's source is '" + quote(source->second) + "', not dataset or mix");
+    }
     if (s.world_size == 0 || s.rank >= s.world_size) {
         bad("the sampler's rank " + std::to_string(s.rank) + " is not below its world size " +
             std::to_string(s.world_size));
@@ -174,7 +185,10 @@ std::string sampler_text(const sampler_identity& s) {
     return "n:" + std::to_string(s.n) + ",seed:" + std::to_string(s.seed) +
            ",rank:" + std::to_string(s.rank) + ",world:" + std::to_string(s.world_size) +
            ",remainder:" + (s.remainder == remainder::pad ? "pad" : "drop") +
-           ",shuffle:" + (s.shuffle ? "1" : "0");
+           ",shuffle:" + (s.shuffle ? "1" : "0") +
+           (s.source == sampled_source::dataset ? ",source:dataset"
+            : s.source == sampled_source::mix   ? ",source:mix"
+                                                : "");
 }
 
 }  // namespace

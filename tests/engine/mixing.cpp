@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -142,6 +143,65 @@ BOOST_AUTO_TEST_CASE(a_mix_resumes_exactly_from_any_output) {
         check_resume("mix, concurrency " + std::to_string(concurrency), make, texts(kept, 3),
                      without_noise);
     }
+}
+
+// A state refused for another source says so in a mix's terms (another mix; a mix against a
+// sampled dataset, both ways), never as "a dataset of <the mix's fingerprint> items"; a state
+// saved before the source was recorded resumes the same mix, and is read as a mix, saying so.
+BOOST_AUTO_TEST_CASE(a_state_of_another_mix_or_a_dataset_is_refused_in_mix_terms) {
+    const three_sources s;
+    const ferry::mix_options o{.seed = 7, .stop = ferry::mix_stop::all_exhausted};
+    const auto data = iota_vec(100);
+    using state = std::optional<ferry::pipeline_state>;
+    const auto over = [](auto source, state st) {
+        return ferry::from(std::move(source))
+            .map([](int x) { return x; })
+            .build(hushed({.threads = 1, .resume_from = std::move(st)}));
+    };
+    const auto this_mix = [&](state st) { return over(s.mixed(o), std::move(st)); };
+    const auto other_mix = [&](state st) {
+        return over(ferry::mix<int>({{s.a, 1.0}, {s.b, 1.0}}, o), std::move(st));
+    };
+    const auto dataset = [&](state st) {
+        return over(ferry::from(data, ferry::sampling{.shuffle = true, .seed = 7}), std::move(st));
+    };
+    auto p = this_mix(std::nullopt);
+    BOOST_TEST_REQUIRE(p.next().has_value());
+    const auto saved = ferry::pipeline_state::parse(p.state().serialize());
+    const std::string fingerprint = std::to_string(saved.sampler()->n);
+    const auto refused = [&](const auto& make, const ferry::pipeline_state& st,
+                             const std::string& says) {
+        const auto e = expect_throw<ferry::invalid_argument>([&] { (void)make(st); }, says);
+        BOOST_TEST(e.what().find(says) != std::string::npos,
+                   "'" << e.what() << "' does not say '" << says << "'");
+        BOOST_TEST(e.what().find(fingerprint) == std::string::npos, e.what());
+    };
+    refused(other_mix, saved,
+            "resume_from: the state was saved by another mix (other sources, sizes, weights or "
+            "rules)");
+    refused(dataset, saved,
+            "resume_from: the state was saved by a pipeline over a ferry::mix, this one samples "
+            "a dataset of 100 items");
+    auto d = dataset(std::nullopt);
+    BOOST_TEST_REQUIRE(d.next().has_value());
+    refused(this_mix, ferry::pipeline_state::parse(d.state().serialize()),
+            "resume_from: the state was saved by a pipeline over a sampled dataset of 100 items, "
+            "this one is over a ferry::mix");
+    // The text names the source; one saved before it did is read as this pipeline's.
+    std::string old = saved.serialize();
+    const auto at = old.find(",source:mix");
+    BOOST_TEST_REQUIRE(at != std::string::npos, old);
+    old.erase(at, std::string(",source:mix").size());
+    const auto unrecorded = ferry::pipeline_state::parse(old);
+    BOOST_TEST((unrecorded.sampler()->source == ferry::sampled_source::unrecorded));
+    auto resumed = this_mix(unrecorded);
+    auto rest = s.expected(o, 0);
+    rest.erase(rest.begin());
+    BOOST_TEST(drain(resumed) == rest, boost::test_tools::per_element());
+    refused(other_mix, unrecorded,
+            "resume_from: the state was saved by another mix (other sources, sizes, weights or "
+            "rules); the state does not say whether it sampled a dataset or a mix: read as a "
+            "mix, as this pipeline samples one");
 }
 
 // Zip pairs two sources item by item and ends with the shorter; each part keeps its own order

@@ -295,6 +295,10 @@ BOOST_AUTO_TEST_CASE(parse_rejects_what_is_not_a_state) {
         "ferry-state 1 epoch=1 position=0 children= failed=0 shape=map "
         "sampler=n:10,seed:1,rank:0,world:1,remainder:keep,shuffle:1",
         "the sampler's remainder is 'keep', not pad or drop");
+    rejects(
+        "ferry-state 1 epoch=1 position=0 children= failed=0 shape=map "
+        "sampler=n:10,seed:1,rank:0,world:1,remainder:pad,shuffle:1,source:zip",
+        "the sampler's source is 'zip', not dataset or mix");
 }
 
 BOOST_AUTO_TEST_CASE(a_state_of_another_dataset_or_pipeline_is_refused) {
