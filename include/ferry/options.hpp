@@ -224,8 +224,11 @@ using logger = std::function<void(log_level, std::string_view)>;
 
 /// Options of `build()`. Declaration order is part of the API.
 struct pipeline_options {
-    /// Compute threads of this pipeline's own TBB arena. 0 = half the hardware threads (at least
-    /// one), leaving room for the training loop that shares the machine.
+    /// Compute threads of this pipeline's own TBB arena (at most 1024). 0, the default: half of
+    /// `std::thread::hardware_concurrency()` (at least 1), leaving room for the training loop that
+    /// shares the machine; with `autotune.cpu_budget` set, its whole cores instead. That count is
+    /// the machine's, not a CPU affinity mask's or a container's quota: set `threads` there.
+    /// `stats().threads` says how many work (the tuner may hold some idle).
     int threads = 0;
     /// Source items admitted and not yet taken by the consumer, at most. 0 = derived from the
     /// stages' concurrencies and batch sizes. A consumer that stops reading stalls the graph

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support.hpp"
@@ -181,6 +182,22 @@ BOOST_AUTO_TEST_CASE(options_beyond_sane_bounds_are_refused_at_build) {
     const auto epoch_rate = expect_throw<ferry::invalid_argument>(
         [] { (void)ferry::from(iota(4)).build({.max_epoch_failure_rate = -0.1}); });
     BOOST_TEST(epoch_rate.what().starts_with("max_epoch_failure_rate must be in [0, 1]"));
+}
+
+// threads = 0, the default, builds an arena of half the machine's hardware threads (at least 1),
+// or with an autotune CPU budget as many as its whole cores; the pipeline runs and says so.
+BOOST_AUTO_TEST_CASE(zero_threads_means_the_documented_default) {
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    auto p = ferry::from(iota(50)).map([](int x) { return x * 2; }, 4).build({.threads = 0});
+    const auto got = drain(p);
+    BOOST_TEST(got.size() == 50U);
+    BOOST_TEST(got.back() == 98);
+    BOOST_TEST(p.stats().threads == std::max(1, hw / 2));
+    auto q = ferry::from(iota(50))
+                 .map([](int x) { return x * 2; }, 4)
+                 .build({.threads = 0, .autotune = ferry::autotune{.cpu_budget = 3.5}});
+    BOOST_TEST(q.stats().threads == 3);
+    BOOST_TEST(drain(q).size() == 50U);
 }
 
 // A CPU-bound stage with more slots than threads is judged against the threads it can use: on
