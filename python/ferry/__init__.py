@@ -41,7 +41,7 @@ from ferry._ferry import (
     tensor,
     world,
 )
-from ferry import ops
+from ferry import ops, sources
 
 if _ferry.has_image:
     from ferry import image
@@ -49,7 +49,8 @@ if _ferry.has_image:
 __all__ = [
     "Builder", "Bytes", "DecodeError", "Error", "Failure", "Image", "InvalidArgument", "IOError",
     "Op", "Pipeline", "Retry", "Sampling", "StageError", "StageStats", "Stats", "Tensor",
-    "TimeoutError", "World", "__version__", "ops", "retry", "source", "tensor", "world",
+    "TimeoutError", "World", "__version__", "ops", "retry", "source", "sources", "tensor",
+    "world",
 ]
 if _ferry.has_image:
     __all__.append("image")

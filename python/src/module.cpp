@@ -7,6 +7,7 @@
 #include "builder.hpp"
 #include "errors.hpp"
 #include "ferry/version.hpp"
+#include "folder_sources.hpp"
 #include "ops.hpp"
 #include "pipeline.hpp"
 #include "stats.hpp"
@@ -27,6 +28,8 @@ PYBIND11_MODULE(_ferry, m) {
     ferry::python::bind_builder(m);
     py::module_ ops = m.def_submodule("ops", "Native ops of ferry::core.");
     ferry::python::bind_ops(m, ops);
+    py::module_ sources = m.def_submodule("sources", "Datasets listed natively (ferry::sources).");
+    ferry::python::bind_folder_sources(sources);
 #ifdef FERRY_PYTHON_IMAGE
     py::module_ image = m.def_submodule("image", "Native image ops (ferry::image).");
     ferry::python::bind_image_ops(image);

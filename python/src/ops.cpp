@@ -3,6 +3,8 @@
 /// `ferry.Op`, the native map stage, and the core ops: `read_file` and `collate`.
 #include "ops.hpp"
 
+#include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -40,9 +42,87 @@ std::vector<ferry::tensor> batch_tensors(value_list& items) {
     return out;
 }
 
+value collate_value(value&& v);
+
+/// A batch of ints as one int64 tensor of shape (n), as torch's default_collate makes of labels.
+ferry::tensor collate_ints(const value_list& items) {
+    ferry::tensor out(ferry::dtype::i64, {static_cast<std::int64_t>(items.size())});
+    auto* data = out.data_as<std::int64_t>();
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (!items[i].holds<std::int64_t>()) {
+            throw ferry::invalid_argument(
+                "collate expects a list of ints, all of one kind; element 0 is an int, element " +
+                std::to_string(i) + " is " + kind_of(items[i]));
+        }
+        data[i] = items[i].as<std::int64_t>();
+    }
+    return out;
+}
+
+/// Whether `v` is a list of fields to collate position by position: a list value (a labelled
+/// item) or a Python list or tuple (a type check: no GIL needed, the holder keeps the object).
+bool holds_fields(const value& v) {
+    if (v.holds<value_list>()) return true;
+    if (!v.holds<py_ref>()) return false;
+    PyObject* o = v.as<py_ref>().get();
+    return PyList_Check(o) != 0 || PyTuple_Check(o) != 0;
+}
+
+/// The fields of `v` (`holds_fields`): a Python list's elements as a source's (str and int
+/// native), with the GIL.
+value_list take_fields(value&& v) {
+    if (v.holds<value_list>()) return std::move(v.as<value_list>());
+    gil_hold gil;
+    value_list out;
+    for (auto x : py::reinterpret_borrow<py::sequence>(v.as<py_ref>().get())) {
+        out.push_back(source_element(x));
+    }
+    return out;
+}
+
+/// A batch of lists or tuples of k elements each (labelled items, [x, label]) collated position
+/// by position, as torch's default_collate does with tuples: a list of k collated values.
+value collate_fields(value_list& items) {
+    std::vector<value_list> fields;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (!holds_fields(items[i])) {
+            throw ferry::invalid_argument(
+                "collate expects a batch of lists or tuples, as element 0 is; element " +
+                std::to_string(i) + " is " + kind_of(items[i]));
+        }
+        value_list item = take_fields(std::move(items[i]));
+        if (i == 0) fields.resize(item.size());
+        if (item.size() != fields.size()) {
+            throw ferry::invalid_argument(
+                "collate expects lists of " + std::to_string(fields.size()) +
+                " elements each, as element 0 is; element " + std::to_string(i) + " has " +
+                std::to_string(item.size()));
+        }
+        for (std::size_t j = 0; j < item.size(); ++j) fields[j].push_back(std::move(item[j]));
+    }
+    value_list out;
+    out.reserve(fields.size());
+    for (auto& f : fields) out.push_back(collate_value(value(std::move(f))));
+    return value(std::move(out));
+}
+
 value collate_value(value&& v) {
     value_list items = take_list(std::move(v), "collate");
     if (items.empty()) throw ferry::invalid_argument("collate: the batch is empty");
+    if (holds_fields(items.front())) return collate_fields(items);
+    if (items.front().holds<std::int64_t>()) return value(collate_ints(items));
+    if (items.front().holds<std::string>()) {
+        // Names or paths beside the data stay a list, as in torch's default_collate.
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            if (!items[i].holds<std::string>()) {
+                throw ferry::invalid_argument(
+                    "collate expects a list of str, all of one kind; element 0 is a str, "
+                    "element " +
+                    std::to_string(i) + " is " + kind_of(items[i]));
+            }
+        }
+        return value(std::move(items));
+    }
 #ifdef FERRY_PYTHON_IMAGE
     if (items.front().holds<ferry::image>()) {
         std::vector<ferry::image> images;
@@ -62,8 +142,26 @@ value collate_value(value&& v) {
     return value(ferry::ops::collate(batch_tensors(items)));
 }
 
-std::shared_ptr<const native_op> make_op(std::string name, std::function<value(value&&)> fn) {
-    return std::make_shared<const native_op>(native_op{std::move(name), std::move(fn), false});
+std::shared_ptr<const native_op> make_op(std::string name, std::function<value(value&&)> fn,
+                                         bool takes_lists = false) {
+    return std::make_shared<const native_op>(
+        native_op{std::move(name), std::move(fn), false, takes_lists});
+}
+
+/// Whether `v` is a labelled item: the list [x, label] with an int label and an x that is not a
+/// list (what ferry.sources.image_folder's source gives).
+bool is_labelled(const value& v) {
+    if (!v.holds<value_list>()) return false;
+    const auto& l = v.as<value_list>();
+    return l.size() == 2 && l[1].holds<std::int64_t>() && !l[0].holds<value_list>();
+}
+
+/// `op` on `v`; a per-item op given a labelled item maps its x and keeps its label.
+value apply_op(const native_op& op, value&& v) {
+    if (op.takes_lists || !is_labelled(v)) return op.fn(std::move(v));
+    auto& pair = v.as<value_list>();
+    pair[0] = op.fn(std::move(pair[0]));
+    return std::move(v);
 }
 
 }  // namespace
@@ -74,7 +172,7 @@ detail::stage_spec native_map(std::shared_ptr<const native_op> op) {
     s.wants_item = op->wants_item;
     s.map_fn = [op](detail::any_value& in, detail::any_value& out, bool last_attempt) {
         value& v = in.get<value>();
-        value result = last_attempt ? op->fn(std::move(v)) : op->fn(value(v));
+        value result = last_attempt ? apply_op(*op, std::move(v)) : apply_op(*op, value(v));
         out.emplace<value>(std::move(result));
     };
     s.retry_reads_input = true;  // a retry's attempt gets a copy of the input
@@ -104,7 +202,7 @@ Python object per item. Calling it from Python (op(x)) runs it once, the GIL rel
     ops.attr("read_file") = py::cast(py_op{make_op("read_file", [](value&& v) {
         return value(ferry::ops::read_file(take_path(std::move(v), "read_file")));
     })});
-    ops.attr("collate") = py::cast(py_op{make_op("collate", &collate_value)});
+    ops.attr("collate") = py::cast(py_op{make_op("collate", &collate_value, /*takes_lists=*/true)});
 }
 
 }  // namespace ferry::python

@@ -26,6 +26,10 @@ struct native_op {
     std::function<value(value&&)> fn;
     /// The op reads `ferry::detail::current_item()` (its randomness is the item's).
     bool wants_item = false;
+    /// The op takes a list (a batch: `collate`). An op that does not, given a labelled item (the
+    /// list `[x, label]`, an int label: `ferry.sources.image_folder`'s items), maps `x` and keeps
+    /// the label.
+    bool takes_lists = false;
 };
 
 /// `ferry.Op`: the Python object that holds a native op (immutable, shared).
@@ -33,7 +37,8 @@ struct py_op {
     std::shared_ptr<const native_op> op;
 };
 
-/// A map stage calling `op` (each retry attempt but the last on a copy of its input).
+/// A map stage calling `op` (each retry attempt but the last on a copy of its input); a labelled
+/// item's label passes by an op that does not take lists.
 [[nodiscard]] detail::stage_spec native_map(std::shared_ptr<const native_op> op);
 
 /// Registers `Op` in `m` and the core ops (`read_file`, `collate`) in `ops`.

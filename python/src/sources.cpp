@@ -12,6 +12,7 @@
 
 #include "convert.hpp"
 #include "ferry/from.hpp"
+#include "folder_sources.hpp"
 #include "python_stage.hpp"
 #include "value.hpp"
 
@@ -104,6 +105,7 @@ detail::source_spec python_source(py::handle src, const std::optional<ferry::sam
                              Py_TYPE(src.ptr())->tp_name +
                              "; give a list of paths (or another sequence or iterable)");
     }
+    if (auto folder = folder_source(src, order)) return std::move(*folder);
     if (PyList_Check(src.ptr()) != 0 || PyTuple_Check(src.ptr()) != 0) {
         std::vector<value> items;
         py::sequence seq = py::reinterpret_borrow<py::sequence>(src);

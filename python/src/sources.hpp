@@ -16,6 +16,7 @@ namespace ferry::python {
 namespace py = pybind11;
 
 /// The source for `src` (the caller holds the GIL):
+///  * a `ferry.sources.LabelledFiles`: its labelled items, natively (`folder_source`);
 ///  * a list or tuple: its elements converted once, now (`source_element`: str and int native),
 ///    then visited as `ferry::from(elements, sampling)` visits a vector: no Python per item
 ///    unless an element is a Python object;

@@ -1,0 +1,15 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Datasets listed natively, to pass to ferry.source: their items are native values, so a chain
+of native ops over them takes no GIL per item.
+
+image_folder(path, extensions=None, recursive=True): path/<class>/<file> (torchvision's
+    ImageFolder layout) -> LabelledFiles, a sequence of (path, label) with .classes. Its source's
+    items are the lists [path, label]: ops.read_file and the image ops map the path (then the
+    bytes, the image) and keep the label; ops.collate makes [data, labels] of a batch of them.
+"""
+from ferry._ferry import sources as _sources
+
+LabelledFiles = _sources.LabelledFiles
+image_folder = _sources.image_folder
+
+__all__ = ["LabelledFiles", "image_folder"]
