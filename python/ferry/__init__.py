@@ -41,6 +41,7 @@ from ferry._ferry import (
     tensor,
     world,
 )
+from ferry._ferry import Autotune, MixInput, Tuned, merge, mix, tuned, zip  # noqa: A004
 from ferry import ops, sources
 
 if _ferry.has_image:
@@ -52,5 +53,6 @@ __all__ = [
     "TimeoutError", "World", "__version__", "ops", "retry", "source", "sources", "tensor",
     "world",
 ]
+__all__ += ["Autotune", "MixInput", "Tuned", "merge", "mix", "tuned", "zip"]
 if _ferry.has_image:
     __all__.append("image")

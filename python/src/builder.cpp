@@ -22,28 +22,16 @@
 #include "pipeline.hpp"
 #include "python_stage.hpp"
 #include "sources.hpp"
+#include "tuning.hpp"
 
 namespace ferry::python {
 namespace {
 
-/// What `ferry.source(...)....` has described so far: a source and its stages.
-struct py_builder {
-    detail::pipeline_spec spec;
-
-    /// "map#3", the engine's name of the next stage of `kind` when it has none.
-    [[nodiscard]] std::string next_name(const char* kind) const {
-        return std::string(kind) + "#" + std::to_string(spec.stages.size() + 1);
-    }
-    [[nodiscard]] py_builder with(detail::stage_spec s) const {
-        py_builder next{spec};
-        next.spec.stages.push_back(std::move(s));
-        return next;
-    }
-};
-
 std::size_t output_bytes(detail::any_value& v) {
     return ferry::byte_size(v.get<value>());
 }
+
+}  // namespace
 
 ferry::error_policy policy_of(const py::object& on_error, const std::string& where) {
     if (py::isinstance<py::str>(on_error)) {
@@ -61,19 +49,17 @@ ferry::error_policy policy_of(const py::object& on_error, const std::string& whe
                          std::string(Py_TYPE(on_error.ptr())->tp_name));
 }
 
+namespace {
+
 /// The stage options `map`, `filter` and `flat_map` share, checked; `where` names the call and
-/// the stage ("map(f) (stage map#3)").
-ferry::stage_options stage_options_of(const std::string& where, int concurrency,
+/// the stage ("map(f) (stage map#3)"); `concurrency` an int or `ferry.tuned(...)`.
+ferry::stage_options stage_options_of(const std::string& where, const py::object& concurrency,
                                       const std::string& executor, bool ordered,
                                       const py::object& on_error, const py::object& timeout,
                                       const py::object& name, std::uint64_t max_failures,
                                       double max_failure_rate) {
     ferry::stage_options o;
-    if (concurrency < 1) {
-        throw ferry::invalid_argument(where + ": concurrency must be at least 1, got " +
-                                      std::to_string(concurrency));
-    }
-    o.concurrency = concurrency;
+    o.concurrency = concurrency_of(concurrency, where);
     if (executor == "compute") {
         o.executor = ferry::compute;
     } else if (executor == "io") {
@@ -98,27 +84,32 @@ ferry::stage_options stage_options_of(const std::string& where, int concurrency,
     return o;
 }
 
-/// A Python callable for `where`, or TypeError naming what it got.
+}  // namespace
+
+void pack_values(std::vector<detail::any_value>& items, detail::any_value& out) {
+    value_list batch;
+    batch.reserve(items.size());
+    for (auto& a : items) batch.push_back(a.take_as<value>());
+    out.emplace<value>(std::move(batch));
+}
+
 void check_callable(const py::object& f, const std::string& where, const char* what) {
     if (PyCallable_Check(f.ptr()) == 0) {
         throw py::type_error(where + ": " + what + ", got a Python " + Py_TYPE(f.ptr())->tp_name);
     }
 }
 
-/// `where` for messages: "map(f) (stage map#3)" or with the stage's own name.
 std::string where_of(const py_builder& b, const char* call, const char* kind,
                      const py::object& name) {
     const std::string stage = name.is_none() ? b.next_name(kind) : name.cast<std::string>();
     return std::string(call) + " (stage '" + stage + "')";
 }
 
-#define FERRY_STAGE_ARGS                                                          \
-    py::kw_only(), py::arg("concurrency") = 1, py::arg("executor") = "compute",   \
-                   py::arg("ordered") = true, py::arg("on_error") = "fail",       \
-                   py::arg("timeout") = py::none(), py::arg("name") = py::none(), \
+#define FERRY_STAGE_ARGS                                                                  \
+    py::kw_only(), py::arg("concurrency") = py::int_(1), py::arg("executor") = "compute", \
+                   py::arg("ordered") = true, py::arg("on_error") = "fail",               \
+                   py::arg("timeout") = py::none(), py::arg("name") = py::none(),         \
                    py::arg("max_failures") = 0, py::arg("max_failure_rate") = 0.0
-
-}  // namespace
 
 void bind_builder(py::module_& m) {
     py::class_<ferry::sampling>(m, "Sampling", R"doc(
@@ -214,7 +205,7 @@ A pipeline's description: a source and its stages. Each method returns a new Bui
 build() starts the pipeline.)doc")
         .def(
             "map",
-            [](const py_builder& b, const py::object& f, int concurrency,
+            [](const py_builder& b, const py::object& f, const py::object& concurrency,
                const std::string& executor, bool ordered, const py::object& on_error,
                const py::object& timeout, const py::object& name, std::uint64_t max_failures,
                double max_failure_rate) {
@@ -237,7 +228,7 @@ executor 'io' for blocking reads; on_error 'fail', 'skip' or ferry.retry(...); t
 seconds.)doc")
         .def(
             "filter",
-            [](const py_builder& b, const py::object& pred, int concurrency,
+            [](const py_builder& b, const py::object& pred, const py::object& concurrency,
                const std::string& executor, bool ordered, const py::object& on_error,
                const py::object& timeout, const py::object& name, std::uint64_t max_failures,
                double max_failure_rate) {
@@ -252,7 +243,7 @@ seconds.)doc")
             "Keeps the elements for which pred(x) is true; the others count as filtered.")
         .def(
             "flat_map",
-            [](const py_builder& b, const py::object& g, int concurrency,
+            [](const py_builder& b, const py::object& g, const py::object& concurrency,
                const std::string& executor, bool ordered, const py::object& on_error,
                const py::object& timeout, const py::object& name, std::uint64_t max_failures,
                double max_failure_rate) {
@@ -274,12 +265,7 @@ seconds.)doc")
                 if (!name.is_none()) s.options.name = name.cast<std::string>();
                 s.batch_size = n;
                 s.drop_last = drop_last;
-                s.pack_fn = [](std::vector<detail::any_value>& items, detail::any_value& out) {
-                    value_list batch;
-                    batch.reserve(items.size());
-                    for (auto& a : items) batch.push_back(a.take_as<value>());
-                    out.emplace<value>(std::move(batch));
-                };
+                s.pack_fn = &pack_values;
                 return b.with(std::move(s));
             },
             py::arg("n"), py::kw_only(), py::arg("drop_last") = false, py::arg("name") = py::none(),
@@ -304,7 +290,8 @@ into one ferry.Tensor). The last batch of an epoch may be short unless drop_last
             "build",
             [](const py_builder& b, const py::object& threads, const py::object& in_flight,
                bool ordered, double max_epoch_failure_rate, const py::object& quarantine,
-               const py::object& resume, bool fast_start, std::size_t trace_spans) {
+               const py::object& resume, bool fast_start, std::size_t trace_spans,
+               const py::object& autotune) {
                 ferry::pipeline_options o;
                 if (!threads.is_none()) {
                     o.threads = threads.cast<int>();
@@ -345,6 +332,7 @@ into one ferry.Tensor). The last batch of an epoch may be short unless drop_last
                 }
                 o.fast_start = fast_start;
                 o.trace_spans = trace_spans;
+                o.autotune = autotune_of(autotune);
                 detail::pipeline_spec spec = b.spec;
                 spec.output_bytes = &output_bytes;
                 // Compiling starts the graph's threads and takes the engine's locks: not with
@@ -359,11 +347,13 @@ into one ferry.Tensor). The last batch of an epoch may be short unless drop_last
             py::kw_only(), py::arg("threads") = py::none(), py::arg("in_flight") = py::none(),
             py::arg("ordered") = true, py::arg("max_epoch_failure_rate") = 0.5,
             py::arg("quarantine") = py::none(), py::arg("resume") = py::none(),
-            py::arg("fast_start") = true, py::arg("trace_spans") = 0, R"doc(
-Starts the pipeline: threads compute threads (None: half the hardware threads), in_flight source
-items at most inside it (None: derived from the stages), resume a state from pipe.state() to
-continue from, quarantine a file for a JSON line per failure, trace_spans > 0 to record spans for
-write_trace.)doc")
+            py::arg("fast_start") = true, py::arg("trace_spans") = 0,
+            py::arg("autotune") = py::none(), R"doc(
+Starts the pipeline: threads compute threads (None: half the hardware threads; with
+autotune=ferry.Autotune(cpu_budget=n), n), in_flight source items at most inside it (None:
+derived from the stages), resume a state from pipe.state() to continue from, quarantine a file
+for a JSON line per failure, trace_spans > 0 to record spans for write_trace, autotune the
+tuner's budgets for the stages with concurrency=ferry.tuned(...).)doc")
         .def("__repr__", [](const py_builder& b) {
             return "ferry.Builder(source + " + std::to_string(b.spec.stages.size()) + " stages)";
         });

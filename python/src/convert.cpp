@@ -55,6 +55,14 @@ py::object to_python(value&& v) {
             l.clear();
             return out;
         }
+        py::object operator()(value_tuple& t) const {
+            py::tuple out(t.items.size());
+            for (std::size_t i = 0; i < t.items.size(); ++i) {
+                out[i] = to_python(std::move(t.items[i]));
+            }
+            t.items.clear();
+            return out;
+        }
     };
     return std::visit(maker{}, v.v);
 }
@@ -147,6 +155,7 @@ ferry::bytes take_bytes(value&& v, std::string_view op) {
 
 value_list take_list(value&& v, std::string_view op) {
     if (v.holds<value_list>()) return std::move(v.as<value_list>());
+    if (v.holds<value_tuple>()) return std::move(v.as<value_tuple>().items);
     if (v.holds<py_ref>()) {
         gil_hold gil;
         PyObject* o = v.as<py_ref>().get();

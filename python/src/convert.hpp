@@ -18,7 +18,7 @@ namespace py = pybind11;
 
 /// `v` as a Python object, moving its memory (no pixel or byte copied): nothing -> None, bytes
 /// -> `ferry.Bytes`, image -> `ferry.Image`, tensor -> `ferry.Tensor`, string -> str, int ->
-/// int, list -> list, a Python object -> itself. The caller holds the GIL.
+/// int, list -> list, tuple -> tuple, a Python object -> itself. The caller holds the GIL.
 [[nodiscard]] py::object to_python(value&& v);
 
 /// A Python object as a value: `ferry.Tensor` (its storage shared), `ferry.Image` and
@@ -40,8 +40,8 @@ namespace py = pybind11;
 /// naming what it got.
 [[nodiscard]] ferry::bytes take_bytes(value&& v, std::string_view op);
 
-/// The elements of a batch for op `op`: a list value, or a Python list or tuple (converted with
-/// `from_python`, with the GIL). Throws `ferry::invalid_argument` naming what it got.
+/// The elements of a batch for op `op`: a list or tuple value, or a Python list or tuple (converted
+/// with `from_python`, with the GIL). Throws `ferry::invalid_argument` naming what it got.
 [[nodiscard]] value_list take_list(value&& v, std::string_view op);
 
 }  // namespace ferry::python

@@ -5,12 +5,15 @@
 
 #include "arrays.hpp"
 #include "builder.hpp"
+#include "combinators.hpp"
 #include "errors.hpp"
 #include "ferry/version.hpp"
 #include "folder_sources.hpp"
+#include "mixing.hpp"
 #include "ops.hpp"
 #include "pipeline.hpp"
 #include "stats.hpp"
+#include "tuning.hpp"
 #include "value.hpp"
 
 namespace py = pybind11;
@@ -25,7 +28,10 @@ PYBIND11_MODULE(_ferry, m) {
     ferry::python::bind_arrays(m);
     ferry::python::bind_stats(m);
     ferry::python::bind_pipeline(m);
+    ferry::python::bind_tuning(m);
     ferry::python::bind_builder(m);
+    ferry::python::bind_combinators(m);
+    ferry::python::bind_mixing(m);
     py::module_ ops = m.def_submodule("ops", "Native ops of ferry::core.");
     ferry::python::bind_ops(m, ops);
     py::module_ sources = m.def_submodule("sources", "Datasets listed natively (ferry::sources).");

@@ -64,6 +64,21 @@ decltype(auto) with_gil(F&& body) {
     }
 }
 
+/// Calls `fn(x)`, `x` the Python form of `v`, and leaves `v` as it was: bytes and images are
+/// lent to Python and taken back after the call (without a copy where `fn` kept no reference);
+/// the rest stays as it is and `fn` gets a Python copy, so that a path stays a native string.
+/// Holds the GIL; a Python exception becomes a `python_error`.
+py::object call_keeping(PyObject* fn, value& v) {
+    const bool lend = v.holds<ferry::bytes>() || v.holds<ferry::image>();
+    py::object arg = to_python(lend ? std::move(v) : value(v));
+    PyObject* r = PyObject_CallOneArg(fn, arg.ptr());
+    std::optional<python_error> failed;
+    if (r == nullptr) failed.emplace(fetch_python_error());
+    if (lend) v = from_python(arg);
+    if (failed) throw *failed;
+    return py::reinterpret_steal<py::object>(r);
+}
+
 }  // namespace
 
 python_error fetch_python_error() {
@@ -120,25 +135,54 @@ detail::stage_spec python_filter(py::object pred) {
     s.filter_fn = [fn](detail::any_value& a) {
         value& v = a.get<value>();
         return with_gil([&] {
-            // Bytes and images are lent to Python and taken back after the call (without a
-            // copy where the predicate kept no reference); the rest is kept as it is and the
-            // predicate gets a Python copy, so that a path stays a native string.
-            const bool lend = v.holds<ferry::bytes>() || v.holds<ferry::image>();
-            py::object arg = to_python(lend ? std::move(v) : value(v));
-            PyObject* r = PyObject_CallOneArg(fn->get(), arg.ptr());
-            int keep = -1;
-            if (r != nullptr) {
-                keep = PyObject_IsTrue(r);
-                Py_DECREF(r);
-            }
-            std::optional<python_error> failed;
-            if (keep < 0) failed.emplace(fetch_python_error());
-            if (lend) v = from_python(arg);
-            if (failed) throw *failed;
+            py::object r = call_keeping(fn->get(), v);
+            const int keep = PyObject_IsTrue(r.ptr());
+            if (keep < 0) throw fetch_python_error();
             return keep == 1;
         });
     };
     return s;
+}
+
+std::function<std::int64_t(detail::any_value&)> python_selector(py::object select,
+                                                                std::string where) {
+    auto fn = std::make_shared<py_ref>(py_ref::borrow(select.ptr()));
+    return [fn, where = std::move(where)](detail::any_value& a) -> std::int64_t {
+        value& v = a.get<value>();
+        return with_gil([&] {
+            py::object r = call_keeping(fn->get(), v);
+            if (PyIndex_Check(r.ptr()) == 0) {
+                PyErr_Format(PyExc_TypeError,
+                             "%s: select must return an int, the index of a branch; got a "
+                             "Python %s",
+                             where.c_str(), Py_TYPE(r.ptr())->tp_name);
+                throw fetch_python_error();
+            }
+            const Py_ssize_t b = PyNumber_AsSsize_t(r.ptr(), nullptr);  // clamps a huge int
+            if (b == -1 && PyErr_Occurred() != nullptr) throw fetch_python_error();
+            return static_cast<std::int64_t>(b);
+        });
+    };
+}
+
+std::function<double(detail::any_value&)> python_cost(py::object cost, std::string where) {
+    auto fn = std::make_shared<py_ref>(py_ref::borrow(cost.ptr()));
+    return [fn, where = std::move(where)](detail::any_value& a) {
+        value& v = a.get<value>();
+        return with_gil([&] {
+            py::object r = call_keeping(fn->get(), v);
+            if (PyFloat_Check(r.ptr()) == 0 && PyLong_Check(r.ptr()) == 0 &&
+                PyIndex_Check(r.ptr()) == 0 && !py::hasattr(r, "__float__")) {
+                PyErr_Format(PyExc_TypeError,
+                             "%s: cost must return a number (int or float), got a Python %s",
+                             where.c_str(), Py_TYPE(r.ptr())->tp_name);
+                throw fetch_python_error();
+            }
+            const double c = PyFloat_AsDouble(r.ptr());
+            if (c == -1.0 && PyErr_Occurred() != nullptr) throw fetch_python_error();
+            return c;
+        });
+    };
 }
 
 detail::stage_spec python_flat_map(py::object g) {

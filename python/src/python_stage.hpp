@@ -6,6 +6,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "ferry/detail/spec.hpp"
@@ -45,5 +47,17 @@ class python_error : public ferry::error {
 [[nodiscard]] detail::stage_spec python_filter(py::object pred);
 /// A flat_map stage: each element of the iterable `g(x)` returns becomes an element.
 [[nodiscard]] detail::stage_spec python_flat_map(py::object g);
+
+/// A route's `select_fn`: `select(x)`, with the GIL, as a branch index. `x` is a Python view of
+/// the element as `filter` gives it (bytes and images lent and taken back, the rest a copy); a
+/// result that is not an int is a `TypeError` naming `where` ("route(select) (stage
+/// 'route#2')"). The engine checks the index is a branch.
+[[nodiscard]] std::function<std::int64_t(detail::any_value&)> python_selector(py::object select,
+                                                                              std::string where);
+/// A batch_by's `cost_fn`: `cost(x)`, with the GIL, as a number (`x` as for `python_selector`);
+/// a result that is not a number is a `TypeError` naming `where`. The engine checks the cost
+/// is finite and not negative.
+[[nodiscard]] std::function<double(detail::any_value&)> python_cost(py::object cost,
+                                                                    std::string where);
 
 }  // namespace ferry::python

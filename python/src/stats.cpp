@@ -23,6 +23,8 @@ py::dict stage_dict(const ferry::stage_stats& s) {
     d["name"] = s.name;
     d["kind"] = s.kind;
     d["concurrency"] = s.concurrency;
+    d["tuned_lo"] = s.tuned_lo;
+    d["tuned_hi"] = s.tuned_hi;
     d["io"] = s.io;
     d["items_in"] = s.items_in;
     d["items_out"] = s.items_out;
@@ -30,6 +32,8 @@ py::dict stage_dict(const ferry::stage_stats& s) {
     d["filtered"] = s.filtered;
     d["retries"] = s.retries;
     d["timeouts"] = s.timeouts;
+    d["cost"] = s.cost;
+    d["padded_cost"] = s.padded_cost;
     py::dict counters;
     for (const auto& [name, n] : s.counters) counters[py::str(name)] = n;
     d["counters"] = counters;
@@ -81,6 +85,21 @@ void bind_stats(py::module_& m) {
         .def_readonly("failed", &ferry::stage_stats::failed)
         .def_readonly("filtered", &ferry::stage_stats::filtered)
         .def_readonly("retries", &ferry::stage_stats::retries)
+        .def_readonly("tuned_lo", &ferry::stage_stats::tuned_lo,
+                      "A tuned stage's range (ferry.tuned(lo, hi)); 0 and 0 otherwise.")
+        .def_readonly("tuned_hi", &ferry::stage_stats::tuned_hi)
+        .def_readonly("cost", &ferry::stage_stats::cost,
+                      "batch_by: the summed cost of its batches (padded_cost: padded to their "
+                      "largest element).")
+        .def_readonly("padded_cost", &ferry::stage_stats::padded_cost)
+        .def_property_readonly(
+            "counters",
+            [](const ferry::stage_stats& s) {
+                py::dict d;
+                for (const auto& [name, n] : s.counters) d[py::str(name)] = n;
+                return d;
+            },
+            "Named counts ('oversized batches', ...).")
         .def("as_dict", &stage_dict);
 
     py::class_<ferry::pipeline_stats>(m, "Stats", R"doc(
@@ -96,6 +115,8 @@ number (times in seconds).)doc")
         .def_readonly("pending", &ferry::pipeline_stats::pending)
         .def_readonly("outputs", &ferry::pipeline_stats::outputs)
         .def_readonly("epochs", &ferry::pipeline_stats::epochs)
+        .def_readonly("threads", &ferry::pipeline_stats::threads,
+                      "Compute threads that work (the tuner may hold some idle).")
         .def_property_readonly("bottleneck", &ferry::pipeline_stats::bottleneck)
         .def("as_dict", &stats_dict)
         .def("__str__", [](const ferry::pipeline_stats& s) {

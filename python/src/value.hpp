@@ -84,6 +84,10 @@ class py_ref {
 struct value;
 /// A batch: what `batch(n)` makes of n values.
 using value_list = std::vector<value>;
+/// A pair or tuple of values, a Python `tuple`: what `ferry.zip(a, b)` makes of its parts.
+struct value_tuple {
+    value_list items;
+};
 
 /// What travels between the stages of a Python pipeline: nothing (`None`), a Python object, or
 /// one of ferry's native values, which native ops use without the GIL. Sources turn `str` into
@@ -92,7 +96,7 @@ using value_list = std::vector<value>;
 /// `ferry.Image` or `ferry.Bytes`, which become native again without a copy.
 struct value {
     std::variant<std::monostate, py_ref, ferry::bytes, ferry::image, ferry::tensor, std::string,
-                 std::int64_t, value_list>
+                 std::int64_t, value_list, value_tuple>
         v;
 
     value() = default;
@@ -116,8 +120,8 @@ struct value {
 };
 
 /// What `v` holds, for error messages: "bytes", "an image", "a tensor", "a str", "an int",
-/// "a list", "nothing (None)" or "a Python <type>" (a Python object's type name: no GIL needed,
-/// the holder keeps the object and so its type alive).
+/// "a list", "a tuple", "nothing (None)" or "a Python <type>" (a Python object's type name: no GIL
+/// needed, the holder keeps the object and so its type alive).
 [[nodiscard]] std::string kind_of(const value& v);
 
 /// The bytes `v` holds, for the tuner's memory budget (`ferry::byte_size` finds it): the native
