@@ -158,3 +158,32 @@ def test_zip_refuses_a_builder_with_stages():
         ferry.zip(ferry.source(range(3)).map(lambda x: x), range(3))
     with pytest.raises(TypeError, match="src must be a sequence"):
         ferry.zip(range(3), 5)
+
+
+# Mixes, merges and zips of native sources stay native: a chain over them (read_file, batch)
+# takes the GIL for no item; a route's Python selector takes it once per element.
+def test_native_combinations_take_no_gil_per_item(tmp_path):
+    from ferry import ops
+    paths = []
+    for i in range(24):
+        p = tmp_path / f"{i:02d}.bin"
+        p.write_bytes(bytes([i]) * 3)
+        paths.append(str(p))
+    a, b = paths[:12], paths[12:]
+
+    def acquisitions(builder):
+        before = ferry._ferry._gil_acquisitions()
+        with builder.build(threads=2) as pipe:
+            n = sum(len(batch) for batch in pipe)
+        return n, ferry._ferry._gil_acquisitions() - before
+    mixed = ferry.mix([(a, 1.0), (b, 1.0)], stop="all_exhausted").map(ops.read_file).batch(4)
+    assert acquisitions(mixed) == (24, 0)
+    merged = ferry.merge([ferry.source(a).map(ops.read_file, executor="io"),
+                          ferry.source(b).map(ops.read_file)]).batch(4)
+    assert acquisitions(merged) == (24, 0)
+    zipped = ferry.zip(a, range(12)).batch(4)
+    assert acquisitions(zipped) == (12, 0)
+    routed = ferry.source(paths).route(lambda p: p.endswith("3.bin"),
+                                       lambda b: b.map(ops.read_file),
+                                       lambda b: b.map(ops.read_file)).batch(4)
+    assert acquisitions(routed) == (24, 24)

@@ -150,3 +150,21 @@ def test_wrong_use_is_a_python_error():
         ferry.mix([A])
     with pytest.raises(ValueError, match="remainder"):
         ferry.MixInput(A, 1.0, remainder="keep")
+
+
+# A mixed or zipped item that fails is named by its path (Failure.input): each source describes
+# its own items, a zip names both parts.
+def test_failures_name_mixed_and_zipped_items(tmp_path):
+    from ferry import ops
+    missing = [str(tmp_path / f"missing{i}.jpg") for i in range(3)]
+    mixed = ferry.mix([(missing, 1.0), (range(3), 1.0)], stop="all_exhausted")
+    with mixed.map(ops.read_file, on_error="skip").build(threads=1, max_epoch_failure_rate=1) \
+            as pipe:
+        assert list(pipe) == []
+        inputs = sorted(f.input for f in pipe.failures())
+    assert inputs == sorted(["0", "1", "2"] + missing)
+    zipped = ferry.zip(missing, ["a", "b", "c"]).map(lambda p: 1 / 0, on_error="skip")
+    with zipped.build(threads=1, max_epoch_failure_rate=1) as pipe:
+        assert list(pipe) == []
+        inputs = [f.input for f in pipe.failures()]
+    assert inputs == [f"{m} + {t}" for m, t in zip(missing, "abc")]
