@@ -8,8 +8,6 @@
 #include <ferry/sampling.hpp>
 #include <ferry/state.hpp>
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -32,12 +30,6 @@ std::string refusal(const std::string& text) {
         return e.what();
     }
     return {};
-}
-
-/// Bytes the heap holds now (glibc: small blocks and mmap'd ones).
-std::size_t heap_bytes() {
-    const auto info = ::mallinfo2();
-    return info.uordblks + info.hblkhd;
 }
 
 /// The rest of a merged epoch computed the long way: every global position of the saved world's
@@ -74,17 +66,14 @@ BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(state_limits)
 using namespace state_limits_test;
 
-// A 160-byte merged state whose one rank delivered 20 million items: its resumed share costs
-// no memory per item (it once took 265 MB), and its items are the right ones.
-BOOST_AUTO_TEST_CASE(a_small_state_cannot_make_a_resume_allocate_per_item) {
+// A 160-byte merged state whose one rank delivered 20 million items resumes the right items
+// (what its share costs the heap is measured by state_limits_heap.cpp, outside ASan).
+BOOST_AUTO_TEST_CASE(a_small_state_of_a_large_rest_resumes_the_right_items) {
     const auto text = merged_text(40'000'000, 2, "0,20000000");
     BOOST_TEST(text.size() < 200U);
     const auto st = ferry::pipeline_state::parse(text);
     BOOST_TEST(st.rank_positions().size() == 2U);
-    const auto before = heap_bytes();
     const ferry::resumed_sampler share(st, 0, 1);
-    const auto grown = heap_bytes() - before;
-    BOOST_TEST(grown < std::size_t{1} << 20, grown << " heap bytes for the share");
     // Rank 0 delivered nothing, rank 1 everything: the rest is rank 0's share, in order.
     BOOST_TEST(share.size() == 20'000'000U);
     const ferry::sampler rank0(40'000'000,
