@@ -23,6 +23,10 @@ over a generated ImageNet-like JPEG set (500x375, quality 90, photo-like content
                  over a Dataset that decodes, crops, resizes and flips with OpenCV, Stack<>
                  collation (compare_runner_torch, built where ferry::torch is)
   ferry-torch    ferry's best pipeline (region decode, fast IDCT) ending in .map(ferry::to_torch)
+  python-*       ferry from Python (python_loader.py, the package `ferry` built beside the
+                 runner): ferry-roi's and ferry-roi-fast's stages as the package's native ops,
+                 the loop in Python handing each batch to torch.from_dlpack; and ferry-roi-fast
+                 with one trivial Python stage per item (python-roi-fast-pystage)
 
 End to end (with compare_runner_torch): training steps/s of one small libtorch CNN fed by
 libtorch's DataLoader or by ferry-torch, loader threads and the model's intra-op threads split
@@ -139,6 +143,9 @@ def main():
                          "from the largest of --threads, B: 0:B, l:B-l, B:B; 0 loads in the "
                          "training thread, libtorch only)")
     ap.add_argument("--no-train", action="store_true", help="skip the end-to-end rows")
+    ap.add_argument("--python-package", default=None,
+                    help="the folder holding the built package ferry (default: <build>/python, "
+                         "the build the runner is in; used where it exists)")
     args = ap.parse_args()
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -195,6 +202,26 @@ def main():
             configs.append(("PyTorch DataLoader", "torch", w,
                             ["/usr/bin/python3", os.path.join(here, "torch_loader.py"),
                              "--data", args.data, "--workers", str(w)]))
+
+    python_package = args.python_package or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(args.runner))), "python")
+    have_python = not args.no_torch and os.path.isdir(os.path.join(python_package, "ferry"))
+    if not have_python:
+        print(f"{python_package}/ferry not found (or --no-torch): no rows of ferry from Python",
+              file=sys.stderr)
+    else:
+        def python_loader(runner, extra=()):
+            return ["env", f"PYTHONPATH={python_package}", "/usr/bin/python3",
+                    os.path.join(here, "python_loader.py"), "--data", args.data, "--threads",
+                    str(top), "--runner", runner, *extra]
+
+        configs.append(("ferry from Python, region decode", "python-roi", top,
+                        python_loader("roi")))
+        configs.append(("ferry from Python, region decode, fast IDCT", "python-roi-fast", top,
+                        python_loader("roi-fast")))
+        configs.append(("ferry from Python, region decode, fast IDCT, a Python stage",
+                        "python-roi-fast-pystage", top,
+                        python_loader("roi-fast", ["--python-stage"])))
 
     if have_torch_cxx:
         for w in torch_workers:
@@ -323,6 +350,24 @@ def main():
                 max(r["images_per_s"] for r in libtorch_rows),
             "ferry_torch_vs_ferry": ferry_torch["images_per_s"] / ferry_roi_fast["images_per_s"],
         })
+    by_loader = {r["loader"]: r for r in rows}
+    if have_python:
+        py_fast = by_loader["python-roi-fast"]
+        summary.update({
+            # From Python against the C++ runner's same stages, measured in this run.
+            "python_vs_cpp_roi": by_loader["python-roi"]["images_per_s"] /
+                by_loader["ferry-roi"]["images_per_s"],
+            "python_vs_cpp_roi_fast": py_fast["images_per_s"] /
+                by_loader["ferry-roi-fast"]["images_per_s"],
+            "python_stage_vs_native": by_loader["python-roi-fast-pystage"]["images_per_s"] /
+                py_fast["images_per_s"],
+        })
+        if torch_best:
+            summary.update({
+                "python_vs_torch_best": py_fast["images_per_s"] / torch_best["images_per_s"],
+                "python_rss_vs_torch_best": py_fast["peak_rss_mb"] / torch_best["peak_rss_mb"],
+                "python_first_batch_ms": py_fast["first_batch_ms"],
+            })
     if train_rows:
         best = {ld: max((r for r in train_rows if r["loader"] == ld),
                         key=lambda r: r["steps_per_s"]) for ld in ("libtorch", "ferry-torch")}
@@ -379,6 +424,19 @@ def main():
             f"{summary['ferry_vs_libtorch_best']:.2f}x. ferry ending in to_torch: "
             f"{summary['ferry_torch_vs_ferry']:.3f}x the images/s of the same pipeline without "
             f"it (ferry, region decode, fast IDCT).")
+    if have_python:
+        lines.append(
+            f"ferry from Python (the package's native ops, batches to torch.from_dlpack) vs the "
+            f"C++ runner's same stages: {summary['python_vs_cpp_roi']:.2f}x images/s (region "
+            f"decode), {summary['python_vs_cpp_roi_fast']:.2f}x (region decode, fast IDCT); "
+            f"one trivial Python stage per item: {summary['python_stage_vs_native']:.2f}x the "
+            f"native row.")
+        if torch_best:
+            lines.append(
+                f"ferry from Python vs PyTorch DataLoader at its best (num_workers="
+                f"{torch_best['threads']}): {summary['python_vs_torch_best']:.2f}x images/s, "
+                f"{summary['python_rss_vs_torch_best']:.2f}x the peak memory (both processes "
+                f"import torch), first batch after {summary['python_first_batch_ms']:.0f} ms.")
     if train_rows:
         lines += [
             "",
@@ -427,7 +485,9 @@ def main():
                                   ("ferry-roi-fast", "ferry, region decode, fast IDCT", "X"),
                                   ("ferry-slots-fast", "ferry, into batch slots", "d"),
                                   ("ferry-area", "ferry, antialiasing resize", "D"),
-                                  ("ferry-torch", "ferry, to_torch", "h")]:
+                                  ("ferry-torch", "ferry, to_torch", "h"),
+                                  ("python-roi-fast", "ferry from Python, region decode, fast",
+                                   "p")]:
         r = next((r for r in rows if r["loader"] == loader), None)
         if r:
             ax.plot([r["threads"]], [r["images_per_s"]], marker, markersize=9, label=label)

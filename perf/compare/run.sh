@@ -7,7 +7,8 @@
 # Installs what is missing (ferry's build dependencies via setup.sh deps, and Debian's
 # python3-torch, python3-torchvision, python3-pil, python3-matplotlib), builds compare_runner in
 # build/ (Release), and compare_runner_torch (libtorch's DataLoader, ferry ending in to_torch, the
-# end-to-end training rows) where ferry::torch is built, and runs perf/compare/compare.py, which
+# end-to-end training rows) where ferry::torch is built, and the Python package ferry (the rows
+# of ferry from Python) where it is built, and runs perf/compare/compare.py, which
 # writes perf/compare/results/compare.md, compare.json and compare.png.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -31,6 +32,8 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_PERF=ON >/dev/null
 targets=(compare_runner photo_set_gen)
 # compare_runner_torch exists where CMake found libtorch (setup.sh deps installs libtorch-dev).
 [[ -d build/perf/compare/CMakeFiles/compare_runner_torch.dir ]] && targets+=(compare_runner_torch)
+# The Python package (the rows of ferry from Python) where FERRY_PYTHON built it.
+[[ -d build/python/CMakeFiles/ferry_python.dir ]] && targets+=(ferry_python)
 cmake --build build --parallel "$(nproc)" --target "${targets[@]}"
 exec /usr/bin/python3 perf/compare/compare.py --runner build/perf/compare_runner \
     --data "${TMPDIR:-/tmp}/ferry-compare-jpegs" "$@"
