@@ -52,30 +52,6 @@ ferry::mix_stop stop_of(const std::string& stop, const char* where, bool never_t
                                   ", got '" + stop + "'");
 }
 
-/// A range's start, step and length, where all fit 64 bits (its last element too).
-bool mix_range_numbers(py::handle r, std::int64_t& start, std::int64_t& step, std::int64_t& n) {
-    try {
-        start = r.attr("start").cast<std::int64_t>();
-        step = r.attr("step").cast<std::int64_t>();
-        n = static_cast<std::int64_t>(py::len(r));
-        std::int64_t span = 0;
-        std::int64_t last = 0;
-        return n == 0 || (!__builtin_mul_overflow(n - 1, step, &span) &&
-                          !__builtin_add_overflow(start, span, &last));
-    } catch (const py::error_already_set&) {
-        return false;
-    } catch (const py::cast_error&) {
-        return false;
-    }
-}
-
-bool mix_is_sequence(py::handle src) {
-    if (PySequence_Check(src.ptr()) == 0 || PyIter_Check(src.ptr()) != 0) return false;
-    if (!py::hasattr(src, "__len__")) return false;
-    py::object mapping = py::module_::import("collections.abc").attr("Mapping");
-    return !py::isinstance(src, mapping);
-}
-
 /// Source `k` of a mix as C++'s `mix_input<value>`: a list or tuple converted once (str and int
 /// native, as `ferry.source` converts them), a range computed natively, another sequence read
 /// with `[i]` and the GIL per item.
@@ -86,40 +62,10 @@ ferry::mix_input<value> mix_input_of(const py_mix_input& in, std::size_t k) {
         throw py::type_error(where + " is a " + Py_TYPE(src.ptr())->tp_name +
                              "; give a list of paths (or another sequence)");
     }
-    if (PyList_Check(src.ptr()) != 0 || PyTuple_Check(src.ptr()) != 0) {
-        std::vector<value> items;
-        py::sequence seq = py::reinterpret_borrow<py::sequence>(src);
-        items.reserve(seq.size());
-        for (auto x : seq) items.push_back(source_element(x));
-        return {std::move(items), in.weight, in.options};
-    }
-    std::int64_t start = 0;
-    std::int64_t step = 1;
-    std::int64_t n = 0;
-    if (PyRange_Check(src.ptr()) != 0 && mix_range_numbers(src, start, step, n)) {
-        auto numbers = std::views::iota(std::int64_t{0}, n) |
-                       std::views::transform([start, step](std::int64_t i) {
-                           return value(static_cast<std::int64_t>(start + i * step));
-                       });
-        return {std::move(numbers), in.weight, in.options};
-    }
-    if (mix_is_sequence(src)) {
-        auto seq = std::make_shared<py_ref>(py_ref::borrow(src.ptr()));
-        const auto size = static_cast<std::int64_t>(py::len(src));
-        auto items =
-            std::views::iota(std::int64_t{0}, size) | std::views::transform([seq](std::int64_t i) {
-                gil_hold gil;
-                PyObject* x = PySequence_GetItem(seq->get(), static_cast<Py_ssize_t>(i));
-                if (x == nullptr) throw fetch_python_error();
-                py::object item = py::reinterpret_steal<py::object>(x);
-                try {
-                    return source_element(item);
-                } catch (py::error_already_set& e) {
-                    e.restore();
-                    throw fetch_python_error();
-                }
-            });
-        return {std::move(items), in.weight, in.options};
+    if (auto dataset = with_dataset(src, [&in](auto&& items) {
+            return ferry::mix_input<value>{std::move(items), in.weight, in.options};
+        })) {
+        return std::move(*dataset);
     }
     throw py::type_error(where +
                          " must be a sequence (len() and [i]: a list, a range, a map-style "

@@ -30,24 +30,6 @@ detail::source_spec named(const B& b) {
     return detail::source_access::source(described);
 }
 
-/// A range's start, step and length, where all fit 64 bits.
-bool range_numbers(py::handle r, std::int64_t& start, std::int64_t& step, std::int64_t& n) {
-    try {
-        start = r.attr("start").cast<std::int64_t>();
-        step = r.attr("step").cast<std::int64_t>();
-        n = static_cast<std::int64_t>(py::len(r));
-        // The last element must fit too.
-        std::int64_t span = 0;
-        std::int64_t last = 0;
-        return n == 0 || (!__builtin_mul_overflow(n - 1, step, &span) &&
-                          !__builtin_add_overflow(start, span, &last));
-    } catch (const py::error_already_set&) {
-        return false;
-    } catch (const py::cast_error&) {
-        return false;
-    }
-}
-
 /// A cursor over `it` (a Python iterator), with the GIL per element.
 detail::source_cursor iterator_cursor(py_ref it) {
     auto held = std::make_shared<py_ref>(std::move(it));
@@ -88,6 +70,25 @@ detail::source_spec iterating(Open open) {
     return named(b);
 }
 
+}  // namespace
+
+bool range_numbers(py::handle r, std::int64_t& start, std::int64_t& step, std::int64_t& n) {
+    try {
+        start = r.attr("start").cast<std::int64_t>();
+        step = r.attr("step").cast<std::int64_t>();
+        n = static_cast<std::int64_t>(py::len(r));
+        // The last element must fit too.
+        std::int64_t span = 0;
+        std::int64_t last = 0;
+        return n == 0 || (!__builtin_mul_overflow(n - 1, step, &span) &&
+                          !__builtin_add_overflow(start, span, &last));
+    } catch (const py::error_already_set&) {
+        return false;
+    } catch (const py::cast_error&) {
+        return false;
+    }
+}
+
 bool is_sequence(py::handle src) {
     if (PySequence_Check(src.ptr()) == 0 || PyIter_Check(src.ptr()) != 0) return false;
     if (!py::hasattr(src, "__len__")) return false;
@@ -95,8 +96,6 @@ bool is_sequence(py::handle src) {
     py::object mapping = py::module_::import("collections.abc").attr("Mapping");
     return !py::isinstance(src, mapping);
 }
-
-}  // namespace
 
 detail::source_spec python_source(py::handle src, const std::optional<ferry::sampling>& sampling) {
     const ferry::sampling order = sampling.value_or(ferry::sampling{});
@@ -106,40 +105,9 @@ detail::source_spec python_source(py::handle src, const std::optional<ferry::sam
                              "; give a list of paths (or another sequence or iterable)");
     }
     if (auto folder = folder_source(src, order)) return std::move(*folder);
-    if (PyList_Check(src.ptr()) != 0 || PyTuple_Check(src.ptr()) != 0) {
-        std::vector<value> items;
-        py::sequence seq = py::reinterpret_borrow<py::sequence>(src);
-        items.reserve(seq.size());
-        for (auto x : seq) items.push_back(source_element(x));
-        return named(ferry::from(std::move(items), order));
-    }
-    std::int64_t start = 0;
-    std::int64_t step = 1;
-    std::int64_t n = 0;
-    if (PyRange_Check(src.ptr()) != 0 && range_numbers(src, start, step, n)) {
-        auto numbers = std::views::iota(std::int64_t{0}, n) |
-                       std::views::transform([start, step](std::int64_t i) {
-                           return value(static_cast<std::int64_t>(start + i * step));
-                       });
-        return named(ferry::from(std::move(numbers), order));
-    }
-    if (is_sequence(src)) {
-        auto seq = std::make_shared<py_ref>(py_ref::borrow(src.ptr()));
-        const auto size = static_cast<std::int64_t>(py::len(src));
-        auto items =
-            std::views::iota(std::int64_t{0}, size) | std::views::transform([seq](std::int64_t i) {
-                gil_hold gil;
-                PyObject* x = PySequence_GetItem(seq->get(), static_cast<Py_ssize_t>(i));
-                if (x == nullptr) throw fetch_python_error();
-                py::object item = py::reinterpret_steal<py::object>(x);
-                try {
-                    return source_element(item);
-                } catch (py::error_already_set& e) {
-                    e.restore();
-                    throw fetch_python_error();
-                }
-            });
-        return named(ferry::from(std::move(items), order));
+    if (auto dataset = with_dataset(
+            src, [&order](auto&& items) { return named(ferry::from(std::move(items), order)); })) {
+        return std::move(*dataset);
     }
     if (sampling) {
         throw py::type_error(std::string("ferry.source(src, sampling=...): sampling visits a "
