@@ -23,6 +23,7 @@
 #include <string>
 
 #include "../support/expect.hpp"
+#include "../support/skipped.hpp"
 #include "cache_support.hpp"
 
 using ferry_test::as_string;
@@ -80,13 +81,7 @@ boost::test_tools::assertion_result can_give_files_away(boost::unit_test::test_u
         why = "this process (uid " + std::to_string(me) +
               ") cannot give a file to uid 65534: the case needs root (or CAP_CHOWN)";
     }
-    std::printf("SKIPPED %s: %s\n",
-                boost::unit_test::framework::get(id, boost::unit_test::TUT_ANY).full_name().c_str(),
-                why.c_str());
-    std::fflush(stdout);
-    boost::test_tools::assertion_result r(false);
-    r.message() << why;
-    return r;
+    return ferry_test::skipped(id, why);
 }
 
 }  // namespace cache_folder_test

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/skipped.hpp"
 #include "libjpeg_reference.hpp"
 #include "support.hpp"
 #if FERRY_TEST_IMAGE_INTERNALS
@@ -206,13 +207,7 @@ boost::test_tools::assertion_result pdep_runs_here(boost::unit_test::test_unit_i
         "choose the way";
 #endif
     if (fast) return true;
-    std::printf("SKIPPED %s: %s\n",
-                boost::unit_test::framework::get(id, boost::unit_test::TUT_ANY).full_name().c_str(),
-                why.c_str());
-    std::fflush(stdout);
-    boost::test_tools::assertion_result r(false);
-    r.message() << why;
-    return r;
+    return ferry_test::skipped(id, why);
 }
 
 /// A file of a scan layout, by what it holds.

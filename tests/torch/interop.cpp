@@ -14,6 +14,7 @@
 
 #include "../cuda/fake_backend.hpp"
 #include "../support/expect.hpp"
+#include "../support/skipped.hpp"
 #include "ferry/collate.hpp"
 #include "ferry/cuda.hpp"
 #include "ferry/error.hpp"
@@ -43,13 +44,7 @@ boost::test_tools::assertion_result libtorch_lacks_cuda(boost::unit_test::test_u
     if (!at::hasCUDA()) return true;
     const std::string why =
         "this libtorch has CUDA (at::hasCUDA()): device memory converts, nothing is refused";
-    std::printf("SKIPPED %s: %s\n",
-                boost::unit_test::framework::get(id, boost::unit_test::TUT_ANY).full_name().c_str(),
-                why.c_str());
-    std::fflush(stdout);
-    boost::test_tools::assertion_result r(false);
-    r.message() << why;
-    return r;
+    return ferry_test::skipped(id, why);
 }
 
 /// Element (i, j) of a 2-D ferry tensor read through its strides, as double.
