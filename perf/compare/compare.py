@@ -52,6 +52,8 @@ import sys
 import threading
 import time
 
+import compare_plot
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -278,6 +280,10 @@ def main():
             "images_per_s": rate[0], "images_per_s_min": rate[1], "images_per_s_max": rate[2],
             "cpu_s_per_1000": statistics.median(1000 * r["cpu_s"] / r["images"] for r in rs),
             "peak_rss_mb": statistics.median(r["tree_rss_mb"] for r in rs),
+            # What the loader itself adds: the tree's peak less the process's resident memory
+            # after its imports (the Python rows and the DataLoader's report it).
+            "added_rss_mb": (statistics.median(r["tree_rss_mb"] - r["base_rss_kb"] * 1024 / 1e6
+                                               for r in rs) if "base_rss_kb" in rs[0] else None),
             "first_batch_ms": statistics.median(1000 * r["first_batch_s"] for r in rs),
             "command": " ".join(cmd),
         })
@@ -366,6 +372,10 @@ def main():
             summary.update({
                 "python_vs_torch_best": py_fast["images_per_s"] / torch_best["images_per_s"],
                 "python_rss_vs_torch_best": py_fast["peak_rss_mb"] / torch_best["peak_rss_mb"],
+                "python_added_rss_mb": py_fast["added_rss_mb"],
+                "torch_added_rss_mb": torch_best["added_rss_mb"],
+                "python_added_rss_vs_torch_best": py_fast["added_rss_mb"] /
+                    torch_best["added_rss_mb"],
                 "python_first_batch_ms": py_fast["first_batch_ms"],
             })
     if train_rows:
@@ -436,7 +446,11 @@ def main():
                 f"ferry from Python vs PyTorch DataLoader at its best (num_workers="
                 f"{torch_best['threads']}): {summary['python_vs_torch_best']:.2f}x images/s, "
                 f"{summary['python_rss_vs_torch_best']:.2f}x the peak memory (both processes "
-                f"import torch), first batch after {summary['python_first_batch_ms']:.0f} ms.")
+                f"import torch), first batch after {summary['python_first_batch_ms']:.0f} ms; "
+                f"the memory the loader adds over its process's imports: "
+                f"{summary['python_added_rss_mb']:.0f} MB against "
+                f"{summary['torch_added_rss_mb']:.0f} MB "
+                f"({summary['python_added_rss_vs_torch_best']:.2f}x).")
     if train_rows:
         lines += [
             "",
@@ -465,40 +479,7 @@ def main():
         f.write(md)
     print(md)
 
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no plot", file=sys.stderr)
-        return 0
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for loader, label, style in [("ferry", "ferry", "o-"), ("tbb", "tbb::parallel_pipeline", "s--"),
-                                 ("torch", "PyTorch DataLoader (workers)", "^-"),
-                                 ("libtorch", "libtorch DataLoader (workers)", "v-")]:
-        pts = sorted((r["threads"], r["images_per_s"]) for r in rows if r["loader"] == loader)
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
-    for loader, label, marker in [("sequential", "sequential loop", "x"),
-                                  ("ferry-reduced", "ferry, reduced-scale decode", "*"),
-                                  ("ferry-roi", "ferry, region decode", "P"),
-                                  ("ferry-roi-fast", "ferry, region decode, fast IDCT", "X"),
-                                  ("ferry-slots-fast", "ferry, into batch slots", "d"),
-                                  ("ferry-area", "ferry, antialiasing resize", "D"),
-                                  ("ferry-torch", "ferry, to_torch", "h"),
-                                  ("python-roi-fast", "ferry from Python, region decode, fast",
-                                   "p")]:
-        r = next((r for r in rows if r["loader"] == loader), None)
-        if r:
-            ax.plot([r["threads"]], [r["images_per_s"]], marker, markersize=9, label=label)
-    ax.set_xlabel("threads (ferry, TBB) / workers (PyTorch, libtorch)")
-    ax.set_ylabel("images/s")
-    ax.set_title(f"read, decode, RandomResizedCrop 224, flip, batch 32 ({os.cpu_count()} CPUs)")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(args.out, "compare.png"), dpi=110)
+    compare_plot.plot(rows, args.out)
     return 0
 
 

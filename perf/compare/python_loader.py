@@ -12,7 +12,9 @@ decode (lambda img: img, concurrency = threads): what a Python function in the p
 The crops are drawn from each item's seed (ferry's item_rng), not compare_runner's rng_for: the
 same distribution, other boxes. Prints one JSON object like compare_runner's: runner, threads,
 images, seconds, first_batch_s (from building the pipeline to the first batch), cpu_s (this
-process while loading, not counting Python's start and the imports), max_rss_kb.
+process while loading, not counting Python's start and the imports), max_rss_kb, base_rss_kb
+(resident after the imports, before the pipeline is built: what the loader adds is the peak less
+this).
 """
 import argparse
 import json
@@ -35,6 +37,11 @@ def cpu_seconds():
     return me.ru_utime + me.ru_stime
 
 
+def resident_kb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -44,6 +51,7 @@ def main():
     ap.add_argument("--python-stage", action="store_true")
     args = ap.parse_args()
     paths = sorted(os.path.join(args.data, n) for n in os.listdir(args.data) if n.endswith(".jpg"))
+    base_kb = resident_kb()
     cpu0 = cpu_seconds()
     t0 = time.perf_counter()
     b = (ferry.source(paths)
@@ -70,7 +78,8 @@ def main():
     print(json.dumps({"runner": name, "threads": args.threads, "images": images,
                       "seconds": round(seconds, 4), "first_batch_s": round(first, 4),
                       "cpu_s": round(cpu, 3),
-                      "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                      "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                      "base_rss_kb": base_kb}))
     return 0
 
 

@@ -8,8 +8,9 @@ over the JPEGs of --data, once, with torchvision's transforms on PIL images (wha
 user writes: RandomResizedCrop resizes with Pillow's bilinear filter, which antialiases) and
 num_workers worker processes. Prints one JSON object like compare_runner's: images, seconds,
 first_batch_s (from creating the DataLoader's iterator, which starts the workers, to the first
-batch), cpu_s (this process and its reaped workers, from the start of the loading on), max_rss_kb (this process alone; compare.py
-measures the whole process tree).
+batch), cpu_s (this process and its reaped workers, from the start of the loading on), max_rss_kb
+(this process alone; compare.py measures the whole process tree), base_rss_kb (resident after
+the imports, before the DataLoader is made: what the loader adds is the tree's peak less this).
 """
 import argparse
 import json
@@ -48,6 +49,11 @@ def cpu_seconds():
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def resident_kb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--data", required=True)
@@ -55,6 +61,7 @@ def main():
     args = ap.parse_args()
     paths = sorted(os.path.join(args.data, n) for n in os.listdir(args.data) if n.endswith(".jpg"))
     torch.manual_seed(0)
+    base_kb = resident_kb()
     loader = DataLoader(JpegFolder(paths), batch_size=32, shuffle=False, num_workers=args.workers)
     cpu0 = cpu_seconds()  # not counting Python's start and `import torch`
     t0 = time.perf_counter()
@@ -74,7 +81,8 @@ def main():
     me = resource.getrusage(resource.RUSAGE_SELF)
     print(json.dumps({"runner": "torch", "threads": args.workers, "images": images,
                       "seconds": round(seconds, 4), "first_batch_s": round(first, 4),
-                      "cpu_s": round(cpu, 3), "max_rss_kb": me.ru_maxrss}))
+                      "cpu_s": round(cpu, 3), "max_rss_kb": me.ru_maxrss,
+                      "base_rss_kb": base_kb}))
     return 0
 
 
