@@ -42,6 +42,9 @@ from ferry._ferry import (
     world,
 )
 from ferry._ferry import Autotune, MixInput, Tuned, merge, mix, tuned, zip  # noqa: A004
+from ferry._ferry import (
+    ItemInfo, RandomEngine, cuda_built, cuda_device_count, item_rng, this_call,
+)
 from ferry import ops, sources
 
 if _ferry.has_image:
@@ -54,5 +57,7 @@ __all__ = [
     "world",
 ]
 __all__ += ["Autotune", "MixInput", "Tuned", "merge", "mix", "tuned", "zip"]
+__all__ += ["ItemInfo", "RandomEngine", "cuda_built", "cuda_device_count", "item_rng",
+            "this_call"]
 if _ferry.has_image:
     __all__.append("image")

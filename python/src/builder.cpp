@@ -14,10 +14,12 @@
 #include <utility>
 
 #include "convert.hpp"
+#include "coroutine_stage.hpp"
 #include "ferry/byte_size.hpp"
 #include "ferry/error.hpp"
 #include "ferry/pipeline_state.hpp"
 #include "ferry/world.hpp"
+#include "hooks.hpp"
 #include "ops.hpp"
 #include "pipeline.hpp"
 #include "python_stage.hpp"
@@ -49,15 +51,11 @@ ferry::error_policy policy_of(const py::object& on_error, const std::string& whe
                          std::string(Py_TYPE(on_error.ptr())->tp_name));
 }
 
-namespace {
-
-/// The stage options `map`, `filter` and `flat_map` share, checked; `where` names the call and
-/// the stage ("map(f) (stage map#3)"); `concurrency` an int or `ferry.tuned(...)`.
 ferry::stage_options stage_options_of(const std::string& where, const py::object& concurrency,
                                       const std::string& executor, bool ordered,
                                       const py::object& on_error, const py::object& timeout,
                                       const py::object& name, std::uint64_t max_failures,
-                                      double max_failure_rate) {
+                                      double max_failure_rate, std::size_t failure_window) {
     ferry::stage_options o;
     o.concurrency = concurrency_of(concurrency, where);
     if (executor == "compute") {
@@ -81,7 +79,41 @@ ferry::stage_options stage_options_of(const std::string& where, const py::object
     if (!name.is_none()) o.name = name.cast<std::string>();
     o.max_failures = max_failures;
     o.max_failure_rate = max_failure_rate;
+    if (failure_window == 0) {
+        throw ferry::invalid_argument(where + ": failure_window must be at least 1 item");
+    }
+    o.failure_window = failure_window;
     return o;
+}
+
+void check_no_retry(const ferry::stage_options& o, const std::string& where) {
+    if (o.on_error.attempts > 1) {
+        throw ferry::invalid_argument(where +
+                                      ": on_error must be 'fail' or 'skip'; a retry does not "
+                                      "apply (the input was handed over to the call)");
+    }
+}
+
+namespace {
+
+/// Whether the pipeline's tuner runs: an autotune budget, or a tuned stage (in a branch too).
+bool has_tuned_stage(const std::vector<detail::stage_spec>& stages) {
+    for (const auto& s : stages) {
+        if (ferry::tuned_concurrency::is_tuned(s.options.concurrency)) return true;
+        for (const auto& b : s.branches) {
+            if (has_tuned_stage(b)) return true;
+        }
+    }
+    return false;
+}
+
+/// What C++'s `builder::build()` does before compiling: each stage's build step (to_cuda makes
+/// its streams and pools, an async stage its event loop) on this pipeline's copy.
+void run_build_steps(std::vector<detail::stage_spec>& stages) {
+    for (auto& s : stages) {
+        if (s.on_build) s.on_build(s);
+        for (auto& b : s.branches) run_build_steps(b);
+    }
 }
 
 }  // namespace
@@ -109,7 +141,8 @@ std::string where_of(const py_builder& b, const char* call, const char* kind,
     py::kw_only(), py::arg("concurrency") = py::int_(1), py::arg("executor") = "compute", \
                    py::arg("ordered") = true, py::arg("on_error") = "fail",               \
                    py::arg("timeout") = py::none(), py::arg("name") = py::none(),         \
-                   py::arg("max_failures") = 0, py::arg("max_failure_rate") = 0.0
+                   py::arg("max_failures") = 0, py::arg("max_failure_rate") = 0.0,        \
+                   py::arg("failure_window") = 100
 
 void bind_builder(py::module_& m) {
     py::class_<ferry::sampling>(m, "Sampling", R"doc(
@@ -208,35 +241,52 @@ build() starts the pipeline.)doc")
             [](const py_builder& b, const py::object& f, const py::object& concurrency,
                const std::string& executor, bool ordered, const py::object& on_error,
                const py::object& timeout, const py::object& name, std::uint64_t max_failures,
-               double max_failure_rate) {
-                const std::string where = where_of(b, "map(f)", "map", name);
+               double max_failure_rate, std::size_t failure_window) {
+                const bool async = !py::isinstance<py_op>(f) && PyCallable_Check(f.ptr()) != 0 &&
+                                   is_coroutine_function(f);
+                const std::string where = async ? where_of(b, "map(f)", "map_async", name)
+                                                : where_of(b, "map(f)", "map", name);
                 detail::stage_spec s;
                 if (py::isinstance<py_op>(f)) {
                     s = native_map(f.cast<const py_op&>().op);
+                } else if (async) {
+                    if (executor != "compute") {
+                        throw ferry::invalid_argument(
+                            where +
+                            ": executor does not apply to an async def function (its "
+                            "coroutines run on the pipeline's event loop)");
+                    }
+                    s = python_map_async(f, where);
                 } else {
                     check_callable(f, where, "f must be callable or a ferry op");
                     s = python_map(f);
+                    s.wants_item = true;  // ferry.this_call() inside it
                 }
-                s.options = stage_options_of(where, concurrency, executor, ordered, on_error,
-                                             timeout, name, max_failures, max_failure_rate);
+                s.options =
+                    stage_options_of(where, concurrency, executor, ordered, on_error, timeout, name,
+                                     max_failures, max_failure_rate, failure_window);
+                if (async) check_no_retry(s.options, where);
                 return b.with(std::move(s));
             },
             py::arg("f"), FERRY_STAGE_ARGS, R"doc(
 Applies f to every element: a ferry op (ops.read_file, image.decode_image(...)) runs in C++
-without the GIL; a Python callable takes the GIL for each call. concurrency calls at once;
-executor 'io' for blocking reads; on_error 'fail', 'skip' or ferry.retry(...); timeout in
-seconds.)doc")
+without the GIL; a Python callable takes the GIL for each call (ferry.this_call() tells it its
+item); an async def function runs as map_async. concurrency calls at once; executor 'io' for
+blocking reads; on_error 'fail', 'skip' or ferry.retry(...); timeout in seconds; max_failures,
+max_failure_rate over the last failure_window items: a skipping stage's failure budgets.)doc")
         .def(
             "filter",
             [](const py_builder& b, const py::object& pred, const py::object& concurrency,
                const std::string& executor, bool ordered, const py::object& on_error,
                const py::object& timeout, const py::object& name, std::uint64_t max_failures,
-               double max_failure_rate) {
+               double max_failure_rate, std::size_t failure_window) {
                 const std::string where = where_of(b, "filter(pred)", "filter", name);
                 check_callable(pred, where, "pred must be a Python callable");
                 detail::stage_spec s = python_filter(pred);
-                s.options = stage_options_of(where, concurrency, executor, ordered, on_error,
-                                             timeout, name, max_failures, max_failure_rate);
+                s.wants_item = true;
+                s.options =
+                    stage_options_of(where, concurrency, executor, ordered, on_error, timeout, name,
+                                     max_failures, max_failure_rate, failure_window);
                 return b.with(std::move(s));
             },
             py::arg("pred"), FERRY_STAGE_ARGS,
@@ -246,12 +296,14 @@ seconds.)doc")
             [](const py_builder& b, const py::object& g, const py::object& concurrency,
                const std::string& executor, bool ordered, const py::object& on_error,
                const py::object& timeout, const py::object& name, std::uint64_t max_failures,
-               double max_failure_rate) {
+               double max_failure_rate, std::size_t failure_window) {
                 const std::string where = where_of(b, "flat_map(g)", "flat_map", name);
                 check_callable(g, where, "g must be a Python callable");
                 detail::stage_spec s = python_flat_map(g);
-                s.options = stage_options_of(where, concurrency, executor, ordered, on_error,
-                                             timeout, name, max_failures, max_failure_rate);
+                s.wants_item = true;
+                s.options =
+                    stage_options_of(where, concurrency, executor, ordered, on_error, timeout, name,
+                                     max_failures, max_failure_rate, failure_window);
                 return b.with(std::move(s));
             },
             py::arg("g"), FERRY_STAGE_ARGS,
@@ -291,7 +343,8 @@ into one ferry.Tensor). The last batch of an epoch may be short unless drop_last
             [](const py_builder& b, const py::object& threads, const py::object& in_flight,
                bool ordered, double max_epoch_failure_rate, const py::object& quarantine,
                const py::object& resume, bool fast_start, std::size_t trace_spans,
-               const py::object& autotune) {
+               const py::object& autotune, const py::object& logger, int log_burst,
+               double log_window, const py::object& on_report, double report_every, bool nvtx) {
                 ferry::pipeline_options o;
                 if (!threads.is_none()) {
                     o.threads = threads.cast<int>();
@@ -333,27 +386,40 @@ into one ferry.Tensor). The last batch of an epoch may be short unless drop_last
                 o.fast_start = fast_start;
                 o.trace_spans = trace_spans;
                 o.autotune = autotune_of(autotune);
+                o.nvtx = nvtx;
+                auto log_decisions =
+                    apply_hooks(hook_args{logger, log_burst, log_window, on_report, report_every},
+                                o.autotune.has_value() || has_tuned_stage(b.spec.stages), o);
                 detail::pipeline_spec spec = b.spec;
                 spec.output_bytes = &output_bytes;
-                // Compiling starts the graph's threads and takes the engine's locks: not with
-                // the GIL held.
+                // The build steps (a CUDA context, an event loop) and compiling (the graph's
+                // threads, the engine's locks): not with the GIL held.
                 std::unique_ptr<detail::runtime> rt;
                 {
                     py::gil_scoped_release released;
+                    run_build_steps(spec.stages);
                     rt = detail::compile(std::move(spec), std::move(o));
                 }
-                return py_pipeline::make(std::move(rt));
+                return py_pipeline::make(std::move(rt), std::move(log_decisions));
             },
             py::kw_only(), py::arg("threads") = py::none(), py::arg("in_flight") = py::none(),
             py::arg("ordered") = true, py::arg("max_epoch_failure_rate") = 0.5,
             py::arg("quarantine") = py::none(), py::arg("resume") = py::none(),
             py::arg("fast_start") = true, py::arg("trace_spans") = 0,
-            py::arg("autotune") = py::none(), R"doc(
+            py::arg("autotune") = py::none(), py::arg("logger") = py::none(),
+            py::arg("log_burst") = 5, py::arg("log_window") = 10.0,
+            py::arg("on_report") = py::none(), py::arg("report_every") = 10.0,
+            py::arg("nvtx") = true, R"doc(
 Starts the pipeline: threads compute threads (None: half the hardware threads; with
 autotune=ferry.Autotune(cpu_budget=n), n), in_flight source items at most inside it (None:
 derived from the stages), resume a state from pipe.state() to continue from, quarantine a file
 for a JSON line per failure, trace_spans > 0 to record spans for write_trace, autotune the
-tuner's budgets for the stages with concurrency=ferry.tuned(...).)doc")
+tuner's budgets for the stages with concurrency=ferry.tuned(...). logger(level, message)
+receives ferry's log lines (logging's levels: logging.getLogger("ferry").log fits; None:
+stderr), at most log_burst per stage per log_window seconds, and the tuner's decisions;
+on_report(stats) is called every report_every seconds while an epoch runs; both from ferry's
+threads, with the GIL for the call only, never after close(); what they raise goes to
+sys.unraisablehook. nvtx: NVTX ranges per call where ferry was built with CUDA.)doc")
         .def("__repr__", [](const py_builder& b) {
             return "ferry.Builder(source + " + std::to_string(b.spec.stages.size()) + " stages)";
         });

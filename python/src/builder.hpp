@@ -48,6 +48,18 @@ struct py_builder {
 /// string, `TypeError` for another object, both naming `where`.
 [[nodiscard]] ferry::error_policy policy_of(const py::object& on_error, const std::string& where);
 
+/// The stage options `map`, `map_async`, `filter` and `flat_map` share, checked; `where` names
+/// the call and the stage ("map(f) (stage 'map#3')"); `concurrency` an int or
+/// `ferry.tuned(...)`, `executor` 'compute' or 'io', `timeout` seconds or None.
+[[nodiscard]] ferry::stage_options stage_options_of(
+    const std::string& where, const py::object& concurrency, const std::string& executor,
+    bool ordered, const py::object& on_error, const py::object& timeout, const py::object& name,
+    std::uint64_t max_failures, double max_failure_rate, std::size_t failure_window);
+
+/// `ValueError` naming `where` when `o.on_error` is a retry: a stage whose input is handed over
+/// (map_async) cannot try again.
+void check_no_retry(const ferry::stage_options& o, const std::string& where);
+
 /// Throws `TypeError` ("<where>: <what>, got a Python int") unless `f` is callable.
 void check_callable(const py::object& f, const std::string& where, const char* what);
 

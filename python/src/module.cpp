@@ -6,6 +6,8 @@
 #include "arrays.hpp"
 #include "builder.hpp"
 #include "combinators.hpp"
+#include "coroutine_stage.hpp"
+#include "cuda_stage.hpp"
 #include "errors.hpp"
 #include "ferry/version.hpp"
 #include "folder_sources.hpp"
@@ -13,6 +15,7 @@
 #include "ops.hpp"
 #include "pipeline.hpp"
 #include "stats.hpp"
+#include "this_call.hpp"
 #include "tuning.hpp"
 #include "value.hpp"
 
@@ -32,6 +35,9 @@ PYBIND11_MODULE(_ferry, m) {
     ferry::python::bind_builder(m);
     ferry::python::bind_combinators(m);
     ferry::python::bind_mixing(m);
+    ferry::python::bind_coroutine_stage(m);
+    ferry::python::bind_cuda_stage(m);
+    ferry::python::bind_this_call(m);
     py::module_ ops = m.def_submodule("ops", "Native ops of ferry::core.");
     ferry::python::bind_ops(m, ops);
     py::module_ sources = m.def_submodule("sources", "Datasets listed natively (ferry::sources).");

@@ -49,8 +49,9 @@ void close_all() {
 
 }  // namespace
 
-std::shared_ptr<py_pipeline> py_pipeline::make(std::unique_ptr<detail::runtime> rt) {
-    std::shared_ptr<py_pipeline> p(new py_pipeline(std::move(rt)));
+std::shared_ptr<py_pipeline> py_pipeline::make(
+    std::unique_ptr<detail::runtime> rt, std::function<void(const pipeline_stats&)> at_epoch_end) {
+    std::shared_ptr<py_pipeline> p(new py_pipeline(std::move(rt), std::move(at_epoch_end)));
     std::lock_guard lock(registry_mutex);
     auto& r = registry();
     std::erase_if(r, [](const std::weak_ptr<py_pipeline>& w) { return w.expired(); });
@@ -58,7 +59,9 @@ std::shared_ptr<py_pipeline> py_pipeline::make(std::unique_ptr<detail::runtime> 
     return p;
 }
 
-py_pipeline::py_pipeline(std::unique_ptr<detail::runtime> rt) : runtime_(std::move(rt)) {}
+py_pipeline::py_pipeline(std::unique_ptr<detail::runtime> rt,
+                         std::function<void(const pipeline_stats&)> at_epoch_end)
+    : runtime_(std::move(rt)), at_epoch_end_(std::move(at_epoch_end)) {}
 
 py_pipeline::~py_pipeline() {
     try {
@@ -95,6 +98,7 @@ std::optional<value> py_pipeline::next() {
                 }
             },
             [&rt] { rt.stop(); });
+        if (!interrupted && !failed && !got && at_epoch_end_) at_epoch_end_(rt.stats());
     }
     if (interrupted) throw py::error_already_set();  // the handler's KeyboardInterrupt
     if (failed) std::rethrow_exception(failed);
@@ -171,6 +175,10 @@ void py_pipeline::close_released() {
     if (!runtime_) return;
     final_stats_ = runtime_->stats();
     final_failures_ = runtime_->failures();
+    if (at_epoch_end_) {
+        at_epoch_end_(*final_stats_);
+        at_epoch_end_ = nullptr;  // nothing of the hooks is held after close()
+    }
     // Waits for the calls in progress: a Python stage's call finishes with the GIL, which this
     // thread does not hold.
     runtime_.reset();

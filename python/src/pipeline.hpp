@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,8 +33,12 @@ namespace py = pybind11;
 ///  * `life_`: shared while a call uses the runtime, exclusive while `close` destroys it.
 class py_pipeline {
   public:
-    /// Takes over `rt` and registers the pipeline with the exit hook.
-    [[nodiscard]] static std::shared_ptr<py_pipeline> make(std::unique_ptr<detail::runtime> rt);
+    /// Takes over `rt` and registers the pipeline with the exit hook. `at_epoch_end`, when set,
+    /// gets the stats at each epoch's end and at close (without the GIL): the tuner's decisions
+    /// made since the last report reach the logger so (hooks.hpp).
+    [[nodiscard]] static std::shared_ptr<py_pipeline> make(
+        std::unique_ptr<detail::runtime> rt,
+        std::function<void(const pipeline_stats&)> at_epoch_end = {});
     py_pipeline(const py_pipeline&) = delete;
     py_pipeline& operator=(const py_pipeline&) = delete;
     /// Closes (without the GIL, whichever thread drops the last reference).
@@ -59,7 +64,8 @@ class py_pipeline {
     [[nodiscard]] bool closed();
 
   private:
-    explicit py_pipeline(std::unique_ptr<detail::runtime> rt);
+    py_pipeline(std::unique_ptr<detail::runtime> rt,
+                std::function<void(const pipeline_stats&)> at_epoch_end);
     /// close() without the GIL.
     void close_released();
     /// Throws `ferry::invalid_argument` ("the pipeline is closed") when it is.
@@ -68,6 +74,7 @@ class py_pipeline {
     std::mutex consumer_;
     std::shared_mutex life_;
     std::unique_ptr<detail::runtime> runtime_;
+    std::function<void(const pipeline_stats&)> at_epoch_end_;
     std::optional<pipeline_stats> final_stats_;
     std::vector<failure> final_failures_;
     waiter waiter_;
