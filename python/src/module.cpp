@@ -14,6 +14,7 @@
 #include "mixing.hpp"
 #include "ops.hpp"
 #include "pipeline.hpp"
+#include "source_names.hpp"
 #include "stats.hpp"
 #include "this_call.hpp"
 #include "tuning.hpp"
@@ -38,6 +39,7 @@ PYBIND11_MODULE(_ferry, m) {
     ferry::python::bind_coroutine_stage(m);
     ferry::python::bind_cuda_stage(m);
     ferry::python::bind_this_call(m);
+    ferry::python::bind_source_names(m);
     py::module_ ops = m.def_submodule("ops", "Native ops of ferry::core.");
     ferry::python::bind_ops(m, ops);
     py::module_ sources = m.def_submodule("sources", "Datasets listed natively (ferry::sources).");
