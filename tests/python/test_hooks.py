@@ -4,6 +4,7 @@ called from ferry's threads with the GIL for the call only, never after close();
 raise is reported through sys.unraisablehook, never lost and never a crash; the tuner's
 decisions reach the logger."""
 import logging
+import re
 import sys
 import threading
 import time
@@ -166,7 +167,8 @@ def test_autotune_decisions_reach_the_logger():
     decisions = [m for lvl, m in lines if m.startswith("autotune: ")]
     assert decisions, f"no decision logged; the stats said:\n{table}"
     assert all(lvl == logging.INFO for lvl, m in lines if m.startswith("autotune: "))
-    assert any(" slow 1 -> 2 (" in m for m in decisions)
+    form = re.compile(r"autotune: \d+\.\d s: \S+ \d+ -> \d+ \(")
+    assert all(form.match(m) for m in decisions), decisions
     # The table lists the last decisions with their rates measured since; the head of each (its
     # time, stage and move, "1.2 s: slow 1 -> 2 (") is what was logged.
     heads = {m[len("autotune: "):].split(")")[0] for m in decisions}
