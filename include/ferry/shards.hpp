@@ -6,6 +6,7 @@
 /// (libarchive).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -21,6 +22,7 @@
 
 #include "ferry/bytes.hpp"
 #include "ferry/export.hpp"
+#include "ferry/retry.hpp"
 #include "ferry/sampling.hpp"
 
 namespace ferry {
@@ -93,8 +95,8 @@ namespace sources {
 
 /// Reads up to `length` bytes at `offset` of a shard that is no local file (its URL as given to
 /// `tar_samples`): fewer only where the shard ends, none past it. A failure throws (a
-/// `ferry::error`; transient ones are tried twice more). `ferry::ops::url_ranges` (ferry::http)
-/// is one for `s3://` and `http(s)://` shards.
+/// `ferry::error`; transient ones are read again as `tar_options::remote_retry` says).
+/// `ferry::ops::url_ranges` (ferry::http) is one for `s3://` and `http(s)://` shards.
 using range_reader = std::function<ferry::bytes(const std::string& shard, std::uint64_t offset,
                                                 std::uint64_t length)>;
 
@@ -128,6 +130,18 @@ struct tar_options {
     /// Bytes per read of a remote shard (memory per shard being read); members larger than a
     /// chunk stream through it, members skipped (over `max_member_bytes`) are not fetched.
     std::size_t remote_chunk = std::size_t{8} << 20;
+    /// How a read of a remote shard (`read_remote`) that failed is tried again: up to
+    /// `attempts` reads in all; after a transient failure (`when`, by default
+    /// `ferry::is_transient`: a reset, a timeout, a 5xx, S3's `SlowDown`; a failure that is not a
+    /// `ferry::error` is not read again) a pause of `backoff * multiplier^k` (times a random
+    /// factor in [1 - jitter, 1]), at least the failure's `retry_after()` (a server's
+    /// `Retry-After`). The default reads 3 times, pausing 100 ms, then 400 ms. A pause ends
+    /// within about 10 ms when the pipeline stops (`stop()`, destruction, an epoch left early):
+    /// no read follows, and the read fails with its last failure. `then` does not apply: a read
+    /// that failed every attempt damages its sample, which fails under the reading stage's
+    /// `on_error`. The pause blocks the thread reading the shard (the source's).
+    ferry::retry remote_retry{
+        .attempts = 3, .backoff = std::chrono::milliseconds(100), .multiplier = 4.0};
 };
 
 namespace detail {

@@ -3,6 +3,7 @@
 /// A shard's bytes and libarchive's client callbacks over them (see tar_client.hpp).
 
 #include "tar_client.hpp"
+#include "remote_retry.hpp"
 
 #include <archive.h>
 #include <fcntl.h>
@@ -11,22 +12,14 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <string_view>
-#include <thread>
 
 #include "ferry/error.hpp"
-#include "ferry/this_call.hpp"
 
 namespace ferry::shards_detail {
 
 namespace {
-
-// A transient failure of a remote read (a reset connection, a 503) is tried again after these
-// pauses.
-constexpr std::chrono::milliseconds retry_pauses[] = {std::chrono::milliseconds(100),
-                                                      std::chrono::milliseconds(400)};
 
 la_ssize_t read_window(::archive* a, void* data, const void** out) {
     auto& c = *static_cast<tar_reader::client*>(data);
@@ -66,7 +59,7 @@ la_int64_t skip_bytes(::archive*, void* data, la_int64_t request) {
 }  // namespace
 
 shard_bytes::shard_bytes(const std::string& shard, const sources::tar_options& options)
-    : shard_(shard) {
+    : shard_(shard), retry_(remote_schedule(options)) {
     constexpr std::string_view file_scheme = "file://";
     if (options.read_remote && shard.find("://") != std::string::npos &&
         !shard.starts_with(file_scheme)) {
@@ -105,19 +98,14 @@ ferry::bytes shard_bytes::read(std::uint64_t offset, std::uint64_t length) const
         out.truncate(got);
         return out;
     }
-    for (std::size_t attempt = 0;; ++attempt) {
-        try {
+    return read_retrying(
+        retry_,
+        [&] {
             auto out = remote_(shard_, offset, length);
             if (out.size() > length) out.truncate(static_cast<std::size_t>(length));
             return out;
-        } catch (const ferry::error& e) {
-            if (!e.transient() || attempt >= std::size(retry_pauses) ||
-                this_call::stop_requested()) {
-                throw;
-            }
-            std::this_thread::sleep_for(retry_pauses[attempt]);
-        }
-    }
+        },
+        wait_unless_stopped);
 }
 
 int tar_reader::client::open(::archive* a) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ferry/bytes.hpp"
+#include "ferry/detail/retry_schedule.hpp"
 #include "ferry/shards.hpp"
 #include "tar_reader.hpp"
 
@@ -19,7 +20,8 @@ struct archive;
 namespace ferry::shards_detail {
 
 /// One shard's bytes by offset: a local file (`pread`) or, for a remote shard, the user's
-/// `range_reader` with its transient failures tried twice more.
+/// `range_reader` with its transient failures read again on `tar_options::remote_retry`'s
+/// schedule, each pause cut short when the pipeline stops (remote_retry.hpp).
 class shard_bytes {
   public:
     /// The bytes of `shard` as `tar_samples` reads them: through `options.read_remote` when it
@@ -44,6 +46,7 @@ class shard_bytes {
     std::string file_;
     sources::range_reader remote_;
     std::string shard_;
+    detail::retry_schedule retry_;  ///< `tar_options::remote_retry`
 };
 
 /// libarchive's client over a shard's bytes: each read fetches `window` bytes at `offset`. The
