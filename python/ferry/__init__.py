@@ -50,6 +50,20 @@ from ferry import ops, sources
 if _ferry.has_image:
     from ferry import image
 
+# The optional components' submodules, where built; ferry.<name> of one that is not says which
+# CMake option builds it (importing ferry.<name> raises ImportError saying the same).
+_COMPONENTS = {"video": "FERRY_VIDEO"}
+if _ferry.has_video:
+    from ferry import video
+
+
+def __getattr__(name):
+    if name in _COMPONENTS:
+        raise AttributeError(
+            f"ferry.{name} is not in this build of ferry: its C++ component ferry::{name} was "
+            f"not built; configure ferry with -D{_COMPONENTS[name]}=ON and build ferry_python")
+    raise AttributeError(f"module 'ferry' has no attribute '{name}'")
+
 __all__ = [
     "Builder", "Bytes", "DecodeError", "Error", "Failure", "Image", "InvalidArgument", "IOError",
     "Op", "Pipeline", "Retry", "Sampling", "StageError", "StageStats", "Stats", "Tensor",
@@ -61,3 +75,4 @@ __all__ += ["ItemInfo", "RandomEngine", "cuda_built", "cuda_device_count", "item
             "this_call"]
 if _ferry.has_image:
     __all__.append("image")
+__all__ += [name for name in _COMPONENTS if getattr(_ferry, "has_" + name)]

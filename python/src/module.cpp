@@ -11,6 +11,7 @@
 #include "errors.hpp"
 #include "ferry/version.hpp"
 #include "folder_sources.hpp"
+#include "io_ops.hpp"
 #include "mixing.hpp"
 #include "ops.hpp"
 #include "pipeline.hpp"
@@ -50,5 +51,14 @@ PYBIND11_MODULE(_ferry, m) {
     m.attr("has_image") = true;
 #else
     m.attr("has_image") = false;
+#endif
+    // The optional components' submodules, each where its C++ component is built; has_<name>
+    // tells the package (python/ferry/__init__.py) which to import.
+#ifdef FERRY_PYTHON_VIDEO
+    py::module_ video = m.def_submodule("video", "Native video ops (ferry::video).");
+    ferry::python::bind_video_ops(video);
+    m.attr("has_video") = true;
+#else
+    m.attr("has_video") = false;
 #endif
 }

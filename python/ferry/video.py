@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Native video ops (ferry::video, FFmpeg), to pass to Builder.map: each item is decoded in C++,
+without the GIL.
+
+load_video(*, select=FrameSelection.all(), format='rgb', resize=None, ...): a path (str or
+    os.PathLike) or bytes -> ferry.Tensor, the clip as uint8 frames x height x width x channels.
+FrameSelection: which frames (all(), indices([...]), uniform(n), clip(n, stride)).
+"""
+from ferry import _ferry
+
+if not _ferry.has_video:
+    raise ImportError(
+        "ferry.video is not in this build of ferry: its C++ component ferry::video was not "
+        "built; configure ferry with -DFERRY_VIDEO=ON (it needs FFmpeg 5.1+: libavformat-dev, "
+        "libavcodec-dev, libswscale-dev, libswresample-dev) and build the target ferry_python")
+
+FrameSelection = _ferry.video.FrameSelection
+load_video = _ferry.video.load_video
+
+__all__ = ["FrameSelection", "load_video"]

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// The optional components' faces in Python: `ferry.video` (load_video), `ferry.http` (read_url,
+/// list_objects) and `ferry.shards` (tar_samples and the ops on its samples), each compiled only
+/// where its C++ component is built (FERRY_VIDEO, FERRY_HTTP, FERRY_SHARDS).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <optional>
+
+#include "ferry/detail/spec.hpp"
+#include "ferry/sampling.hpp"
+#include "ops.hpp"
+
+#ifdef FERRY_PYTHON_HTTP
+#include "ferry/http.hpp"
+#endif
+
+namespace ferry::python {
+
+namespace py = pybind11;
+
+#ifdef FERRY_PYTHON_VIDEO
+/// Registers `FrameSelection` and the `load_video(...)` factory in `video` (video_ops.cpp).
+void bind_video_ops(py::module_& video);
+#endif
+
+#ifdef FERRY_PYTHON_HTTP
+/// `ferry.http.ReadUrl`: the op `read_url` with its `http_options` (an `ferry.Op`, so `map` runs
+/// it natively); `tar_samples(..., read_remote=...)` reads remote shards with its options.
+struct py_read_url : py_op {
+    std::shared_ptr<const ferry::http_options> options;
+};
+
+/// Registers `ReadUrl`, `read_url` and `list_objects` in `http` (http_ops.cpp).
+void bind_http_ops(py::module_& http);
+#endif
+
+#ifdef FERRY_PYTHON_SHARDS
+/// Registers `TarSamples`, `tar_samples` and the sample ops (`field`, `fields`, `labelled`) in
+/// `shards` (shard_sources.cpp, shard_samples.cpp).
+void bind_shard_ops(py::module_& shards);
+
+/// The source of `src` where it is a `ferry.shards.TarSamples` (the caller holds the GIL): its
+/// samples natively, each the tuple of pairs `shard_samples.hpp` describes, positioned (a resume
+/// opens the epoch at its position), named `<shard>#<key>` in failure records. Empty for another
+/// `src`; a `TypeError` when `sampling` is given (tar_samples takes it).
+[[nodiscard]] std::optional<detail::source_spec> tar_source(
+    py::handle src, const std::optional<ferry::sampling>& sampling);
+#endif
+
+}  // namespace ferry::python

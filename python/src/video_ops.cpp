@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// `ferry.video`: `FrameSelection` (ferry::frame_selection) and the `load_video(...)` factory, a
+/// native op from a path or bytes to a ferry.Tensor clip (frames x height x width x channels).
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "convert.hpp"
+#include "ferry/error.hpp"
+#include "ferry/video.hpp"
+#include "io_ops.hpp"
+
+namespace ferry::python {
+namespace {
+
+/// A frame size as Python gives it: an int (square) or (height, width), as the image ops take it.
+using video_size = std::variant<int, std::pair<int, int>>;
+
+ferry::frame_size frame_size_of(const video_size& s) {
+    const auto [h, w] = std::holds_alternative<int>(s)
+                            ? std::pair<int, int>{std::get<int>(s), std::get<int>(s)}
+                            : std::get<std::pair<int, int>>(s);
+    if (h <= 0 || w <= 0) {
+        throw ferry::invalid_argument(
+            "load_video(resize=...): sizes are positive (height, width), got (" +
+            std::to_string(h) + ", " + std::to_string(w) + ")");
+    }
+    return {w, h};
+}
+
+ferry::frame_format video_format_of(const std::string& name) {
+    if (name == "rgb") return ferry::frame_format::rgb;
+    if (name == "bgr") return ferry::frame_format::bgr;
+    if (name == "gray") return ferry::frame_format::gray;
+    throw ferry::invalid_argument(
+        "load_video(format=...): format must be 'rgb', 'bgr' or "
+        "'gray', got '" +
+        name + "'");
+}
+
+ferry::scale_filter scale_filter_of(const std::string& name) {
+    static const std::pair<const char*, ferry::scale_filter> table[] = {
+        {"nearest", ferry::scale_filter::nearest},
+        {"bilinear", ferry::scale_filter::bilinear},
+        {"bicubic", ferry::scale_filter::bicubic},
+        {"area", ferry::scale_filter::area},
+        {"lanczos", ferry::scale_filter::lanczos}};
+    for (const auto& [n, f] : table) {
+        if (name == n) return f;
+    }
+    throw ferry::invalid_argument(
+        "load_video(filter=...): filter must be 'nearest', 'bilinear', 'bicubic', 'area' or "
+        "'lanczos', got '" +
+        name + "'");
+}
+
+/// Seconds as Python gives them, as the milliseconds `demux_options::timeout` takes.
+std::chrono::milliseconds video_timeout_of(double seconds) {
+    if (!(seconds > 0.0) || !std::isfinite(seconds)) {
+        throw ferry::invalid_argument(
+            "load_video(timeout=...): timeout is a positive number of seconds, got " +
+            std::to_string(seconds));
+    }
+    return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000.0)));
+}
+
+std::string selection_text(const ferry::frame_selection& s) {
+    switch (s.mode()) {
+        case ferry::frame_selection::kind::all:
+            return "FrameSelection.all()";
+        case ferry::frame_selection::kind::uniform:
+            return "FrameSelection.uniform(" + std::to_string(s.count()) + ")";
+        case ferry::frame_selection::kind::clip:
+            return "FrameSelection.clip(" + std::to_string(s.count()) + ", " +
+                   std::to_string(s.stride()) + ")";
+        case ferry::frame_selection::kind::indices: {
+            std::string out = "FrameSelection.indices([";
+            for (std::size_t i = 0; i < s.frames().size(); ++i) {
+                out += (i ? ", " : "") + std::to_string(s.frames()[i]);
+            }
+            return out + "])";
+        }
+    }
+    return "FrameSelection(?)";
+}
+
+/// The clip `load_video` makes of `v`: a path (a str, or a Python str or os.PathLike) is read by
+/// FFmpeg from the file, bytes (ferry.Bytes, or any bytes-like object) from memory.
+ferry::tensor load_clip(value&& v, const ferry::video_options& o) {
+    if (v.holds<std::string>()) {
+        return ferry::ops::load_video(std::filesystem::path(v.as<std::string>()), o).to_tensor();
+    }
+    if (v.holds<ferry::bytes>()) return ferry::ops::load_video(v.as<ferry::bytes>(), o).to_tensor();
+    if (v.holds<py_ref>()) {
+        bool is_path = false;
+        {
+            gil_hold gil;
+            is_path = PyUnicode_Check(v.as<py_ref>().get()) != 0 ||
+                      PyObject_HasAttrString(v.as<py_ref>().get(), "__fspath__") != 0;
+        }
+        if (is_path) {
+            return ferry::ops::load_video(
+                       std::filesystem::path(take_path(std::move(v), "load_video")), o)
+                .to_tensor();
+        }
+        return ferry::ops::load_video(take_bytes(std::move(v), "load_video"), o).to_tensor();
+    }
+    throw ferry::invalid_argument(
+        "load_video expects a path (str or os.PathLike) or bytes (ferry.Bytes or a bytes-like "
+        "object), got " +
+        kind_of(v));
+}
+
+}  // namespace
+
+void bind_video_ops(py::module_& video) {
+    py::class_<ferry::frame_selection>(video, "FrameSelection", R"doc(
+Which frames load_video returns (ferry::frame_selection). Frame indices count the frames of the
+demuxed window that decode, in presentation order (0: the first frame at or after start): the
+frames the ffmpeg CLI writes with -vsync passthrough. A selection that needs more frames than
+decode is a ferry.DecodeError.
+
+    FrameSelection.all()                 # every frame
+    FrameSelection.indices([0, 10, 20])  # these frames, in this order
+    FrameSelection.uniform(8)            # 8 frames spread over the clip, first and last
+    FrameSelection.clip(8, 4)            # frames 0, 4, 8, ..., 28 of the window)doc")
+        .def_static("all", &ferry::frame_selection::all, "Every frame of the window.")
+        .def_static("indices", &ferry::frame_selection::indices, py::arg("frames"),
+                    "The given frames, in the given order (repeats allowed).")
+        .def_static("uniform", &ferry::frame_selection::uniform, py::arg("count"),
+                    "count frames at round(i * (T - 1) / (count - 1)) of a window of T frames "
+                    "(np.linspace(0, T - 1, count).round()).")
+        .def_static("clip", &ferry::frame_selection::clip, py::arg("count"), py::arg("stride") = 1,
+                    "count frames stride apart from the window's first frame; with "
+                    "load_video(start=t): count frames at stride from t, reading only the packets "
+                    "they need.")
+        .def("__repr__", &selection_text);
+
+    video.def(
+        "load_video",
+        [](const ferry::frame_selection& select, const std::string& format,
+           const std::optional<video_size>& resize, const std::string& filter, double start,
+           const std::optional<double>& end, int stream, std::int64_t max_frames, double timeout,
+           int threads, std::uint64_t max_pixels, std::uint64_t max_bytes, bool strict) {
+            ferry::video_options o;
+            std::vector<std::string> args;
+            o.decode.select = select;
+            if (select.mode() != ferry::frame_selection::kind::all) {
+                args.push_back("select=" + selection_text(select));
+            }
+            o.decode.format = video_format_of(format);
+            if (format != "rgb") args.push_back("format='" + format + "'");
+            if (resize) {
+                o.decode.resize = frame_size_of(*resize);
+                args.push_back("resize=(" + std::to_string(o.decode.resize.height) + ", " +
+                               std::to_string(o.decode.resize.width) + ")");
+            }
+            o.decode.filter = scale_filter_of(filter);
+            if (filter != "bilinear") args.push_back("filter='" + filter + "'");
+            if (!(start >= 0.0) || !std::isfinite(start) || (end && !(*end > start))) {
+                throw ferry::invalid_argument(
+                    "load_video(start=..., end=...): the window is start >= 0 seconds up to an "
+                    "end after it, got start " +
+                    std::to_string(start) + (end ? ", end " + std::to_string(*end) : ""));
+            }
+            o.demux.start = start;
+            if (start != 0.0) {
+                args.push_back("start=" + py::repr(py::float_(start)).cast<std::string>());
+            }
+            o.demux.end = end;
+            if (end) args.push_back("end=" + py::repr(py::float_(*end)).cast<std::string>());
+            o.demux.stream = stream;
+            if (stream != -1) args.push_back("stream=" + std::to_string(stream));
+            if (max_frames < 0) {
+                throw ferry::invalid_argument(
+                    "load_video(max_frames=...): max_frames is 0 (from "
+                    "the selection) or more, got " +
+                    std::to_string(max_frames));
+            }
+            o.demux.max_frames = max_frames;
+            o.demux.timeout = video_timeout_of(timeout);
+            if (threads < 1) {
+                throw ferry::invalid_argument(
+                    "load_video(threads=...): decoder threads are 1 or more, got " +
+                    std::to_string(threads));
+            }
+            o.decode.threads = threads;
+            o.demux.max_pixels = max_pixels;
+            o.decode.max_pixels = max_pixels;
+            o.decode.max_bytes = max_bytes;
+            o.demux.strict = strict;
+            o.decode.strict = strict;
+            if (strict) args.push_back("strict=True");
+            std::string name = "load_video(";
+            for (std::size_t i = 0; i < args.size(); ++i) name += (i ? ", " : "") + args[i];
+            name += ")";
+            return py::cast(py_op{std::make_shared<const native_op>(native_op{
+                std::move(name), [o](value&& v) { return value(load_clip(std::move(v), o)); }})});
+        },
+        py::kw_only(), py::arg("select") = ferry::frame_selection::all(), py::arg("format") = "rgb",
+        py::arg("resize") = py::none(), py::arg("filter") = "bilinear", py::arg("start") = 0.0,
+        py::arg("end") = py::none(), py::arg("stream") = -1, py::arg("max_frames") = 0,
+        py::arg("timeout") = 10.0, py::arg("threads") = 1, py::arg("max_pixels") = 64'000'000ULL,
+        py::arg("max_bytes") = 4ULL << 30, py::arg("strict") = false, R"doc(
+A native op: ferry::ops::load_video on a path (str or os.PathLike: read from the file) or bytes
+(ferry.Bytes or a bytes-like object: read from memory), giving the clip as a ferry.Tensor of
+uint8, frames x height x width x channels (torch.from_dlpack(x) shares it). The keywords are
+ferry::video_options' fields, flat: select (a FrameSelection; all frames by default), format
+('rgb', 'bgr', 'gray'), resize ((height, width) or an int: frames scaled by swscale inside the
+decode step), filter (swscale's 'nearest', 'bilinear', 'bicubic', 'area', 'lanczos'), start and
+end (the window in seconds; end None: to the stream's end), stream (-1: FFmpeg's best video
+stream), max_frames (0: what the selection needs), timeout (seconds a read may deliver nothing),
+threads (decoder threads), max_pixels (both the declared and the decoded frame size), max_bytes
+(the clip's size), strict (a cut or damaged file is a ferry.DecodeError instead of the frames
+that decode). Errors: ferry.IOError (missing file, stalled read), ferry.DecodeError (not a
+video, too few frames for the selection, over a limit), naming the file.)doc");
+}
+
+}  // namespace ferry::python

@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: Apache-2.0
+"""ferry.video: load_video from Python gives the frames the ffmpeg CLI decodes, byte for byte (the
+rule tests/video/containers.cpp holds the C++ op to), from paths and from bytes, for each frame
+selection, in a native chain that takes no GIL per item; bad files and wrong inputs are failures
+that name them. And a build without a component says which CMake option builds it."""
+import gc
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import run_child
+
+import ferry
+from ferry import ops
+
+if ferry._ferry.has_video:
+    from ferry import video
+# Each case that decodes says why it is skipped where it cannot run (pytest -rs shows it).
+needs_video = pytest.mark.skipif(
+    not ferry._ferry.has_video or shutil.which("ffmpeg") is None,
+    reason="ferry.video is not built (FERRY_VIDEO=OFF)" if not ferry._ferry.has_video else
+    "the ffmpeg CLI is not installed (Debian: ffmpeg): the references are its frames")
+
+WIDTH, HEIGHT, FRAMES = 64, 48, 24
+FFMPEG = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y"]
+
+
+def ffmpeg_frames(path, *filters):
+    """ffmpeg's frames of path as the C++ suite takes them (-vsync passthrough, bilinear swscale,
+    rgb24), with optional -vf filters: an array frames x height x width x 3."""
+    cmd = FFMPEG + ["-i", str(path), "-map", "0:v:0", "-vsync", "passthrough", "-sws_flags",
+                    "bilinear"]
+    if filters:
+        cmd += ["-vf", ",".join(filters)]
+    raw = subprocess.run(cmd + ["-f", "rawvideo", "-pix_fmt", "rgb24", "-"], check=True,
+                         capture_output=True).stdout
+    return raw
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    """24 frames of testsrc2 at 64 x 48, 25 fps, H.264 with B-frames and a keyframe every 12
+    frames (as tests/video/containers.cpp makes them), and ffmpeg's frames of it."""
+    path = tmp_path_factory.mktemp("video") / "clip.mp4"
+    subprocess.run(FFMPEG + ["-f", "lavfi", "-i", f"testsrc2=size={WIDTH}x{HEIGHT}:rate=25",
+                             "-frames:v", str(FRAMES), "-c:v", "libx264", "-preset", "veryfast",
+                             "-bf", "2", "-g", "12", "-pix_fmt", "yuv420p", str(path)],
+                   check=True, capture_output=True)
+    raw = ffmpeg_frames(path)
+    frames = np.frombuffer(raw, np.uint8).reshape(-1, HEIGHT, WIDTH, 3)
+    assert len(frames) == FRAMES
+    return str(path), frames
+
+
+# Every frame, read from the path by a native chain: a ferry.Tensor of uint8, frames x height x
+# width x 3, equal to ffmpeg's frames byte for byte; the chain takes the GIL for no item.
+@needs_video
+def test_all_frames_equal_ffmpegs(clip):
+    path, ref = clip
+    gc.collect()  # another test's pipeline freed now would count its GIL takes here
+    before = ferry._ferry._gil_acquisitions()
+    with ferry.source([path] * 3).map(video.load_video(), concurrency=2).build(threads=2) as pipe:
+        clips = list(pipe)
+    assert ferry._ferry._gil_acquisitions() - before == 0
+    assert len(clips) == 3
+    for c in clips:
+        assert isinstance(c, ferry.Tensor) and c.shape == (FRAMES, HEIGHT, WIDTH, 3)
+        np.testing.assert_array_equal(np.asarray(c), ref)
+
+
+# uniform(8), clip(8, 2) and indices([...]) give ffmpeg's frames at
+# the indices the selection names (uniform: np.linspace(0, T - 1, 8).round()).
+@needs_video
+@pytest.mark.parametrize("kind, args, want", [
+    ("uniform", (8,), np.linspace(0, FRAMES - 1, 8).round().astype(int)),
+    ("clip", (8, 2), list(range(0, 16, 2))),
+    ("indices", ([5, 0, 23, 5],), [5, 0, 23, 5]),
+])
+def test_selections_give_ffmpegs_frames(clip, kind, args, want):
+    path, ref = clip
+    select = getattr(video.FrameSelection, kind)(*args)
+    got = np.asarray(video.load_video(select=select, strict=True)(path))
+    assert got.shape == (len(want), HEIGHT, WIDTH, 3)
+    np.testing.assert_array_equal(got, ref[list(want)])
+
+
+# A window from start=0.2 s (frame 5 at 25 fps): its frame 0 is ffmpeg's frame 5, and clip(4, 3)
+# counts from there; read from bytes (ops.read_file, then load_video in memory) as from the path.
+@needs_video
+def test_a_window_from_bytes_counts_from_its_start(clip):
+    path, ref = clip
+    op = video.load_video(start=0.2, select=video.FrameSelection.clip(4, 3))
+    assert repr(op) == "<ferry op load_video(select=FrameSelection.clip(4, 3), start=0.2)>"
+    with ferry.source([path]).map(ops.read_file).map(op).build(threads=1) as pipe:
+        [from_bytes] = list(pipe)
+    np.testing.assert_array_equal(np.asarray(from_bytes), ref[[5, 8, 11, 14]])
+    np.testing.assert_array_equal(np.asarray(op(path)), ref[[5, 8, 11, 14]])
+
+
+# format and resize act inside the decode step: BGR is RGB reversed, gray has one channel, and a
+# resize gives the size asked for as (height, width), the pixels of ffmpeg's bilinear scale
+# exactly (both are swscale with SWS_BILINEAR).
+@needs_video
+def test_format_and_resize(clip):
+    path, ref = clip
+    sel = video.FrameSelection.indices([7])
+    rgb = np.asarray(video.load_video(select=sel)(path))
+    bgr = np.asarray(video.load_video(select=sel, format="bgr")(path))
+    np.testing.assert_array_equal(bgr, rgb[..., ::-1])
+    gray = np.asarray(video.load_video(select=sel, format="gray")(path))
+    assert gray.shape == (1, HEIGHT, WIDTH, 1)
+    small = np.asarray(video.load_video(resize=(40, 32))(path))
+    assert small.shape == (FRAMES, 40, 32, 3)
+    scaled = np.frombuffer(ffmpeg_frames(path, "scale=32:40"), np.uint8).reshape(-1, 40, 32, 3)
+    np.testing.assert_array_equal(small, scaled)
+
+
+# A missing file is ferry.IOError naming it, bytes that are no video ferry.DecodeError with
+# FFmpeg's reason, a selection past the frames that decode a DecodeError naming the frame, and
+# an item that is neither a path nor bytes a failure naming what load_video expects and got;
+# under "skip" the good clips still arrive.
+@needs_video
+def test_bad_inputs_fail_naming_them(clip, tmp_path):
+    path, ref = clip
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"x" * 4000)
+    missing = str(tmp_path / "missing.mp4")
+    with (ferry.source([path, missing, str(junk), 7, path])
+          .map(video.load_video(select=video.FrameSelection.indices([0])), on_error="skip",
+               name="video")
+          .build(threads=1, max_epoch_failure_rate=1.0)) as pipe:
+        got = list(pipe)
+        failures = {f.item: f for f in pipe.failures()}
+    assert len(got) == 2
+    assert sorted(failures) == [1, 2, 3]
+    assert failures[1].code == "io" and missing in failures[1].message
+    assert "No such file" in failures[1].message
+    assert failures[2].code == "decode" and "Invalid data found" in failures[2].message
+    assert failures[3].message == ("load_video expects a path (str or os.PathLike) or bytes "
+                                   "(ferry.Bytes or a bytes-like object), got an int")
+    with pytest.raises(ferry.DecodeError, match="frame 30"):
+        video.load_video(select=video.FrameSelection.indices([30]))(path)
+
+
+# Options ferry::video refuses are ValueErrors when the op is made: rgba, a size of 0, an unknown
+# filter, a window that ends before it starts.
+@needs_video
+def test_bad_options_are_value_errors():
+    with pytest.raises(ValueError, match="format must be 'rgb', 'bgr' or 'gray', got 'rgba'"):
+        video.load_video(format="rgba")
+    with pytest.raises(ValueError, match="sizes are positive"):
+        video.load_video(resize=0)
+    with pytest.raises(ValueError, match="filter must be"):
+        video.load_video(filter="cubic")
+    with pytest.raises(ValueError, match="the window is start"):
+        video.load_video(start=2.0, end=1.0)
+    with pytest.raises(ValueError, match="positive"):
+        video.FrameSelection.uniform(0)
+
+
+# Where a component is not built (simulated in a child interpreter whose module says so), the
+# package says which CMake option builds it: ferry.<name> is an AttributeError, importing
+# ferry.<name> an ImportError, each naming FERRY_<NAME>.
+@pytest.mark.parametrize("name", ["video"])
+def test_a_component_not_built_names_the_option_that_builds_it(name):
+    r = run_child(f"""
+        import importlib.machinery, importlib.util, sys
+        spec = importlib.util.find_spec("ferry")  # the package's folder, not imported yet
+        folder = spec.submodule_search_locations[0]
+        path = importlib.machinery.FileFinder(folder, (
+            importlib.machinery.ExtensionFileLoader,
+            importlib.machinery.EXTENSION_SUFFIXES)).find_spec("_ferry").origin
+        native = importlib.util.spec_from_file_location("ferry._ferry", path)
+        module = importlib.util.module_from_spec(native)
+        native.loader.exec_module(module)
+        module.has_{name} = False
+        sys.modules["ferry._ferry"] = module
+        import ferry
+        assert "{name}" not in ferry.__all__
+        try:
+            ferry.{name}
+        except AttributeError as e:
+            print("attribute:", e)
+        try:
+            import ferry.{name}
+        except ImportError as e:
+            print("import:", e)
+    """)
+    assert r.returncode == 0, r.stderr
+    option = f"-DFERRY_{name.upper()}=ON"
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2, r.stdout
+    assert lines[0].startswith(f"attribute: ferry.{name} is not in this build of ferry")
+    assert lines[1].startswith(f"import: ferry.{name} is not in this build of ferry")
+    assert all(option in line for line in lines), r.stdout
