@@ -52,9 +52,11 @@ if _ferry.has_image:
 
 # The optional components' submodules, where built; ferry.<name> of one that is not says which
 # CMake option builds it (importing ferry.<name> raises ImportError saying the same).
-_COMPONENTS = {"video": "FERRY_VIDEO"}
+_COMPONENTS = {"video": "FERRY_VIDEO", "http": "FERRY_HTTP"}
 if _ferry.has_video:
     from ferry import video
+if _ferry.has_http:
+    from ferry import http
 
 
 def __getattr__(name):

@@ -61,4 +61,11 @@ PYBIND11_MODULE(_ferry, m) {
 #else
     m.attr("has_video") = false;
 #endif
+#ifdef FERRY_PYTHON_HTTP
+    py::module_ http = m.def_submodule("http", "read_url and list_objects (ferry::http).");
+    ferry::python::bind_http_ops(http);
+    m.attr("has_http") = true;
+#else
+    m.attr("has_http") = false;
+#endif
 }

@@ -1,0 +1,21 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Reading URLs (ferry::http, libcurl): a native op for Builder.map, and S3 listings.
+
+read_url: a URL (http://, https://, file://, s3://bucket/key) -> ferry.Bytes, fetched in C++
+    without the GIL; read_url(timeout=..., headers=..., ...) is the op with those http options.
+list_objects(url, ...): the objects under an S3 prefix, a list of s3:// URLs for ferry.source.
+ReadUrl: the type of read_url and of the ops it makes.
+"""
+from ferry import _ferry
+
+if not _ferry.has_http:
+    raise ImportError(
+        "ferry.http is not in this build of ferry: its C++ component ferry::http was not built; "
+        "configure ferry with -DFERRY_HTTP=ON (it needs libcurl, expat and OpenSSL: "
+        "libcurl4-openssl-dev, libexpat1-dev, libssl-dev) and build the target ferry_python")
+
+ReadUrl = _ferry.http.ReadUrl
+list_objects = _ferry.http.list_objects
+read_url = _ferry.http.read_url
+
+__all__ = ["ReadUrl", "list_objects", "read_url"]

@@ -1,0 +1,272 @@
+# SPDX-License-Identifier: Apache-2.0
+"""ferry.http: read_url reads a list of URLs natively (no GIL per item) against a local HTTP
+server started and stopped by the test; a 404 is a failure naming the URL and the status; no
+password or token of a URL reaches a failure, an error or the stats; read_url(**options) sends
+its headers and shows only their names; list_objects lists an S3 prefix from a local store and
+its URLs read back; tar shards are read remotely by range requests."""
+import gc
+import http.server
+import io
+import re
+import tarfile
+import threading
+
+import pytest
+
+import ferry
+
+if not ferry._ferry.has_http:
+    pytest.skip("ferry.http is not built (ferry::http, FERRY_HTTP=OFF or no libcurl)",
+                allow_module_level=True)
+
+from ferry import http as fhttp  # noqa: E402
+
+
+class Store:
+    """A local HTTP server on 127.0.0.1 (a free port) serving `files` (path -> bytes) with byte
+    ranges, 404 for other paths; `answer(handler)` may answer a request itself (return True).
+    It records each request's path and headers."""
+
+    def __init__(self, files=None, answer=None):
+        self.files = dict(files or {})
+        self.requests = []
+        store = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                store.requests.append((self.path, dict(self.headers)))
+                if answer is not None and answer(self):
+                    return
+                body = store.files.get(self.path.split("?")[0])
+                if body is None:
+                    self.reply(404, b"no such file")
+                    return
+                ranged = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+                if ranged:
+                    first = int(ranged.group(1))
+                    last = int(ranged.group(2)) if ranged.group(2) else len(body) - 1
+                    if first >= len(body):
+                        self.reply(416, b"", {"Content-Range": f"bytes */{len(body)}"})
+                        return
+                    last = min(last, len(body) - 1)
+                    self.reply(206, body[first:last + 1],
+                               {"Content-Range": f"bytes {first}-{last}/{len(body)}"})
+                    return
+                self.reply(200, body)
+
+            def reply(self, status, body, headers=None):
+                self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+@pytest.fixture()
+def store():
+    """A Store with 40 files /f<i>.bin; stopped after the test."""
+    s = Store({f"/f{i}.bin": bytes([i]) * (100 + 37 * i) + b"end" for i in range(40)})
+    yield s
+    s.stop()
+
+
+# read_url over a list of URL strings: each item's bytes, in order, fetched in C++ on I/O
+# threads; the chain from the list to the loop takes the GIL for no item.
+def test_read_url_reads_a_list_of_urls_natively(store):
+    urls = [f"{store.url}/f{i}.bin" for i in range(40)]
+    gc.collect()  # another test's pipeline freed now would count its GIL takes here
+    before = ferry._ferry._gil_acquisitions()
+    with (ferry.source(urls)
+          .map(fhttp.read_url, concurrency=4, executor="io")
+          .build(threads=2)) as pipe:
+        got = [bytes(b) for b in pipe]
+    assert ferry._ferry._gil_acquisitions() - before == 0
+    assert got == [store.files[f"/f{i}.bin"] for i in range(40)]
+    assert isinstance(fhttp.read_url, ferry.Op) and repr(fhttp.read_url) == "<ferry op read_url>"
+    # Called from Python, the op fetches one URL now.
+    assert bytes(fhttp.read_url(urls[3])) == store.files["/f3.bin"]
+
+
+# A 404 is a failure naming the URL and the status (ferry.IOError, not transient: asked once);
+# under "skip" the other items arrive and the failure is recorded with its URL as input.
+def test_a_404_is_a_failure_naming_the_url_and_status(store):
+    missing = f"{store.url}/missing.bin"
+    with (ferry.source([f"{store.url}/f1.bin", missing, f"{store.url}/f2.bin"])
+          .map(fhttp.read_url, executor="io", on_error=ferry.retry(3, backoff=0.0, then="skip"),
+               name="fetch")
+          .build(threads=1)) as pipe:
+        got = [bytes(b) for b in pipe]
+        [f] = pipe.failures()
+    assert got == [store.files["/f1.bin"], store.files["/f2.bin"]]
+    assert f.stage == "fetch" and f.input == missing and f.code == "io"
+    assert f.message.startswith(f"read_url: '{missing}': HTTP 404")
+    assert [p for p, _ in store.requests].count("/missing.bin") == 1  # a 404 is not retried
+    with ferry.source([missing]).map(fhttp.read_url).build() as pipe:
+        with pytest.raises(ferry.StageError) as e:
+            list(pipe)
+    assert isinstance(e.value.__cause__, ferry.IOError)
+    assert isinstance(e.value.__cause__, OSError)
+    assert str(e.value.__cause__).startswith(f"read_url: '{missing}': HTTP 404")
+    with pytest.raises(ferry.IOError, match="HTTP 404"):
+        fhttp.read_url(missing)
+
+
+# A URL's password (user:password@) and query tokens (a presigned URL's signature, an access
+# token) appear in no failure message, failure input, StageError, stats table or stats dict:
+# ferry shows them REDACTED.
+def test_url_credentials_never_show(store):
+    port = store.server.server_address[1]
+    secret_urls = [
+        f"http://alice:pw-s3cr3t@127.0.0.1:{port}/missing.bin",
+        f"{store.url}/missing.bin?X-Amz-Signature=sig-s3cr3t&X-Amz-Credential=cred-s3cr3t",
+        f"{store.url}/missing.bin?access_token=tok-s3cr3t",
+    ]
+    with (ferry.source(secret_urls)
+          .map(fhttp.read_url, on_error="skip", executor="io")
+          .build(threads=1, max_epoch_failure_rate=1.0)) as pipe:
+        assert list(pipe) == []
+        failures = pipe.failures()
+        texts = [str(pipe.stats()), repr(pipe.stats().as_dict())]
+    assert len(failures) == 3
+    texts += [f.message for f in failures] + [f.input for f in failures]
+    with ferry.source(secret_urls[:1]).map(fhttp.read_url).build() as pipe:
+        with pytest.raises(ferry.StageError) as e:
+            list(pipe)
+    texts += [str(e.value), str(e.value.__cause__), e.value.input, e.value.cause]
+    for text in texts:
+        assert "s3cr3t" not in text, text
+    assert "REDACTED" in failures[0].message and "HTTP 404" in failures[0].message
+    assert "127.0.0.1" in failures[1].input and "REDACTED" in failures[1].input
+
+
+# read_url(**options) is an op with those http options: it sends its headers (a dict or
+# 'Name: value' lines) and shows only their names; a header holding a line break is refused
+# without showing its value; bad times are ValueErrors.
+def test_read_url_options_send_headers_and_show_only_their_names(store):
+    op = fhttp.read_url(headers={"X-Api-Key": "key-s3cr3t"}, timeout=20, max_bytes=1 << 20)
+    assert isinstance(op, fhttp.ReadUrl)
+    assert repr(op) == ("<ferry op read_url(timeout=20.0, max_bytes=1048576, "
+                        "headers=['X-Api-Key'])>")
+    with ferry.source([f"{store.url}/f5.bin"]).map(op, executor="io").build() as pipe:
+        assert [bytes(b) for b in pipe] == [store.files["/f5.bin"]]
+    assert store.requests[-1][1].get("X-Api-Key") == "key-s3cr3t"
+    ranged = fhttp.read_url(range=(10, 5), headers=["X-Trace: 1"])
+    assert bytes(ranged(f"{store.url}/f5.bin")) == store.files["/f5.bin"][10:15]
+    assert store.requests[-1][1].get("X-Trace") == "1"
+    with pytest.raises(ferry.InvalidArgument) as e:
+        fhttp.read_url(headers={"Authorization": "Bearer tok-s3cr3t\r\nX-Evil: 1"})
+    assert "header 'Authorization' holds a line break" in str(e.value)
+    assert "s3cr3t" not in str(e.value)
+    with pytest.raises(ValueError, match="timeout is a number of seconds"):
+        fhttp.read_url(timeout=-1)
+    # A wrong item is a failure naming what read_url expects and what it got.
+    with (ferry.source([3]).map(fhttp.read_url, on_error="skip")
+          .build(max_epoch_failure_rate=1.0)) as pipe:
+        assert list(pipe) == []
+        assert pipe.failures()[0].message == "read_url expects a URL (str), got an int"
+
+
+def listing(keys, token=None):
+    """A ListObjectsV2 page as S3 writes it."""
+    body = ('<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult '
+            'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>bkt</Name>')
+    body += "".join(f"<Contents><Key>{k}</Key><Size>1</Size></Contents>" for k in keys)
+    body += ("<IsTruncated>false</IsTruncated>" if token is None else
+             f"<IsTruncated>true</IsTruncated><NextContinuationToken>{token}"
+             "</NextContinuationToken>")
+    return (body + "</ListBucketResult>").encode()
+
+
+@pytest.fixture()
+def s3_env(monkeypatch, tmp_path):
+    """No AWS credentials (requests go unsigned) and a region; the test sets the endpoint."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                 "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    return monkeypatch
+
+
+# list_objects lists an S3 prefix page by page (a local store speaking ListObjectsV2, path-style
+# at AWS_ENDPOINT_URL), folder markers left out, as s3:// URLs that ferry.source visits natively
+# and read_url reads back from the same store.
+def test_list_objects_lists_a_prefix_and_its_urls_read_back(s3_env):
+    objects = {f"/bkt/train/{i:03d}.bin": f"object {i}".encode() * (i + 1) for i in range(7)}
+
+    def answer(handler):
+        if not handler.path.startswith("/bkt?") and not handler.path.startswith("/bkt/?"):
+            return False
+        query = handler.path.split("?", 1)[1]
+        keys = sorted(k[len("/bkt/"):] for k in objects) + ["train/folder/"]
+        if "continuation-token=page2" in query:
+            body = listing(keys[4:])
+        else:
+            assert "prefix=train%2F" in query or "prefix=train/" in query, query
+            body = listing(keys[:4], token="page2")
+        handler.reply(200, body, {"Content-Type": "application/xml"})
+        return True
+
+    s = Store(objects, answer)
+    try:
+        s3_env.setenv("AWS_ENDPOINT_URL", s.url)
+        urls = fhttp.list_objects("s3://bkt/train/", page_size=4)
+        assert urls == [f"s3://bkt/train/{i:03d}.bin" for i in range(7)]
+        assert ferry.sources.list_objects is fhttp.list_objects
+        with (ferry.source(urls).map(fhttp.read_url, concurrency=2, executor="io")
+              .build(threads=2)) as pipe:
+            assert [bytes(b) for b in pipe] == [objects[f"/bkt/train/{i:03d}.bin"]
+                                                for i in range(7)]
+        with pytest.raises(ferry.InvalidArgument, match="not an S3 bucket name"):
+            fhttp.list_objects("s3://../train/")
+        with pytest.raises(ValueError):
+            fhttp.list_objects("s3://bkt/train/", page_size=0)
+    finally:
+        s.stop()
+
+
+# tar shards over http: tar_samples(urls, read_remote=read_url) reads them by range requests in
+# remote_chunk pieces, the same samples as from the local files.
+def test_tar_samples_read_remote_shards_by_ranges(tmp_path):
+    if not getattr(ferry._ferry, "has_shards", False):
+        pytest.skip("ferry.shards is not built (FERRY_SHARDS=OFF): no remote shards to read")
+    files = {}
+    expected = []
+    for s in range(2):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+            for i in range(5):
+                data = f"shard {s} sample {i} ".encode() * 300
+                info = tarfile.TarInfo(f"s{s}/{i:02d}.bin")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+                expected.append((f"s{s}/{i:02d}", data))
+        files[f"/shard-{s}.tar"] = buf.getvalue()
+    store = Store(files)
+    try:
+        urls = [f"{store.url}/shard-{s}.tar" for s in range(2)]
+        tar = ferry.shards.tar_samples(urls, read_remote=fhttp.read_url, remote_chunk=4096)
+        with ferry.source(tar).build(threads=2) as pipe:
+            got = [(dict(x)["__key__"], bytes(dict(x)["bin"])) for x in pipe]
+        assert got == expected
+        ranges = [h.get("Range") for _, h in store.requests]
+        assert all(r is not None for r in ranges) and len(ranges) > 2
+    finally:
+        store.stop()
