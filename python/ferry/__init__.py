@@ -52,11 +52,13 @@ if _ferry.has_image:
 
 # The optional components' submodules, where built; ferry.<name> of one that is not says which
 # CMake option builds it (importing ferry.<name> raises ImportError saying the same).
-_COMPONENTS = {"video": "FERRY_VIDEO", "http": "FERRY_HTTP"}
+_COMPONENTS = {"video": "FERRY_VIDEO", "http": "FERRY_HTTP", "shards": "FERRY_SHARDS"}
 if _ferry.has_video:
     from ferry import video
 if _ferry.has_http:
     from ferry import http
+if _ferry.has_shards:
+    from ferry import shards
 
 
 def __getattr__(name):

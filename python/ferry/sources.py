@@ -6,6 +6,8 @@ image_folder(path, extensions=None, recursive=True): path/<class>/<file> (torchv
     ImageFolder layout) -> LabelledFiles, a sequence of (path, label) with .classes. Its source's
     items are the lists [path, label]: ops.read_file and the image ops map the path (then the
     bytes, the image) and keep the label; ops.collate makes [data, labels] of a batch of them.
+tar_samples(shards, ...): tar shards' samples (ferry.shards.tar_samples), where ferry::shards is
+    built.
 list_objects(url, ...): an S3 prefix's objects as s3:// URLs (ferry.http.list_objects), where
     ferry::http is built.
 """
@@ -17,6 +19,9 @@ image_folder = _sources.image_folder
 
 __all__ = ["LabelledFiles", "image_folder"]
 
+if _ferry.has_shards:
+    from ferry._ferry.shards import TarSamples, tar_samples  # noqa: F401
+    __all__ += ["TarSamples", "tar_samples"]
 if _ferry.has_http:
     from ferry._ferry.http import list_objects  # noqa: F401
     __all__.append("list_objects")

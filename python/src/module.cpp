@@ -68,4 +68,11 @@ PYBIND11_MODULE(_ferry, m) {
 #else
     m.attr("has_http") = false;
 #endif
+#ifdef FERRY_PYTHON_SHARDS
+    py::module_ shards = m.def_submodule("shards", "Tar shards (ferry::shards).");
+    ferry::python::bind_shard_ops(shards);
+    m.attr("has_shards") = true;
+#else
+    m.attr("has_shards") = false;
+#endif
 }

@@ -13,6 +13,7 @@
 #include "convert.hpp"
 #include "ferry/from.hpp"
 #include "folder_sources.hpp"
+#include "io_ops.hpp"
 #include "python_stage.hpp"
 #include "value.hpp"
 
@@ -105,6 +106,9 @@ detail::source_spec python_source(py::handle src, const std::optional<ferry::sam
                              "; give a list of paths (or another sequence or iterable)");
     }
     if (auto folder = folder_source(src, order)) return std::move(*folder);
+#ifdef FERRY_PYTHON_SHARDS
+    if (auto tar = tar_source(src, sampling)) return std::move(*tar);
+#endif
     if (auto dataset = with_dataset(
             src, [&order](auto&& items) { return named(ferry::from(std::move(items), order)); })) {
         return std::move(*dataset);

@@ -162,7 +162,7 @@ def test_bad_options_are_value_errors():
 # Where a component is not built (simulated in a child interpreter whose module says so), the
 # package says which CMake option builds it: ferry.<name> is an AttributeError, importing
 # ferry.<name> an ImportError, each naming FERRY_<NAME>.
-@pytest.mark.parametrize("name", ["video", "http"])
+@pytest.mark.parametrize("name", ["video", "http", "shards"])
 def test_a_component_not_built_names_the_option_that_builds_it(name):
     r = run_child(f"""
         import importlib.machinery, importlib.util, sys
