@@ -56,12 +56,11 @@
 #include <tuple>
 #include <utility>
 
+#include "ferry/cuda_tensor.hpp"
 #include "ferry/export.hpp"
 #include "ferry/tensor.hpp"
 
 namespace ferry {
-
-class cuda_tensor;  // <ferry/cuda.hpp>
 
 /// torch's element type for `t`. Throws `ferry::invalid_argument` for a type torch lacks.
 [[nodiscard]] FERRY_API torch::ScalarType torch_dtype(dtype t);

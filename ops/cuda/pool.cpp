@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "ferry/cuda.hpp"
+#include "ferry/cuda_tensor.hpp"
 #include "ferry/error.hpp"
 
 namespace ferry::cuda {

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "device_guard.hpp"
-#include "ferry/cuda.hpp"
+#include "ferry/cuda_tensor.hpp"
 #include "ferry/error.hpp"
 #include "kernels.hpp"
 

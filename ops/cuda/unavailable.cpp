@@ -5,7 +5,7 @@
 /// error. The pools over an injected `cuda::backend` still work (they are plain C++).
 #include <string>
 
-#include "ferry/cuda.hpp"
+#include "ferry/cuda_tensor.hpp"
 #include "ferry/error.hpp"
 
 namespace ferry::cuda {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ferry/cuda.hpp"
+#include "ferry/cuda_tensor.hpp"
 #include "ferry/error.hpp"
 #include "stream.hpp"
 

@@ -9,6 +9,10 @@
 # (every header but the engine's own, listed in _engine_side) opens none of the engine's API
 # headers ferry/{builder,options,stats,state}.hpp, directly or not, so that a component sees
 # core only. ferry/cuda.hpp is on the engine's side by design: its `to_cuda` extends the builder.
+# The device values it delivers are in ferry/cuda_tensor.hpp, a component header like the others:
+# ferry/torch.hpp includes that one (for to_torch of a cuda_tensor), never ferry/cuda.hpp, and is
+# held to the rule like any component header (with ferry/cuda.hpp it fails: "ferry/torch.hpp
+# (ferry::core or a component) includes the engine's ferry/builder.hpp").
 #
 # One deliberate exception: ferry/torch.hpp exists to expose libtorch (its functions take and
 # return torch::Tensor, which cannot be declared without libtorch's headers), so it is compiled
