@@ -23,12 +23,15 @@
 #include "tar_writer.hpp"
 
 using namespace std::chrono_literals;
+
+// The suite's helpers, named in each case by a using-directive of its own: the unity build puts
+// other test files after this one in the same translation unit.
+namespace remote_retry_test {
+
 using ferry::shards_detail::read_retrying;
 using ferry::shards_detail::remote_pause;
 using ferry::shards_detail::remote_schedule;
 using ferry::shards_detail::wait_unless_stopped;
-
-namespace remote_retry_test {
 
 /// A read that fails `failures` times with what `fail(k)` throws (k = 1, 2, ...), then returns
 /// "payload"; counts its calls.
@@ -90,14 +93,13 @@ ferry::bytes range_of(const std::string& bytes, std::uint64_t offset, std::uint6
 
 }  // namespace remote_retry_test
 
-using namespace remote_retry_test;
-
 BOOST_AUTO_TEST_SUITE(shards)
 BOOST_AUTO_TEST_SUITE(remote_retry)
 
 // The default schedule, said in the manual: 3 reads, pausing 100 ms, then 400 ms; a read that
 // passes on its third attempt returns its bytes.
 BOOST_AUTO_TEST_CASE(the_default_reads_three_times_pausing_100_then_400_ms) {
+    using namespace remote_retry_test;
     flaky_read read{2, busy};
     pause_log log;
     const auto out = read_retrying(remote_schedule({}), read, log.waiter());
@@ -115,6 +117,7 @@ BOOST_AUTO_TEST_CASE(the_default_reads_three_times_pausing_100_then_400_ms) {
 
 // tar_options::remote_retry is the schedule: its attempts, and backoff * multiplier^k in order.
 BOOST_AUTO_TEST_CASE(remote_retry_sets_the_attempts_and_the_pauses) {
+    using namespace remote_retry_test;
     const ferry::sources::tar_options options{
         .remote_retry = {.attempts = 4, .backoff = 20ms, .multiplier = 2.0}};
     flaky_read read{100, busy};
@@ -137,6 +140,7 @@ BOOST_AUTO_TEST_CASE(remote_retry_sets_the_attempts_and_the_pauses) {
 
 // A server's Retry-After (error::retry_after) is the least a pause lasts.
 BOOST_AUTO_TEST_CASE(a_pause_lasts_at_least_the_servers_retry_after) {
+    using namespace remote_retry_test;
     const ferry::sources::tar_options options{
         .remote_retry = {.attempts = 3, .backoff = 20ms, .multiplier = 2.0}};
     flaky_read read{2, [](int k) {
@@ -153,6 +157,7 @@ BOOST_AUTO_TEST_CASE(a_pause_lasts_at_least_the_servers_retry_after) {
 // A failure that cannot pass (a 404, a missing object) or that is no ferry::error is not read
 // again: the first failure is the read's, with no pause.
 BOOST_AUTO_TEST_CASE(a_lasting_failure_is_read_once) {
+    using namespace remote_retry_test;
     flaky_read gone{100, [](int) { throw ferry::io_error("HTTP 404 Not Found", false); }};
     pause_log log;
     BOOST_TEST(thrown_by([&] { return read_retrying(remote_schedule({}), gone, log.waiter()); }) ==
@@ -169,6 +174,7 @@ BOOST_AUTO_TEST_CASE(a_lasting_failure_is_read_once) {
 // A pause that was cut short (the pipeline stopping) ends the retries: no read after it, and
 // the read fails with its last failure.
 BOOST_AUTO_TEST_CASE(a_cut_pause_ends_the_retries) {
+    using namespace remote_retry_test;
     flaky_read read{100, busy};
     pause_log log;
     log.go_on = false;
@@ -182,6 +188,7 @@ BOOST_AUTO_TEST_CASE(a_cut_pause_ends_the_retries) {
 // would hold the test past its watchdog otherwise), and no read follows; a pause outside any
 // call runs out and says so.
 BOOST_AUTO_TEST_CASE(the_wait_ends_when_the_call_is_stopped) {
+    using namespace remote_retry_test;
     BOOST_TEST(wait_unless_stopped(remote_pause(1.0)));
     const std::atomic<bool> stopping{true};
     const std::atomic<bool> aborting{false};
@@ -199,6 +206,7 @@ BOOST_AUTO_TEST_CASE(the_wait_ends_when_the_call_is_stopped) {
 // remote_retry's 5 attempts; one that keeps failing there is read 5 times and loses its rest as
 // one damaged sample that names the last failure.
 BOOST_AUTO_TEST_CASE(tar_samples_reads_a_failing_remote_shard_as_remote_retry_says) {
+    using namespace remote_retry_test;
     const std::string tar = shard_bytes_of(4);
     std::atomic<int> flaky_failures{0};
     std::atomic<int> down_reads{0};
@@ -242,6 +250,7 @@ BOOST_AUTO_TEST_CASE(tar_samples_reads_a_failing_remote_shard_as_remote_retry_sa
 // stop() during a remote read's retry pause (30 s here) ends it: the consumer's loop returns
 // within a bound far below the pause, and no read follows (an uncut pause held the loop 30 s).
 BOOST_AUTO_TEST_CASE(stop_cuts_a_remote_retry_pause_short) {
+    using namespace remote_retry_test;
     const std::string tar = shard_bytes_of(2);
     std::atomic<int> reads{0};
     std::promise<void> first_failure;
