@@ -5,7 +5,10 @@
 /// uses. The window is one box from its first element's start to its last's end, and batch i of
 /// it gets the points start + [i] and start + [i + 1], so a state names the window's first
 /// element and the batches of it delivered; a resumed run gathers the same window again and
-/// skips those. Runs in the stage's serial renumbering node: nothing here is shared.
+/// skips those. With drop_last a full window is held until the next element comes (it was not
+/// the last) or the epoch ends (it was: its open buckets are left out), so the plan keeps room
+/// in flight for one element more. Runs in the stage's serial renumbering node: nothing here is
+/// shared.
 
 #include <algorithm>
 #include <cmath>
@@ -35,9 +38,15 @@ void pipeline_runtime::take_costed(stage_runtime& st, msg m, const shard_writer&
         }
         return;
     }
+    // drop_last: a full window waits for the next element, which says it is not the epoch's
+    // last; the end (renumber.cpp) sends it out with its open buckets left out instead. Without
+    // drop_last a window goes out as soon as it is full.
+    if (st.renum.batch_items.size() == st.spec.batch_size) emit_window(st, w, false);
     st.renum.batch_items.push_back(m);
     st.renum.batch_costs.push_back(cost);
-    if (st.renum.batch_items.size() == st.spec.batch_size) emit_window(st, w, false);
+    if (!st.spec.drop_last && st.renum.batch_items.size() == st.spec.batch_size) {
+        emit_window(st, w, false);
+    }
 }
 
 void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, bool at_end) {

@@ -22,9 +22,11 @@ std::size_t min_in_flight(const std::vector<stage_plan>& stages) {
     std::vector<std::size_t> scales;
     for (const auto& st : stages) {
         if (st.spec.kind == stage_kind::batch_by) {
-            // A window of `buffer` elements is held before its batches go out; its batches
-            // stand for any number of elements, so what comes after is not scaled.
-            need = std::max(need, st.spec.batch_size * scale);
+            // A window of `buffer` elements is held before its batches go out (with drop_last,
+            // until the element after it comes: cost_batch.cpp); its batches stand for any
+            // number of elements, so what comes after is not scaled.
+            const std::size_t held = st.spec.batch_size + (st.spec.drop_last ? 1 : 0);
+            need = std::max(need, held * scale);
         } else if (st.spec.kind == stage_kind::batch) {
             need = std::max(need, st.spec.batch_size * scale);
             scales.push_back(scale);

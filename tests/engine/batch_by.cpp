@@ -220,6 +220,54 @@ BOOST_AUTO_TEST_CASE(resumes_exactly_from_any_output) {
     }
 }
 
+// drop_last over a stream that fills its last window exactly, resumed from a state taken after
+// any output (inside the first window, at the edge between the windows, inside the last): the
+// last window's open buckets are left out before and after the break. Worked out by hand: 12
+// items, windows of 6, cost x % 3 in buckets of their own, max_cost 3; window 1 gives [2]
+// closed, then [0,3], [1,4], [5] open; window 2 gives [8] closed, its open [6,9], [7,10], [11]
+// left out.
+BOOST_AUTO_TEST_CASE(drop_last_resumes_exactly_at_an_exactly_filled_last_window) {
+    const std::vector<std::string> epoch{"[2,]", "[0,3,]", "[1,4,]", "[5,]", "[8,]"};
+    std::vector<std::string> want;
+    for (int e = 0; e < resume_test::epochs; ++e)
+        want.insert(want.end(), epoch.begin(), epoch.end());
+    for (const int concurrency : {1, 4}) {
+        const factory make = [concurrency](const ferry::pipeline_options& o) {
+            return ferry::from(iota_vec(12))
+                .map([](int x) { return x; }, concurrency)
+                .batch_by([](int x) { return static_cast<double>(x % 3); },
+                          {.max_cost = 3, .buckets = {1, 2}, .buffer = 6, .drop_last = true})
+                .map([](const std::vector<int>& v) { return text(v); })
+                .build(o);
+        };
+        check_resume("drop_last, concurrency " + std::to_string(concurrency), make, want);
+    }
+}
+
+// With drop_last a full window waits for the element after it (or the epoch's end) to know
+// whether it was the last: in_flight must leave room for that element, and with just that room
+// every epoch is delivered.
+BOOST_AUTO_TEST_CASE(drop_last_needs_room_for_the_element_after_a_window) {
+    const auto make = [](bool drop_last, std::size_t in_flight) {
+        return ferry::from(iota_vec(12))
+            .batch_by([](int) { return 1.0; }, {.max_cost = 4, .buffer = 6, .drop_last = drop_last})
+            .build({.in_flight = in_flight});
+    };
+    expect_saying<ferry::invalid_argument>(
+        [&] { (void)make(true, 6); },
+        "in_flight = 6 is too small: the batch stages need at least 7 source items in flight");
+    auto p = make(true, 7);
+    for (int e = 0; e < 2; ++e) {
+        // [0..3] closed, [4 5] open; [6..9] closed, [10 11] open and left out.
+        BOOST_TEST(shown(drain(p)) == shown({{0, 1, 2, 3}, {4, 5}, {6, 7, 8, 9}}),
+                   boost::test_tools::per_element());
+    }
+    // Without drop_last a window goes out as soon as it is full: the window's room is enough.
+    auto q = make(false, 6);
+    BOOST_TEST(shown(drain(q)) == shown({{0, 1, 2, 3}, {4, 5}, {6, 7, 8, 9}, {10, 11}}),
+               boost::test_tools::per_element());
+}
+
 // A mix batched by cost resumes exactly too.
 BOOST_AUTO_TEST_CASE(a_mix_batched_by_cost_resumes_exactly) {
     const auto a = numbered_source(0, 60), b = numbered_source(1, 25);
