@@ -87,7 +87,7 @@ class decoder {
   private:
     /// Picks the selection's frames over a window of `frames` frames.
     void select(std::int64_t frames) {
-        slots_ = av::select_frames(opt_.select, frames, decode_op, s_.source);
+        slots_ = av::select_frames(opt_.select, frames, decode_op, s_.source, s_.truncation);
         // The distinct frames to decode, ascending; each fills one or more output slots.
         targets_ = slots_;
         std::sort(targets_.begin(), targets_.end());
@@ -166,7 +166,10 @@ class decoder {
         if (next < targets_.size()) {
             throw decode_error(std::string(decode_op) + ": " + s_.source + ": frame " +
                                std::to_string(targets_[next]) + " is selected but " +
-                               std::to_string(seen) + " frames decode" + trouble_.reason());
+                               std::to_string(seen) + " frames decode" + trouble_.reason() +
+                               (s_.truncation.empty()
+                                    ? ""
+                                    : "; " + std::string(av::cut_short_prefix) + s_.truncation));
         }
     }
 

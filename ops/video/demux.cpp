@@ -194,21 +194,46 @@ reading read_packets(const av::input& in, int index, const demux_options& opt,
     return r;
 }
 
-/// "the stream declares ..., the data ends at ..." when the frames end before the duration the
-/// container declares (by more than two frames); empty otherwise.
+/// The latest timestamp among the window's frames; else the last decoded frame's, where frames
+/// were counted by decoding (`decoded`), else the packets' (a window past the data's end holds no
+/// frame, but what was read before it says where the data ends); AV_NOPTS_VALUE when nothing
+/// read has one.
+std::int64_t last_timestamp(const ferry::detail::packets_state& s, std::int64_t decoded) {
+    if (!s.frame_pts.empty()) return *std::max_element(s.frame_pts.begin(), s.frame_pts.end());
+    if (decoded != AV_NOPTS_VALUE) return decoded;
+    std::int64_t last = AV_NOPTS_VALUE;
+    for (const auto& p : s.packets) {
+        const std::int64_t ts = p->pts != AV_NOPTS_VALUE ? p->pts : p->dts;
+        if (ts != AV_NOPTS_VALUE && (last == AV_NOPTS_VALUE || ts > last)) last = ts;
+    }
+    return last;
+}
+
+/// When the data ends before the duration the container declares (by more than two frames):
+/// "the container declares 444 frames (17.760 s), the data ends at 2.760 s" where the header
+/// states a frame count (AVI, MP4), else "the stream declares 17.760 s, the data ends at
+/// 2.760 s"; empty otherwise. The data's end is its last frame's timestamp (`last_timestamp`)
+/// plus one frame.
 std::string short_of_declared(const AVFormatContext* fmt, const AVStream* st,
-                              const ferry::detail::packets_state& s, const demux_options& opt) {
+                              const ferry::detail::packets_state& s, const demux_options& opt,
+                              std::int64_t decoded) {
     // The container's duration is its longest stream's: only a lone stream's own.
     const double declared = av::declared_end(fmt, st, fmt->nb_streams == 1);
-    if (declared < 0.0 || s.frame_pts.empty()) return {};
+    const std::int64_t last = last_timestamp(s, decoded);
+    if (declared < 0.0 || last == AV_NOPTS_VALUE) return {};
     const double frame = av::seconds(s.frame_duration, s.time_base);
     const double wanted = opt.end ? std::min(declared, *opt.end) : declared;
-    const double ends =
-        av::seconds(*std::max_element(s.frame_pts.begin(), s.frame_pts.end()), s.time_base) + frame;
+    const double ends = av::seconds(last, s.time_base) + frame;
     if (ends + 2.0 * frame + 1e-3 >= wanted) return {};
-    char text[128];
-    std::snprintf(text, sizeof text, "the stream declares %.3f s, the data ends at %.3f s",
-                  declared, ends);
+    char text[160];
+    if (st->nb_frames > 0) {
+        std::snprintf(text, sizeof text,
+                      "the container declares %lld frames (%.3f s), the data ends at %.3f s",
+                      static_cast<long long>(st->nb_frames), declared, ends);
+    } else {
+        std::snprintf(text, sizeof text, "the stream declares %.3f s, the data ends at %.3f s",
+                      declared, ends);
+    }
     return text;
 }
 
@@ -265,6 +290,7 @@ packets demux(av::input in, const demux_options& opt, bool note) {
     std::int64_t seek_to = state->start_ts;
     reading r;
     av::decode_trouble trouble;
+    std::int64_t last_decoded = AV_NOPTS_VALUE;  // the last frame's time, where counted by decoding
     for (int attempt = 0;; ++attempt) {
         const bool from_start = attempt == max_seeks;
         if (opt.start > 0.0) position(fmt, index, from_start ? min_ts : seek_to);
@@ -286,8 +312,9 @@ packets demux(av::input in, const demux_options& opt, bool note) {
             !r.untimed && !cut_short && std::adjacent_find(pts.begin(), pts.end()) == pts.end();
         std::int64_t first = AV_NOPTS_VALUE;  // the first frame's presentation time
         trouble = {};
+        last_decoded = AV_NOPTS_VALUE;
         if (!state->packets.empty() && !state->timed) {
-            trouble = av::count_frames(*state, demux_op, first);
+            trouble = av::count_frames(*state, demux_op, first, last_decoded);
         } else if (!state->packets.empty()) {
             first = state->packets.front()->pts;
         }
@@ -297,15 +324,27 @@ packets demux(av::input in, const demux_options& opt, bool note) {
         if (!state->packets.empty()) {
             const AVPacket* key = state->packets.front().get();
             key_ts = key->dts != AV_NOPTS_VALUE ? key->dts : key->pts;
-            if (key_ts == AV_NOPTS_VALUE || first == AV_NOPTS_VALUE) {
+            if (key_ts == AV_NOPTS_VALUE) {
                 // No timestamps to seek by (raw streams): frames are timed by counting them
                 // from the beginning.
                 attempt = max_seeks - 1;
                 continue;
             }
-            // Early enough: the frames begin at or before the start, or at the stream's first.
-            if (first <= state->start_ts) break;
-            if (st->start_time != AV_NOPTS_VALUE && first <= st->start_time) break;
+            if (first == AV_NOPTS_VALUE) {
+                // The first frame came out without a time of its own (an MPEG program stream
+                // whose pack holds several frames): a keyframe decoded after the start means
+                // the seek landed too late (seek further back); else only counting from the
+                // beginning tells the frames' times.
+                if (key_ts <= state->start_ts) {
+                    attempt = max_seeks - 1;
+                    continue;
+                }
+            } else {
+                // Early enough: the frames begin at or before the start, or at the stream's
+                // first.
+                if (first <= state->start_ts) break;
+                if (st->start_time != AV_NOPTS_VALUE && first <= st->start_time) break;
+            }
         }
         // The seek landed past the start (or past the window): 1, 2, 4 ... s further back.
         seek_to = std::min({seek_to, key_ts != AV_NOPTS_VALUE ? key_ts : seek_to,
@@ -324,7 +363,13 @@ packets demux(av::input in, const demux_options& opt, bool note) {
                     (opt.end ? seconds_text(*opt.end) : std::string("end")) + ")";
         }
         what += trouble.reason();
-        if (!r.error.empty()) what += "; reading stopped: " + r.error;
+        if (!r.error.empty()) {
+            what += "; reading stopped: " + r.error;
+        } else if (!r.stopped) {
+            // A window the header promised but the data does not reach: say what it promised.
+            const std::string cut = short_of_declared(fmt, st, *state, opt, last_decoded);
+            if (!cut.empty()) what += std::string("; ") + av::cut_short_prefix + cut;
+        }
         av::throw_decode(demux_op, in.name, what, 0);
     }
 
@@ -339,7 +384,7 @@ packets demux(av::input in, const demux_options& opt, bool note) {
         cut = "the container declares " + std::to_string(st->nb_frames) +
               " frames, the data holds " + std::to_string(r.read);
     } else if (!r.stopped) {
-        cut = short_of_declared(fmt, st, *state, opt);
+        cut = short_of_declared(fmt, st, *state, opt, last_decoded);
     }
     if (cut.empty() && trouble.code != 0) cut = "damaged data was skipped" + trouble.reason();
     if (!cut.empty()) {

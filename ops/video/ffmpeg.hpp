@@ -203,6 +203,10 @@ struct input {
     std::string read_failure(const char* op, const std::string& what, int code) const;
 };
 
+/// What a selection past a truncated input's frames adds before the truncation's reason, e.g.
+/// "...; the input is cut short: the container declares 444 frames, the data holds 68".
+inline constexpr const char* cut_short_prefix = "the input is cut short: ";
+
 /// Where `st` ends, in seconds, as its container declares it: the stream's own duration, else
 /// (with `container_too`) the container's unless it is a guess from the bit rate; -1 when none.
 double declared_end(const AVFormatContext* fmt, const AVStream* st, bool container_too);

@@ -63,12 +63,14 @@ std::int64_t frame_selection::frames_needed() const noexcept {
 namespace ops::av {
 
 std::vector<std::int64_t> select_frames(const frame_selection& sel, std::int64_t frames,
-                                        const char* op, const std::string& source) {
+                                        const char* op, const std::string& source,
+                                        const std::string& truncation) {
     std::vector<std::int64_t> out;
     const auto fewer = [&](std::int64_t i) {
-        return decode_error(std::string(op) + ": " + source + ": frame " + std::to_string(i) +
-                            " is selected but the window has " + std::to_string(frames) +
-                            " frames that decode");
+        return decode_error(
+            std::string(op) + ": " + source + ": frame " + std::to_string(i) +
+            " is selected but the window has " + std::to_string(frames) + " frames that decode" +
+            (truncation.empty() ? "" : "; " + std::string(cut_short_prefix) + truncation));
     };
     switch (sel.mode()) {
         case frame_selection::kind::all:
@@ -131,9 +133,10 @@ codec_ptr open_decoder(const ferry::detail::packets_state& s, int threads, std::
 
 std::int64_t decode_in_order(const ferry::detail::packets_state& s, AVCodecContext* ctx,
                              decode_trouble& trouble, const frame_sink& take, const char* op,
-                             std::int64_t* first_ts) {
+                             std::int64_t* first_ts, std::int64_t* last_ts) {
     auto frame = make_frame();
     if (first_ts != nullptr) *first_ts = AV_NOPTS_VALUE;
+    if (last_ts != nullptr) *last_ts = AV_NOPTS_VALUE;
     std::int64_t k = 0;
     std::int64_t last = AV_NOPTS_VALUE;
     bool stop = false;
@@ -141,9 +144,12 @@ std::int64_t decode_in_order(const ferry::detail::packets_state& s, AVCodecConte
         if (stop) return;
         std::int64_t ts =
             f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
+        // The first frame's own time only: one made up from nothing (0) would tell the demuxer's
+        // seek that reading began early enough when it may have begun past the window.
+        if (first_ts != nullptr && last == AV_NOPTS_VALUE && ts != AV_NOPTS_VALUE) *first_ts = ts;
         if (ts == AV_NOPTS_VALUE) ts = last != AV_NOPTS_VALUE ? last + s.frame_duration : 0;
-        if (first_ts != nullptr && last == AV_NOPTS_VALUE) *first_ts = ts;
         last = ts;
+        if (last_ts != nullptr) *last_ts = ts;
         if (ts < s.start_ts || ts >= s.end_ts) return;
         if (s.frame_limit > 0 && k >= s.frame_limit) {
             stop = true;
@@ -163,8 +169,8 @@ std::int64_t decode_in_order(const ferry::detail::packets_state& s, AVCodecConte
     return k;
 }
 
-decode_trouble count_frames(ferry::detail::packets_state& s, const char* op,
-                            std::int64_t& first_ts) {
+decode_trouble count_frames(ferry::detail::packets_state& s, const char* op, std::int64_t& first_ts,
+                            std::int64_t& last_ts) {
     // One decoder thread: demuxing is one stage call's work. The loop filter only changes pixels,
     // never which frames come out, so counting skips it.
     auto ctx = open_decoder(s, 1, 0, op);
@@ -177,7 +183,7 @@ decode_trouble count_frames(ferry::detail::packets_state& s, const char* op,
             pts.push_back(ts);
             return true;
         },
-        op, &first_ts);
+        op, &first_ts, &last_ts);
     s.frame_pts = std::move(pts);
     take_log_line();
     return trouble;

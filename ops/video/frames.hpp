@@ -18,9 +18,11 @@ namespace ferry::ops::av {
 
 /// The window's frame index for each output slot of `sel` over a window of `frames` frames.
 /// A selection that needs more frames than the window has is a `decode_error` naming the frame
-/// and the count.
+/// and the count, and `truncation` (why the input is cut short, e.g. the frames its header
+/// declares against those its data holds) where it is not empty.
 std::vector<std::int64_t> select_frames(const frame_selection& sel, std::int64_t frames,
-                                        const char* op, const std::string& source);
+                                        const char* op, const std::string& source,
+                                        const std::string& truncation);
 
 /// A decoder for `s`'s stream with `threads` threads and FFmpeg's own `max_pixels` check.
 codec_ptr open_decoder(const ferry::detail::packets_state& s, int threads, std::uint64_t max_pixels,
@@ -34,15 +36,17 @@ using frame_sink = std::function<bool(std::int64_t k, const AVFrame* frame, std:
 /// frame of the window to `take`. A frame's timestamp is its best-effort timestamp, or the
 /// previous frame's plus `s.frame_duration` where it has none. Damaged packets are noted in
 /// `trouble` and skipped. Returns the window's frames seen; `first_ts`, where given, is set to
-/// the first frame's timestamp (in the window or not; AV_NOPTS_VALUE when none came out).
+/// the first frame's own timestamp (in the window or not; AV_NOPTS_VALUE when none came out, or
+/// it came out without one), and `last_ts` to the last frame's as given to `take` (in the window
+/// or not; AV_NOPTS_VALUE when none came out).
 std::int64_t decode_in_order(const ferry::detail::packets_state& s, AVCodecContext* ctx,
                              decode_trouble& trouble, const frame_sink& take, const char* op,
-                             std::int64_t* first_ts = nullptr);
+                             std::int64_t* first_ts = nullptr, std::int64_t* last_ts = nullptr);
 
 /// Sets `s.frame_pts` to the timestamps of the window's frames in the verified order, by
-/// decoding `s`'s packets once (no conversion), and `first_ts` as `decode_in_order` does.
-/// Returns what went wrong while decoding.
-decode_trouble count_frames(ferry::detail::packets_state& s, const char* op,
-                            std::int64_t& first_ts);
+/// decoding `s`'s packets once (no conversion), and `first_ts` and `last_ts` as
+/// `decode_in_order` does. Returns what went wrong while decoding.
+decode_trouble count_frames(ferry::detail::packets_state& s, const char* op, std::int64_t& first_ts,
+                            std::int64_t& last_ts);
 
 }  // namespace ferry::ops::av

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <cstdio>
@@ -102,6 +103,37 @@ std::filesystem::path video_file(const video_spec& s) {
     const int rc = ::pclose(pipe);
     BOOST_TEST_REQUIRE(rc == 0, "ffmpeg failed (" << rc << "): " << cmd);
     cache.emplace(key, path);
+    return path;
+}
+
+namespace {
+
+/// Sets the little-endian 32-bit field `offset` bytes after the first `chunk` tag of `data`.
+void set_chunk_field(std::vector<char>& data, const std::string& chunk, std::size_t offset,
+                     std::uint32_t value) {
+    const auto at = std::search(data.begin(), data.end(), chunk.begin(), chunk.end());
+    BOOST_TEST_REQUIRE((at != data.end()), "no " << chunk << " chunk");
+    const auto pos = static_cast<std::size_t>(at - data.begin()) + offset;
+    BOOST_TEST_REQUIRE(pos + 4 <= data.size());
+    for (std::size_t i = 0; i < 4; ++i)
+        data[pos + i] = static_cast<char>((value >> (8 * i)) & 0xff);
+}
+
+}  // namespace
+
+std::filesystem::path with_claimed_frames(const std::filesystem::path& avi, std::uint32_t frames,
+                                          const std::string& name) {
+    std::ifstream in(avi, std::ios::binary);
+    BOOST_TEST_REQUIRE(static_cast<bool>(in), "cannot open " << avi);
+    std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // The tag, its 4-byte size, then the field: dwTotalFrames is avih's fifth field, dwLength
+    // strh's ninth.
+    set_chunk_field(data, "avih", 8 + 16, frames);
+    set_chunk_field(data, "strh", 8 + 32, frames);
+    const auto path = dir() / name;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    BOOST_TEST_REQUIRE(static_cast<bool>(out), "cannot write " << path);
     return path;
 }
 

@@ -34,6 +34,12 @@ struct video_spec {
 /// directory removed at exit. Fails the test when ffmpeg fails.
 std::filesystem::path video_file(const video_spec& spec);
 
+/// A copy of the AVI `avi`, named `name` in the run's temporary folder, whose header claims
+/// `frames` frames: the main header's dwTotalFrames and the first stream header's dwLength (the
+/// video's), as AVIs cut or badly written in the wild claim more than their data holds.
+std::filesystem::path with_claimed_frames(const std::filesystem::path& avi, std::uint32_t frames,
+                                          const std::string& name);
+
 /// A tone file: channel `c` is a sine of `freqs[c]` Hz at `rate` Hz for `seconds`, encoded with
 /// `codec` (flac, aac, libopus, libvorbis) into `ext`.
 std::filesystem::path tone_file(const std::vector<int>& freqs, int rate, double seconds,
