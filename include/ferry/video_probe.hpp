@@ -32,6 +32,20 @@ enum class frame_count_source : std::uint8_t {
 /// The name of `s`: `"header"`, `"duration x rate"`, `"unknown"`.
 [[nodiscard]] FERRY_API const char* to_string(frame_count_source s) noexcept;
 
+/// Where `video_info::duration` came from.
+enum class duration_source : std::uint8_t {
+    header,      ///< the container states it (MP4, MOV, AVI, Matroska, WebM; Ogg's last page)
+    timestamps,  ///< the first and last frames' timestamps (MPEG-PS/TS): see `video_info`
+    bit_rate,    ///< the file's size over its bit rate, a guess (raw `.h264`, `.m2v` streams)
+    /// Nothing says it: `duration` is 0 (and `frames`, unless the header states them). MPEG-PS/TS
+    /// and raw streams read from a pipe or FIFO, whose end cannot be read ahead, or an MPEG
+    /// file whose timestamps go back (joined files).
+    unknown,
+};
+
+/// The name of `s`: `"header"`, `"timestamps"`, `"bit rate"`, `"unknown"`.
+[[nodiscard]] FERRY_API const char* to_string(duration_source s) noexcept;
+
 /// One stream of a container, as its header describes it. Unknown numbers are 0, an unknown
 /// codec or pixel format is `""`.
 struct stream_info {
@@ -57,8 +71,10 @@ struct video_info {
     std::string format;  ///< FFmpeg's container name, e.g. `"matroska,webm"`, `"mpegts"`
     int stream = -1;     ///< index of the best video stream; -1 when there is none
     /// Seconds: the video stream's duration, or the container's where the stream states none
-    /// (Matroska, WebM). MPEG-PS/TS state none: FFmpeg estimates it from the first and last
-    /// timestamps it finds; raw streams (`.h264`, `.m2v`) only have a guess from the bit rate.
+    /// (Matroska, WebM). MPEG-PS/TS state none: probe_video counts the frames from the first
+    /// one's decode time (read at the start) to the last one's (read within 16 MiB of the end),
+    /// so it is the frames that decode times the frame duration; raw streams (`.h264`, `.m2v`)
+    /// only have a guess from the bit rate. 0 when unknown: `duration_from` says which.
     double duration = 0.0;
     /// The video stream's first presentation time in seconds. `demux_options::start` and `end`
     /// are stream times, so a window of the whole video is `[start, start + duration)`; most
@@ -69,9 +85,10 @@ struct video_info {
     double frame_rate = 0.0;
     /// An estimate of the frame count from the header: the count the container states where it
     /// states one (`frames_from == header`), else `round(duration * frame_rate)`. The frames that
-    /// decode can differ: a header may overstate them (a cut or badly written file), and a
-    /// duration from timestamps misses the last frame's length (MPEG-PS often 5-10% short). Use
-    /// it to choose a clip start, not as a count of decodable frames.
+    /// decode can differ: a header may overstate them (a cut or badly written file; `load_video`
+    /// then names the header's claim when a selection asks for more), and a stream whose rate
+    /// varies is not its duration times its average rate. Use it to choose a clip start, not as
+    /// a count of decodable frames.
     std::int64_t frames = 0;
     frame_count_source frames_from = frame_count_source::unknown;
     std::string codec;  ///< the video codec's short name, e.g. `"h264"`, `"vp9"`
@@ -83,6 +100,9 @@ struct video_info {
     std::int64_t bit_rate = 0;
     /// Every stream of the container, in container order.
     std::vector<stream_info> streams;
+    /// Where `duration` came from; `unknown` (and `duration` 0) where nothing says it, never a
+    /// guess passed off as a length.
+    duration_source duration_from = duration_source::unknown;
 };
 
 /// How `probe_video` reads.
@@ -111,7 +131,8 @@ struct FERRY_API probe_video_fn {
 /// leave codec parameters open (MPEG-PS/TS and raw streams; the pixel format, which MP4 and
 /// Matroska omit), the first packets, at most 1 MiB or 1 s of them, as `ffprobe` does. The one
 /// exception is the pixel format: FFmpeg learns it by decoding the first frame where no header
-/// states it. MPEG-PS/TS are also read near their end for the last timestamp. It never reads the
+/// states it. MPEG-PS/TS files are also read near their end (at most the last 16 MiB) for the
+/// last frame's timestamp; from a pipe or FIFO their duration is unknown. It never reads the
 /// whole file: on a 2-minute 640x360 H.264 MP4 it costs about 3 ms where `demux_video` of the
 /// whole file costs about 70 ms. `frames` is an estimate (see `video_info::frames`). Throws
 /// `ferry::io_error` (missing file, stalled read) and `ferry::decode_error` (empty input, not a

@@ -54,8 +54,9 @@ const std::vector<container_case> containers{
     {".webm", "libvpx-vp9", "vp9", "yuv420p", fc::duration, 0.0},
     {".ogv", "libtheora", "theora", "yuv420p", fc::duration, 0.0},
     {".ts", "mpeg2video", "mpeg2video", "yuv420p", fc::duration, 0.0},
-    // MPEG-PS has no duration: FFmpeg's, from the first and last timestamps, falls short.
-    {".mpg", "mpeg2video", "mpeg2video", "yuv420p", fc::duration, 0.1},
+    // MPEG-PS states no duration: probe_video counts the frames from their decode times at the
+    // start and near the end (FFmpeg's own estimate falls short by the frames of the last pack).
+    {".mpg", "mpeg2video", "mpeg2video", "yuv420p", fc::duration, 0.0},
 };
 
 struct rate {
