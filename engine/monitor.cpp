@@ -251,7 +251,10 @@ pipeline_stats pipeline_runtime::stats() const {
     s.pending = ledger::unaccounted(s);
     s.threads = threads_now_.load(std::memory_order_relaxed);
     s.in_flight = in_flight_now_.load(std::memory_order_relaxed);
-    if (tuner_ != nullptr) s.tuning = tuning_decisions();
+    if (tuner_ != nullptr) {
+        s.tuning = tuning_decisions();
+        if (plan_.memory_budget > 0) s.bytes_in_flight = tuning_bytes_in_flight();
+    }
     s.elapsed = std::chrono::nanoseconds(ctl_.elapsed());
     s.consumer_wait = std::chrono::nanoseconds(con_.wait_ns.load());
     if (const auto since = con_.waiting_since.load(std::memory_order_relaxed); since != 0) {

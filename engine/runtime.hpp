@@ -348,12 +348,15 @@ class pipeline_runtime final : public runtime {
     void tune_sample(bool saturated) noexcept;
     /// The tuner's decisions so far (stats()).
     [[nodiscard]] std::vector<tuning_decision> tuning_decisions() const;
+    /// The bytes the items in flight hold as the memory budget counts them (stats()).
+    [[nodiscard]] std::uint64_t tuning_bytes_in_flight() const noexcept;
     /// The error a budget that cannot work ends the epoch with (the consumer throws it), or null.
     [[nodiscard]] std::exception_ptr tuner_error() const;
     /// The consumer takes `m`: its bytes for the memory budget (before its value moves out).
     void measure_output(box& m) noexcept;
-    /// The epoch's first output, with a memory budget: in_flight from its bytes (an output over
-    /// the budget alone is the tuner's error, which the next next() throws).
+    /// fast_start's end, with a memory budget: the source stays held to what the first output
+    /// needs until an output has carried a source item's bytes (measure_output sizes in_flight
+    /// from the first, or finds the budget cannot be kept: the error the next next() throws).
     void first_output_in_flight();
 
     // async_stage.cpp

@@ -25,19 +25,13 @@ std::string cores(double cpu, double budget) {
     return buf;
 }
 
-std::string megabytes(double bytes) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
-    return buf;
-}
-
 }  // namespace
 
 tuner_policy::tuner_policy(std::vector<tuned_stage_range> stages, tuner_budget budget)
     : stages_(std::move(stages)),
-      budget_(budget),
-      in_flight_(budget.max_in_flight),
-      threads_(std::max(1, budget.threads)) {
+      budget_(std::move(budget)),
+      in_flight_(budget_.max_in_flight),
+      threads_(std::max(1, budget_.threads)) {
     for (const auto& s : stages_) limits_.push_back(std::clamp(s.start, s.lo, s.hi));
     held_.assign(stages_.size() + 1, 0);
 }
@@ -64,55 +58,6 @@ void tuner_policy::add(tuning_decision d, bool judged) {
     if (judged) pending_index_ = log_.size() - 1;
 }
 
-std::size_t tuner_policy::in_flight_for(const tuner_budget& b, double per_item) {
-    if (b.memory_bytes == 0 || per_item <= 0) return b.max_in_flight;
-    // 90% of the budget, so that a sampled mean below it leaves room for its peaks.
-    const double allowed = std::floor(0.9 * static_cast<double>(b.memory_bytes) / per_item);
-    const auto n = allowed >= static_cast<double>(b.max_in_flight)
-                       ? b.max_in_flight
-                       : static_cast<std::size_t>(std::max(0.0, allowed));
-    return std::clamp(n, b.min_in_flight, b.max_in_flight);
-}
-
-std::optional<std::string> tuner_policy::memory_check(const tuner_budget& b,
-                                                      double largest_batch_bytes) {
-    if (b.memory_bytes == 0 || largest_batch_bytes <= static_cast<double>(b.memory_bytes)) {
-        return std::nullopt;
-    }
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "autotune: memory_budget = %llu bytes is smaller than one batch of the largest "
-                  "items seen so far (%.0f bytes)",
-                  static_cast<unsigned long long>(b.memory_bytes), largest_batch_bytes);
-    return std::string(buf);
-}
-
-bool tuner_policy::keep_memory(const tuner_sample& s, double rate) {
-    if (budget_.memory_bytes == 0) return false;
-    if (s.in_flight > 0) in_flight_ = s.in_flight;  // the epoch's first output may have set it
-    if (!memory_error_) {
-        memory_error_ = memory_check(budget_, s.largest_batch_bytes);
-        if (memory_error_) return false;
-    }
-    if (s.items_in_flight < 1 || s.bytes_in_flight <= 0) return false;
-    const auto budget = static_cast<double>(budget_.memory_bytes);
-    const double per_item = s.bytes_in_flight / s.items_in_flight;
-    const std::size_t want = in_flight_for(budget_, per_item);
-    // Move only by more than a tenth: the bytes per item are a sampled estimate.
-    const double from = static_cast<double>(in_flight_);
-    if (std::abs(static_cast<double>(want) - from) <= 0.1 * from) return false;
-    tuning_decision d;
-    d.at = std::chrono::nanoseconds(static_cast<std::int64_t>(s.at_s * 1e9));
-    d.stage = "in_flight";
-    d.from = static_cast<int>(in_flight_);
-    d.to = static_cast<int>(want);
-    d.why = "items hold " + megabytes(per_item) + " each, budget " + megabytes(budget);
-    d.rate_before = rate;
-    in_flight_ = want;
-    add(std::move(d), false);
-    return true;
-}
-
 std::vector<tuning_decision> tuner_policy::step(const tuner_sample& s) {
     added_ = 0;
     const double rate = s.interval_s > 0 ? s.items / s.interval_s : 0;
@@ -123,6 +68,8 @@ std::vector<tuning_decision> tuner_policy::step(const tuner_sample& s) {
                                             log_.end());
     };
     for (auto& h : held_) h = std::max(0, h - 1);
+    memory_rest_ = std::max(0, memory_rest_ - 1);
+    if (memory_error_) return made();  // the pipeline fails with it: nothing more to decide
 
     // 1. The last raise: kept when the rate held, undone when it fell.
     if (pending_stage_) {
@@ -153,8 +100,8 @@ std::vector<tuning_decision> tuner_policy::step(const tuner_sample& s) {
         }
     }
 
-    // 2. Memory: in_flight follows the bytes per item.
-    if (keep_memory(s, rate)) return made();
+    // 2. Memory: in_flight within the budget, at the bytes per item measured.
+    if (keep_memory(s, rate) || memory_error_) return made();
 
     std::vector<double> util(stages_.size());
     for (std::size_t i = 0; i < stages_.size(); ++i) util[i] = utilization(i, s);

@@ -30,25 +30,32 @@ struct tuned_stage_range {
 struct tuner_budget {
     double cpu_cores = 1;            ///< CPU the pipeline may use, in cores
     int threads = 1;                 ///< the arena's threads: the most `threads()` may be
-    std::uint64_t memory_bytes = 0;  ///< bytes in flight (0: no limit)
-    std::size_t min_in_flight = 1;   ///< what the batch stages need
-    std::size_t max_in_flight = 1;   ///< where in_flight starts, and the most it may be
+    std::uint64_t memory_bytes = 0;  ///< bytes the items in flight may hold (0: no limit)
+    std::size_t min_in_flight = 1;   ///< source items the pipeline's shape holds at once
+    /// What holds them, for the error of a budget below them: e.g. "batch_by 'group' holds a
+    /// window of 128 elements".
+    std::string min_in_flight_by{};
+    std::size_t max_in_flight = 1;  ///< where in_flight starts, and the most it may be
 };
 
 /// What the runtime measured over one interval.
 struct tuner_sample {
-    double at_s = 0;                 ///< since the pipeline was built
-    double interval_s = 0;           ///< its length
-    double items = 0;                ///< source items the consumer took in it
-    double outputs = 0;              ///< outputs (batches) it took in it (0: not known)
-    double consumer_wait_s = 0;      ///< time the consumer waited for the pipeline in it
-    double full = 0;                 ///< share of it the in-flight limit was reached
-    double cpu_s = 0;                ///< CPU time of the pipeline's threads in it
-    std::vector<double> busy_s;      ///< per tuned stage: its calls' summed wall time in it
-    double bytes_in_flight = 0;      ///< bytes the items in flight held (sampled mean)
-    double items_in_flight = 0;      ///< source items in flight (sampled mean)
-    double largest_batch_bytes = 0;  ///< one batch of the largest items seen (memory check)
-    std::size_t in_flight = 0;       ///< in_flight now (0: the policy's own)
+    double at_s = 0;             ///< since the pipeline was built
+    double interval_s = 0;       ///< its length
+    double items = 0;            ///< source items the consumer took in it
+    double outputs = 0;          ///< outputs (batches) it took in it (0: not known)
+    double consumer_wait_s = 0;  ///< time the consumer waited for the pipeline in it
+    double full = 0;             ///< share of it the in-flight limit was reached
+    double cpu_s = 0;            ///< CPU time of the pipeline's threads in it
+    std::vector<double> busy_s;  ///< per tuned stage: its calls' summed wall time in it
+    double items_in_flight = 0;  ///< source items in flight (sampled mean)
+    /// Bytes a source item holds: the most per source item among the outputs delivered in the
+    /// interval (the `ferry::byte_size` of the outputs that carry a source item's accounting,
+    /// and of those before them that carry none, over the source items they stand for); 0:
+    /// none measured yet.
+    double item_bytes = 0;
+    double largest_output_bytes = 0;  ///< the largest output delivered so far
+    std::size_t in_flight = 0;        ///< in_flight now (0: the policy's own)
 };
 
 /// Decides, one interval at a time. At most one move per interval, so that the next interval's
@@ -65,6 +72,10 @@ class tuner_policy {
     static constexpr int consumer_streak = 3;  ///< full intervals before backing off
     /// The consumer waited less than this share of an interval: loading keeps up with it.
     static constexpr double consumer_waits = 0.05;
+    /// in_flight rises only to more than this much above where it is, and not within
+    /// `memory_rest` intervals of a fall: bytes per item measured on other items move it.
+    static constexpr double memory_margin = 0.25;
+    static constexpr int memory_rest = 4;
 
     tuner_policy(std::vector<tuned_stage_range> stages, tuner_budget budget);
 
@@ -82,19 +93,22 @@ class tuner_policy {
     /// Every decision so far, oldest first (the last `max_kept`), with the rate after each
     /// filled in one interval later.
     [[nodiscard]] const std::vector<tuning_decision>& decisions() const noexcept { return log_; }
-    /// A memory budget below one batch of the largest items seen: the message, once.
+    /// A memory budget the pipeline's shape cannot keep: the message, once.
     [[nodiscard]] const std::optional<std::string>& memory_error() const noexcept {
         return memory_error_;
     }
 
     static constexpr std::size_t max_kept = 256;
 
-    /// The memory budget's rules, shared with the epoch's first output (tuning.cpp): the
-    /// in_flight that `per_item` bytes a source item allow (90% of the budget, within what the
-    /// batches need and the most), and the error for a largest output over the budget.
-    [[nodiscard]] static std::size_t in_flight_for(const tuner_budget& b, double per_item);
+    /// The memory budget's rules (tuner_memory.cpp), shared with the epoch's first output
+    /// (tuning.cpp): the in_flight that items of `item_bytes` allow (as many as the budget
+    /// holds, within what the shape needs and the most), and the error when the least the shape
+    /// holds — its minimum in flight of such items, or the largest output — is more than the
+    /// budget.
+    [[nodiscard]] static std::size_t in_flight_for(const tuner_budget& b, double item_bytes);
     [[nodiscard]] static std::optional<std::string> memory_check(const tuner_budget& b,
-                                                                 double largest_batch_bytes);
+                                                                 double item_bytes,
+                                                                 double largest_output_bytes);
 
   private:
     void add(tuning_decision d, bool judged);
@@ -109,6 +123,7 @@ class tuner_policy {
     std::vector<int> limits_;
     std::vector<int> held_;  ///< intervals each knob (the stages, then threads) stays unraised
     std::size_t in_flight_;
+    int memory_rest_ = 0;  ///< intervals in_flight stays from rising
     int threads_;
     std::vector<tuning_decision> log_;
     /// The last raise, judged by the next interval's rate: its knob and its place in log_.

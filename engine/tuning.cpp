@@ -10,6 +10,8 @@
 #include "tuning.hpp"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "runtime.hpp"
 
@@ -18,6 +20,35 @@ namespace {
 
 std::int64_t process_cpu_ns() noexcept {
     return cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+/// What holds the `need` source items the pipeline's shape holds at once (plan.cpp's
+/// min_in_flight walks the stages the same way), for the memory budget's error.
+std::string tuning_shape_holds(const std::list<stage_runtime>& stages, std::size_t need) {
+    std::size_t scale = 1;
+    std::vector<std::size_t> scales;
+    const auto per = [&] {
+        return scale > 1 ? " of " + std::to_string(scale) + " source items each" : std::string();
+    };
+    for (const auto& st : stages) {
+        const std::size_t n = st.spec.batch_size * scale;
+        if (st.spec.kind == stage_kind::batch_by && n == need) {
+            return "batch_by '" + st.name + "' holds a window of " +
+                   std::to_string(st.spec.batch_size) + " elements" + per();
+        }
+        if (st.spec.kind == stage_kind::batch) {
+            if (n == need) {
+                return "batch '" + st.name + "' fills batches of " +
+                       std::to_string(st.spec.batch_size) + " elements" + per();
+            }
+            scales.push_back(scale);
+            scale = n;
+        } else if (st.spec.kind == stage_kind::unbatch && !scales.empty()) {
+            scale = scales.back();
+            scales.pop_back();
+        }
+    }
+    return "";
 }
 
 /// A stage's call time so far, in ticks: the calls that ended and the ones running now.
@@ -46,10 +77,17 @@ void pipeline_runtime::make_tuner() {
     budget.threads = plan_.threads;
     budget.memory_bytes = plan_.memory_budget;
     budget.min_in_flight = plan_.first_output_items;
+    budget.min_in_flight_by = tuning_shape_holds(stages_, plan_.first_output_items);
     budget.max_in_flight = plan_.in_flight;
-    tuner_ = std::make_unique<tuner_state>(std::move(ranges), budget);
+    tuner_ = std::make_unique<tuner_state>(std::move(ranges), std::move(budget));
     tuner_->stages = std::move(tuned);
     tuner_->busy_ticks.assign(tuner_->stages.size(), 0);
+    // With a memory budget the source admits what the first output needs until an output has
+    // been measured (measure_output), with fast_start or without: before that nothing says
+    // what an item holds.
+    if (plan_.memory_budget > 0) {
+        in_flight_now_ = std::min(in_flight_now_.load(), plan_.first_output_items);
+    }
 }
 
 void pipeline_runtime::tune_sample(bool saturated) noexcept {
@@ -119,18 +157,14 @@ void pipeline_runtime::tune() {
     s.full =
         t.samples > 0 ? static_cast<double>(t.full_samples) / static_cast<double>(t.samples) : 0.0;
     s.items_in_flight = t.samples > 0 ? t.in_flight_sum / static_cast<double>(t.samples) : 0.0;
-    // Bytes: what the items in flight hold, at the bytes per source item of the outputs the
-    // consumer took in the interval (or before, when it took none).
-    const auto out_bytes = con_.out_bytes.load(std::memory_order_relaxed);
-    const auto out_items = con_.out_items.load(std::memory_order_relaxed);
-    if (out_items > t.out_items) {
-        t.bytes_per_item = static_cast<double>(out_bytes - t.out_bytes) /
-                           static_cast<double>(out_items - t.out_items);
+    // Bytes: the most per source item measured in the interval (or before, when no output
+    // carried items in it); the budget counts every item in flight at that.
+    if (const auto most = t.interval_item_bytes.exchange(0, std::memory_order_relaxed); most > 0) {
+        t.item_bytes.store(most, std::memory_order_relaxed);
     }
-    t.out_bytes = out_bytes;
-    t.out_items = out_items;
-    s.bytes_in_flight = s.items_in_flight * t.bytes_per_item;
-    s.largest_batch_bytes = static_cast<double>(con_.largest_bytes.load(std::memory_order_relaxed));
+    s.item_bytes = static_cast<double>(t.item_bytes.load(std::memory_order_relaxed));
+    s.largest_output_bytes =
+        static_cast<double>(con_.largest_bytes.load(std::memory_order_relaxed));
     s.in_flight = in_flight_now_.load(std::memory_order_relaxed);
     s.cpu_s = static_cast<double>(process_cpu_ns() -
                                   con_.outside_cpu_ns.load(std::memory_order_relaxed) - t.cpu_ns) /
@@ -183,22 +217,11 @@ std::exception_ptr pipeline_runtime::tuner_error() const {
 }
 
 void pipeline_runtime::first_output_in_flight() {
-    // The bytes of one output are known now: in_flight starts at what they allow, before the
-    // source fills the pipeline (fast_start holds it until here).
-    const tuner_budget& b = tuner_->policy.budget();
-    const auto largest = static_cast<double>(con_.largest_bytes.load(std::memory_order_relaxed));
-    if (auto e = tuner_policy::memory_check(b, largest)) {
-        // The consumer's next call ends the epoch with it (next()).
-        std::lock_guard lock(tuner_->mutex);
-        if (!tuner_->error) tuner_->error = std::make_exception_ptr(invalid_argument(*e));
-        tuner_->failed = true;
-        return;
+    // fast_start's end: where no output has carried a source item's accounting yet (a
+    // batch_by window's first batches), the source stays held until one has (measure_output).
+    if (!tuner_->sized) {
+        in_flight_now_.store(std::min(in_flight_now_.load(), plan_.first_output_items));
     }
-    const auto items = con_.out_items.load(std::memory_order_relaxed);
-    if (items == 0) return;
-    const double per_item = static_cast<double>(con_.out_bytes.load(std::memory_order_relaxed)) /
-                            static_cast<double>(items);
-    in_flight_now_.store(std::min(in_flight_now_.load(), tuner_policy::in_flight_for(b, per_item)));
 }
 
 void pipeline_runtime::measure_output(box& m) noexcept {
@@ -213,6 +236,41 @@ void pipeline_runtime::measure_output(box& m) noexcept {
     if (bytes > con_.largest_bytes.load(std::memory_order_relaxed)) {
         con_.largest_bytes.store(bytes, std::memory_order_relaxed);
     }
+    if (m.items == 0) return;  // its bytes count with the output that carries its items
+    auto& t = *tuner_;
+    const auto out_bytes = con_.out_bytes.load(std::memory_order_relaxed);
+    const auto per_item =
+        (out_bytes - std::exchange(t.carried_bytes, out_bytes) + m.items - 1) / m.items;
+    if (per_item > t.interval_item_bytes.load(std::memory_order_relaxed)) {
+        t.interval_item_bytes.store(per_item, std::memory_order_relaxed);
+    }
+    if (t.sized) return;
+    // The first measurement: a budget the shape cannot keep is the error the next next()
+    // throws; else in_flight is what the budget holds of such items, and the source, held for
+    // it, fills to that (at once, or at fast_start's end: end_start applies in_flight_now_).
+    t.sized = true;
+    t.item_bytes.store(per_item, std::memory_order_relaxed);
+    const tuner_budget& b = t.policy.budget();
+    try {
+        if (auto e = tuner_policy::memory_check(b, static_cast<double>(per_item),
+                                                static_cast<double>(con_.largest_bytes.load()))) {
+            std::lock_guard lock(t.mutex);
+            if (!t.error) t.error = std::make_exception_ptr(invalid_argument(*e));
+            t.failed = true;
+            return;
+        }
+    } catch (...) {
+        return;  // no memory for the message: the monitor's next interval checks again
+    }
+    in_flight_now_.store(tuner_policy::in_flight_for(b, static_cast<double>(per_item)));
+    if (!con_.starting.load()) {
+        admission_.set_limit(in_flight_now_.load());
+        wake_source();
+    }
+}
+
+std::uint64_t pipeline_runtime::tuning_bytes_in_flight() const noexcept {
+    return admission_.out_now() * tuner_->item_bytes.load(std::memory_order_relaxed);
 }
 
 std::vector<tuning_decision> pipeline_runtime::tuning_decisions() const {

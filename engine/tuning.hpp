@@ -58,10 +58,19 @@ struct tuner_state {
     std::vector<tuning_decision> decisions;
     std::exception_ptr error;         ///< a budget that cannot work
     std::atomic<bool> failed{false};  ///< `error` is set
-    // The outputs' bytes at the last interval's end.
-    std::uint64_t out_bytes = 0;
-    std::uint64_t out_items = 0;
-    double bytes_per_item = 0;  ///< the last measured
+
+    // The memory budget's measure of a source item (measure_output, the consumer's thread).
+    // Bytes per source item are read where an output carries its source items' accounting
+    // (a batch_by window's last batch, a flat_map input's last output): the bytes of it and of
+    // the outputs before it that carried none, over its items.
+    std::uint64_t carried_bytes = 0;  ///< `consumer_side::out_bytes` at the last carrier
+    bool sized = false;               ///< in_flight was set from the first measurement
+    /// The most bytes per source item measured since the monitor last took it (the consumer
+    /// raises it, the monitor exchanges it for 0 at each interval's end).
+    std::atomic<std::uint64_t> interval_item_bytes{0};
+    /// The bytes per source item the budget counts now (the last interval's most, or the first
+    /// measurement): `stats().bytes_in_flight` is the items in flight times this.
+    std::atomic<std::uint64_t> item_bytes{0};
 };
 
 }  // namespace ferry::detail

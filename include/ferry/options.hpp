@@ -88,8 +88,13 @@ struct autotune {
     /// `pipeline_options::threads` says fewer, and the tuner lowers a compute stage, or holds
     /// some of the arena's threads idle, when the process uses more.
     double cpu_budget = 0;
-    /// Bytes the items in flight may hold (0: no limit): the tuner keeps `in_flight` at what
-    /// the measured bytes per item allow.
+    /// Bytes the items in flight may hold (0: no limit): every source item admitted and not
+    /// yet taken by the consumer counts at the most bytes a source item was measured to hold
+    /// (`ferry::byte_size` of the outputs taken, over the items they stand for), and the tuner
+    /// keeps `in_flight` at what the budget holds of them (`pipeline_stats::bytes_in_flight`).
+    /// A budget below what the pipeline's shape holds (its batches or batch_by window of such
+    /// items, or one output) ends the epoch at the first output with `ferry::invalid_argument`
+    /// naming both. What it does not count: include/ferry/README.md, "Autotune".
     std::uint64_t memory_budget = 0;
     /// How often it measures and decides (at least 10 ms).
     std::chrono::milliseconds interval{500};

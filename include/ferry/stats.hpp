@@ -119,6 +119,12 @@ struct FERRY_API pipeline_stats {
     std::uint64_t epochs = 0;   ///< epochs started
     int threads = 0;  ///< the arena's threads that work now (the tuner may hold some idle)
     std::size_t in_flight = 0;
+    /// With `autotune.memory_budget`: the bytes the items in flight hold as the budget counts
+    /// them — the source items in flight now (admitted, not yet taken by the consumer: in
+    /// stages, queues, batch_by's window, batches being filled, outputs not yet taken) times
+    /// the most bytes per source item measured in the tuner's last interval. 0 before the
+    /// first output, and without a memory budget.
+    std::uint64_t bytes_in_flight = 0;
     std::chrono::nanoseconds elapsed{0};        ///< wall time while epochs were running
     std::chrono::nanoseconds consumer_wait{0};  ///< time the consumer waited in next()
     /// From an epoch's start (its first `next()`, or `begin()`) to the consumer taking its first

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ferry/ferry.hpp"
@@ -104,6 +105,43 @@ std::string within_a_tenth_of_best(const ferry::pipeline_stats& s, double tuned,
                                              << "hand setting's " << best);
     return printed.str();
 }
+
+/// A value that holds 1 MiB and counts how many hold their bytes now (made or copied, not yet
+/// destroyed or moved from) and the most that ever did: what the items in flight really hold,
+/// counted by the test itself.
+struct blob {
+    static constexpr std::size_t bytes = 1 << 20;
+    static inline std::atomic<int> live{0};
+    static inline std::atomic<int> most{0};
+    std::vector<char> data;
+
+    explicit blob(int x) : data(bytes, static_cast<char>(x)) { made(); }
+    blob(const blob& o) : data(o.data) {
+        if (!data.empty()) made();
+    }
+    blob(blob&& o) noexcept : data(std::exchange(o.data, {})) {}
+    blob& operator=(const blob& o) {
+        if (this != &o) *this = blob(o);
+        return *this;
+    }
+    blob& operator=(blob&& o) noexcept {
+        if (this != &o) {
+            if (!data.empty()) --live;
+            data = std::exchange(o.data, {});
+        }
+        return *this;
+    }
+    ~blob() {
+        if (!data.empty()) --live;
+    }
+    static void made() {
+        const int now = ++live;
+        for (int m = most.load(); now > m && !most.compare_exchange_weak(m, now);) {
+        }
+    }
+    /// The bytes the memory budget counts for it (`ferry::byte_size` finds it).
+    friend std::size_t ferry_byte_size(const blob& b) { return b.data.size(); }
+};
 
 }  // namespace autotune_test
 
@@ -246,8 +284,8 @@ BOOST_AUTO_TEST_CASE(follows_a_stage_that_gets_slower) {
 }
 
 // Items of 1 MB under a memory budget of 16 MB: in_flight is set from the first output's bytes
-// (before the source fills the pipeline) to what 90% of the budget holds, and every sample of it
-// afterwards keeps the items in flight within the budget. The decisions stay within its rules.
+// (before the source fills the pipeline) to what the budget holds, and every sample of it
+// afterwards keeps the items in flight within the budget.
 BOOST_AUTO_TEST_CASE(keeps_the_bytes_in_flight_within_the_memory_budget) {
     const std::size_t mb = 1'000'000;
     auto p = ferry::from(many())
@@ -261,7 +299,7 @@ BOOST_AUTO_TEST_CASE(keeps_the_bytes_in_flight_within_the_memory_budget) {
         worst = std::max(worst, p.stats().in_flight);
         if (++n == 600) break;
     }
-    // 90% of 16 MB over 1 MB and change an item: 14 source items in flight at most.
+    // 16 MB over 1 MB and change an item: 15 source items in flight at most.
     BOOST_TEST(worst * (mb + sizeof(std::vector<char>)) <= 16 * mb, "in_flight reached " << worst);
     BOOST_TEST(worst >= 1U);
 }
@@ -277,8 +315,65 @@ BOOST_AUTO_TEST_CASE(a_memory_budget_below_one_output_is_an_error) {
         [&] {
             for (auto& b : p) (void)b;
         },
-        "autotune: memory_budget = 500000 bytes is smaller than one batch of the largest items "
-        "seen so far (");
+        "autotune: memory_budget = 500000 bytes (0.5 MB) cannot be kept: the pipeline holds at "
+        "least 8 source items at once (batch 'batch#2' fills batches of 8 elements), and at "
+        "100027 bytes an item (measured) they hold 800216 bytes (0.8 MB)");
+}
+
+// batch_by's window holds 16 items of 1 MiB: a budget of 8 MiB cannot be kept whatever
+// in_flight is. The first measurement (the first output) ends the epoch with an error naming
+// the budget, the least the shape holds and what holds it; nothing is delivered after it.
+BOOST_AUTO_TEST_CASE(a_budget_below_what_the_shape_holds_is_an_error_naming_both) {
+    auto p = ferry::from(resume_test::iota_vec(64))
+                 .map([](int x) { return blob(x); }, {.concurrency = ferry::tuned(1, 2)})
+                 .batch_by([](const blob&) { return 1.0; },
+                           {.max_cost = 4, .buffer = 16, .name = "group"})
+                 .build({.autotune = ferry::autotune{.memory_budget = 8 * blob::bytes}});
+    std::size_t taken = 0;
+    expect_saying<ferry::invalid_argument>(
+        [&] {
+            for (auto& b : p) taken += b.size();
+        },
+        "autotune: memory_budget = 8388608 bytes (8.4 MB) cannot be kept: the pipeline holds at "
+        "least 16 source items at once (batch_by 'group' holds a window of 16 elements), and at "
+        "1048582 bytes an item (measured) they hold 16777312 bytes (16.8 MB); raise "
+        "memory_budget to that or hold fewer items");
+    BOOST_TEST(taken <= 16U, "items delivered after the budget was known to fail: " << taken);
+    BOOST_CHECK_THROW((void)p.next(), ferry::invalid_argument);  // the pipeline stays failed
+}
+
+// Items of 1 MiB through batch_by (windows of 8, batches of 4) under a budget of 24 MiB that
+// the shape can meet: the bytes the budget counts, sampled at every output, never pass it, and
+// at no time do more items exist than the budget holds (the test counts them itself) plus the
+// batch the loop holds, with or without fast_start (the source waits for the first
+// measurement either way).
+BOOST_AUTO_TEST_CASE(keeps_what_the_items_hold_within_a_budget_the_shape_can_meet) {
+    for (const bool fast_start : {true, false}) {
+        blob::most = blob::live.load();
+        const int before = blob::live.load();
+        auto p = ferry::from(resume_test::iota_vec(400))
+                     .map([](int x) { return blob(x); }, {.concurrency = ferry::tuned(1, 2)})
+                     .batch_by([](const blob&) { return 1.0; }, {.max_cost = 4, .buffer = 8})
+                     .build({.fast_start = fast_start,
+                             .autotune = ferry::autotune{.memory_budget = 24 * blob::bytes,
+                                                         .interval = 20ms}});
+        std::size_t taken = 0;
+        std::uint64_t counted = 0;
+        for (auto& b : p) {
+            taken += b.size();
+            counted = std::max(counted, p.stats().bytes_in_flight);
+        }
+        BOOST_TEST(taken == 400U);
+        // What the budget counts (every item in flight at the bytes an item was measured to
+        // hold) never passed it, and did count something.
+        BOOST_TEST(counted <= 24 * blob::bytes);
+        BOOST_TEST(counted >= 4 * blob::bytes);
+        // 24 in flight at most (the budget over 1 MiB and the batch's share of its vector),
+        // and the batch of 4 the loop holds.
+        BOOST_TEST(blob::most.load() - before <= 24 + 4,
+                   "fast_start " << fast_start << ": " << blob::most.load() - before
+                                 << " items of 1 MiB existed at once under a 24 MiB budget");
+    }
 }
 
 // A traced tuned pipeline has the tuner's settings as counter tracks: each tuned stage's

@@ -217,8 +217,9 @@ BOOST_AUTO_TEST_CASE(follows_a_stage_that_gets_slower) {
     BOOST_TEST(p.limits()[1] == 4);
 }
 
-// The memory budget keeps in_flight at what the bytes per item allow (90% of it), within what
-// the batches need; a budget below one batch of the largest items is an error naming both.
+// The memory budget keeps in_flight at what the budget holds of the items measured, within
+// what the shape needs and the most: down at once when items grow, up only by more than
+// `memory_margin` and not within `memory_rest` intervals of a fall.
 BOOST_AUTO_TEST_CASE(keeps_the_memory_budget) {
     tuner_policy p({}, tuner_budget{.cpu_cores = 2,
                                     .threads = 2,
@@ -230,22 +231,61 @@ BOOST_AUTO_TEST_CASE(keeps_the_memory_budget) {
     s.interval_s = 1;
     s.items = 100;
     s.items_in_flight = 20;
-    s.bytes_in_flight = 200e6;  // 10 MB an item
+    s.item_bytes = 10e6;
     const auto made = p.step(s);
     BOOST_TEST_REQUIRE(made.size() == 1U);
-    BOOST_TEST(p.in_flight() == 9U);
+    BOOST_TEST(p.in_flight() == 10U);
     BOOST_TEST(made[0].stage == "in_flight");
-    BOOST_TEST(made[0].why == "items hold 10.0 MB each, budget 100.0 MB");
-    s.bytes_in_flight = 9 * 1e6;  // 1 MB an item: back up to the most
-    s.items_in_flight = 9;
-    p.step(s);
+    BOOST_TEST(made[0].from == 64);
+    BOOST_TEST(made[0].why ==
+               "items hold 10.0 MB each: 10 of them hold 100.0 MB of the 100.0 MB budget");
+    // Smaller items: back up, but not within memory_rest intervals of the fall.
+    s.item_bytes = 1e6;
+    for (int t = 1; t < tuner_policy::memory_rest; ++t) {
+        s.at_s += 1;
+        BOOST_TEST(p.step(s).empty());
+    }
+    s.at_s += 1;
+    BOOST_TEST_REQUIRE(p.step(s).size() == 1U);
     BOOST_TEST(p.in_flight() == 64U);
-    s.largest_batch_bytes = 150e6;
-    p.step(s);
+    BOOST_TEST(!p.memory_error().has_value());
+}
+
+// A budget below what the shape holds (its minimum in flight at the bytes an item was measured
+// to hold, or the largest output) is an error naming the budget, the least the shape holds and
+// what holds it; in_flight is not set below what the shape needs.
+BOOST_AUTO_TEST_CASE(a_budget_the_shape_cannot_keep_is_an_error_naming_both) {
+    tuner_policy p(
+        {}, tuner_budget{.cpu_cores = 2,
+                         .threads = 2,
+                         .memory_bytes = 64 << 20,
+                         .min_in_flight = 128,
+                         .min_in_flight_by = "batch_by 'group' holds a window of 128 elements",
+                         .max_in_flight = 284});
+    tuner_sample s;
+    s.at_s = 1;
+    s.interval_s = 1;
+    s.items = 100;
+    s.item_bytes = 2.4e6;
+    s.largest_output_bytes = 64 * 2.4e6;
+    BOOST_TEST(p.step(s).empty());
     BOOST_TEST_REQUIRE(p.memory_error().has_value());
     BOOST_TEST(*p.memory_error() ==
-               "autotune: memory_budget = 100000000 bytes is smaller than one batch of the "
-               "largest items seen so far (150000000 bytes)");
+               "autotune: memory_budget = 67108864 bytes (67.1 MB) cannot be kept: the pipeline "
+               "holds at least 128 source items at once (batch_by 'group' holds a window of 128 "
+               "elements), and at 2400000 bytes an item (measured) they hold 307200000 bytes "
+               "(307.2 MB); raise memory_budget to that or hold fewer items");
+    BOOST_TEST(p.in_flight() == 284U);  // no decision claims a budget it cannot keep
+    BOOST_TEST(p.decisions().empty());
+    // One output larger than the budget, where the shape alone would fit: named as such.
+    const auto one = tuner_policy::memory_check(
+        tuner_budget{.memory_bytes = 1'000'000, .min_in_flight = 1, .max_in_flight = 8}, 1000,
+        1'500'000);
+    BOOST_TEST_REQUIRE(one.has_value());
+    BOOST_TEST(*one ==
+               "autotune: memory_budget = 1000000 bytes (1.0 MB) cannot be kept: one output holds "
+               "1500000 bytes (1.5 MB), the largest so far; raise memory_budget to that or make "
+               "outputs smaller");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
