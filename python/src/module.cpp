@@ -25,6 +25,12 @@ namespace py = pybind11;
 
 PYBIND11_MODULE(_ferry, m) {
     m.doc() = "ferry's native module; import ferry instead (python/README.md).";
+#ifdef Py_GIL_DISABLED
+    // Nothing in the module relies on the GIL for its own state (python/README.md, "The rules"):
+    // a free-threaded interpreter may keep running without one. pybind11 2.10 has no
+    // py::mod_gil_not_used(), so the single-phase module says so itself (CPython 3.13+).
+    PyUnstable_Module_SetGIL(m.ptr(), Py_MOD_GIL_NOT_USED);
+#endif
     m.attr("__version__") = ferry::version;
     m.def("_gil_acquisitions", &ferry::python::gil_hold::acquisitions,
           "Diagnostics: how many times ferry's threads took the GIL since import (a native "
