@@ -196,7 +196,9 @@ struct batch_by_options {
     /// by its first element's position and the batches of it delivered: O(1), exact resume.
     std::size_t buffer = 1000;
     /// At the epoch's end, leave out the batches that the cost rule did not close (the last
-    /// window's partly filled buckets; their elements count as filtered).
+    /// window's partly filled buckets, whether or not the stream fills that window; their
+    /// elements count as filtered). A full window then waits for the element after it, so the
+    /// pipeline's `in_flight` must hold `buffer + 1` elements (`build()` says so otherwise).
     bool drop_last = false;
     /// What an element whose cost function throws or returns a negative, NaN or infinite cost
     /// becomes: `fail` (the default) ends the epoch, `skip` drops the element (counted as
