@@ -22,6 +22,7 @@
 
 #include "ferry/byte_size.hpp"
 #include "ferry/completion.hpp"
+#include "ferry/detail/builder_checks.hpp"
 #include "ferry/detail/spec.hpp"
 #include "ferry/detail/stage_calls.hpp"
 #include "ferry/error.hpp"
@@ -69,23 +70,6 @@ std::size_t output_bytes_of(any_value& v) {
     return byte_size(v.get<T>());
 }
 
-/// Refuses a branch of a route or merge (`what`) with a stage that cannot run inside one: a
-/// branch may map, filter, map_async, flat_map and unbatch; batch, batch_by and route go after
-/// it.
-inline void check_branches(const char* what, const std::vector<std::vector<stage_spec>>& branches) {
-    for (std::size_t b = 0; b < branches.size(); ++b) {
-        for (const auto& st : branches[b]) {
-            if (st.kind == stage_kind::batch || st.kind == stage_kind::batch_by ||
-                st.kind == stage_kind::route) {
-                throw invalid_argument(std::string(what) + ": branch " + std::to_string(b) +
-                                       " has a batch, batch_by or route; a branch may map, "
-                                       "filter, map_async, flat_map and unbatch (batch after the " +
-                                       what + ")");
-            }
-        }
-    }
-}
-
 /// Makes `to_cuda()`'s stage (`Enable` is always void): defined in <ferry/cuda.hpp>, so that a
 /// builder carries no CUDA names until a user asks for the transfer.
 template <class T, class Enable>
@@ -101,6 +85,9 @@ struct cuda_stage {
 
 /// Describes a pipeline whose elements are `T`. Each call returns a new builder (the element
 /// type follows the callables' return types); `build()` compiles it to a TBB flow graph.
+/// A callable that does not fit its call does not compile: the first error is a static_assert
+/// naming the call and what it needs (`ferry::builder<T>::map(f): f cannot be called with T,
+/// ...`), and the calls after it add none (detail/builder_checks.hpp).
 template <class T>
 class builder {
   public:
@@ -115,7 +102,10 @@ class builder {
     /// augmentations with `ferry::item_rng(info)`.
     template <class F>
     [[nodiscard]] auto map(F f, stage_options options = {}) const {
-        if constexpr (detail::takes_item<F, T&&>) {
+        // A mistake's first error is the check's static_assert (detail/builder_checks.hpp).
+        if constexpr (!detail::accept_map<F, T>()) {
+            return refused<detail::rejected_element>();
+        } else if constexpr (detail::takes_item<F, T&&>) {
             return map_stage(detail::with_item<F>{std::move(f)}, std::move(options), true);
         } else {
             return map_stage(std::move(f), std::move(options), false);
@@ -130,14 +120,7 @@ class builder {
   private:
     template <class F>
     [[nodiscard]] auto map_stage(F f, stage_options options, bool wants_item) const {
-        static_assert(std::invocable<F&, T&&>,
-                      "ferry::builder<T>::map(f): f cannot be called with the pipeline's current "
-                      "element type T (the builder's template argument), nor with "
-                      "(T, const ferry::item_info&)");
         using U = std::remove_cvref_t<std::invoke_result_t<F&, T&&>>;
-        static_assert(!std::is_void_v<U>,
-                      "ferry::builder<T>::map(f): f must return the new element; use filter() to "
-                      "drop elements");
         auto fn = std::make_shared<F>(std::move(f));
         detail::stage_spec s;
         s.kind = detail::stage_kind::map;
@@ -156,7 +139,9 @@ class builder {
     /// `pred` may take the element's `ferry::item_info` as a second parameter.
     template <class P>
     [[nodiscard]] builder<T> filter(P pred, stage_options options = {}) const {
-        if constexpr (detail::takes_item<P, const T&>) {
+        if constexpr (!detail::accept_filter<P, T>()) {
+            return *this;
+        } else if constexpr (detail::takes_item<P, const T&>) {
             return filter_stage(detail::with_item<P>{std::move(pred)}, std::move(options), true);
         } else {
             return filter_stage(std::move(pred), std::move(options), false);
@@ -166,10 +151,6 @@ class builder {
   private:
     template <class P>
     [[nodiscard]] builder<T> filter_stage(P pred, stage_options options, bool wants_item) const {
-        static_assert(std::predicate<P&, const T&>,
-                      "ferry::builder<T>::filter(pred): pred must be callable with const T& (or "
-                      "with const T& and const ferry::item_info&) and return something "
-                      "convertible to bool");
         auto fn = std::make_shared<P>(std::move(pred));
         detail::stage_spec s;
         s.kind = detail::stage_kind::filter;
@@ -194,7 +175,9 @@ class builder {
     /// second parameter.
     template <class G>
     [[nodiscard]] auto flat_map(G g, stage_options options = {}) const {
-        if constexpr (detail::takes_item<G, T&&>) {
+        if constexpr (!detail::accept_flat_map<G, T>()) {
+            return refused<detail::rejected_element>();
+        } else if constexpr (detail::takes_item<G, T&&>) {
             return flat_map_stage(detail::with_item<G>{std::move(g)}, std::move(options), true);
         } else {
             return flat_map_stage(std::move(g), std::move(options), false);
@@ -204,12 +187,7 @@ class builder {
   private:
     template <class G>
     [[nodiscard]] auto flat_map_stage(G g, stage_options options, bool wants_item) const {
-        static_assert(std::invocable<G&, T&&>,
-                      "ferry::builder<T>::flat_map(g): g cannot be called with the pipeline's "
-                      "current element type T, nor with (T, const ferry::item_info&)");
         using R = std::invoke_result_t<G&, T&&>;
-        static_assert(std::ranges::input_range<R>,
-                      "ferry::builder<T>::flat_map(g): g must return a range (e.g. std::vector)");
         using U = std::ranges::range_value_t<R>;
         auto fn = std::make_shared<G>(std::move(g));
         detail::stage_spec s;
@@ -269,12 +247,16 @@ class builder {
     /// \endcode
     template <class C>
     [[nodiscard]] builder<std::vector<T>> batch_by(C cost, batch_by_options options) const {
-        static_assert(std::invocable<const C&, const T&>,
-                      "ferry::builder<T>::batch_by(cost, options): cost must be callable with "
-                      "const T& (the pipeline's current element type)");
-        static_assert(
-            std::is_arithmetic_v<std::remove_cvref_t<std::invoke_result_t<const C&, const T&>>>,
-            "ferry::builder<T>::batch_by(cost, options): cost must return a number");
+        if constexpr (!detail::accept_batch_by<C, T>()) {
+            return refused<std::vector<T>>();
+        } else {
+            return batch_by_stage(std::move(cost), std::move(options));
+        }
+    }
+
+  private:
+    template <class C>
+    [[nodiscard]] builder<std::vector<T>> batch_by_stage(C cost, batch_by_options options) const {
         const auto say = [](const std::string& what) {
             throw invalid_argument("batch_by: " + what);
         };
@@ -306,6 +288,7 @@ class builder {
         return then<std::vector<T>>(std::move(s));
     }
 
+  public:
     /// Sends each element down one of several branches and joins them again: `select(const T&)`
     /// returns the branch's index (0 for the first `branch`), and `branch_i(builder<T>)` adds
     /// that branch's stages (map, filter, map_async, flat_map, unbatch), each with its own
@@ -330,29 +313,17 @@ class builder {
     /// `route` with options: `.route({.name = "by kind", .on_error = ferry::skip}, select, ...)`.
     template <class S, class... B>
     [[nodiscard]] auto route(route_options options, S select, B... branches) const {
-        static_assert(sizeof...(B) >= 1,
-                      "ferry::builder<T>::route(select, branches...): give at least one branch");
-        static_assert(std::invocable<const S&, const T&>,
-                      "ferry::builder<T>::route(select, ...): select must be callable with const "
-                      "T& (the pipeline's current element type)");
-        static_assert(
-            std::is_integral_v<std::remove_cvref_t<std::invoke_result_t<const S&, const T&>>>,
-            "ferry::builder<T>::route(select, ...): select must return an integer, the index "
-            "of the branch");
-        static_assert((std::invocable<B&, builder<T>> && ...),
-                      "ferry::builder<T>::route(select, branches...): each branch must be "
-                      "callable with a builder<T> and return the builder with its stages, e.g. "
-                      "[](auto b) { return b.map(f, 4); }");
-        using first = std::remove_cvref_t<
-            std::invoke_result_t<std::tuple_element_t<0, std::tuple<B...>>&, builder<T>>>;
-        using U = typename first::element_type;
-        static_assert(
-            (std::same_as<
-                 typename std::remove_cvref_t<std::invoke_result_t<B&, builder<T>>>::element_type,
-                 U> &&
-             ...),
-            "ferry::builder<T>::route(select, branches...): every branch must end with the same "
-            "element type (the first branch's), which the route's elements have");
+        if constexpr (!detail::accept_route<S, T, B...>()) {
+            return refused<detail::rejected_element>();
+        } else {
+            return route_stage<typename detail::route_check<S, T, B...>::U>(
+                std::move(options), std::move(select), std::move(branches)...);
+        }
+    }
+
+  private:
+    template <class U, class S, class... B>
+    [[nodiscard]] builder<U> route_stage(route_options options, S select, B... branches) const {
         auto fn = std::make_shared<S>(std::move(select));
         detail::stage_spec s;
         s.kind = detail::stage_kind::route;
@@ -369,8 +340,19 @@ class builder {
         return then<U>(std::move(s));
     }
 
-    /// The inverse of `batch`: each element of a range-valued element becomes an element.
-    [[nodiscard]] auto unbatch() const requires std::ranges::input_range<T> {
+  public:
+    /// The inverse of `batch`: each element of a range-valued element becomes an element (on
+    /// elements that are not ranges it does not compile).
+    [[nodiscard]] auto unbatch() const {
+        if constexpr (!detail::accept_unbatch<T>()) {
+            return refused<detail::rejected_element>();
+        } else {
+            return unbatch_stage();
+        }
+    }
+
+  private:
+    [[nodiscard]] auto unbatch_stage() const {
         using U = std::ranges::range_value_t<T>;
         detail::stage_spec s;
         s.kind = detail::stage_kind::unbatch;
@@ -383,6 +365,7 @@ class builder {
         return then<U>(std::move(s));
     }
 
+  public:
     /// Asynchronous calls, with up to `options.concurrency` outstanding and no thread blocked
     /// while they wait. Two forms:
     ///  * `f(T) -> std::future<U>`: ferry polls the futures from one thread of its own;
@@ -393,14 +376,21 @@ class builder {
     /// return, since a call that waits holds up the calls for the inputs after it.
     template <class U = void, class F>
     [[nodiscard]] auto map_async(F f, stage_options options = {}) const {
+        if constexpr (!detail::accept_map_async<U, F, T>()) {
+            return refused<detail::rejected_element>();
+        } else {
+            return map_async_stage<U>(std::move(f), std::move(options));
+        }
+    }
+
+  private:
+    template <class U, class F>
+    [[nodiscard]] auto map_async_stage(F f, stage_options options) const {
         auto fn = std::make_shared<F>(std::move(f));
         detail::stage_spec s;
         s.kind = detail::stage_kind::map_async;
         s.options = std::move(options);
         if constexpr (std::is_void_v<U>) {
-            static_assert(std::invocable<F&, T&&>,
-                          "ferry::builder<T>::map_async(f): f(T) must return std::future<U>, or "
-                          "use map_async<U>(f) with f(T, ferry::completion<U>)");
             using Fut = std::remove_cvref_t<std::invoke_result_t<F&, T&&>>;
             using V = typename detail::future_value<Fut>::type;
             s.start_fn = [fn](detail::any_value&& v, std::shared_ptr<detail::async_sink> sink) {
@@ -415,9 +405,6 @@ class builder {
             };
             return then<V>(std::move(s));
         } else {
-            static_assert(std::invocable<F&, T&&, completion<U>>,
-                          "ferry::builder<T>::map_async<U>(f): f must be callable as "
-                          "f(T, ferry::completion<U>)");
             s.start_fn = [fn](detail::any_value&& v, std::shared_ptr<detail::async_sink> sink) {
                 completion<U> done(std::move(sink));
                 try {
@@ -430,6 +417,7 @@ class builder {
         }
     }
 
+  public:
     /// `map_async(f, n)`: shorthand for `map_async(f, {.concurrency = n})`.
     template <class U = void, class F>
     [[nodiscard]] auto map_async(F f, int concurrency) const {
@@ -480,6 +468,13 @@ class builder {
     template <class, class>
     friend struct detail::cuda_stage;
     friend struct detail::source_access;
+
+    /// What a call refused at compile time returns: its `static_assert` is the error to read,
+    /// and calls on a builder of `detail::rejected_element` add none of their own.
+    template <class U>
+    builder<U> refused() const {
+        return builder<U>(spec_.source);
+    }
 
     template <class U>
     builder<U> then(detail::stage_spec s) const {
