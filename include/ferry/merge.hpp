@@ -242,8 +242,9 @@ builder<T> make_merge(const std::vector<builder<T>>& branches, const merge_optio
 /// \endcode
 /// Throws `ferry::invalid_argument` for no branches, weights that are not one finite number >= 0
 /// per branch or are all 0, `mix_stop::never`, or a branch with a batch, batch_by or route
-/// (those go after the merge). Branches that end with different element types do not compile
-/// (a static_assert, with each branch's type in the compiler's notes).
+/// (those go after the merge). Branches that end with different element types do not compile:
+/// the call's first error is a static_assert saying so, one per branch type, each with the
+/// type in the compiler's note.
 template <class T>
 [[nodiscard]] builder<T> merge(std::initializer_list<builder<T>> branches,
                                merge_options options = {}) {
@@ -252,25 +253,35 @@ template <class T>
 
 namespace detail {
 
-/// A branch of `merge({a, b, ...})` when the branches' element types differ, so that no `T`
-/// deduces: converting one fails to compile, and the compiler's "with U = ..." names its type.
+/// One branch of `merge({a, b, ...})` whose branches' element types differ (no `T` deduces),
+/// `U` its type: needed complete as the branch converts, at the call, so that its assertion
+/// is the call's first error and the compiler's note names `U`, one error per type.
+template <class U>
+struct merge_branch_type {
+    static_assert(dependent_false<U>,
+                  "ferry::merge({a, b, ...}): every branch must end with the same element type T "
+                  "(each a ferry::builder<T>); the branches' types differ, this one's is U (the "
+                  "compiler's note names it); map the branches to one type");
+};
+
+/// A branch of `merge({a, b, ...})` when the branches' element types differ.
 struct mismatched_branch {
+    // NOLINTNEXTLINE(google-explicit-constructor): implicit, so that a braced list converts
     template <class U>
-    mismatched_branch(const builder<U>& /*branch*/) {  // NOLINT: implicit on purpose
-        static_assert(dependent_false<U>,
-                      "ferry::merge({a, b, ...}): every branch must end with the same element type "
-                      "T (each a ferry::builder<T>); this branch's element type is U, shown with "
-                      "each branch below. map the branches to one type");
-    }
+    mismatched_branch(const builder<U>& /*branch*/, merge_branch_type<U> /*checked*/ = {}) {}
 };
 
 }  // namespace detail
 
-/// Branches whose element types differ: does not compile, naming each branch's type.
-inline void merge(std::initializer_list<detail::mismatched_branch> branches,
-                  const merge_options& options = {}) {
-    (void)branches;
-    (void)options;
+/// Branches whose element types differ: does not compile (`detail::merge_branch_type`), naming
+/// each branch's type; the result's elements are `detail::rejected_element`, on which later
+/// builder calls add no errors of their own. `merge({})` compiles and throws
+/// `ferry::invalid_argument` (no branches), as `merge` of an empty vector does.
+[[nodiscard]] inline builder<detail::rejected_element> merge(
+    std::initializer_list<detail::mismatched_branch> branches, const merge_options& options = {}) {
+    // Only an empty list gets here: a list with a branch did not compile.
+    (void)detail::merge_weights(options, branches.size());
+    return builder<detail::rejected_element>(detail::source_spec{});
 }
 
 /// `merge` over a list made at run time.

@@ -18,6 +18,51 @@
 #include "ferry/mixing.hpp"
 
 namespace ferry {
+namespace detail {
+
+/// A range's value and reference types; void for what is not a range.
+template <class R>
+struct range_parts {
+    using value = void;
+    using reference = void;
+};
+template <std::ranges::range R>
+struct range_parts<R> {
+    using value = std::ranges::range_value_t<R>;
+    using reference = std::ranges::range_reference_t<R>;
+};
+
+/// What `mix_input<T>` checks of a dataset `R`: one condition per message, each true when the
+/// one before failed, so that a mistake gives one error (detail/builder_checks.hpp says why).
+template <class R, class T>
+struct mix_input_check {
+    static constexpr bool random_access =
+        std::ranges::random_access_range<R> && std::ranges::sized_range<R>;
+    static constexpr bool same_type =
+        !random_access || std::is_same_v<typename range_parts<R>::value, T>;
+    static constexpr bool copyable = !random_access || !same_type ||
+                                     std::is_constructible_v<T, typename range_parts<R>::reference>;
+    static constexpr bool ok = random_access && same_type && copyable;
+};
+
+/// Asserts, in words, what a mix's source needs (`mix_input_check`'s conditions); true when
+/// it can be read.
+template <class R, class T>
+consteval bool accept_mix_input() {
+    using check = mix_input_check<R, T>;
+    static_assert(check::random_access,
+                  "ferry::mix_input: a mix's source must be a sized random-access range (a "
+                  "std::vector, ferry::sources::labelled_files, ...)");
+    static_assert(check::same_type,
+                  "ferry::mix_input<T>: every source of a mix must have elements of the mix's "
+                  "type T (its dataset's range_value_t differs); map them to one type first");
+    static_assert(check::copyable,
+                  "ferry::mix_input: the elements must be copyable: an element can be delivered "
+                  "again (next epoch, next pass, or as padding)");
+    return check::ok;
+}
+
+}  // namespace detail
 
 /// One source of a mix: a dataset (a sized random-access range whose elements are `T`), its
 /// weight and how it is visited. As with `ferry::from(dataset, sampling)`, an lvalue dataset is
@@ -34,22 +79,15 @@ class mix_input {
     requires(!std::same_as<std::remove_cvref_t<R>, mix_input>)
         mix_input(R&& dataset, double weight, mix_source_options options = {})
         : weight_(weight), options_(options) {
-        static_assert(std::ranges::random_access_range<R> && std::ranges::sized_range<R>,
-                      "ferry::mix_input: a mix's source must be a sized random-access range (a "
-                      "std::vector, ferry::sources::labelled_files, ...)");
-        static_assert(std::same_as<std::ranges::range_value_t<R>, T>,
-                      "ferry::mix_input<T>: every source of a mix must have elements of the mix's "
-                      "type T (its dataset's range_value_t differs); map them to one type first");
-        static_assert(!std::same_as<std::ranges::range_value_t<R>, T> ||
-                          std::is_constructible_v<T, std::ranges::range_reference_t<R>>,
-                      "ferry::mix_input: the elements must be copyable: an element can be "
-                      "delivered again (next epoch, next pass, or as padding)");
-        auto holder = detail::hold_range(std::forward<R>(dataset));
-        size_ = [holder] { return static_cast<std::uint64_t>(std::ranges::size(*holder)); };
-        at_ = [holder](std::uint64_t i, detail::any_value& out) {
-            out.emplace<T>(
-                std::ranges::begin(*holder)[static_cast<std::ranges::range_difference_t<R>>(i)]);
-        };
+        // A mistake's first error is the check's static_assert; the rest compiles only without.
+        if constexpr (detail::accept_mix_input<R, T>()) {
+            auto holder = detail::hold_range(std::forward<R>(dataset));
+            size_ = [holder] { return static_cast<std::uint64_t>(std::ranges::size(*holder)); };
+            at_ = [holder](std::uint64_t i, detail::any_value& out) {
+                out.emplace<T>(std::ranges::begin(
+                    *holder)[static_cast<std::ranges::range_difference_t<R>>(i)]);
+            };
+        }
     }
 
     /// The weight as given.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <ranges>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -14,6 +15,20 @@
 
 namespace ferry {
 namespace detail {
+
+/// What `ferry::zip` checks of each of its sources `S` (one condition per message, each true
+/// when the one before failed, so that a mistake gives one error).
+template <class S>
+struct zip_part {
+    using D = std::remove_cvref_t<S>;
+    /// Not a builder with stages (a `source_builder` has none).
+    static constexpr bool no_stages = !is_builder<D>;
+    /// Something `ferry::from` takes.
+    static constexpr bool source = !no_stages || is_source_builder<D> ||
+                                   std::ranges::input_range<S> || generator_source<D> ||
+                                   epoch_source<D>;
+    static constexpr bool ok = no_stages && source;
+};
 
 template <class A, class B>
 source_builder<std::pair<A, B>> make_zip(source_spec a, source_spec b) {
@@ -81,19 +96,40 @@ source_builder<std::pair<A, B>> make_zip(source_spec a, source_spec b) {
 ///                    .map([](const auto& p) { return load(p.first, p.second); }, 8)
 ///                    .build();
 /// \endcode
-/// Throws `ferry::invalid_argument` for a source with `exclude()` (exclude on the result).
+/// Throws `ferry::invalid_argument` for a source with `exclude()` (exclude on the result). A
+/// builder with stages, or something `ferry::from` does not take, does not compile: the call's
+/// first error is a static_assert naming `a` or `b` and what it must be.
 template <class SA, class SB>
 [[nodiscard]] auto zip(SA&& a, SB&& b) {
-    static_assert(!detail::is_builder<std::remove_cvref_t<SA>> &&
-                      !detail::is_builder<std::remove_cvref_t<SB>>,
-                  "ferry::zip(a, b): a and b must be sources (what ferry::from takes, or a "
-                  "from()/mix()/zip() result before any stage), not builders with stages");
-    auto sa = ferry::from(std::forward<SA>(a));
-    auto sb = ferry::from(std::forward<SB>(b));
-    using A = typename decltype(sa)::element_type;
-    using B = typename decltype(sb)::element_type;
-    return detail::make_zip<A, B>(detail::source_access::source(sa),
-                                  detail::source_access::source(sb));
+    using part_a = detail::zip_part<SA>;
+    using part_b = detail::zip_part<SB>;
+    static_assert(part_a::no_stages,
+                  "ferry::zip(a, b): a is a builder with stages; zip takes sources (what "
+                  "ferry::from takes, or a from()/mix()/zip() result before any stage): zip first, "
+                  "then add the stages");
+    static_assert(part_a::source,
+                  "ferry::zip(a, b): a is not a source: give an input range, a generator "
+                  "returning std::optional<T>, a callable (std::uint64_t epoch) -> range, or a "
+                  "from()/mix()/zip() result");
+    static_assert(part_b::no_stages,
+                  "ferry::zip(a, b): b is a builder with stages; zip takes sources (what "
+                  "ferry::from takes, or a from()/mix()/zip() result before any stage): zip first, "
+                  "then add the stages");
+    static_assert(part_b::source,
+                  "ferry::zip(a, b): b is not a source: give an input range, a generator "
+                  "returning std::optional<T>, a callable (std::uint64_t epoch) -> range, or a "
+                  "from()/mix()/zip() result");
+    if constexpr (!(part_a::ok && part_b::ok)) {
+        // The assertion above is the error to read; later calls on the result add none.
+        return source_builder<detail::rejected_element>(detail::source_spec{});
+    } else {
+        auto sa = ferry::from(std::forward<SA>(a));
+        auto sb = ferry::from(std::forward<SB>(b));
+        using A = typename decltype(sa)::element_type;
+        using B = typename decltype(sb)::element_type;
+        return detail::make_zip<A, B>(detail::source_access::source(sa),
+                                      detail::source_access::source(sb));
+    }
 }
 
 }  // namespace ferry
