@@ -128,6 +128,14 @@ struct video_decode_options {
     /// counted; true makes it a `ferry::decode_error`. Truncated means the packets are
     /// (`packets::truncated()`), or a packet failed to decode (the decoder skipped it).
     bool strict = false;
+    /// Frames that are not selected and that no other frame references are not decoded:
+    /// H.264 and HEVC non-reference pictures, MPEG-1/2/4 B-frames, VP8 frames that update no
+    /// reference (FFmpeg's `skip_frame = AVDISCARD_NONREF`, set for each packet none of whose
+    /// frames can be selected). The selected frames are the same, bit for bit; only fewer frames
+    /// are decoded (the stage's `frames decoded` counter, beside `frames kept`). VP9 and
+    /// all-intra streams decode as many frames either way. `false` decodes every frame from the
+    /// keyframe before the window, as the `ffmpeg` CLI does (to measure what this saves).
+    bool skip_nonref = true;
 };
 
 /// `load_video`'s options: the options of the two steps it runs, each exactly as `demux_video`

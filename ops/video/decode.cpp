@@ -2,13 +2,14 @@
 /// \file
 /// `decode_video` and `load_video`: the selected frames of a packet set, decoded with libavcodec
 /// (jumping from keyframe to keyframe where timestamps tell the frames apart, else in order from
-/// the first packet) and scaled and converted by swscale straight into the clip's buffer.
+/// the first packet; frames no selected frame needs are skipped where the decoder can tell them,
+/// see frames.hpp) and scaled and converted by swscale straight into the clip's buffer.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
 
-#include "frames.hpp"
+#include "skip.hpp"
 
 namespace ferry {
 
@@ -53,6 +54,15 @@ class decoder {
   public:
     decoder(const ferry::detail::packets_state& s, const video_decode_options& opt)
         : s_(s), opt_(opt), frame_(av::make_frame()) {}
+    decoder(const decoder&) = delete;
+    decoder& operator=(const decoder&) = delete;
+    /// What the call decoded and kept, on its stage's line of the stats, failed or not (nothing
+    /// happens outside a stage call).
+    ~decoder() {
+        if (returned_ > 0)
+            this_call::count("frames decoded", static_cast<std::uint64_t>(returned_));
+        if (kept_ > 0) this_call::count("frames kept", static_cast<std::uint64_t>(kept_));
+    }
 
     /// The clip; `note`: count a truncated one in the stage's stats.
     video_clip run(bool note) {
@@ -81,6 +91,7 @@ class decoder {
             times.push_back(av::seconds(times_[t], s_.time_base));
         }
         clip_.set_frame_info(slots_, std::move(times), s_.frame_rate);
+        kept_ = static_cast<std::int64_t>(targets_.size());
         return std::move(clip_);
     }
 
@@ -103,6 +114,14 @@ class decoder {
     bool fast() {
         ctx_ = av::open_decoder(s_, opt_.threads, opt_.max_pixels, decode_op);
         select(static_cast<std::int64_t>(s_.frame_pts.size()));
+        if (opt_.skip_nonref) {
+            // A packet's presentation time says which frame it makes, whatever the decoder's
+            // delay: one whose time is no selected frame's may be skipped.
+            std::vector<std::int64_t> wanted;
+            wanted.reserve(targets_.size());
+            for (std::size_t t = 0; t < targets_.size(); ++t) wanted.push_back(target_pts(t));
+            skip_ = av::frame_skipper::by_time(s_, wanted);
+        }
         // Keyframes in decode order, with their presentation times (ascending in closed GOPs).
         std::vector<std::size_t> keys;
         std::vector<std::int64_t> key_pts;
@@ -142,16 +161,31 @@ class decoder {
         sws_.reset();
         trouble_ = {};
         std::int64_t frames = static_cast<std::int64_t>(s_.frame_pts.size());
+        std::vector<std::int64_t> counted_pts;
+        std::vector<std::int64_t> counted_packets;
         if (s_.timed) {
             auto counter = av::open_decoder(s_, opt_.threads, 0, decode_op);
+            av::decode_extent extent;
             frames = av::decode_in_order(
                 s_, counter.get(), trouble_,
-                [](std::int64_t, const AVFrame*, std::int64_t) { return true; }, decode_op);
+                [&](std::int64_t, const AVFrame* f, std::int64_t ts) {
+                    counted_pts.push_back(ts);
+                    counted_packets.push_back(av::packet_tag(f));
+                    return true;
+                },
+                decode_op, &extent);
+            returned_ += extent.returned;
+            counted_packets = av::unique_tags(std::move(counted_packets), extent.tags);
             decoded_ = frames;
         }
         select(frames);
+        if (opt_.skip_nonref && skipping(s_.timed ? counted_pts : s_.frame_pts,
+                                         s_.timed ? counted_packets : s_.frame_packets)) {
+            return;
+        }
         ctx_ = av::open_decoder(s_, opt_.threads, opt_.max_pixels, decode_op);
         std::size_t next = 0;  // the next target to fill
+        av::decode_extent extent;
         const std::int64_t seen = av::decode_in_order(
             s_, ctx_.get(), trouble_,
             [&](std::int64_t k, const AVFrame* f, std::int64_t ts) {
@@ -162,7 +196,8 @@ class decoder {
                 }
                 return next < targets_.size();
             },
-            decode_op);
+            decode_op, &extent);
+        returned_ += extent.returned;
         if (next < targets_.size()) {
             throw decode_error(std::string(decode_op) + ": " + s_.source + ": frame " +
                                std::to_string(targets_[next]) + " is selected but " +
@@ -171,6 +206,41 @@ class decoder {
                                     ? ""
                                     : "; " + std::string(av::cut_short_prefix) + s_.truncation));
         }
+    }
+
+    /// The verified path's selected frames with what none of them needs skipped, each frame told
+    /// by the packet that made it (`frame_packets`, from a decode of every frame; `times` its
+    /// frames' timestamps). False, with the clip and the trouble as they were, where that cannot
+    /// be told or the frames do not come out as that decode's did: every frame is decoded then.
+    bool skipping(const std::vector<std::int64_t>& times,
+                  const std::vector<std::int64_t>& frame_packets) {
+        const auto skip = av::frame_skipper::by_packet(s_.packets.size(), frame_packets, targets_);
+        if (skip.empty() || times.size() != frame_packets.size()) return false;
+        const av::decode_trouble counted = trouble_;
+        ctx_ = av::open_decoder(s_, opt_.threads, opt_.max_pixels, decode_op);
+        std::size_t next = 0;  // the next target to fill
+        bool lost = false;
+        const bool in_order = av::decode_selected(
+            s_, ctx_.get(), trouble_, skip, frame_packets, times,
+            [&](std::int64_t k, const AVFrame* f, std::int64_t ts) {
+                if (k > targets_[next]) {
+                    lost = true;
+                    return false;
+                }
+                if (k == targets_[next]) {
+                    times_[next] = ts;
+                    convert(f, next);
+                    ++next;
+                }
+                return next < targets_.size();
+            },
+            decode_op, returned_);
+        if (in_order && !lost && next == targets_.size()) return true;
+        clip_ = video_clip();
+        sws_.reset();
+        trouble_ = counted;
+        filled_.assign(targets_.size(), -1);
+        return false;
     }
 
     [[nodiscard]] std::int64_t target_pts(std::size_t t) const {
@@ -182,9 +252,11 @@ class decoder {
     bool step() {
         av::check_cancelled(decode_op, s_.source);
         if (next_ < s_.packets.size()) {
+            skip_.before_send(ctx_.get(), next_);
             send(s_.packets[next_++].get());
         } else if (!draining_) {
             draining_ = true;
+            skip_.before_send(ctx_.get(), next_);
             send(nullptr);
         } else {
             return false;
@@ -205,6 +277,7 @@ class decoder {
     }
 
     void take(const AVFrame* f) {
+        ++returned_;
         const std::int64_t pts =
             f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
         if (pts == AV_NOPTS_VALUE || lost_) return;
@@ -325,6 +398,9 @@ class decoder {
     bool lost_ = false;          ///< the fast path lost a selected frame
     std::int64_t decoded_ = -1;  ///< frames the verified path found, where it counted them
     av::decode_trouble trouble_;
+    av::frame_skipper skip_;     ///< the fast path's packets that may be skipped
+    std::int64_t returned_ = 0;  ///< frames the decoders returned, every pass
+    std::int64_t kept_ = 0;      ///< distinct frames in the clip returned
 };
 
 /// `decode_video`, counting a truncated clip in the stage's stats only when `note` is true.

@@ -296,6 +296,7 @@ packets demux(av::input in, const demux_options& opt, bool note) {
         if (opt.start > 0.0) position(fmt, index, from_start ? min_ts : seek_to);
         state->packets.clear();
         state->frame_pts.clear();
+        state->frame_packets.clear();
         state->bytes = 0;
         state->frame_limit = 0;
         r = read_packets(in, index, opt, *state);
@@ -314,7 +315,10 @@ packets demux(av::input in, const demux_options& opt, bool note) {
         trouble = {};
         last_decoded = AV_NOPTS_VALUE;
         if (!state->packets.empty() && !state->timed) {
-            trouble = av::count_frames(*state, demux_op, first, last_decoded);
+            av::decode_extent extent;
+            trouble = av::count_frames(*state, demux_op, extent);
+            first = extent.first_ts;
+            last_decoded = extent.last_ts;
         } else if (!state->packets.empty()) {
             first = state->packets.front()->pts;
         }

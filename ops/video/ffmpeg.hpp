@@ -271,6 +271,11 @@ struct packets_state {
     bool timed = true;
     /// The window's frames in presentation order: see `timed`.
     std::vector<std::int64_t> frame_pts;
+    /// Where `timed` is false: for each frame of `frame_pts`, the index of the packet whose
+    /// decoding made it, or -1 where that packet made other frames too (`av::unique_tags`), so
+    /// that a decoder can skip what no selected frame needs and still tell the frames apart.
+    /// Empty where `timed` is true.
+    std::vector<std::int64_t> frame_packets;
     /// Frames of the window past this many are not the window's (0: no limit): reading stopped
     /// early (`max_frames`), so later frames may lack packets that come after them in decode
     /// order.

@@ -4,6 +4,8 @@
 /// (every packet decoded in order from the first): see frames.hpp.
 #include "frames.hpp"
 
+#include "skip.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -133,23 +135,24 @@ codec_ptr open_decoder(const ferry::detail::packets_state& s, int threads, std::
 
 std::int64_t decode_in_order(const ferry::detail::packets_state& s, AVCodecContext* ctx,
                              decode_trouble& trouble, const frame_sink& take, const char* op,
-                             std::int64_t* first_ts, std::int64_t* last_ts) {
+                             decode_extent* extent) {
     auto frame = make_frame();
-    if (first_ts != nullptr) *first_ts = AV_NOPTS_VALUE;
-    if (last_ts != nullptr) *last_ts = AV_NOPTS_VALUE;
+    decode_extent seen;
     std::int64_t k = 0;
     std::int64_t last = AV_NOPTS_VALUE;
     bool stop = false;
     const auto on_frame = [&](const AVFrame* f) {
+        ++seen.returned;
+        seen.tags.push_back(packet_tag(f));
         if (stop) return;
         std::int64_t ts =
             f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
         // The first frame's own time only: one made up from nothing (0) would tell the demuxer's
         // seek that reading began early enough when it may have begun past the window.
-        if (first_ts != nullptr && last == AV_NOPTS_VALUE && ts != AV_NOPTS_VALUE) *first_ts = ts;
+        if (last == AV_NOPTS_VALUE && ts != AV_NOPTS_VALUE) seen.first_ts = ts;
         if (ts == AV_NOPTS_VALUE) ts = last != AV_NOPTS_VALUE ? last + s.frame_duration : 0;
         last = ts;
-        if (last_ts != nullptr) *last_ts = ts;
+        seen.last_ts = ts;
         if (ts < s.start_ts || ts >= s.end_ts) return;
         if (s.frame_limit > 0 && k >= s.frame_limit) {
             stop = true;
@@ -158,33 +161,41 @@ std::int64_t decode_in_order(const ferry::detail::packets_state& s, AVCodecConte
         if (!take(k, f, ts)) stop = true;
         ++k;
     };
-    for (const auto& pkt : s.packets) {
+    for (std::size_t i = 0; i < s.packets.size() && !stop; ++i) {
         check_cancelled(op, s.source);
-        send_packet(ctx, pkt.get(), frame.get(), trouble, on_frame);
+        tag_next_packet(ctx, i);
+        send_packet(ctx, s.packets[i].get(), frame.get(), trouble, on_frame);
         receive_frames(ctx, frame.get(), trouble, on_frame);
-        if (stop) return k;
     }
-    send_packet(ctx, nullptr, frame.get(), trouble, on_frame);
-    receive_frames(ctx, frame.get(), trouble, on_frame);
+    if (!stop) {
+        tag_next_packet(ctx, s.packets.size());
+        send_packet(ctx, nullptr, frame.get(), trouble, on_frame);
+        receive_frames(ctx, frame.get(), trouble, on_frame);
+    }
+    if (extent != nullptr) *extent = std::move(seen);
     return k;
 }
 
-decode_trouble count_frames(ferry::detail::packets_state& s, const char* op, std::int64_t& first_ts,
-                            std::int64_t& last_ts) {
+decode_trouble count_frames(ferry::detail::packets_state& s, const char* op,
+                            decode_extent& extent) {
     // One decoder thread: demuxing is one stage call's work. The loop filter only changes pixels,
     // never which frames come out, so counting skips it.
     auto ctx = open_decoder(s, 1, 0, op);
     ctx->skip_loop_filter = AVDISCARD_ALL;
     decode_trouble trouble;
     std::vector<std::int64_t> pts;
+    std::vector<std::int64_t> made_by;
     decode_in_order(
         s, ctx.get(), trouble,
-        [&](std::int64_t, const AVFrame*, std::int64_t ts) {
+        [&](std::int64_t, const AVFrame* f, std::int64_t ts) {
             pts.push_back(ts);
+            made_by.push_back(packet_tag(f));
             return true;
         },
-        op, &first_ts, &last_ts);
+        op, &extent);
     s.frame_pts = std::move(pts);
+    s.frame_packets = unique_tags(std::move(made_by), extent.tags);
+    this_call::count("frames decoded", static_cast<std::uint64_t>(extent.returned));
     take_log_line();
     return trouble;
 }

@@ -32,21 +32,34 @@ codec_ptr open_decoder(const ferry::detail::packets_state& s, int threads, std::
 /// the stream's time base); returns false to stop decoding.
 using frame_sink = std::function<bool(std::int64_t k, const AVFrame* frame, std::int64_t ts)>;
 
+/// What `decode_in_order` saw besides the window's frames.
+struct decode_extent {
+    /// The first frame's own timestamp (in the window or not; AV_NOPTS_VALUE when none came out,
+    /// or it came out without one).
+    std::int64_t first_ts = AV_NOPTS_VALUE;
+    /// The last frame's timestamp as given to the sink (in the window or not; AV_NOPTS_VALUE when
+    /// none came out).
+    std::int64_t last_ts = AV_NOPTS_VALUE;
+    /// Every frame the decoder returned, in the window or not: the `frames decoded` counter.
+    std::int64_t returned = 0;
+    /// Each returned frame's `packet_tag` (skip.hpp), in the order they came out.
+    std::vector<std::int64_t> tags;
+};
+
 /// Feeds every packet of `s` to `ctx` in order from the first, then drains it, and passes each
 /// frame of the window to `take`. A frame's timestamp is its best-effort timestamp, or the
-/// previous frame's plus `s.frame_duration` where it has none. Damaged packets are noted in
-/// `trouble` and skipped. Returns the window's frames seen; `first_ts`, where given, is set to
-/// the first frame's own timestamp (in the window or not; AV_NOPTS_VALUE when none came out, or
-/// it came out without one), and `last_ts` to the last frame's as given to `take` (in the window
-/// or not; AV_NOPTS_VALUE when none came out).
+/// previous frame's plus `s.frame_duration` where it has none. Each packet is tagged with its
+/// index (`tag_next_packet`, skip.hpp), the drain with `s.packets.size()`. Damaged packets are
+/// noted in `trouble` and skipped. Returns the window's frames seen; `extent`, where given, says
+/// what else came out.
 std::int64_t decode_in_order(const ferry::detail::packets_state& s, AVCodecContext* ctx,
                              decode_trouble& trouble, const frame_sink& take, const char* op,
-                             std::int64_t* first_ts = nullptr, std::int64_t* last_ts = nullptr);
+                             decode_extent* extent = nullptr);
 
-/// Sets `s.frame_pts` to the timestamps of the window's frames in the verified order, by
-/// decoding `s`'s packets once (no conversion), and `first_ts` and `last_ts` as
-/// `decode_in_order` does. Returns what went wrong while decoding.
-decode_trouble count_frames(ferry::detail::packets_state& s, const char* op, std::int64_t& first_ts,
-                            std::int64_t& last_ts);
+/// Sets `s.frame_pts` to the timestamps of the window's frames in the verified order, and
+/// `s.frame_packets` to the packets that made them (`unique_tags`, skip.hpp), by decoding `s`'s
+/// packets once (no conversion); `extent` as `decode_in_order` sets it, its frames counted as
+/// decoded in the stage call's `frames decoded`. Returns what went wrong while decoding.
+decode_trouble count_frames(ferry::detail::packets_state& s, const char* op, decode_extent& extent);
 
 }  // namespace ferry::ops::av

@@ -93,28 +93,6 @@ const std::vector<sample> samples{
     {"mp4/h264, an edit list discards 5 frames", ".mp4", x264, damage::edit_list},
 };
 
-/// Runs the shell `commands` all at once (ffmpeg starts slowly; the matrix has dozens) and waits
-/// for them; fails the test when one fails.
-void run_all(const std::vector<std::string>& commands) {
-    std::string script;
-    for (std::size_t i = 0; i < commands.size(); ++i) {
-        script += "( " + commands[i] + " || echo " + std::to_string(i) + " >> " +
-                  scratch("matrix-failed").string() + " ) &\n";
-    }
-    script += "wait\n";
-    const auto path = scratch("matrix.sh");
-    std::ofstream(path) << script;
-    const int rc = std::system(("sh " + path.string()).c_str());
-    BOOST_TEST_REQUIRE(rc == 0);
-    std::ifstream failed(scratch("matrix-failed"));
-    for (std::size_t i; failed >> i;) BOOST_TEST_REQUIRE(false, "command failed: " << commands[i]);
-}
-
-std::vector<std::uint8_t> bytes_of(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 void write(const std::filesystem::path& path, const std::vector<std::uint8_t>& data) {
     std::ofstream(path, std::ios::binary)
         .write(reinterpret_cast<const char*>(data.data()),

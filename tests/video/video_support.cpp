@@ -70,6 +70,31 @@ std::filesystem::path scratch(const std::string& name) {
     return dir() / name;
 }
 
+void run_all(const std::vector<std::string>& commands) {
+    // Each batch gets its own script and failure list, so that one batch's failures are never
+    // read as another's.
+    static int batch = 0;
+    const std::string name = "batch" + std::to_string(batch++);
+    const auto failed_path = dir() / (name + "-failed");
+    std::string script;
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+        script += "( " + commands[i] + " || echo " + std::to_string(i) + " >> " +
+                  failed_path.string() + " ) &\n";
+    }
+    script += "wait\n";
+    const auto path = dir() / (name + ".sh");
+    std::ofstream(path) << script;
+    const int rc = std::system(("sh " + path.string()).c_str());
+    BOOST_TEST_REQUIRE(rc == 0);
+    std::ifstream failed(failed_path);
+    for (std::size_t i; failed >> i;) BOOST_TEST_REQUIRE(false, "command failed: " << commands[i]);
+}
+
+std::vector<std::uint8_t> bytes_of(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 std::filesystem::path video_file(const video_spec& s) {
     const std::string key = s.codec + s.ext + "-" + std::to_string(s.frames) + "-" +
                             std::to_string(s.width) + "x" + std::to_string(s.height) + "-" +

@@ -63,4 +63,11 @@ double rms(std::span<const float> samples);
 /// A scratch path in the test run's temporary directory.
 std::filesystem::path scratch(const std::string& name);
 
+/// Runs the shell `commands` all at once (ffmpeg starts slowly; a matrix has dozens) and waits
+/// for them; fails the test naming the first that failed.
+void run_all(const std::vector<std::string>& commands);
+
+/// The whole file as bytes (empty when it cannot be read).
+std::vector<std::uint8_t> bytes_of(const std::filesystem::path& path);
+
 }  // namespace video_test
