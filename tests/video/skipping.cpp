@@ -16,6 +16,7 @@
 #include <ferry/ferry.hpp>
 #include <ferry/video.hpp>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -245,12 +246,24 @@ BOOST_DATA_TEST_CASE(selected_frames_are_ffmpegs_with_gaps, bdata::xrange(files.
         BOOST_TEST_REQUIRE(n >= 51);
         const auto times = probed_times(i);
         BOOST_TEST_REQUIRE(times.size() == static_cast<std::size_t>(n));
-        std::uint64_t decoded[2] = {0, 0};  // every frame decoded, skipping
+        // Decoding every frame, skipping, and skipping with frame threads (packets go in before
+        // frames come out).
+        struct way {
+            const char* name;
+            bool skip;
+            int threads;
+        };
+        const way ways[] = {{"every frame decoded", false, 1},
+                            {"skip_nonref", true, 1},
+                            {"skip_nonref, 3 frame threads", true, 3}};
+        std::uint64_t decoded[3] = {0, 0, 0};
         for (const pick& p : picks()) {
             const auto want = expected(p, n);
-            for (const bool skip : {true, false}) {
-                BOOST_TEST_CONTEXT(p.name << (skip ? ", skip_nonref" : ", every frame decoded")) {
-                    ferry::video_options o{.decode = {.select = p.select, .skip_nonref = skip}};
+            for (std::size_t w = 0; w < std::size(ways); ++w) {
+                BOOST_TEST_CONTEXT(p.name << ", " << ways[w].name) {
+                    ferry::video_options o{.decode = {.select = p.select,
+                                                      .threads = ways[w].threads,
+                                                      .skip_nonref = ways[w].skip}};
                     if (p.from > 0) {
                         const double at = times[static_cast<std::size_t>(p.from)];
                         // A frame ffprobe cannot time (raw streams) has no start to ask for.
@@ -259,9 +272,10 @@ BOOST_DATA_TEST_CASE(selected_frames_are_ffmpegs_with_gaps, bdata::xrange(files.
                     }
                     const counted loaded = load_counted(path, o);
                     const ferry::video_clip& clip = loaded.clip;
-                    decoded[skip ? 1 : 0] += loaded.decoded;
-                    BOOST_TEST_MESSAGE(files[i].name << ", " << p.name << ": " << loaded.decoded
-                                                     << " frames decoded, skip_nonref " << skip);
+                    decoded[w] += loaded.decoded;
+                    BOOST_TEST_MESSAGE(files[i].name << ", " << p.name << ", " << ways[w].name
+                                                     << ": " << loaded.decoded
+                                                     << " frames decoded");
                     BOOST_TEST(loaded.kept == want.size());
                     BOOST_TEST_REQUIRE(clip.frames() == static_cast<int>(want.size()));
                     BOOST_TEST(!clip.truncated());
