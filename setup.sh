@@ -9,7 +9,7 @@
 #   bash setup.sh test   deps + what CI runs (about 18 minutes on 2 cores): a Release
 #                        build in build/ (libraries, examples, benchmarks, the torch and mpi
 #                        suites, the Python package) and its tests (examples, package, perf,
-#                        torch, mpi, python); the unit
+#                        torch, mpi, python, the tuner's wall-clock cases, alone); the unit
 #                        suites (core, engine, image, video, http, shards, cuda) built once under
 #                        AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/: libraries
 #                        -O1, the suites' files -O0, unity builds) and run there; the
@@ -214,7 +214,7 @@ test_mode() {
     if [[ "$release_suites" == ON ]]; then
         done_parts+=("release: all tests")
     else
-        done_parts+=("release: examples, package, perf, torch, mpi, python")
+        done_parts+=("release: examples, package, perf, torch, mpi, python, autotune_wallclock")
     fi
 
     # ASan + UBSan: every unit suite. Not the mpi tests (LeakSanitizer reports Open MPI's own

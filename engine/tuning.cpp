@@ -65,12 +65,24 @@ double busy_ticks(const stage_counters& c, std::uint64_t now) {
 
 void pipeline_runtime::make_tuner() {
     std::vector<tuned_stage_range> ranges;
-    std::vector<stage_runtime*> tuned;
+    std::vector<stage_runtime*> measured;
+    std::vector<stage_runtime*> arena;
     for (auto& st : stages_) {
-        if (!st.tuned) continue;
-        // map_async calls hold no arena thread either: an I/O stage to the policy.
-        ranges.push_back({st.name, st.own_slots, st.tuned_lo, st.tuned_hi, st.concurrency});
-        tuned.push_back(&st);
+        // The arena's busy time: every stage whose calls run there (batching too).
+        if (!st.own_slots) arena.push_back(&st);
+        // The policy measures the tuned stages and the untuned map-like ones without a timeout
+        // (a bound on what a move can gain); map_async calls hold no arena thread either: an
+        // I/O stage to the policy.
+        const bool map_like = st.applies || st.spec.kind == stage_kind::map_async;
+        if (st.tuned) {
+            ranges.push_back({st.name, st.own_slots, st.tuned_lo, st.tuned_hi, st.concurrency});
+        } else if (map_like && st.spec.options.timeout.count() == 0) {
+            ranges.push_back(
+                {st.name, st.own_slots, st.concurrency, st.concurrency, st.concurrency, false});
+        } else {
+            continue;
+        }
+        measured.push_back(&st);
     }
     tuner_budget budget;
     budget.cpu_cores = plan_.cpu_budget;
@@ -80,7 +92,8 @@ void pipeline_runtime::make_tuner() {
     budget.min_in_flight_by = tuning_shape_holds(stages_, plan_.first_output_items);
     budget.max_in_flight = plan_.in_flight;
     tuner_ = std::make_unique<tuner_state>(std::move(ranges), std::move(budget));
-    tuner_->stages = std::move(tuned);
+    tuner_->stages = std::move(measured);
+    tuner_->arena = std::move(arena);
     tuner_->busy_ticks.assign(tuner_->stages.size(), 0);
     // With a memory budget the source admits what the first output needs until an output has
     // been measured (measure_output), with fast_start or without: before that nothing says
@@ -102,10 +115,16 @@ void pipeline_runtime::tune() {
     const auto now = clock::now();
     const std::uint64_t now_ticks = ticks();
     const auto epochs = recorder_.counts.epochs.load(std::memory_order_relaxed);
+    const auto arena_ticks = [&] {
+        double sum = 0;
+        for (const stage_runtime* st : t.arena) sum += busy_ticks(st->counters, now_ticks);
+        return sum;
+    };
     const auto read = [&] {
         for (std::size_t i = 0; i < t.stages.size(); ++i) {
             t.busy_ticks[i] = busy_ticks(t.stages[i]->counters, now_ticks);
         }
+        t.arena_ticks = arena_ticks();
         t.delivered = recorder_.counts.delivered.load(std::memory_order_relaxed);
         t.outputs_read = recorder_.counts.outputs.load(std::memory_order_relaxed);
         t.wait_ns = con_.wait_ns.load(std::memory_order_relaxed);
@@ -118,29 +137,37 @@ void pipeline_runtime::tune() {
     };
     const auto outputs = recorder_.counts.outputs.load(std::memory_order_relaxed);
     if (t.epochs != epochs) {
-        // A new epoch (or the first): the time between epochs is no interval to judge.
+        // A new epoch (or the first): the time between epochs is no interval to judge; its
+        // first interval runs from here.
         read();
         t.warm = false;
-        t.outputs = outputs;
         return;
     }
-    if (!t.warm) {
-        // Nor is the wait for the epoch's first output (fast_start, cold caches): the first
-        // interval starts when the consumer has taken it.
-        read();
-        t.warm = outputs != t.outputs;
+    const double elapsed = std::chrono::duration<double>(now - t.last).count();
+    // The epoch's first output ends its first interval, the pipeline filling (a stage that
+    // holds the first batch up is raised then, not an interval later); every later interval
+    // lasts `autotune.interval`, stretched until it holds a few outputs (tuner_policy).
+    const bool first = !t.warm;
+    if (first) {
+        if (outputs == t.outputs_read) return;
+        t.warm = true;
+    } else if (!tuner_policy::interval_done(elapsed,
+                                            std::chrono::duration<double>(plan_.tune_every).count(),
+                                            static_cast<double>(outputs - t.outputs_read))) {
         return;
     }
-    if (now - t.last < plan_.tune_every) return;
 
     tuner_sample s;
     s.at_s = std::chrono::duration<double>(now - t.built).count();
-    s.interval_s = std::chrono::duration<double>(now - t.last).count();
+    s.interval_s = elapsed;
+    s.first = first;
     const double s_per_tick = rate_.ns_per_tick() / 1e9;
     for (std::size_t i = 0; i < t.stages.size(); ++i) {
         s.busy_s.push_back((busy_ticks(t.stages[i]->counters, now_ticks) - t.busy_ticks[i]) *
                            s_per_tick);
     }
+    s.arena_busy_s = (arena_ticks() - t.arena_ticks) * s_per_tick;
+    // The interval's delivered rate: the source items the consumer took in it, over its length.
     s.items = static_cast<double>(recorder_.counts.delivered.load(std::memory_order_relaxed) -
                                   t.delivered);
     s.outputs = static_cast<double>(outputs - t.outputs_read);
@@ -187,7 +214,7 @@ void pipeline_runtime::tune() {
     }
     for (std::size_t i = 0; i < t.stages.size(); ++i) {
         const int limit = t.policy.limits()[i];
-        if (limit != t.stages[i]->limit.load(std::memory_order_relaxed)) {
+        if (t.stages[i]->tuned && limit != t.stages[i]->limit.load(std::memory_order_relaxed)) {
             set_limit(*t.stages[i], limit);
         }
     }

@@ -35,16 +35,18 @@ struct tuner_state {
     tuner_policy policy;  ///< the monitor thread's
     /// The arena's working threads (made with the arena, runtime.cpp; closed before it goes).
     std::unique_ptr<arena_threads> threads;
-    std::vector<stage_runtime*> stages;  ///< the tuned stages, in the policy's order
+    /// The stages the policy measures (tuned ones and untuned map-like ones), in its order.
+    std::vector<stage_runtime*> stages;
+    std::vector<stage_runtime*> arena;  ///< every stage whose calls run on the arena
     std::chrono::steady_clock::time_point built = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point last;  ///< the last interval's end
     std::uint64_t epochs = 0;                    ///< epochs started at the last interval's end
-    /// The epoch's first output has been taken (intervals are judged from then on), and the
-    /// outputs taken when the epoch started.
+    /// The epoch's first output has been taken: its first interval (from the epoch's start)
+    /// has ended.
     bool warm = false;
-    std::uint64_t outputs = 0;
     // Readings at the last interval's end.
-    std::vector<double> busy_ticks;  ///< per tuned stage
+    std::vector<double> busy_ticks;  ///< per measured stage
+    double arena_ticks = 0;          ///< the arena's stages' summed
     std::uint64_t delivered = 0;
     std::uint64_t outputs_read = 0;
     std::int64_t wait_ns = 0;

@@ -76,9 +76,11 @@ struct tuned_concurrency {
 /// See `tuned_concurrency`.
 inline constexpr tuned_concurrency tuned{};
 
-/// The tuner's budgets (`pipeline_options::autotune`): every `interval` it measures each stage,
-/// the rate the consumer takes items at and the process's CPU time, and moves one tuned stage's
-/// concurrency (or undoes its last move when the rate fell), never past the budgets.
+/// The tuner's budgets (`pipeline_options::autotune`): at each epoch's first output, then every
+/// `interval`, it measures each stage, the interval's delivered rate (source items the consumer
+/// took over the interval's length) and the process's CPU time, and makes the move the
+/// measurements say pays most (or undoes its last move when the rate fell or the CPU passed the
+/// budget), within the budgets.
 /// \code
 ///   .build({.autotune = ferry::autotune{.cpu_budget = 6, .interval = 500ms}})
 /// \endcode
@@ -96,7 +98,8 @@ struct autotune {
     /// items, or one output) ends the epoch at the first output with `ferry::invalid_argument`
     /// naming both. What it does not count: include/ferry/README.md, "Autotune".
     std::uint64_t memory_budget = 0;
-    /// How often it measures and decides (at least 10 ms).
+    /// How often it measures and decides (at least 10 ms); an interval lasts until it holds 4
+    /// outputs, up to 8 times this (a rate counted in a batch or two is off by half).
     std::chrono::milliseconds interval{500};
 };
 

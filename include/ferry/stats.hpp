@@ -19,18 +19,21 @@ namespace ferry {
 
 /// One decision of the tuner (`pipeline_options::autotune`), as `pipeline_stats::tuning` lists
 /// them and `operator<<` prints them:
-/// "12.5 s: decode 3 -> 4 (busy 96%, CPU 3.1 of 6 cores): 812 -> 1004 items/s".
+/// "12.5 s: decode 3 -> 4 (busy 96%, CPU 3.1 of 6 cores, room for 1.25x): 812 -> 1004 items/s".
 struct tuning_decision {
     std::chrono::nanoseconds at{0};  ///< since the pipeline was built
     std::string stage;               ///< the stage's name, "in_flight" or "threads" (the arena's)
     int from = 0;
     int to = 0;
-    /// The measurements that drove it, e.g. "busy 96%, CPU 3.1 of 6 cores", or for an undo
-    /// "undo: 3 -> 4 made the rate fall".
+    /// The measurements that drove it, e.g. "busy 96%, CPU 3.1 of 6 cores, room for 1.25x"
+    /// (the gain the measured bounds leave room for), or for an undo "undo: the rate fell from
+    /// 1004 to 790 items/s".
     std::string why;
-    double rate_before = 0;  ///< items/s the consumer took in the interval before it
-    double rate_after = 0;   ///< items/s in the interval after it (0: not measured yet)
-    bool undone = false;     ///< a later decision undid it (its rate fell)
+    /// The interval's delivered rate before it: source items the consumer took in the interval
+    /// over its length (items/s).
+    double rate_before = 0;
+    double rate_after = 0;  ///< the same in the interval after it (0: not measured yet)
+    bool undone = false;    ///< a later decision undid it (the rate fell, or the CPU passed)
 };
 
 /// One stage's counters and timings, as `pipeline::stats()` reports them.
@@ -154,7 +157,7 @@ struct FERRY_API pipeline_stats {
 
 /// Prints the per-stage table and a bottleneck line (and the tuner's last decisions).
 FERRY_API std::ostream& operator<<(std::ostream& os, const pipeline_stats& s);
-/// "12.5 s: decode 3 -> 4 (busy 96%, CPU 3.1 of 6 cores): 812 -> 1004 items/s".
+/// "12.5 s: decode 3 -> 4 (busy 96%, CPU 3.1 of 6 cores, room for 1.25x): 812 -> 1004 items/s".
 FERRY_API std::ostream& operator<<(std::ostream& os, const tuning_decision& d);
 
 }  // namespace ferry
