@@ -18,6 +18,19 @@ double seconds(std::chrono::nanoseconds d) {
     return std::chrono::duration<double>(d).count();
 }
 
+py::dict decision_dict(const ferry::tuning_decision& t) {
+    py::dict d;
+    d["at"] = seconds(t.at);
+    d["stage"] = t.stage;
+    d["from"] = t.from;
+    d["to"] = t.to;
+    d["why"] = t.why;
+    d["rate_before"] = t.rate_before;
+    d["rate_after"] = t.rate_after;
+    d["undone"] = t.undone;
+    return d;
+}
+
 py::dict stage_dict(const ferry::stage_stats& s) {
     py::dict d;
     d["name"] = s.name;
@@ -64,6 +77,10 @@ py::dict stats_dict(const ferry::pipeline_stats& s) {
     d["epochs"] = s.epochs;
     d["threads"] = s.threads;
     d["in_flight"] = s.in_flight;
+    d["bytes_in_flight"] = s.bytes_in_flight;
+    py::list tuning;
+    for (const auto& t : s.tuning) tuning.append(decision_dict(t));
+    d["tuning"] = tuning;
     d["elapsed"] = seconds(s.elapsed);
     d["consumer_wait"] = seconds(s.consumer_wait);
     d["first_output"] = seconds(s.first_output);
@@ -117,6 +134,20 @@ number (times in seconds).)doc")
         .def_readonly("epochs", &ferry::pipeline_stats::epochs)
         .def_readonly("threads", &ferry::pipeline_stats::threads,
                       "Compute threads that work (the tuner may hold some idle).")
+        .def_readonly("in_flight", &ferry::pipeline_stats::in_flight,
+                      "Source items the pipeline may hold now (the tuner may move it).")
+        .def_readonly("bytes_in_flight", &ferry::pipeline_stats::bytes_in_flight,
+                      "What autotune's memory budget counts now: items in flight times their "
+                      "measured bytes (0 without a budget, and before the first output).")
+        .def_property_readonly(
+            "tuning",
+            [](const ferry::pipeline_stats& s) {
+                py::list out;
+                for (const auto& t : s.tuning) out.append(decision_dict(t));
+                return out;
+            },
+            "The tuner's decisions, oldest first: dicts of at (s), stage, from, to, why, "
+            "rate_before, rate_after (the interval's delivered rate, items/s), undone.")
         .def_property_readonly("bottleneck", &ferry::pipeline_stats::bottleneck)
         .def("as_dict", &stats_dict)
         .def("__str__", [](const ferry::pipeline_stats& s) {

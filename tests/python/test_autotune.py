@@ -77,3 +77,53 @@ def test_wrong_use_is_a_python_error():
         b.map(lambda x: x, concurrency="many")
     with pytest.raises(ValueError, match="tuned"):
         b.map(lambda x: x, concurrency=ferry.tuned(1, 4), timeout=1.0).build(threads=1)
+
+
+def _files(tmp_path, n, size):
+    paths = []
+    for i in range(n):
+        p = tmp_path / f"f{i:03d}.bin"
+        p.write_bytes(bytes([i % 256]) * size)
+        paths.append(str(p))
+    return paths
+
+
+# With a memory budget, stats() shows what the budget counts (bytes_in_flight: items in flight
+# times their measured bytes) and it stays within the budget; the tuner's decisions are dicts
+# with the C++ fields; every file is delivered once, in order.
+def test_memory_budget_counted_in_stats(tmp_path):
+    size, budget = 64 << 10, 8 << 20
+    paths = _files(tmp_path, 120, size)
+    b = (ferry.source(paths)
+         .map(ferry.ops.read_file, concurrency=ferry.tuned(1, 2), executor="io", name="read")
+         .batch(4))
+    seen = []
+    got = []
+    with b.build(threads=2, autotune=ferry.Autotune(cpu_budget=2, memory_budget=budget,
+                                                    interval=0.01)) as pipe:
+        for batch in pipe:
+            got.append([bytes(x)[0] for x in batch])
+            seen.append(pipe.stats().bytes_in_flight)
+        st = pipe.stats()
+        d = st.as_dict()
+    assert [v for batch in got for v in batch] == [i % 256 for i in range(120)]
+    assert max(seen) > 0, "bytes_in_flight never counted anything"
+    assert max(seen) <= budget, f"counted {max(seen)} bytes under a {budget}-byte budget"
+    assert d["bytes_in_flight"] == st.bytes_in_flight
+    assert isinstance(st.tuning, list) and d["tuning"] == st.tuning
+    for t in st.tuning:
+        assert set(t) == {"at", "stage", "from", "to", "why", "rate_before", "rate_after",
+                          "undone"}
+
+
+# A budget below one batch of what the items measure cannot be kept: the loop raises
+# ferry.InvalidArgument (a ValueError) naming the budget, instead of holding more.
+def test_memory_budget_the_shape_cannot_keep_is_an_error(tmp_path):
+    paths = _files(tmp_path, 40, 64 << 10)
+    b = (ferry.source(paths)
+         .map(ferry.ops.read_file, executor="io", name="read")
+         .batch(8))
+    with b.build(threads=1, autotune=ferry.Autotune(memory_budget=100_000)) as pipe:
+        with pytest.raises(ValueError, match=r"memory_budget = 100000 bytes .* cannot be kept"):
+            for _ in pipe:
+                pass
