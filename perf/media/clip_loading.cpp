@@ -11,7 +11,10 @@
 ///
 ///  * `ferry`         `from(samples).map(load_video {.demux.start, .decode = {clip(16, 2),
 ///                    112x112}}, {.concurrency = c, .executor = io})`: c threads of its own, one
-///                    decoder thread per clip, a demuxer and decoder opened per clip;
+///                    decoder thread per clip, a demuxer and decoder opened per clip; frames no
+///                    selected frame needs are not decoded (`skip_nonref`, the default);
+///  * `ferry, every frame` the same with `.skip_nonref = false`: every frame from the keyframe
+///                    before the window decoded, as the hand loop does (the lever alone);
 ///  * `hand, per clip` c std::threads taking samples from one counter, each making the calls a
 ///                    user writes against libav directly: avformat_open_input,
 ///                    avformat_find_stream_info, av_seek_frame(BACKWARD), avcodec_open2 (one
@@ -21,7 +24,9 @@
 ///                    reused per thread, avcodec_open2 off the hot path" buys.
 ///
 /// The hand loop also times its avcodec_open2 calls: under a process-wide lock their wall time
-/// would grow with the threads calling it.
+/// would grow with the threads calling it. Frames decoded per clip: ferry's from its stage's
+/// `frames decoded` counter, the hand loop's from the frames avcodec_receive_frame returned.
+/// Each repetition runs every variant once, in turn; the table gives medians.
 ///
 /// Usage: clip_loading [--clips N] [--seconds S] [--samples N] [--reps R] [--concurrency 1,2,4,8]
 ///                    [--dir DIR]
@@ -95,6 +100,7 @@ struct hand_loader {
     SwsContext* sws = nullptr;
     double open_s = 0;  ///< wall time in avcodec_open2
     int opens = 0;
+    std::int64_t decoded = 0;  ///< frames avcodec_receive_frame returned
 
     ~hand_loader() {
         avcodec_free_context(&codec);
@@ -138,6 +144,7 @@ struct hand_loader {
         out.resize(frame_bytes * frames_per_clip);
         const auto take = [&] {
             while (written < frames_per_clip && avcodec_receive_frame(codec, frame) >= 0) {
+                ++decoded;
                 const std::int64_t ts = frame->best_effort_timestamp;
                 if (ts != AV_NOPTS_VALUE && ts < start_ts) continue;
                 if (seen++ % stride != 0) continue;
@@ -174,7 +181,8 @@ struct hand_loader {
 
 struct hand_result {
     double clips_per_s = 0;
-    double open_ms = 0;  ///< mean wall time of one avcodec_open2
+    double open_ms = 0;           ///< mean wall time of one avcodec_open2
+    double decoded_per_clip = 0;  ///< frames decoded per clip
 };
 
 hand_result hand_rate(const std::vector<sample>& samples, int threads, bool reuse) {
@@ -183,6 +191,7 @@ hand_result hand_rate(const std::vector<sample>& samples, int threads, bool reus
     std::mutex m;
     double open_s = 0;
     int opens = 0;
+    std::int64_t decoded = 0;
     const auto t0 = clock_type::now();
     std::vector<std::thread> workers;
     for (int w = 0; w < threads; ++w) {
@@ -195,6 +204,7 @@ hand_result hand_rate(const std::vector<sample>& samples, int threads, bool reus
             std::lock_guard lock(m);
             open_s += h.open_s;
             opens += h.opens;
+            decoded += h.decoded;
         });
     }
     for (auto& w : workers) w.join();
@@ -204,19 +214,27 @@ hand_result hand_rate(const std::vector<sample>& samples, int threads, bool reus
                   << " frames for " << short_clips << " samples\n";
         std::exit(1);
     }
-    return {static_cast<double>(samples.size()) / wall, opens > 0 ? 1e3 * open_s / opens : 0};
+    return {static_cast<double>(samples.size()) / wall, opens > 0 ? 1e3 * open_s / opens : 0,
+            static_cast<double>(decoded) / static_cast<double>(samples.size())};
 }
 
-double ferry_rate(const std::vector<sample>& samples, int concurrency) {
+struct ferry_result {
+    double clips_per_s = 0;
+    double decoded_per_clip = 0;  ///< the stage's `frames decoded` counter per clip
+};
+
+/// ferry's clips per second with `skip_nonref` as given.
+ferry_result ferry_rate(const std::vector<sample>& samples, int concurrency, bool skip_nonref) {
     const auto t0 = clock_type::now();
     auto pipe = ferry::from(samples)
                     .map(
-                        [](const sample& s) {
+                        [skip_nonref](const sample& s) {
                             return ferry::ops::load_video(
                                        s.path, {.demux = {.start = s.start},
                                                 .decode = {.select = ferry::frame_selection::clip(
                                                                frames_per_clip, stride),
-                                                           .resize = {side, side}}})
+                                                           .resize = {side, side},
+                                                           .skip_nonref = skip_nonref}})
                                 .frames();
                         },
                         {.concurrency = concurrency, .name = "load_video", .executor = ferry::io})
@@ -233,7 +251,16 @@ double ferry_rate(const std::vector<sample>& samples, int concurrency) {
         std::cerr << "clip_loading: ferry delivered " << clips << " of " << samples.size() << '\n';
         std::exit(1);
     }
-    return static_cast<double>(clips) / seconds_since(t0);
+    const double wall = seconds_since(t0);
+    std::uint64_t decoded = 0;
+    for (const auto& st : pipe.stats().stages) {
+        if (st.name != "load_video") continue;
+        for (const auto& [name, n] : st.counters) {
+            if (name == "frames decoded") decoded = n;
+        }
+    }
+    return {static_cast<double>(clips) / wall,
+            static_cast<double>(decoded) / static_cast<double>(clips)};
 }
 
 }  // namespace
@@ -270,7 +297,9 @@ int main(int argc, char** argv) {
     for (int i = 0; i < c.samples; ++i) {
         samples.push_back({paths[static_cast<std::size_t>(i) % paths.size()], start(rng)});
     }
-    (void)ferry_rate(samples, 2);  // warm-up: FFmpeg's code and tables, the page cache
+    // Warm-up: FFmpeg's code and tables, the page cache.
+    (void)ferry_rate(samples, 2, true);
+    (void)ferry_rate(samples, 2, false);
 
     std::printf(
         "clips of %d frames at stride %d from a random start, resized to %dx%d rgb24: %d "
@@ -278,21 +307,33 @@ int main(int argc, char** argv) {
         frames_per_clip, stride, side, side, c.samples, c.clips, c.seconds, c.reps,
         std::thread::hardware_concurrency());
     std::printf(
-        "| concurrency | ferry clips/s | hand loop, opened per clip | hand loop, decoder "
-        "reused per thread | ferry ÷ hand (per clip) | ferry ÷ hand (reused) | "
-        "avcodec_open2, ms (hand, per clip) |\n|---:|---:|---:|---:|---:|---:|---:|\n");
+        "| concurrency | ferry clips/s | ferry, every frame decoded | hand loop, opened per clip "
+        "| hand loop, decoder reused per thread | ferry ÷ hand (per clip) | ferry ÷ hand (reused) "
+        "| skip_nonref alone (÷ every frame) | frames decoded per clip: ferry, every frame, hand "
+        "| avcodec_open2, ms (hand, per clip) |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int t : c.concurrency) {
-        std::vector<double> f, h, r, open_ms;
+        std::vector<double> f, e, h, r, open_ms, ratio;
+        double f_decoded = 0, e_decoded = 0, h_decoded = 0;  // the same in every repetition
         for (int rep = 0; rep < c.reps; ++rep) {
-            f.push_back(ferry_rate(samples, t));
+            const auto skipping = ferry_rate(samples, t, true);
+            f.push_back(skipping.clips_per_s);
+            f_decoded = skipping.decoded_per_clip;
+            const auto every = ferry_rate(samples, t, false);
+            e.push_back(every.clips_per_s);
+            e_decoded = every.decoded_per_clip;
+            ratio.push_back(skipping.clips_per_s / every.clips_per_s);
             const auto per_clip = hand_rate(samples, t, false);
             h.push_back(per_clip.clips_per_s);
             open_ms.push_back(per_clip.open_ms);
+            h_decoded = per_clip.decoded_per_clip;
             r.push_back(hand_rate(samples, t, true).clips_per_s);
         }
-        std::printf("| %d | %.1f | %.1f | %.1f | **%.2f** | %.2f | %.2f |\n", t, median(f),
-                    median(h), median(r), median(f) / median(h), median(f) / median(r),
-                    median(open_ms));
+        std::printf(
+            "| %d | %.1f | %.1f | %.1f | %.1f | **%.2f** | %.2f | %.2f | %.1f, %.1f, %.1f | %.2f "
+            "|\n",
+            t, median(f), median(e), median(h), median(r), median(f) / median(h),
+            median(f) / median(r), median(ratio), f_decoded, e_decoded, h_decoded, median(open_ms));
         std::fflush(stdout);
     }
     return 0;
