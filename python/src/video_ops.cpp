@@ -150,7 +150,8 @@ decode is a ferry.DecodeError.
         [](const ferry::frame_selection& select, const std::string& format,
            const std::optional<video_size>& resize, const std::string& filter, double start,
            const std::optional<double>& end, int stream, std::int64_t max_frames, double timeout,
-           int threads, std::uint64_t max_pixels, std::uint64_t max_bytes, bool strict) {
+           int threads, std::uint64_t max_pixels, std::uint64_t max_bytes, bool strict,
+           bool skip_nonref) {
             ferry::video_options o;
             std::vector<std::string> args;
             o.decode.select = select;
@@ -200,6 +201,8 @@ decode is a ferry.DecodeError.
             o.demux.strict = strict;
             o.decode.strict = strict;
             if (strict) args.push_back("strict=True");
+            o.decode.skip_nonref = skip_nonref;
+            if (!skip_nonref) args.push_back("skip_nonref=False");
             std::string name = "load_video(";
             for (std::size_t i = 0; i < args.size(); ++i) name += (i ? ", " : "") + args[i];
             name += ")";
@@ -210,7 +213,8 @@ decode is a ferry.DecodeError.
         py::arg("resize") = py::none(), py::arg("filter") = "bilinear", py::arg("start") = 0.0,
         py::arg("end") = py::none(), py::arg("stream") = -1, py::arg("max_frames") = 0,
         py::arg("timeout") = 10.0, py::arg("threads") = 1, py::arg("max_pixels") = 64'000'000ULL,
-        py::arg("max_bytes") = 4ULL << 30, py::arg("strict") = false, R"doc(
+        py::arg("max_bytes") = 4ULL << 30, py::arg("strict") = false, py::arg("skip_nonref") = true,
+        R"doc(
 A native op: ferry::ops::load_video on a path (str or os.PathLike: read from the file) or bytes
 (ferry.Bytes or a bytes-like object: read from memory), giving the clip as a ferry.Tensor of
 uint8, frames x height x width x channels (torch.from_dlpack(x) shares it). The keywords are
@@ -221,7 +225,8 @@ end (the window in seconds; end None: to the stream's end), stream (-1: FFmpeg's
 stream), max_frames (0: what the selection needs), timeout (seconds a read may deliver nothing),
 threads (decoder threads), max_pixels (both the declared and the decoded frame size), max_bytes
 (the clip's size), strict (a cut or damaged file is a ferry.DecodeError instead of the frames
-that decode). Errors: ferry.IOError (missing file, stalled read), ferry.DecodeError (not a
+that decode), skip_nonref (frames no selected frame needs are not decoded; False decodes every
+frame from the keyframe: the same pixels, slower). Errors: ferry.IOError (missing file, stalled read), ferry.DecodeError (not a
 video, too few frames for the selection, over a limit), naming the file.)doc");
 }
 

@@ -77,12 +77,31 @@ def test_all_frames_equal_ffmpegs(clip):
     ("clip", (8, 2), list(range(0, 16, 2))),
     ("indices", ([5, 0, 23, 5],), [5, 0, 23, 5]),
 ])
-def test_selections_give_ffmpegs_frames(clip, kind, args, want):
+@pytest.mark.parametrize("skip_nonref", [True, False])
+def test_selections_give_ffmpegs_frames(clip, kind, args, want, skip_nonref):
     path, ref = clip
     select = getattr(video.FrameSelection, kind)(*args)
-    got = np.asarray(video.load_video(select=select, strict=True)(path))
+    got = np.asarray(video.load_video(select=select, strict=True, skip_nonref=skip_nonref)(path))
     assert got.shape == (len(want), HEIGHT, WIDTH, 3)
     np.testing.assert_array_equal(got, ref[list(want)])
+
+
+# skip_nonref (on by default) leaves undecoded the B-frames no selected frame needs: the stage's
+# counters say fewer frames decoded for clip(8, 2) than with skip_nonref=False, the same 8 kept.
+@needs_video
+def test_skip_nonref_decodes_fewer_frames_keeping_the_same(clip):
+    path, ref = clip
+    counts = {}
+    for skip in (True, False):
+        op = video.load_video(select=video.FrameSelection.clip(8, 2), skip_nonref=skip)
+        assert ("skip_nonref=False" in repr(op)) == (not skip)
+        with ferry.source([path] * 2).map(op, name="load").build(threads=1) as pipe:
+            for c in pipe:
+                np.testing.assert_array_equal(np.asarray(c), ref[list(range(0, 16, 2))])
+            [load] = [st for st in pipe.stats().stages if st.name == "load"]
+        counts[skip] = load.counters
+    assert counts[True]["frames kept"] == counts[False]["frames kept"] == 16
+    assert counts[True]["frames decoded"] < counts[False]["frames decoded"], counts
 
 
 # A window from start=0.2 s (frame 5 at 25 fps): its frame 0 is ffmpeg's frame 5, and clip(4, 3)
