@@ -36,11 +36,13 @@ endif()
 set(_forbidden "tbb|libav|libsw|opencv|curl|cuda_runtime|/cuda\\.h|/cuda/|dlpack|jpeglib|turbojpeg|/png\\.h|webp|/mpi\\.h|openmpi|mpich|expat|openssl")
 set(_libtorch "/(torch|ATen|c10|caffe2)/")
 # The engine's API, and the headers that may include it (the engine's own, the umbrella, the
-# sources built on from() — mix and zip — and ferry/cuda.hpp's builder extension).
+# sources built on from() — mix and zip —, the builder's compile-time checks and ferry/cuda.hpp's
+# builder extension).
 set(_engine_api "^ferry/(builder|options|stats|state)\\.hpp$")
 set(_engine_side ferry/builder.hpp ferry/options.hpp ferry/stats.hpp ferry/state.hpp
     ferry/pipeline.hpp ferry/from.hpp ferry/ferry.hpp ferry/cuda.hpp ferry/detail/spec.hpp
-    ferry/detail/stage_calls.hpp ferry/merge.hpp ferry/mix.hpp ferry/zip.hpp)
+    ferry/detail/stage_calls.hpp ferry/detail/builder_checks.hpp ferry/merge.hpp ferry/mix.hpp
+    ferry/zip.hpp)
 set(_torch_header "ferry/torch.hpp")
 string(REPLACE "|" ";" _torch_dirs "${TORCH_INCLUDE_DIRS}")
 set(_failed "")
