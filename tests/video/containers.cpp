@@ -179,17 +179,7 @@ std::vector<std::uint8_t> reference(std::size_t i) {
 /// ffprobe's timestamp of each frame of sample `i`, in seconds ("N/A" lines as NaN).
 std::vector<double> reference_timestamps(std::size_t i) {
     make_all();
-    std::ifstream in(scratch("matrix" + std::to_string(i) + ".pts"));
-    std::vector<double> out;
-    // Each frame's line is its time, "N/A" where ffprobe has none; side data can add commas
-    // and lines of white space.
-    for (std::string line; std::getline(in, line);) {
-        const auto begin = line.find_first_not_of(" \t,");
-        if (begin == std::string::npos) continue;
-        const std::string value = line.substr(begin, line.find_first_of(" \t,", begin) - begin);
-        out.push_back(value == "N/A" ? std::nan("") : std::stod(value));
-    }
-    return out;
+    return probed_times_in(scratch("matrix" + std::to_string(i) + ".pts"));
 }
 
 /// The samples ffmpeg's header, cut and edit-list damage leaves alone.

@@ -126,15 +126,7 @@ void make_all() {
 
 /// ffprobe's timestamp of each frame of file `i` (NaN where it has none).
 std::vector<double> probed_times(std::size_t i) {
-    std::ifstream in(pts_of(i));
-    std::vector<double> out;
-    for (std::string line; std::getline(in, line);) {
-        const auto begin = line.find_first_not_of(" \t,");
-        if (begin == std::string::npos) continue;
-        const std::string value = line.substr(begin, line.find_first_of(" \t,", begin) - begin);
-        out.push_back(value == "N/A" ? std::nan("") : std::stod(value));
-    }
-    return out;
+    return video_test::probed_times_in(pts_of(i));
 }
 
 /// A selection, where the window starts (a frame of the whole file; 0: the file's start, no

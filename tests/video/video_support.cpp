@@ -250,4 +250,16 @@ double rms(std::span<const float> samples) {
     return samples.empty() ? 0.0 : std::sqrt(sum / static_cast<double>(samples.size()));
 }
 
+std::vector<double> probed_times_in(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::vector<double> out;
+    for (std::string line; std::getline(in, line);) {
+        const auto begin = line.find_first_not_of(" \t,");
+        if (begin == std::string::npos) continue;
+        const std::string value = line.substr(begin, line.find_first_of(" \t,", begin) - begin);
+        out.push_back(value == "N/A" ? std::nan("") : std::stod(value));
+    }
+    return out;
+}
+
 }  // namespace video_test

@@ -70,4 +70,8 @@ void run_all(const std::vector<std::string>& commands);
 /// The whole file as bytes (empty when it cannot be read).
 std::vector<std::uint8_t> bytes_of(const std::filesystem::path& path);
 
+/// The frame times ffprobe wrote to `path` (`-show_entries frame=..._time -of csv=p=0`): one
+/// per frame in seconds, NaN for its "N/A" lines; side data's commas and blank lines skipped.
+std::vector<double> probed_times_in(const std::filesystem::path& path);
+
 }  // namespace video_test
