@@ -42,11 +42,14 @@ class latency_histogram {
     static constexpr int sub_bits = 3;
     static constexpr int buckets = 64 << sub_bits;
 
-    void record(std::uint64_t ns) noexcept {
-        counts_[index(ns)].fetch_add(1, std::memory_order_relaxed);
+    /// Counts `weight` calls of `ns` (a sampled call stands for the calls not timed before it).
+    void record(std::uint64_t ns, std::uint64_t weight = 1) noexcept {
+        counts_[index(ns)].fetch_add(weight, std::memory_order_relaxed);
     }
     /// `record` for the only thread that writes this histogram: no locked instruction.
-    void record_owned(std::uint64_t ns) noexcept { bump_owned(counts_[index(ns)], 1); }
+    void record_owned(std::uint64_t ns, std::uint64_t weight = 1) noexcept {
+        bump_owned(counts_[index(ns)], weight);
+    }
 
     /// Adds this histogram's counts into `snap`.
     void add_to(std::array<std::uint64_t, buckets>& snap) const noexcept {
@@ -140,6 +143,38 @@ class tick_rate {
     std::chrono::steady_clock::time_point c0_;
 };
 
+/// A clock for the calls that are not timed (`shard_writer::start_call`): `ticks()` as the
+/// monitor last read it (each tick of any pipeline's monitor thread, at most 10 ms apart while an
+/// epoch runs, 50 ms between epochs, and at each epoch's start). Never ahead of `ticks()`, so a
+/// call in progress counted from it shows at least as long as it has run, at most one monitor
+/// period longer. Reading it is a load of a line that changes once per tick.
+class coarse_clock {
+  public:
+    [[nodiscard]] static std::uint64_t now() noexcept {
+        return value_.load(std::memory_order_relaxed);
+    }
+    /// Reads `ticks()` for the calls that start from now on.
+    static void advance() noexcept {
+        value_.store(std::max<std::uint64_t>(1, ticks()), std::memory_order_relaxed);
+    }
+
+  private:
+    static inline std::atomic<std::uint64_t> value_{std::max<std::uint64_t>(1, ticks())};
+};
+
+/// How a stage's calls are timed. Two timestamps per call cost more than the rest of the
+/// engine's bookkeeping of a call whose work is a few hundred nanoseconds, so where calls are
+/// short a thread times every `sample_every`th call, and that call's time stands for itself and
+/// the calls it left untimed before it (busy time and the latency histogram count it with that
+/// weight). The next call after one of `long_call_ticks` or more is timed too: a stage whose
+/// calls take ~10 us or more (where two timestamps cost under 0.5%) is timed on every call.
+/// Which call is timed depends only on the calls before it, never on its own time, so the
+/// estimates are unbiased while calls' times do not follow a period of `sample_every`.
+struct call_sampling {
+    static constexpr std::uint32_t sample_every = 16;
+    static constexpr std::uint64_t long_call_ticks = std::uint64_t{1} << 15;
+};
+
 /// One thread-slot's share of a stage's counters, on its own cache line(s), so that the workers
 /// running a stage do not bounce a shared line on every call.
 struct alignas(64) counter_shard {
@@ -154,10 +189,15 @@ struct alignas(64) counter_shard {
     std::atomic<std::int64_t> active{0};     ///< calls running (may be negative in one shard)
     std::atomic<std::uint64_t> timeouts{0};  ///< calls that ran past the stage's timeout
     /// The call this shard's one writer is running, for the watchdog: its source item, and its
-    /// start in ticks (0: none). Only owned shards track calls (a shared one has many writers).
+    /// start in ticks (0: none; a call not timed has the coarse clock's time when it started).
+    /// Only owned shards track calls (a shared one has many writers).
     std::atomic<std::uint64_t> call_item{0};
     std::atomic<std::uint64_t> call_start{0};
-    latency_histogram latency;  ///< in ticks
+    /// Sampling (owned shards; `call_sampling`): calls left untimed since the last timed one,
+    /// and how many to leave untimed before the next.
+    std::atomic<std::uint32_t> untimed{0};
+    std::atomic<std::uint32_t> skip{0};
+    latency_histogram latency;  ///< in ticks, calls weighted by what they stand for
 };
 
 /// Updates one shard of a stage's counters. Get one per body call (`stage_counters::owned` or
@@ -173,9 +213,52 @@ struct alignas(64) counter_shard {
 /// (stats, the monitor) are race-free either way.
 class shard_writer {
   public:
+    /// `every_call`: `start_call` times every call (see `call_sampling` for when it need not).
     shard_writer(counter_shard& shard, bool owned, span_log* spans = nullptr,
-                 std::uint32_t stage = 0, const call_ranges* ranges = nullptr) noexcept
-        : shard_(&shard), owned_(owned), spans_(spans), stage_(stage), ranges_(ranges) {}
+                 std::uint32_t stage = 0, const call_ranges* ranges = nullptr,
+                 bool every_call = false) noexcept
+        : shard_(&shard),
+          owned_(owned),
+          sampled_(owned && spans == nullptr && !every_call),
+          spans_(spans),
+          stage_(stage),
+          ranges_(ranges) {}
+
+    /// A call started by `start_call`: its start in ticks if it is timed (0: not timed), and the
+    /// calls its time stands for.
+    struct call_mark {
+        std::uint64_t start = 0;
+        std::uint32_t weight = 0;
+    };
+    /// Starts a call on `item`, timed or not (`call_sampling`: every call on a shared shard,
+    /// with tracing on, or where the stage asks for it), and marks it running on this thread for
+    /// the stats (owned shards; a call not timed from the coarse clock). With NVTX ranges on
+    /// (call_ranges), the call is one, open until `finish_call`.
+    [[nodiscard]] call_mark start_call(std::uint64_t item) const noexcept {
+        call_mark c;
+        if (sampled_) {
+            const std::uint32_t untimed = shard_->untimed.load(std::memory_order_relaxed);
+            if (untimed < shard_->skip.load(std::memory_order_relaxed)) {
+                shard_->untimed.store(untimed + 1, std::memory_order_relaxed);
+                begin_call(coarse_clock::now(), item);
+                return c;
+            }
+            shard_->untimed.store(0, std::memory_order_relaxed);
+            c.weight = untimed + 1;
+        } else {
+            c.weight = 1;
+        }
+        c.start = std::max<std::uint64_t>(1, ticks());  // 0 means "not timed"
+        begin_call(c.start, item);
+        return c;
+    }
+    /// Ends a call started by `start_call`: a timed one records its time, `weight` times (and
+    /// with tracing on its span, on `item` if it had one), and sets how many calls go untimed
+    /// before the next timed one.
+    void finish_call(const call_mark& c, std::uint64_t item = span_log::no_item) const noexcept {
+        if (c.start != 0) finish_timed(c, item);
+        end_call();
+    }
 
     void add(std::atomic<std::uint64_t> counter_shard::*field, std::uint64_t n = 1) const noexcept {
         bump(shard_->*field, n);
@@ -195,19 +278,21 @@ class shard_writer {
         if (ranges_ != nullptr) ranges_->pop(stage_);
         if (owned_) shard_->call_start.store(0, std::memory_order_relaxed);
     }
-    /// Records one call that started at `start_ticks`: busy time and the latency histogram (and
-    /// with tracing on, its span, on `item` if it had one).
-    void record_call(std::uint64_t start_ticks,
-                     std::uint64_t item = span_log::no_item) const noexcept {
+    /// Records one call that started at `start_ticks`, standing for `weight` calls: busy time and
+    /// the latency histogram (and with tracing on, its span, on `item` if it had one). Returns
+    /// its time in ticks.
+    std::uint64_t record_call(std::uint64_t start_ticks, std::uint64_t item = span_log::no_item,
+                              std::uint64_t weight = 1) const noexcept {
         const std::uint64_t now = ticks();
         const std::uint64_t d = now > start_ticks ? now - start_ticks : 0;
-        bump(shard_->busy_ticks, d);
+        bump(shard_->busy_ticks, d * weight);
         if (owned_) {
-            shard_->latency.record_owned(d);
+            shard_->latency.record_owned(d, weight);
         } else {
-            shard_->latency.record(d);
+            shard_->latency.record(d, weight);
         }
         if (spans_ != nullptr) spans_->add(stage_, start_ticks, now, item);
+        return d;
     }
 
     /// Tracing on: the call started at `start_ticks` (a batch's) took in item `item`.
@@ -217,6 +302,16 @@ class shard_writer {
     }
 
   private:
+    /// `finish_call`'s part for a timed call.
+    void finish_timed(const call_mark& c, std::uint64_t item) const noexcept {
+        const std::uint64_t d = record_call(c.start, item, c.weight);
+        if (sampled_) {
+            shard_->skip.store(
+                d >= call_sampling::long_call_ticks ? 0 : call_sampling::sample_every - 1,
+                std::memory_order_relaxed);
+        }
+    }
+
     template <class T>
     void bump(std::atomic<T>& a, T n) const noexcept {
         if (owned_) {
@@ -228,6 +323,7 @@ class shard_writer {
 
     counter_shard* shard_;
     bool owned_;
+    bool sampled_;  ///< start_call leaves calls untimed (call_sampling)
     span_log* spans_;
     std::uint32_t stage_;
     const call_ranges* ranges_;
@@ -259,16 +355,24 @@ class stage_counters {
         if (io_thread >= 0) {
             const auto i = static_cast<std::size_t>(1 + arena_slots_ + io_thread);
             if (i >= shards_.size()) return shared();
-            return {*shards_[i], true, spans_, stage_, ranges_};
+            return {*shards_[i], true, spans_, stage_, ranges_, every_call_};
         }
         const int slot = tbb::this_task_arena::current_thread_index();
         if (slot < 0 || slot >= arena_slots_) return shared();
-        return {*shards_[1 + static_cast<std::size_t>(slot)], true, spans_, stage_, ranges_};
+        return {*shards_[1 + static_cast<std::size_t>(slot)],
+                true,
+                spans_,
+                stage_,
+                ranges_,
+                every_call_};
     }
     /// The writer for code that may run on any thread: shard 0, atomic updates.
     [[nodiscard]] shard_writer shared() noexcept {
-        return {*shards_[0], false, spans_, stage_, ranges_};
+        return {*shards_[0], false, spans_, stage_, ranges_, every_call_};
     }
+    /// Times every call of the stage (`shard_writer::start_call`): a tuned stage, whose times
+    /// the tuner reads interval by interval.
+    void time_every_call() noexcept { every_call_ = true; }
     /// Where the writers record call spans (tracing on), and this stage's index there.
     void trace_to(span_log* spans, std::uint32_t stage) noexcept {
         spans_ = spans;
@@ -321,6 +425,7 @@ class stage_counters {
     span_log* spans_ = nullptr;
     std::uint32_t stage_ = 0;
     const call_ranges* ranges_ = nullptr;
+    bool every_call_ = false;
 };
 
 }  // namespace ferry::detail

@@ -8,7 +8,8 @@
 namespace ferry::detail {
 
 void pipeline_runtime::monitor_tick() {
-    expire_timeouts();  // the watchdog: calls past their stage's timeout
+    coarse_clock::advance();  // where the calls not timed start from (counters.hpp)
+    expire_timeouts();        // the watchdog: calls past their stage's timeout
     if (!ctl_.running) return;
     settle_stopped_epoch();
     sample();

@@ -53,6 +53,8 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     src_.counters.resize(slots);
     for (auto& st : stages_) {
         st.counters.resize(slots, st.io ? 2 * (st.tuned ? st.tuned_hi : st.concurrency) : 0);
+        // The tuner reads a tuned stage's call time interval by interval: every call timed.
+        if (st.tuned) st.counters.time_every_call();
         st.limit = st.concurrency;
     }
     in_flight_now_ = plan_.in_flight;
@@ -181,6 +183,7 @@ bool pipeline_runtime::start_epoch() {
     ctl_.failed_base = recorder_.counts.failed.load();
     ctl_.start = clock::now().time_since_epoch().count();
     ctl_.running = true;
+    coarse_clock::advance();  // the calls not timed count from here until the monitor's tick
     monitor_.wake();
     tsan_release(this);
     flow_->input->activate();

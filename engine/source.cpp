@@ -27,8 +27,7 @@ bool pipeline_runtime::source_pull(msg& out) {
     src_.busy.store(true, std::memory_order_relaxed);
     const shard_writer w = src_.counters.owned();  // the input node's body, in the arena
     const auto& name_item = plan_.source.describe;
-    const auto t0 = ticks();
-    w.begin_call(t0, position);
+    const auto call = w.start_call(position);
     bool got = false;
     bool excluded = false;
     try {
@@ -41,13 +40,11 @@ bool pipeline_runtime::source_pull(msg& out) {
             name_item(b->value, b->input.mut());
             excluded = plan_.source.excluded && plan_.source.excluded(*b->input);
         }
-        w.record_call(t0, got ? src_.pos : span_log::no_item);
-        w.end_call();
+        w.finish_call(call, got ? src_.pos : span_log::no_item);
     } catch (...) {
         // The source's failure ends the epoch: its message carries the stage_error. There is no
         // item to name; the one before it says where in the source it happened.
-        w.record_call(t0);
-        w.end_call();
+        w.finish_call(call);
         src_.busy.store(false, std::memory_order_relaxed);
         const auto cause = std::current_exception();
         const std::string text = describe(cause);

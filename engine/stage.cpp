@@ -39,17 +39,14 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
     }
     for (int attempt = 1;; ++attempt) {
         const bool last = attempt >= policy.attempts;
-        const auto t0 = ticks();
-        w.begin_call(t0, m->source_index);
+        const auto call = w.start_call(m->source_index);
         try {
             keep = invoke(st, m->value, m->value, m->children, last);
-            w.record_call(t0, m->source_index);
-            w.end_call();
+            w.finish_call(call, m->source_index);
             err = nullptr;
             break;
         } catch (...) {
-            w.record_call(t0, m->source_index);
-            w.end_call();
+            w.finish_call(call, m->source_index);
             err = std::current_exception();
         }
         // A consumed input (moved into the call) cannot be retried, nor a failure that would

@@ -63,6 +63,12 @@ struct stage_stats {
     double cost = 0;
     double padded_cost = 0;  ///< see `cost`
 
+    /// Call times. The source's pulls and the calls of map, filter and flat_map stages that take
+    /// under ~12 us are timed one in 16 per thread, the timed call standing for the ones before
+    /// it (two timestamps would cost more than the rest of such a call's bookkeeping): their
+    /// times are estimates, unbiased unless call times repeat with a period of 16, with up to 15
+    /// calls per thread not counted yet. Every other call is timed: longer ones, those of stages
+    /// with a `timeout` or tuned, batches, routes, map_async, and all of them with `trace_spans`.
     std::chrono::nanoseconds task_mean{0};  ///< mean wall time of one call
     std::chrono::nanoseconds task_p50{0};   ///< median call time (log-bucketed, within ~10%)
     std::chrono::nanoseconds task_p99{0};   ///< 99th percentile call time
@@ -86,8 +92,9 @@ struct stage_stats {
     std::uint64_t timeouts = 0;  ///< calls that ran past the stage's `timeout`
     /// Calls in progress when the stats were taken (the watchdog), and how long the oldest of
     /// them has run, on which source item (within its epoch). `task_p99`, `task_mean` and `busy`
-    /// count calls in progress with their time so far. Calls of `map_async` stages are not
-    /// tracked here (they run outside ferry's threads).
+    /// count calls in progress with their time so far; a call that is not timed counts from
+    /// the last monitor tick before it started (about a monitor period early, never late).
+    /// Calls of `map_async` stages are not tracked here (they run outside ferry's threads).
     std::uint64_t running = 0;
     std::chrono::nanoseconds oldest_running{0};
     std::uint64_t oldest_item = 0;

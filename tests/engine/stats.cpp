@@ -320,6 +320,80 @@ BOOST_AUTO_TEST_CASE(busy_time_and_utilization_include_a_running_call) {
     BOOST_TEST(got == iota(1));
 }
 
+// A stage whose calls are short has every 16th call timed, each standing for the calls before
+// it (counters.hpp, `call_sampling`): its busy time, mean and median are estimates of what every
+// call took. Each call here spins for 3 us (under the ~12 us from which every call is timed)
+// and sums what it took by its own clock. The estimate is at least half of 3 us per call (it
+// would be a sixteenth if the timed calls stood for themselves only) and at most four times
+// the calls' own sum (a preempted call that happens to be timed counts 16 times; its 4 ms is in
+// the sum once), and the median is within a factor of 3 us.
+BOOST_AUTO_TEST_CASE(a_fast_stage_busy_time_is_estimated_from_a_sample_of_its_calls) {
+    constexpr int items = 20000;
+    constexpr auto call = 3us;
+    std::chrono::steady_clock::duration took{};  // the calls' own total: one thread writes it
+    auto p = ferry::from(iota(items))
+                 .map(
+                     [&](int x) {
+                         const auto t0 = std::chrono::steady_clock::now();
+                         while (std::chrono::steady_clock::now() - t0 < call) {
+                         }
+                         took += std::chrono::steady_clock::now() - t0;
+                         return x;
+                     },
+                     {.name = "spin"})
+                 .build({.threads = 1});
+    BOOST_TEST(drain(p).size() == static_cast<std::size_t>(items));
+    const auto s = p.stats();
+    const auto& spin = row_named(s, "spin");
+    const auto sum = std::chrono::duration_cast<std::chrono::nanoseconds>(took);
+    const auto least = std::chrono::duration_cast<std::chrono::nanoseconds>(call * items);
+    BOOST_TEST(spin.items_in == static_cast<std::uint64_t>(items));
+    BOOST_TEST(spin.busy >= least / 2, spin.busy.count() << " ns estimated, " << sum.count()
+                                                         << " ns measured by the calls");
+    BOOST_TEST(spin.busy <= sum * 4, spin.busy.count() << " ns estimated, " << sum.count()
+                                                       << " ns measured by the calls");
+    BOOST_TEST(spin.task_mean >= call / 2);
+    BOOST_TEST(spin.task_p50 >= call / 2);
+    BOOST_TEST(spin.task_p50 <= call * 2);
+}
+
+// A call that is not timed still shows while it runs: item 40 of a fast stage on one thread
+// (its 41st call: with every 16th call timed, not a timed one unless an earlier call took 12 us
+// or more) holds its call, and the stats taken meanwhile show one call in progress on item 40,
+// running at least as long as the test has seen it inside (counted from the monitor's last
+// tick before it started).
+BOOST_AUTO_TEST_CASE(a_call_not_timed_shows_in_progress_with_its_item_and_time) {
+    waitable_count entered;
+    waitable_count let_go;
+    auto p = ferry::from(iota(60))
+                 .map(
+                     [&](int x) {
+                         if (x == 40) {
+                             entered.add();
+                             (void)let_go.wait_for(1);
+                         }
+                         return x;
+                     },
+                     {.name = "quick"})
+                 .build({.threads = 1});
+    std::vector<int> got;
+    std::thread consumer([&] { got = drain(p); });
+    BOOST_TEST_REQUIRE(entered.wait_for(1));
+    const auto inside = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(120ms);
+    const auto seen = std::chrono::steady_clock::now() - inside;
+    const auto s = p.stats();
+    let_go.add();
+    consumer.join();
+    const auto& quick = row_named(s, "quick");
+    BOOST_TEST(quick.running == 1U);
+    BOOST_TEST(quick.oldest_item == 40U);
+    BOOST_TEST(quick.oldest_running >= seen);
+    BOOST_TEST(quick.busy >= seen);
+    BOOST_TEST(quick.task_p99 >= 100ms);  // the running call, with its time so far
+    BOOST_TEST(got == iota(60));
+}
+
 // A custom logger receives a line for each skipped item, naming stage, item and cause.
 BOOST_AUTO_TEST_CASE(logger_receives_failure_lines) {
     log_capture log;
