@@ -52,11 +52,12 @@ struct resume_point {
 /// messages leaks nothing because the pool still owns the box).
 ///
 /// Laid out for the hand-off to the consumer thread: what the consumer reads (kind, items,
-/// credits, and the value with the start of its inline storage) shares the box's first cache line,
-/// and what only the workers touch lies after the value. Every line the consumer touches moves
-/// between cores twice per item (to the consumer, and back when the source reuses the box). Four
-/// cache lines: the flags sit in `kind`'s padding, and what few boxes use (the source item's
-/// description, an unordered batch's positions) lies out of line.
+/// credits, the source index its frontier follows from, and the value with the start of its
+/// inline storage) shares the box's first cache line, and what only the workers touch lies after
+/// the value. Every line the consumer touches moves between cores twice per item (to the
+/// consumer, and back when the source reuses the box). Four cache lines: the flags sit in
+/// `kind`'s padding, and what few boxes use (the source item's description, an unordered batch's
+/// positions) lies out of line.
 struct alignas(64) box {
     msg_kind kind = msg_kind::value;
     /// In and after a branch of a route whose branches expand (rejoin.cpp): whether this is the
@@ -64,12 +65,16 @@ struct alignas(64) box {
     /// straight to the join); the element's sequence number at the route is `route_seq`.
     bool last_of_route = true;
     bool cancelled = false;  ///< dropped unprocessed: not done
+    /// The resume points are the ones every source item starts with, `{source_index}` and
+    /// `{source_index + 1}`, and are not stored: the source writes none, so its box's last two
+    /// cache lines stay where they are (only an expansion, a batch or a window sets them).
+    bool plain_points = true;
     std::uint32_t route_branch = 0;
-    std::uint64_t items = 0;    ///< source items it stands for (0 once accounted)
-    std::uint64_t credits = 0;  ///< in-flight limiter tokens to return when it leaves
-    std::uint64_t seq = 0;      ///< position in the current sequence space
-    any_value value;
+    std::uint64_t items = 0;         ///< source items it stands for (0 once accounted)
+    std::uint64_t credits = 0;       ///< in-flight limiter tokens to return when it leaves
     std::uint64_t source_index = 0;  ///< first source item (within its epoch) it stands for
+    any_value value;
+    std::uint64_t seq = 0;  ///< position in the current sequence space
     std::uint64_t route_seq = 0;
     std::exception_ptr error;         ///< only in a box of kind `error`
     std::vector<any_value> children;  ///< flat_map outputs on their way to renumbering
@@ -77,13 +82,43 @@ struct alignas(64) box {
     /// source pulls it (only from a source that describes its elements; otherwise it is never
     /// allocated), passed to flat_map outputs, a batch's is its first item's.
     out_of_line<std::string> input;
-    /// Where a resume continues to deliver this box's output again (`start`) or what follows it
-    /// (`end`: the consumer's position once it has taken this output).
-    resume_point start;
-    resume_point end;
     /// An unordered pipeline's batch: the positions of its items (a single item's is its
     /// `source_index`, not listed).
     out_of_line<std::vector<std::uint64_t>> covers;
+
+    /// Where a resume continues to deliver this box's output again.
+    [[nodiscard]] resume_point start() const noexcept {
+        return plain_points ? resume_point{source_index} : start_;
+    }
+    /// What follows this box's output: the consumer's position once it has taken it.
+    [[nodiscard]] resume_point end() const noexcept {
+        return plain_points ? resume_point{source_index + 1} : end_;
+    }
+    void set_start(const resume_point& p) noexcept {
+        store_points();
+        start_ = p;
+    }
+    void set_end(const resume_point& p) noexcept {
+        store_points();
+        end_ = p;
+    }
+    void set_points(const resume_point& start, const resume_point& end) noexcept {
+        start_ = start;
+        end_ = end;
+        plain_points = false;
+    }
+
+  private:
+    /// Writes out the implied points before one of them changes.
+    void store_points() noexcept {
+        if (!plain_points) return;
+        start_ = resume_point{source_index};
+        end_ = resume_point{source_index + 1};
+        plain_points = false;
+    }
+
+    resume_point start_;
+    resume_point end_;
 };
 static_assert(sizeof(box) <= 256, "a box is four cache lines: keep rare members out of line");
 
@@ -175,6 +210,7 @@ class box_pool {
             b.credits = 0;
             b.kind = msg_kind::value;
             b.cancelled = false;
+            b.plain_points = true;
             b.covers.clear();
             free_.push_back(&b);
         }
@@ -186,6 +222,7 @@ class box_pool {
   private:
     static void reset_bookkeeping(box* b) noexcept {
         b->items = 0;
+        b->plain_points = true;
         b->credits = 0;
         b->kind = msg_kind::value;
         b->cancelled = false;

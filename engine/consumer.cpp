@@ -134,7 +134,7 @@ bool pipeline_runtime::next(any_value& out) {
             case msg_kind::value:
                 if (plan_.memory_budget > 0 && tuner_ != nullptr) measure_output(*m);
                 out = std::move(m->value);
-                res_.frontier = m->end;
+                res_.frontier = m->end();
                 if (res_.tracker) res_.tracker->done(*m);
                 if (res_.lists_window && !m->covers.empty()) res_.note_window(*m);
                 // Only this thread writes these (under ctl_.mutex): no locked instruction.

@@ -76,7 +76,7 @@ void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, boo
     }
     msg first = items.front();
     // The window resumes from its first element's start; its last batch ends at its last's end.
-    first->end = items.back()->end;
+    first->set_end(items.back()->end());
     std::vector<any_value> values(items.size());
     std::uint64_t kept = 0;
     std::uint64_t credits = 0;

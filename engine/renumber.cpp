@@ -67,7 +67,7 @@ void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
     w.active(1);
     msg first = st.renum.batch_items.front();
     // The batch resumes from its first item's start; the consumer moves on to its last's end.
-    first->end = st.renum.batch_items.back()->end;
+    first->set_end(st.renum.batch_items.back()->end());
     std::vector<any_value> values;
     values.reserve(st.renum.batch_items.size());
     std::uint64_t items = 0;
@@ -134,7 +134,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
     }
     auto& children = x->children;
     // A resumed epoch's first item may have delivered some of its outputs before the save.
-    const std::size_t skip = std::min<std::size_t>(res_.skip(x->start), children.size());
+    const std::size_t skip = std::min<std::size_t>(res_.skip(x->start()), children.size());
     if (children.size() == skip) {
         count_filtered(x, w);
         x->value.reset();
@@ -144,7 +144,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
         return;
     }
     const std::size_t k = children.size();
-    const resume_point parent = x->start;
+    const resume_point parent = x->start();
     for (std::size_t i = skip; i + 1 < k; ++i) {
         box* b = pool_.acquire();
         b->value = std::move(children[i]);
@@ -152,8 +152,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
         b->seq = st.renum.next_out++;
         b->source_index = x->source_index;
         b->input.assign(x->input);
-        b->start = parent.child(i);
-        b->end = parent.child(i + 1);
+        b->set_points(parent.child(i), parent.child(i + 1));
         // In a rejoining route's branch: the element the route numbered; the last output, x,
         // keeps the mark.
         b->route_seq = x->route_seq;
@@ -164,7 +163,7 @@ void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
     // The last output carries the input's accounting and credits (and its end).
     x->value = std::move(children[k - 1]);
     children.clear();
-    x->start = parent.child(k - 1);
+    x->set_start(parent.child(k - 1));
     x->seq = st.renum.next_out++;
     st.renum.outs.push_back(x);
     w.add(&counter_shard::out, k - skip);

@@ -47,11 +47,11 @@ struct resume_state {
     std::uint64_t window_at = 0;        ///< the window's first position
     std::vector<std::uint64_t> window;  ///< its delivered positions, in delivery order
 
-    /// The consumer took `m`, a batch of the window that starts at `m.start.position`.
+    /// The consumer took `m`, a batch of the window that starts at `m.start().position`.
     void note_window(const box& m) {
-        if (m.start.position != window_at) {
+        if (const std::uint64_t at = m.start().position; at != window_at) {
             window.clear();
-            window_at = m.start.position;
+            window_at = at;
         }
         window.insert(window.end(), m.covers->begin(), m.covers->end());
     }

@@ -20,9 +20,7 @@ bool pipeline_runtime::source_pull(msg& out) {
     // in a resumed epoch, and skips what an unordered pipeline had done past it.
     const std::uint64_t position = src_.pos;
     b->seq = src_.seq;
-    b->source_index = position;
-    b->start = resume_point{position};
-    b->end = resume_point{position + 1};
+    b->source_index = position;  // its resume points follow from it (box::plain_points)
     // Relaxed: only the monitor reads it, for a sampled fraction.
     src_.busy.store(true, std::memory_order_relaxed);
     const shard_writer w = src_.counters.owned();  // the input node's body, in the arena
@@ -72,8 +70,6 @@ bool pipeline_runtime::source_pull(msg& out) {
         b->kind = msg_kind::value;
         b->items = 1;
         b->source_index = src_.pos;  // past the positions skipped
-        b->start = resume_point{src_.pos};
-        b->end = resume_point{src_.pos + 1};
         ++src_.pos;
         ++src_.seq;
         bump_owned(recorder_.counts.produced, 1);
