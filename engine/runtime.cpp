@@ -165,7 +165,9 @@ bool pipeline_runtime::start_epoch() {
         fail_to_open_epoch();
     }
     {
-        std::lock_guard lock(src_.mutex);
+        // No pull is inside the cursor now (the last epoch's input node has stopped, or its
+        // graph was reset): the spin lock waits for one that finds the source closed, at most.
+        const tbb::spin_mutex::scoped_lock lock(src_.mutex);
         src_.cursor = std::move(cursor);
         src_.seq = 0;
         src_.pos = res_.frontier.position;  // 0, or a resumed epoch's position
@@ -297,7 +299,7 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
     con_.boxes.clear();
     con_.credits = 0;
     {
-        std::lock_guard lock(src_.mutex);
+        const tbb::spin_mutex::scoped_lock lock(src_.mutex);  // the graph is idle: no pull runs
         src_.open = false;
         src_.boxes.clear();
         admission_.reset();
@@ -311,10 +313,7 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
 
 void pipeline_runtime::stop() noexcept {
     ctl_.stopping = true;
-    {
-        std::lock_guard lock(src_.mutex);
-        src_.open = false;
-    }
+    src_.open = false;  // a pull in progress ends its item; the next one finds the source closed
     con_.out->interrupt();
     // A consumer inside next() cancels and cleans up itself; otherwise cancel queued work now.
     if (ctl_.mutex.try_lock()) {

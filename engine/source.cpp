@@ -9,7 +9,7 @@
 namespace ferry::detail {
 
 bool pipeline_runtime::source_pull(msg& out) {
-    std::lock_guard lock(src_.mutex);
+    const tbb::spin_mutex::scoped_lock lock(src_.mutex);
     if (!src_.open || ctl_.halted || ctl_.aborting || ctl_.stopping) return false;
     if (!admission_.take()) return false;
     if (src_.boxes.empty()) pool_.acquire_bulk(src_.boxes, box_batch);

@@ -4,10 +4,11 @@
 /// from the pool in bulk, an unordered resume's positions to skip.
 #pragma once
 
+#include <oneapi/tbb/spin_mutex.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,12 +19,17 @@
 namespace ferry::detail {
 
 /// The source's side. The input node calls its pull one at a time and the consumer opens and
-/// closes epochs: `mutex` guards everything here but `busy` and the counters (relaxed atomics,
-/// read by the monitor).
+/// closes epochs: `mutex` guards everything here but `open`, `busy` and the counters (atomics;
+/// the monitor reads the last two). A spin lock, the cheapest for the pull that takes it for
+/// every item: the consumer takes it only where no pull is inside the cursor (between epochs:
+/// the input node has stopped, or the graph is idle), so it never spins for long, and `stop()`
+/// does not take it (it clears `open`, which the pull reads first).
 struct source_driver {
-    alignas(64) std::mutex mutex;
+    alignas(64) tbb::spin_mutex mutex;
     source_cursor cursor;
-    bool open = false;
+    /// The epoch's source may be pulled: set when it opens (under `mutex`), cleared by the pull
+    /// at its end or failure, and by `stop()` from any thread.
+    std::atomic<bool> open{false};
     std::uint64_t seq = 0;  ///< messages of this epoch so far
     std::uint64_t pos = 0;  ///< the position of the next item in the epoch
     /// Resuming an unordered pipeline: positions past the start done before the save (sorted),
@@ -51,7 +57,7 @@ struct source_driver {
     /// The epoch's end: no cursor, no positions left to skip.
     void close_epoch() {
         {
-            std::lock_guard lock(mutex);
+            const tbb::spin_mutex::scoped_lock lock(mutex);
             cursor = nullptr;
         }
         resume_done.clear();
