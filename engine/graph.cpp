@@ -201,7 +201,29 @@ void pipeline_runtime::build_graph() {
                         return m;
                     });
                     const auto concurrency = static_cast<std::size_t>(st.concurrency);
-                    if (in_order) {
+                    if (in_order && st.concurrency >= plan_.threads) {
+                        // The arena's threads bound the calls before the stage's concurrency
+                        // does: the node needs no gate of its own (`unlimited` skips TBB's
+                        // aggregator, a lock-free queue and counter per message and per call
+                        // that cost a third of the graph's own time per item in
+                        // perf/engine_overhead). The one way a thread could run two calls at
+                        // once, a call that waits for TBB work of its own (a nested
+                        // parallel_for) taking up the next item's call meanwhile, is closed by
+                        // isolating each call: while it waits it runs only its own work. So at
+                        // most min(concurrency, threads) calls run at once, as with a gate.
+                        auto node = std::make_unique<flow::function_node<msg, msg>>(
+                            g, flow::unlimited, tsan_body([this, &st](msg m) {
+                                tsan_receive(this, m);
+                                const shard_writer w = st.counters.owned();
+                                w.add(&counter_shard::arrived);
+                                tbb::this_task_arena::isolate([&] { run_stage(st, m, w); });
+                                tsan_release(m);
+                                return m;
+                            }));
+                        flow::make_edge(*tail, *node);
+                        tail = node.get();
+                        flow_->nodes.push_back(std::move(node));
+                    } else if (in_order) {
                         // FIFO is sequence order here; the predecessor may not hold a message
                         // back (a multifunction_node port drops what is rejected): queueing.
                         auto node =

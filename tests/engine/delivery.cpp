@@ -2,6 +2,8 @@
 /// \file
 /// Exactly-once delivery through every stage kind and executor, swept over stage concurrency and
 /// pipeline threads; and the concurrency cap each stage promises.
+#include <oneapi/tbb/parallel_for.h>
+
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -233,6 +235,27 @@ BOOST_DATA_TEST_CASE(map_runs_exactly_its_concurrency_calls_at_once,
     BOOST_TEST(drain(p).size() == 60u);
     BOOST_TEST(probe.filled());
     BOOST_TEST(probe.peak() == cap);
+}
+
+// A compute call that waits for TBB work of its own (a parallel_for, as an op built on TBB runs)
+// gets no other call of its stage on its thread meanwhile: while it waits, its thread runs only
+// its own work (a map whose concurrency is at least its threads runs isolated, graph.cpp), so no
+// more than min(concurrency, threads) calls run at once, and every item comes out once.
+BOOST_DATA_TEST_CASE(a_call_waiting_on_nested_tbb_work_shares_no_slot,
+                     bdata::make({1, 2}) * bdata::make({1, 2}), conc, threads) {
+    const int cap = std::min(conc, threads);
+    concurrency_probe probe;
+    auto p = ferry::from(iota(40))
+                 .map(
+                     [&](int x) {
+                         const concurrency_probe::scope in(probe);
+                         tbb::parallel_for(0, 16, [](int) { std::this_thread::sleep_for(100us); });
+                         return x;
+                     },
+                     conc)
+                 .build({.threads = threads});
+    BOOST_TEST(drain(p) == iota(40), boost::test_tools::per_element());
+    BOOST_TEST(probe.peak() <= cap);
 }
 
 // An io map runs exactly `concurrency` calls at once (one thread per slot), whatever the
