@@ -26,6 +26,10 @@
 ///                       is one more thread than t), type-erase values, pool boxes, keep
 ///                       per-stage counters / latency histograms / timings, or support errors,
 ///                       filters, batches and epochs.
+///  * `tbb::flow ungated` the same with `flow::unlimited` function_nodes, as ferry builds a
+///                       map whose concurrency is at least its threads (at most `threads` calls
+///                       run at once either way): what is left between it and ferry is ferry's
+///                       own bookkeeping and its hand-off to the consumer thread.
 ///  * `tbb::flow+limiter` the same with a limiter_node(in_flight) after the input node whose
 ///                       decrementer the sink feeds: the bounded in-flight ferry has, still
 ///                       unordered and without the consumer hand-off.
@@ -49,7 +53,7 @@
 ///   --in-flight   bound for ferry, the limiter and the pipeline's tokens (default: ferry's)
 ///   --stats       print ferry's stats table of the last run of each ferry variant to stderr
 ///   --variants    comma-separated subset to run (for profiling): ferry, ferry-unordered, flow,
-///                 flow-limiter, pipeline (default: all)
+///                 flow-ungated, flow-limiter, pipeline (default: all)
 ///   --json        print the results as JSON instead of the Markdown table
 ///
 /// Files: overhead.hpp (the parts' vocabulary), overhead_runs.cpp (the variants),
@@ -138,8 +142,9 @@ config parse(int argc, char** argv) {
     for (const auto& name : cfg.variants) {
         if (std::none_of(std::begin(kVariants), std::end(kVariants),
                          [&](const variant& v) { return name == v.flag; })) {
-            usage(argv[0], "--variants: unknown variant '" + name +
-                               "' (ferry, ferry-unordered, flow, flow-limiter, pipeline)");
+            usage(argv[0],
+                  "--variants: unknown variant '" + name +
+                      "' (ferry, ferry-unordered, flow, flow-ungated, flow-limiter, pipeline)");
         }
     }
     if (cfg.threads.empty()) usage(argv[0], "--threads needs at least one thread count");

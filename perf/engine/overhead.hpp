@@ -33,7 +33,14 @@ struct run_result {
     u64 sum = 0;
 };
 
-enum class variant_kind { ferry_ordered, ferry_unordered, flow, flow_limiter, pipeline };
+enum class variant_kind {
+    ferry_ordered,
+    ferry_unordered,
+    flow,
+    flow_ungated,
+    flow_limiter,
+    pipeline
+};
 
 struct variant {
     variant_kind kind;
@@ -45,6 +52,7 @@ inline constexpr variant kVariants[] = {
     {variant_kind::ferry_ordered, "ferry", "ferry"},
     {variant_kind::ferry_unordered, "ferry unordered", "ferry-unordered"},
     {variant_kind::flow, "tbb::flow", "flow"},
+    {variant_kind::flow_ungated, "tbb::flow ungated", "flow-ungated"},
     {variant_kind::flow_limiter, "tbb::flow+limiter", "flow-limiter"},
     {variant_kind::pipeline, "parallel_pipeline", "pipeline"},
 };

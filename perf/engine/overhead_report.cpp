@@ -98,7 +98,9 @@ void print_markdown(const config& cfg, const std::vector<series>& all, const mac
     for (const auto& s : all) {
         const double m = s.median();
         const std::string bound =
-            s.v->kind == variant_kind::flow ? "unbounded" : std::to_string(s.in_flight);
+            s.v->kind == variant_kind::flow || s.v->kind == variant_kind::flow_ungated
+                ? "unbounded"
+                : std::to_string(s.in_flight);
         std::printf("| %d | %d | %s | %s | %s | %s - %s | %s | %s | %s |\n", s.threads,
                     s.concurrency, bound.c_str(), s.v->name, rate_text(m).c_str(),
                     rate_text(s.min()).c_str(), rate_text(s.max()).c_str(),
@@ -121,6 +123,16 @@ void print_markdown(const config& cfg, const std::vector<series>& all, const mac
                                    : "BELOW the 50% floor");
         }
     }
+    // ferry builds a map whose concurrency is at least its threads without TBB's gate: against
+    // the same graph ungated, what is left is ferry's own bookkeeping and hand-off.
+    for (int t : cfg.threads) {
+        const series* ungated = find_series(all, t, variant_kind::flow_ungated);
+        const series* f = find_series(all, t, variant_kind::ferry_ordered);
+        if (ungated == nullptr || f == nullptr || f->concurrency < t) continue;
+        std::printf(
+            "threads=%d: ferry / tbb::flow ungated = %.2f (median of per-rep ratios %.2f)\n", t,
+            f->median() / ungated->median(), paired_ratio(*f, *ungated));
+    }
 }
 
 void print_json(const config& cfg, const std::vector<series>& all, const machine_load& load) {
@@ -137,11 +149,16 @@ void print_json(const config& cfg, const std::vector<series>& all, const machine
         const std::string paired =
             flow != nullptr ? std::to_string(paired_ratio(s, *flow)) : std::string("null");
         os << "    {\"threads\": " << s.threads << ", \"concurrency\": " << s.concurrency
-           << ", \"in_flight\": " << (s.v->kind == variant_kind::flow ? 0 : s.in_flight)
+           << ", \"in_flight\": "
+           << (s.v->kind == variant_kind::flow || s.v->kind == variant_kind::flow_ungated
+                   ? 0
+                   : s.in_flight)
            << ", \"variant\": \"" << s.v->flag << "\", \"median\": " << m
            << ", \"min\": " << s.min() << ", \"max\": " << s.max()
            << ", \"vs_flow\": " << json_ratio(m, median_of(all, s.threads, variant_kind::flow))
-           << ", \"paired_vs_flow\": " << paired << ", \"vs_flow_limiter\": "
+           << ", \"paired_vs_flow\": " << paired << ", \"vs_flow_ungated\": "
+           << json_ratio(m, median_of(all, s.threads, variant_kind::flow_ungated))
+           << ", \"vs_flow_limiter\": "
            << json_ratio(m, median_of(all, s.threads, variant_kind::flow_limiter))
            << ", \"vs_parallel_pipeline\": "
            << json_ratio(m, median_of(all, s.threads, variant_kind::pipeline)) << ", \"rates\": [";

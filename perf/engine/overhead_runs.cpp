@@ -63,7 +63,9 @@ std::size_t ferry_in_flight(int t, int c) {
 namespace {
 
 /// Hand-written flow graph: input_node [-> limiter_node] -> 3 function_nodes -> serial sink.
-run_result run_flow(u64 n, int t, int c, std::size_t limit) {
+/// `ungated`: the function_nodes' concurrency is `unlimited` (as ferry builds a map whose
+/// concurrency is at least its threads) instead of `c`.
+run_result run_flow(u64 n, int t, int c, std::size_t limit, bool ungated = false) {
     namespace flow = tbb::flow;
     auto control = worker_limit(t);
     tbb::task_arena arena(t, 0);
@@ -79,7 +81,8 @@ run_result run_flow(u64 n, int t, int c, std::size_t limit) {
             }
             return next++;
         });
-        const auto conc = static_cast<std::size_t>(c);
+        const std::size_t conc =
+            ungated ? static_cast<std::size_t>(flow::unlimited) : static_cast<std::size_t>(c);
         flow::function_node<u64, u64> f1(g, conc, noop);
         flow::function_node<u64, u64> f2(g, conc, noop);
         flow::function_node<u64, u64> f3(g, conc, noop);
@@ -147,6 +150,8 @@ run_result run_variant(const series& s, u64 n, bool print_stats) {
             return run_ferry(n, s.threads, s.concurrency, s.in_flight, false, print_stats);
         case variant_kind::flow:
             return run_flow(n, s.threads, s.concurrency, 0);
+        case variant_kind::flow_ungated:
+            return run_flow(n, s.threads, s.concurrency, 0, true);
         case variant_kind::flow_limiter:
             return run_flow(n, s.threads, s.concurrency, s.in_flight);
         case variant_kind::pipeline:
