@@ -313,7 +313,10 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
 
 void pipeline_runtime::stop() noexcept {
     ctl_.stopping = true;
-    src_.open = false;  // a pull in progress ends its item; the next one finds the source closed
+    // A pull in progress ends its item (counted as produced) before stop() returns.
+    src_.lock_sleeping();
+    src_.open = false;
+    src_.mutex.unlock();
     con_.out->interrupt();
     // A consumer inside next() cancels and cleans up itself; otherwise cancel queued work now.
     if (ctl_.mutex.try_lock()) {

@@ -7,9 +7,11 @@
 #include <oneapi/tbb/spin_mutex.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "box.hpp"
@@ -19,17 +21,16 @@
 namespace ferry::detail {
 
 /// The source's side. The input node calls its pull one at a time and the consumer opens and
-/// closes epochs: `mutex` guards everything here but `open`, `busy` and the counters (atomics;
-/// the monitor reads the last two). A spin lock, the cheapest for the pull that takes it for
-/// every item: the consumer takes it only where no pull is inside the cursor (between epochs:
-/// the input node has stopped, or the graph is idle), so it never spins for long, and `stop()`
-/// does not take it (it clears `open`, which the pull reads first).
+/// closes epochs: `mutex` guards everything here but `busy` and the counters (relaxed atomics,
+/// read by the monitor). A spin lock, the cheapest for the pull that takes it for every item:
+/// the consumer takes it only where no pull is inside the cursor (between epochs: the input node
+/// has stopped, or the graph is idle), so it never spins for long; `stop()`, which may come
+/// while a slow cursor runs, waits for the pull in progress by trying it and sleeping
+/// (`lock_sleeping`).
 struct source_driver {
     alignas(64) tbb::spin_mutex mutex;
     source_cursor cursor;
-    /// The epoch's source may be pulled: set when it opens (under `mutex`), cleared by the pull
-    /// at its end or failure, and by `stop()` from any thread.
-    std::atomic<bool> open{false};
+    bool open = false;
     std::uint64_t seq = 0;  ///< messages of this epoch so far
     std::uint64_t pos = 0;  ///< the position of the next item in the epoch
     /// Resuming an unordered pipeline: positions past the start done before the save (sorted),
@@ -53,6 +54,11 @@ struct source_driver {
             ++pos;
         }
         return true;
+    }
+    /// Takes `mutex` without spinning: for `stop()`, from any thread, while a pull may be inside
+    /// a cursor that takes long (a pull in progress ends its item first, as with a mutex).
+    void lock_sleeping() {
+        while (!mutex.try_lock()) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     /// The epoch's end: no cursor, no positions left to skip.
     void close_epoch() {
