@@ -19,6 +19,7 @@
 #include "ferry/bytes.hpp"
 #include "ferry/detail/owned_buffer.hpp"
 #include "ferry/export.hpp"
+#include "ferry/item.hpp"
 #include "ferry/pixels.hpp"
 #include "ferry/tensor.hpp"
 #include "ferry/video_probe.hpp"
@@ -47,10 +48,12 @@ enum class scale_filter : std::uint8_t { nearest, bilinear, bicubic, area, lancz
 ///   frame_selection::indices({0, 10, 20})   // these frames, in this order
 ///   frame_selection::uniform(8)             // 8 frames spread over the clip, first and last
 ///   frame_selection::clip(8, 4)             // frames 0, 4, 8, ..., 28 of the window
+///   frame_selection::clips(4, 16, 2)        // 4 clips of 16 frames at stride 2, random starts
+///   frame_selection::clips_at({0, 90}, 8)   // frames 0-7 and 90-97, as a batch of 2 clips
 /// \endcode
 class FERRY_API frame_selection {
   public:
-    enum class kind : std::uint8_t { all, indices, uniform, clip };
+    enum class kind : std::uint8_t { all, indices, uniform, clip, clips, clips_at };
 
     /// Every frame of the window.
     [[nodiscard]] static frame_selection all() { return {}; }
@@ -63,11 +66,45 @@ class FERRY_API frame_selection {
     /// `.demux = {.start = t}` this is "N frames at stride S starting at t": only the packets from
     /// the keyframe before `t` to the last frame needed are read and decoded.
     [[nodiscard]] static frame_selection clip(int count, int stride = 1);
+    /// `count` clips of `frames` frames `stride` apart, decoded in one pass (one demuxer, one
+    /// decoder, in time order) and returned as a batch (`video_clip::clips()`, a tensor
+    /// `[count, frames, H, W, C]`), in the order they were drawn. Each start is drawn uniformly
+    /// from `[0, T - (frames - 1) * stride - 1]` for a window of `T` frames (the frames that
+    /// decode, counted by the demuxer: the whole window is read), independently (with
+    /// replacement: two clips may coincide), from the numbers of the stage call's item
+    /// (`ferry::item_rng`; the call's callable must take a `const ferry::item_info&`, or
+    /// `clips` is a `ferry::invalid_argument`), so the same item of the same epoch gets the same
+    /// clips whatever the threads, the world size or the resume point. Each clip's pixels are
+    /// the ones `clip(frames, stride)` gives from that start. A window shorter than one clip is
+    /// a `ferry::decode_error` naming both counts.
+    /// \code
+    ///   .map([](const std::filesystem::path& p, const ferry::item_info&) {
+    ///       return ferry::ops::load_video(
+    ///           p, {.decode = {.select = ferry::frame_selection::clips(4, 16, 2)}}).to_tensor();
+    ///   })   // u8 [4, 16, H, W, 3]
+    /// \endcode
+    [[nodiscard]] static frame_selection clips(int count, int frames, int stride = 1);
+    /// As `clips(count, frames, stride)`, the starts drawn from `item`'s numbers (the same as
+    /// inside a stage call on that item): for a call outside a stage.
+    [[nodiscard]] static frame_selection clips(int count, int frames, int stride,
+                                               const item_info& item);
+    /// Clips of `frames` frames `stride` apart from the given window frames, in the given order
+    /// (repeats allowed), as a batch like `clips`: the deterministic form. `load_video` reads
+    /// up to the last clip's last frame.
+    [[nodiscard]] static frame_selection clips_at(std::vector<std::int64_t> starts, int frames,
+                                                  int stride = 1);
 
     [[nodiscard]] kind mode() const noexcept { return kind_; }
+    /// `indices`' frames; `clips_at`'s starts.
     [[nodiscard]] const std::vector<std::int64_t>& frames() const noexcept { return frames_; }
+    /// `uniform`'s count; `clip`'s, `clips`' and `clips_at`'s frames per clip.
     [[nodiscard]] int count() const noexcept { return count_; }
     [[nodiscard]] int stride() const noexcept { return stride_; }
+    /// The clips of a `clips` or `clips_at` selection (0 for the others).
+    [[nodiscard]] int clips() const noexcept { return clips_; }
+    /// The item whose numbers `clips(count, frames, stride, item)` draws from; none: the stage
+    /// call's.
+    [[nodiscard]] const std::optional<item_info>& item() const noexcept { return item_; }
     /// The frames needed from the window's start (0 = all): what `load_video` tells the demuxer
     /// so that it can stop reading early.
     [[nodiscard]] std::int64_t frames_needed() const noexcept;
@@ -77,6 +114,8 @@ class FERRY_API frame_selection {
     std::vector<std::int64_t> frames_;
     int count_ = 0;
     int stride_ = 1;
+    int clips_ = 0;
+    std::optional<item_info> item_{};
 };
 
 /// How `demux_video` reads a container.
@@ -209,14 +248,24 @@ class FERRY_API packets {
 };
 
 /// Decoded video frames: uint8, `frames() x height() x width() x channels()`, contiguous and
-/// packed (THWC). Owns its pixels: copies copy them, moves are free.
+/// packed (THWC). Owns its pixels: copies copy them, moves are free. From a `clips` or
+/// `clips_at` selection it is a batch of `clips()` clips of `clip_frames()` frames each, one
+/// after the other (`frame(i * clip_frames() + t)` is clip `i`'s frame `t`; `to_tensor()` is
+/// `[clips, clip_frames, H, W, C]`, the same bytes).
 class FERRY_API video_clip {
   public:
     video_clip() = default;
     /// A clip with uninitialised pixels. Throws `ferry::invalid_argument` on a non-positive size.
     video_clip(int frames, int width, int height, frame_format format = frame_format::rgb);
 
+    /// Frames held: every clip's of a batch.
     [[nodiscard]] int frames() const noexcept { return frames_; }
+    /// True for the batch a `clips` or `clips_at` selection gives (even of one clip).
+    [[nodiscard]] bool batch() const noexcept { return clips_ > 0; }
+    /// Clips in the batch; 1 when it is not a batch.
+    [[nodiscard]] int clips() const noexcept { return clips_ > 0 ? static_cast<int>(clips_) : 1; }
+    /// Frames per clip: `frames() / clips()`.
+    [[nodiscard]] int clip_frames() const noexcept { return frames_ / clips(); }
     [[nodiscard]] int height() const noexcept { return height_; }
     [[nodiscard]] int width() const noexcept { return width_; }
     [[nodiscard]] int channels() const noexcept { return channels_of(format_); }
@@ -261,13 +310,17 @@ class FERRY_API video_clip {
     /// Set by the decoder.
     void set_truncated(bool truncated) noexcept { truncated_ = truncated; }
 
-    /// A `u8` tensor `[frames, height, width, channels]`: no copy from an rvalue, one from an
-    /// lvalue.
+    /// A `u8` tensor `[frames, height, width, channels]`, or for a batch `[clips, clip_frames,
+    /// height, width, channels]`: no copy from an rvalue, one from an lvalue.
     [[nodiscard]] tensor to_tensor() &&;
     [[nodiscard]] tensor to_tensor() const&;
 
     /// Gives up the pixel storage; leaves the clip empty.
     [[nodiscard]] buffer release() noexcept;
+
+    /// Set by the decoder: makes the clip a batch of `clips` clips of `frames() / clips` frames.
+    /// Throws `ferry::invalid_argument` unless `clips` is positive and divides `frames()`.
+    void set_batch(int clips);
 
     /// Set by the decoder: frame indices, timestamps and rate.
     void set_frame_info(std::vector<std::int64_t> indices, std::vector<double> timestamps,
@@ -282,6 +335,7 @@ class FERRY_API video_clip {
     detail::moved_to_zero<int> frames_{};
     detail::moved_to_zero<int> width_{};
     detail::moved_to_zero<int> height_{};
+    detail::moved_to_zero<int> clips_{};       ///< 0: not a batch
     frame_format format_ = frame_format::rgb;  ///< a move leaves it in the source
     std::vector<std::int64_t> indices_;
     std::vector<double> timestamps_;

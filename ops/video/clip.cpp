@@ -32,7 +32,7 @@ static_assert(std::is_nothrow_move_constructible_v<video_clip> &&
               std::is_nothrow_move_assignable_v<video_clip>);
 
 buffer video_clip::release() noexcept {
-    frames_ = width_ = height_ = 0;
+    frames_ = width_ = height_ = clips_ = 0;
     indices_.clear();
     timestamps_.clear();
     return buf_.release();
@@ -45,9 +45,19 @@ void video_clip::set_frame_info(std::vector<std::int64_t> indices, std::vector<d
     frame_rate_ = frame_rate;
 }
 
+void video_clip::set_batch(int clips) {
+    if (clips <= 0 || frames_ % clips != 0) {
+        throw invalid_argument("video_clip::set_batch: " + std::to_string(frames_) +
+                               " frames are not " + std::to_string(clips) +
+                               " clips of equal length");
+    }
+    clips_ = clips;
+}
+
 tensor video_clip::to_tensor() && {
     if (empty()) throw invalid_argument("video_clip::to_tensor: the clip is empty");
     std::vector<std::int64_t> shape{frames_, height_, width_, channels()};
+    if (batch()) shape = {clips(), clip_frames(), height_, width_, channels()};
     return tensor(release(), dtype::u8, std::move(shape));
 }
 

@@ -91,6 +91,8 @@ class decoder {
             times.push_back(av::seconds(times_[t], s_.time_base));
         }
         clip_.set_frame_info(slots_, std::move(times), s_.frame_rate);
+        // clips and clips_at: the slots are the clips' frames, clip after clip.
+        if (opt_.select.clips() > 0) clip_.set_batch(opt_.select.clips());
         kept_ = static_cast<std::int64_t>(targets_.size());
         return std::move(clip_);
     }

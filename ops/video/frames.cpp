@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 namespace ferry {
 
@@ -49,6 +50,55 @@ frame_selection frame_selection::clip(int count, int stride) {
     return s;
 }
 
+namespace {
+
+/// Checks what `clips` and `clips_at` share.
+void check_clips(const char* name, int clips, int frames, int stride) {
+    if (clips <= 0 || frames <= 0 || stride <= 0) {
+        throw invalid_argument(std::string("frame_selection::") + name + ": " +
+                               std::to_string(clips) + " clips of " + std::to_string(frames) +
+                               " frames at stride " + std::to_string(stride) +
+                               ": each must be positive");
+    }
+}
+
+}  // namespace
+
+frame_selection frame_selection::clips(int count, int frames, int stride) {
+    check_clips("clips", count, frames, stride);
+    frame_selection s;
+    s.kind_ = kind::clips;
+    s.clips_ = count;
+    s.count_ = frames;
+    s.stride_ = stride;
+    return s;
+}
+
+frame_selection frame_selection::clips(int count, int frames, int stride, const item_info& item) {
+    frame_selection s = clips(count, frames, stride);
+    s.item_ = item;
+    return s;
+}
+
+frame_selection frame_selection::clips_at(std::vector<std::int64_t> starts, int frames,
+                                          int stride) {
+    check_clips("clips_at", static_cast<int>(std::min<std::size_t>(starts.size(), 1U << 30)),
+                frames, stride);
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+        if (starts[i] < 0) {
+            throw invalid_argument("frame_selection::clips_at: start " + std::to_string(i) +
+                                   " is " + std::to_string(starts[i]) + "; frames count from 0");
+        }
+    }
+    frame_selection s;
+    s.kind_ = kind::clips_at;
+    s.clips_ = static_cast<int>(starts.size());
+    s.frames_ = std::move(starts);
+    s.count_ = frames;
+    s.stride_ = stride;
+    return s;
+}
+
 std::int64_t frame_selection::frames_needed() const noexcept {
     switch (kind_) {
         case kind::all:
@@ -58,11 +108,61 @@ std::int64_t frame_selection::frames_needed() const noexcept {
             return frames_.empty() ? 0 : *std::max_element(frames_.begin(), frames_.end()) + 1;
         case kind::clip:
             return static_cast<std::int64_t>(count_ - 1) * stride_ + 1;
+        case kind::clips:  // the whole window: its frame count bounds the starts
+            return 0;
+        case kind::clips_at: {
+            // Saturating: a start near the int64 limit selects frames no window has, which
+            // select_frames reports; reading to the end is all the demuxer can do for it.
+            std::int64_t needed = 0;
+            if (__builtin_add_overflow(*std::max_element(frames_.begin(), frames_.end()),
+                                       static_cast<std::int64_t>(count_ - 1) * stride_ + 1,
+                                       &needed)) {
+                return 0;
+            }
+            return needed;
+        }
     }
     return 0;
 }
 
 namespace ops::av {
+namespace {
+
+/// Mixed into the item's first number so that the clips' starts are not the numbers the
+/// caller's own `item_rng(info)` gives first (a crop drawn from those would follow the start).
+constexpr std::uint64_t clips_stream = 0x636c6970735f6174ULL;  // "clips_at"
+
+/// The starts of `sel`'s clips (kind `clips`) over a window of `frames` frames, each drawn
+/// uniformly from the starts whose clip fits, in the order drawn.
+std::vector<std::int64_t> draw_starts(const frame_selection& sel, std::int64_t frames,
+                                      const char* op, const std::string& source,
+                                      const std::string& truncation) {
+    const std::int64_t span = static_cast<std::int64_t>(sel.count() - 1) * sel.stride() + 1;
+    if (frames < span) {
+        throw decode_error(
+            std::string(op) + ": " + source + ": a clip of " + std::to_string(sel.count()) +
+            " frames at stride " + std::to_string(sel.stride()) + " spans " + std::to_string(span) +
+            " frames but the window has " + std::to_string(frames) +
+            " frames that decode (frame_selection::clips)" +
+            (truncation.empty() ? "" : "; " + std::string(cut_short_prefix) + truncation));
+    }
+    const item_info* info = sel.item() ? &*sel.item() : ferry::detail::current_item();
+    if (info == nullptr) {
+        throw invalid_argument(
+            std::string(op) + ": " + source +
+            ": frame_selection::clips draws its starts from the item's numbers (item_rng), and "
+            "this call has none: call it in a stage whose callable takes a const "
+            "ferry::item_info&, pass the item (clips(count, frames, stride, info)), or give the "
+            "starts (clips_at)");
+    }
+    random_engine rng(item_rng(*info)() ^ clips_stream);
+    std::uniform_int_distribution<std::int64_t> pick(0, frames - span);
+    std::vector<std::int64_t> starts;
+    for (int i = 0; i < sel.clips(); ++i) starts.push_back(pick(rng));
+    return starts;
+}
+
+}  // namespace
 
 std::vector<std::int64_t> select_frames(const frame_selection& sel, std::int64_t frames,
                                         const char* op, const std::string& source,
@@ -104,6 +204,23 @@ std::vector<std::int64_t> select_frames(const frame_selection& sel, std::int64_t
                 out.push_back(f);
             }
             break;
+        case frame_selection::kind::clips:
+        case frame_selection::kind::clips_at: {
+            const std::vector<std::int64_t> starts =
+                sel.mode() == frame_selection::kind::clips
+                    ? draw_starts(sel, frames, op, source, truncation)
+                    : sel.frames();
+            out.reserve(starts.size() * static_cast<std::size_t>(sel.count()));
+            for (const std::int64_t s : starts) {
+                if (s >= frames) throw fewer(s);
+                for (int i = 0; i < sel.count(); ++i) {
+                    const std::int64_t f = s + static_cast<std::int64_t>(i) * sel.stride();
+                    if (f >= frames) throw fewer(f);
+                    out.push_back(f);
+                }
+            }
+            break;
+        }
     }
     return out;
 }

@@ -162,6 +162,9 @@ std::vector<std::int64_t> expected(const pick& p, std::int64_t n) {
             return in_window;
         case ferry::frame_selection::kind::all:
             return range(p.from, static_cast<int>(n - p.from), 1);
+        case ferry::frame_selection::kind::clips:  // clips.cpp's
+        case ferry::frame_selection::kind::clips_at:
+            break;
     }
     return in_window;
 }
