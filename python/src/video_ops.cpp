@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// `ferry.video`: `FrameSelection` (ferry::frame_selection) and the `load_video(...)` factory, a
-/// native op from a path or bytes to a ferry.Tensor clip (frames x height x width x channels).
+/// native op from a path or bytes to a ferry.Tensor clip (frames x height x width x channels, or
+/// clips x frames x ... for `clips`).
 #include <pybind11/stl.h>
 
 #include <chrono>
@@ -89,6 +90,17 @@ std::string selection_text(const ferry::frame_selection& s) {
             }
             return out + "])";
         }
+        case ferry::frame_selection::kind::clips:
+            return "FrameSelection.clips(" + std::to_string(s.clips()) + ", " +
+                   std::to_string(s.count()) + ", " + std::to_string(s.stride()) + ")";
+        case ferry::frame_selection::kind::clips_at: {
+            std::string out = "FrameSelection.clips_at([";
+            for (std::size_t i = 0; i < s.frames().size(); ++i) {
+                out += (i ? ", " : "") + std::to_string(s.frames()[i]);
+            }
+            return out + "], " + std::to_string(s.count()) + ", " + std::to_string(s.stride()) +
+                   ")";
+        }
     }
     return "FrameSelection(?)";
 }
@@ -143,6 +155,21 @@ decode is a ferry.DecodeError.
                     "count frames stride apart from the window's first frame; with "
                     "load_video(start=t): count frames at stride from t, reading only the packets "
                     "they need.")
+        .def_static(
+            "clips",
+            [](int count, int frames, int stride) {
+                return ferry::frame_selection::clips(count, frames, stride);
+            },
+            py::arg("count"), py::arg("frames"), py::arg("stride") = 1,
+            "count clips of frames frames stride apart, decoded in one pass and returned as one "
+            "tensor count x frames x height x width x channels, in the order drawn: each start "
+            "drawn uniformly from [0, T - (frames - 1) * stride - 1] (T: the window's frames), "
+            "with replacement, from the item's numbers (ferry.item_rng(): the same clips for the "
+            "same item and epoch, after a resume too). Each clip is the one clip(frames, stride) "
+            "gives from its start.")
+        .def_static("clips_at", &ferry::frame_selection::clips_at, py::arg("starts"),
+                    py::arg("frames"), py::arg("stride") = 1,
+                    "clips(...) from the given window frames, in the given order.")
         .def("__repr__", &selection_text);
 
     video.def(
@@ -206,8 +233,11 @@ decode is a ferry.DecodeError.
             std::string name = "load_video(";
             for (std::size_t i = 0; i < args.size(); ++i) name += (i ? ", " : "") + args[i];
             name += ")";
+            // Random clips draw their starts from the item of the stage's call.
+            const bool wants_item = select.mode() == ferry::frame_selection::kind::clips;
             return py::cast(py_op{std::make_shared<const native_op>(native_op{
-                std::move(name), [o](value&& v) { return value(load_clip(std::move(v), o)); }})});
+                std::move(name), [o](value&& v) { return value(load_clip(std::move(v), o)); },
+                wants_item})});
         },
         py::kw_only(), py::arg("select") = ferry::frame_selection::all(), py::arg("format") = "rgb",
         py::arg("resize") = py::none(), py::arg("filter") = "bilinear", py::arg("start") = 0.0,
@@ -217,7 +247,8 @@ decode is a ferry.DecodeError.
         R"doc(
 A native op: ferry::ops::load_video on a path (str or os.PathLike: read from the file) or bytes
 (ferry.Bytes or a bytes-like object: read from memory), giving the clip as a ferry.Tensor of
-uint8, frames x height x width x channels (torch.from_dlpack(x) shares it). The keywords are
+uint8, frames x height x width x channels (clips x frames x height x width x channels for
+FrameSelection.clips and clips_at; torch.from_dlpack(x) shares it). The keywords are
 ferry::video_options' fields, flat: select (a FrameSelection; all frames by default), format
 ('rgb', 'bgr', 'gray'), resize ((height, width) or an int: frames scaled by swscale inside the
 decode step), filter (swscale's 'nearest', 'bilinear', 'bicubic', 'area', 'lanczos'), start and

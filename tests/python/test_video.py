@@ -117,6 +117,35 @@ def test_a_window_from_bytes_counts_from_its_start(clip):
     np.testing.assert_array_equal(np.asarray(op(path)), ref[[5, 8, 11, 14]])
 
 
+# FrameSelection.clips(3, 4, 2) in a pipeline gives one tensor 3 x 4 x H x W x 3 per video: each
+# clip is the clip clip(4, 2) loads alone from its start (found among ffmpeg's frames, which all
+# differ), the starts are the item's (a second run gives the same), and clips_at(those starts) gives
+# the same bytes.
+@needs_video
+def test_clips_are_the_clips_loaded_alone(clip):
+    path, ref = clip
+    op = video.load_video(select=video.FrameSelection.clips(3, 4, 2))
+    assert repr(op) == "<ferry op load_video(select=FrameSelection.clips(3, 4, 2))>"
+
+    def run():
+        with ferry.source([path] * 2).map(op).build(threads=1) as pipe:
+            return [np.asarray(c) for c in pipe]
+
+    first, again = run(), run()
+    assert len(first) == 2
+    for batch, same in zip(first, again):
+        assert batch.shape == (3, 4, HEIGHT, WIDTH, 3)
+        np.testing.assert_array_equal(batch, same)
+        starts = []
+        for c in batch:
+            [s] = [s for s in range(FRAMES - 6) if np.array_equal(c, ref[s:s + 7:2])]
+            starts.append(s)
+            alone = video.load_video(select=video.FrameSelection.clip(4, 2), start=s / 25)(path)
+            np.testing.assert_array_equal(c, np.asarray(alone))
+        at = video.load_video(select=video.FrameSelection.clips_at(starts, 4, 2))(path)
+        np.testing.assert_array_equal(np.asarray(at), batch)
+
+
 # format and resize act inside the decode step: BGR is RGB reversed, gray has one channel, and a
 # resize gives the size asked for as (height, width), the pixels of ffmpeg's bilinear scale
 # exactly (both are swscale with SWS_BILINEAR).
