@@ -23,13 +23,20 @@
 ///                    (avcodec_flush_buffers instead of a new avcodec_open2): what "contexts
 ///                    reused per thread, avcodec_open2 off the hot path" buys.
 ///
+/// A second table, several clips per pass: `--batches` loads of 4 random clips of a video each,
+/// `load_video` with `clips(4, 16, 2)` in a stage whose callable takes its item (one demuxer
+/// reading the whole file for its frame count, one decoder, one pass in time order), against the
+/// same 4 clips (the starts a warm-up run drew: they depend on the item alone) loaded by 4
+/// separate `clip(16, 2)` loads (`.demux.start` at each start's time), in the same process,
+/// alternating; the warm-up checks that both give the same bytes.
+///
 /// The hand loop also times its avcodec_open2 calls: under a process-wide lock their wall time
 /// would grow with the threads calling it. Frames decoded per clip: ferry's from its stage's
 /// `frames decoded` counter, the hand loop's from the frames avcodec_receive_frame returned.
 /// Each repetition runs every variant once, in turn; the table gives medians.
 ///
-/// Usage: clip_loading [--clips N] [--seconds S] [--samples N] [--reps R] [--concurrency 1,2,4,8]
-///                    [--dir DIR]
+/// Usage: clip_loading [--clips N] [--seconds S] [--samples N] [--batches N] [--reps R]
+///                    [--concurrency 1,2,4,8] [--tables single,batch] [--dir DIR]
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -42,6 +49,8 @@ extern "C" {
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
@@ -64,12 +73,16 @@ using clock_type = std::chrono::steady_clock;
 constexpr int frames_per_clip = 16;
 constexpr int stride = 2;
 constexpr int side = 112;
+constexpr int clips_per_pass = 4;
 
 struct config {
     int clips = 4;
     int seconds = 10;
     int samples = 64;  ///< clip loads per run
+    int batches = 16;  ///< loads of `clips_per_pass` clips per run
     int reps = 3;
+    bool single = true;  ///< the table of one clip per load
+    bool batch = true;   ///< the table of several clips per pass
     std::vector<int> concurrency{1, 2, 4, 8};
     fs::path dir = fs::temp_directory_path() / "ferry-video-decode";
 };
@@ -77,6 +90,12 @@ struct config {
 struct sample {
     fs::path path;
     double start = 0;
+};
+
+/// Several clips of one video: their first frames.
+struct batch_sample {
+    fs::path path;
+    std::vector<std::int64_t> starts;
 };
 
 double median(std::vector<double> v) {
@@ -263,6 +282,136 @@ ferry_result ferry_rate(const std::vector<sample>& samples, int concurrency, boo
             static_cast<double>(decoded) / static_cast<double>(clips)};
 }
 
+/// `clips_per_pass` random clips (`clips(4, 16, 2)`), starts drawn from the item's numbers.
+ferry::video_options batch_options() {
+    return {
+        .decode = {.select = ferry::frame_selection::clips(clips_per_pass, frames_per_clip, stride),
+                   .resize = {side, side}}};
+}
+
+/// ferry's clips per second loading `clips_per_pass` random clips per `load_video` call; each
+/// video's starts into `starts` (the same in every run: they depend on the item alone).
+ferry_result batch_rate(const std::vector<fs::path>& videos, int concurrency,
+                        std::vector<batch_sample>* starts = nullptr) {
+    const auto t0 = clock_type::now();
+    auto pipe = ferry::from(videos)
+                    .map(
+                        [](const fs::path& p, const ferry::item_info&) {
+                            const auto b = ferry::ops::load_video(p, batch_options());
+                            batch_sample out{p, {}};
+                            for (int c = 0; c < b.clips(); ++c) {
+                                out.starts.push_back(
+                                    b.indices()[static_cast<std::size_t>(c * b.clip_frames())]);
+                            }
+                            if (b.frames() != frames_per_clip * clips_per_pass) out.starts.clear();
+                            return out;
+                        },
+                        {.concurrency = concurrency, .name = "load_video", .executor = ferry::io})
+                    .build({.threads = 1});
+    std::size_t clips = 0;
+    for (batch_sample& b : pipe) {
+        if (b.starts.size() != clips_per_pass) {
+            std::cerr << "clip_loading: ferry delivered a short batch of " << b.path << "\n";
+            std::exit(1);
+        }
+        clips += clips_per_pass;
+        if (starts != nullptr) starts->push_back(std::move(b));
+    }
+    const double wall = seconds_since(t0);
+    std::uint64_t decoded = 0;
+    const auto stats = pipe.stats();
+    for (const auto& st : stats.stages) {
+        if (st.name != "load_video") continue;
+        for (const auto& [name, n] : st.counters) {
+            if (name == "frames decoded") decoded = n;
+        }
+    }
+    return {static_cast<double>(clips) / wall,
+            static_cast<double>(decoded) / static_cast<double>(clips)};
+}
+
+/// The batches' clips as separate samples: each start's time (frame `s` of a 30 fps file that
+/// starts at 0 is shown at `s / 30` s).
+std::vector<sample> separate(const std::vector<batch_sample>& batches) {
+    std::vector<sample> out;
+    for (const auto& b : batches) {
+        for (const std::int64_t s : b.starts) {
+            out.push_back({b.path, static_cast<double>(s) / ferry_perf::video_fps});
+        }
+    }
+    return out;
+}
+
+/// Exits unless the first video's batch, drawn from item 0's numbers outside a pipeline, has the
+/// starts the pipeline drew, and each clip the bytes its separate load gives.
+void check_same_clips(const batch_sample& b) {
+    ferry::video_options o = batch_options();
+    o.decode.select =
+        ferry::frame_selection::clips(clips_per_pass, frames_per_clip, stride, ferry::item_info{});
+    const auto batch = ferry::ops::load_video(b.path, o);
+    const std::vector<sample> alone = separate({b});
+    for (std::size_t c = 0; c < alone.size(); ++c) {
+        const auto clip = ferry::ops::load_video(
+            b.path, {.demux = {.start = alone[c].start},
+                     .decode = {.select = ferry::frame_selection::clip(frames_per_clip, stride),
+                                .resize = {side, side}}});
+        const auto from = batch.frame(static_cast<int>(c) * frames_per_clip);
+        if (batch.indices()[c * frames_per_clip] != b.starts[c] ||
+            clip.data().size() != from.size() * frames_per_clip ||
+            std::memcmp(clip.data().data(), from.data(), clip.data().size()) != 0) {
+            std::cerr << "clip_loading: clip " << c << " of " << b.path
+                      << " differs between one pass and its own load\n";
+            std::exit(1);
+        }
+    }
+}
+
+/// The load average as `uptime` prints it.
+std::string load_average() {
+    double l[3] = {0, 0, 0};
+    if (getloadavg(l, 3) != 3) return "?";
+    char text[64];
+    std::snprintf(text, sizeof text, "%.2f, %.2f, %.2f", l[0], l[1], l[2]);
+    return text;
+}
+
+void batch_table(const config& c, const std::vector<fs::path>& paths) {
+    std::vector<fs::path> videos;
+    for (int i = 0; i < c.batches; ++i)
+        videos.push_back(paths[static_cast<std::size_t>(i) % paths.size()]);
+    std::vector<batch_sample> batches;  // the warm-up's starts: every run's
+    (void)batch_rate(videos, 2, &batches);
+    check_same_clips(batches.front());
+    const std::vector<sample> alone = separate(batches);
+    std::printf(
+        "\n%d clips of %d frames at stride %d per video, 112x112 rgb24: %d videos (%d clips), one "
+        "load_video with clips(%d, %d, %d) against %d separate clip(%d, %d) loads of the "
+        "same starts, median of %d; load average %s at the start\n\n",
+        clips_per_pass, frames_per_clip, stride, c.batches, c.batches * clips_per_pass,
+        clips_per_pass, frames_per_clip, stride, clips_per_pass, frames_per_clip, stride, c.reps,
+        load_average().c_str());
+    std::printf(
+        "| concurrency | one pass, clips/s | separate loads, clips/s | one pass ÷ separate | "
+        "frames decoded per clip: one pass, separate |\n|---:|---:|---:|---:|---:|\n");
+    for (int t : c.concurrency) {
+        std::vector<double> one, sep, ratio;
+        double one_decoded = 0, sep_decoded = 0;
+        for (int rep = 0; rep < c.reps; ++rep) {
+            const auto b = batch_rate(videos, t);
+            const auto s = ferry_rate(alone, t, true);
+            one.push_back(b.clips_per_s);
+            sep.push_back(s.clips_per_s);
+            ratio.push_back(b.clips_per_s / s.clips_per_s);
+            one_decoded = b.decoded_per_clip;
+            sep_decoded = s.decoded_per_clip;
+        }
+        std::printf("| %d | %.1f | %.1f | **%.2f** | %.1f, %.1f |\n", t, median(one), median(sep),
+                    median(ratio), one_decoded, sep_decoded);
+        std::fflush(stdout);
+    }
+    std::printf("\nload average %s at the end\n", load_average().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -276,6 +425,11 @@ int main(int argc, char** argv) {
             c.seconds = std::stoi(v);
         } else if (a == "--samples") {
             c.samples = std::stoi(v);
+        } else if (a == "--batches") {
+            c.batches = std::stoi(v);
+        } else if (a == "--tables") {
+            c.single = v.find("single") != std::string::npos;
+            c.batch = v.find("batch") != std::string::npos;
         } else if (a == "--reps") {
             c.reps = std::stoi(v);
         } else if (a == "--concurrency") {
@@ -283,12 +437,17 @@ int main(int argc, char** argv) {
         } else if (a == "--dir") {
             c.dir = v;
         } else {
-            std::cerr << "usage: clip_loading [--clips N] [--seconds S] [--samples N] [--reps R] "
-                         "[--concurrency 1,2,4,8] [--dir DIR]\n";
+            std::cerr
+                << "usage: clip_loading [--clips N] [--seconds S] [--samples N] [--batches N] "
+                   "[--reps R] [--concurrency 1,2,4,8] [--tables single,batch] [--dir DIR]\n";
             return 2;
         }
     }
     const auto paths = ferry_perf::video_set(c.dir, c.clips, c.seconds);
+    if (!c.single) {
+        batch_table(c, paths);
+        return 0;
+    }
     // Starts over each clip's length, leaving room for the 16 frames at stride 2 (~1.1 s).
     std::mt19937 rng(7);
     std::uniform_real_distribution<double> start(
@@ -336,5 +495,6 @@ int main(int argc, char** argv) {
             median(f) / median(r), median(ratio), f_decoded, e_decoded, h_decoded, median(open_ms));
         std::fflush(stdout);
     }
+    if (c.batch) batch_table(c, paths);
     return 0;
 }
