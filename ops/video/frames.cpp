@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 namespace ferry {
@@ -59,6 +60,12 @@ void check_clips(const char* name, int clips, int frames, int stride) {
                                std::to_string(clips) + " clips of " + std::to_string(frames) +
                                " frames at stride " + std::to_string(stride) +
                                ": each must be positive");
+    }
+    // A video_clip counts its frames in an int.
+    if (static_cast<std::int64_t>(clips) * frames > std::numeric_limits<int>::max()) {
+        throw invalid_argument(std::string("frame_selection::") + name + ": " +
+                               std::to_string(clips) + " clips of " + std::to_string(frames) +
+                               " frames are more frames than a video_clip holds");
     }
 }
 
