@@ -437,7 +437,8 @@ BOOST_AUTO_TEST_CASE(random_clips_without_an_item_are_refused_by_name) {
         pipe.failures()[0].message);
 }
 
-// Counts and strides that are not positive, no starts and negative starts are refused by name.
+// Counts and strides that are not positive, more frames than a clip holds, no starts and negative
+// starts are refused by name.
 BOOST_AUTO_TEST_CASE(bad_clip_arguments_are_invalid_arguments) {
     check_throws<ferry::invalid_argument>([] { (void)ferry::frame_selection::clips(0, 8, 2); },
                                           "0 clips of 8 frames at stride 2: each must be positive");
@@ -445,6 +446,9 @@ BOOST_AUTO_TEST_CASE(bad_clip_arguments_are_invalid_arguments) {
                                           "2 clips of 8 frames at stride 0");
     check_throws<ferry::invalid_argument>([] { (void)ferry::frame_selection::clips_at({}, 8, 2); },
                                           "0 clips of 8 frames");
+    check_throws<ferry::invalid_argument>(
+        [] { (void)ferry::frame_selection::clips(1 << 20, 1 << 12, 1); },
+        "1048576 clips of 4096 frames are more frames than a video_clip holds");
     check_throws<ferry::invalid_argument>(
         [] {
             (void)ferry::frame_selection::clips_at({3, -1}, 8, 2);
