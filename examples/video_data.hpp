@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// The video trainer's data: short H.264 videos, made once with the `ffmpeg` CLI, of a
-/// Fashion-MNIST item moving over a noisy background, stored as a video folder
-/// (DIR/train/<class>/*.mp4, DIR/test/<class>/*.mp4) and labelled by the item's class.
+/// Generated videos of Fashion-MNIST items: short H.264 videos, made once with the `ffmpeg` CLI,
+/// stored as a video folder (DIR/train/<class>/*.mp4, DIR/test/<class>/*.mp4). Here the frame
+/// geometry, the writer and mixed_media's videos (an item moving over a noisy background,
+/// labelled by the item's class); the video trainer's, labelled by motion, in motion_data.hpp.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <string>
@@ -103,87 +105,81 @@ inline void draw_moving_item(const fashion_image& item, std::uint64_t seed,
     }
 }
 
-/// Writes `items` as `dir/000.mp4`, `dir/001.mp4`, ...: H.264 in MP4, one video per item. One
+/// Draws video `i` of a folder, frame after frame, into `out` (video_side² bytes a frame).
+using video_drawer = std::function<void(std::size_t i, std::vector<unsigned char>& out)>;
+
+/// How the videos are encoded: H.264 with no B-frames (I and P frames only), or with B-frames
+/// (3 between references, always: `-b_strategy 0`; x264's B-pyramid, so some are references).
+enum class video_codec : std::uint8_t { h264_no_bframes, h264_bframes };
+
+/// Writes `count` videos made by `draw` as `dir/000.mp4`, `dir/001.mp4`, ...: H.264 in MP4. One
 /// ffmpeg process for them all (starting one costs more than encoding a video): a keyframe
-/// every video's length and the segment muxer cutting there, no B-frames, so that every file
-/// starts at a keyframe with timestamp 0. False if ffmpeg failed or made another file count.
-inline bool write_videos(const fs::path& dir, const std::vector<const fashion_image*>& items,
-                         std::uint64_t seed) {
+/// every video's length (closed GOPs) and the segment muxer cutting there, so that every file
+/// starts at a keyframe with timestamp 0 (`-avoid_negative_ts disabled`: otherwise the first
+/// file's timestamps would start 2 frames late, the B-frames' decoding delay). False if ffmpeg
+/// failed or made another file count.
+inline bool write_videos(const fs::path& dir, std::size_t count, video_codec codec,
+                         const video_drawer& draw) {
+    const std::string frames = std::to_string(video_frames);
+    const std::string bframes = codec == video_codec::h264_bframes
+                                    ? "-bf 3 -b_strategy 0 -avoid_negative_ts disabled"
+                                    : "-bf 0";
     const std::string cmd =
         "ffmpeg -nostdin -loglevel error -y -f rawvideo -pix_fmt gray -s " +
         std::to_string(video_side) + "x" + std::to_string(video_side) + " -r " +
-        std::to_string(video_fps) + " -i - -c:v libx264 -preset veryfast -crf 20 -bf 0 -g " +
-        std::to_string(video_frames) + " -keyint_min " + std::to_string(video_frames) +
+        std::to_string(video_fps) + " -i - -c:v libx264 -preset veryfast -crf 20 " + bframes +
+        " -g " + frames + " -keyint_min " + frames +
         " -sc_threshold 0 -pix_fmt yuv420p -f segment -segment_format mp4 -segment_frames " +
         [&] {
             std::string cuts;
-            for (std::size_t i = 1; i < items.size(); ++i) {
+            for (std::size_t i = 1; i < count; ++i) {
                 cuts += (i > 1 ? "," : "") + std::to_string(i * video_frames);
             }
-            return cuts.empty() ? std::to_string(video_frames) : cuts;
+            return cuts.empty() ? frames : cuts;
         }() +
         " -reset_timestamps 1 '" + (dir / "%03d.mp4").string() + "'";
     FILE* pipe = popen(cmd.c_str(), "w");
     if (pipe == nullptr) return false;
-    std::vector<unsigned char> frames;
+    std::vector<unsigned char> pixels;
     bool ok = true;
-    for (std::size_t i = 0; i < items.size() && ok; ++i) {
-        frames.clear();
-        draw_moving_item(*items[i], seed + i, frames);
-        ok = std::fwrite(frames.data(), 1, frames.size(), pipe) == frames.size();
+    for (std::size_t i = 0; i < count && ok; ++i) {
+        pixels.clear();
+        draw(i, pixels);
+        ok = std::fwrite(pixels.data(), 1, pixels.size(), pipe) == pixels.size();
     }
     ok = pclose(pipe) == 0 && ok;
     std::size_t made = 0;
     for (const auto& f : fs::directory_iterator(dir)) made += f.is_regular_file() ? 1 : 0;
-    return ok && made == items.size();
+    return ok && made == count;
 }
 
-/// The generated video folder under `cache` (made on first use, with `threads` ffmpeg processes
-/// at a time): `train_per_class` training videos per class from Fashion-MNIST's training images,
-/// `test_per_class` test videos per class from its test images.
-inline fs::path moving_fashion(const fs::path& cache, int train_per_class, int test_per_class,
-                               int threads) {
-    const fs::path root = cache / ("moving-fashion-" + std::to_string(train_per_class) + "-" +
-                                   std::to_string(test_per_class));
-    if (fs::exists(root / ".complete")) return root;
-    if (!fs::exists(fashion_source / "train-images-idx3-ubyte.gz")) {
-        std::cerr << "Fashion-MNIST is not installed (" << fashion_source.string()
-                  << " is missing). Install it with:\n    apt-get install dataset-fashion-mnist\n";
-        std::exit(2);
-    }
-    const int total = 10 * (train_per_class + test_per_class);
+/// One folder of generated videos: where, how many, and how each is drawn.
+struct video_job {
+    fs::path dir;
+    std::size_t count = 0;
+    video_drawer draw;
+};
+
+/// Makes every job's folder (emptied first) with `threads` ffmpeg processes at a time, one per
+/// job, then marks `root` complete. Exits with status 2 if ffmpeg cannot make them.
+inline void make_videos(const fs::path& root, std::vector<video_job>& jobs, video_codec codec,
+                        int threads) {
+    std::size_t total = 0;
+    for (const auto& j : jobs) total += j.count;
     std::cout << "generating " << total << " videos with ffmpeg in " << root.string() << " (once)"
               << std::endl;
     const auto t0 = steady::now();
-    struct job {
-        fs::path dir;
-        std::vector<const fashion_image*> items;
-        std::uint64_t seed = 0;
-    };
-    std::vector<fashion_image> images[2] = {fashion_images("train", train_per_class),
-                                            fashion_images("t10k", test_per_class)};
-    std::vector<job> jobs;
-    for (int split = 0; split < 2; ++split) {
-        for (int c = 0; c < 10; ++c) {
-            job j{root / (split == 0 ? "train" : "test") / fashion_classes[c],
-                  {},
-                  (split * 10ULL + static_cast<std::uint64_t>(c)) << 32};
-            for (const auto& img : images[split]) {
-                if (img.label == c) j.items.push_back(&img);
-            }
-            fs::remove_all(j.dir);
-            fs::create_directories(j.dir);
-            jobs.push_back(std::move(j));
-        }
+    for (const auto& j : jobs) {
+        fs::remove_all(j.dir);
+        fs::create_directories(j.dir);
     }
-    // One ffmpeg process per class and split, a few at a time.
     std::atomic<std::size_t> next{0};
     std::atomic<bool> failed{false};
     std::vector<std::thread> workers;
     for (int w = 0; w < std::max(1, threads); ++w) {
         workers.emplace_back([&] {
             for (std::size_t i = next++; i < jobs.size() && !failed; i = next++) {
-                if (!write_videos(jobs[i].dir, jobs[i].items, jobs[i].seed)) {
+                if (!write_videos(jobs[i].dir, jobs[i].count, codec, jobs[i].draw)) {
                     std::cerr << "cannot run ffmpeg to make the videos of " << jobs[i].dir.string()
                               << " (apt-get install ffmpeg)\n";
                     failed = true;
@@ -196,6 +192,45 @@ inline fs::path moving_fashion(const fs::path& cache, int train_per_class, int t
     std::ofstream(root / ".complete") << "ok\n";
     std::printf("generated in %.1f s\n", std::chrono::duration<double>(steady::now() - t0).count());
     std::fflush(stdout);
+}
+
+/// Exits with status 2, saying how to install it, if Fashion-MNIST is not installed.
+inline void require_fashion_mnist() {
+    if (!fs::exists(fashion_source / "train-images-idx3-ubyte.gz")) {
+        std::cerr << "Fashion-MNIST is not installed (" << fashion_source.string()
+                  << " is missing). Install it with:\n    apt-get install dataset-fashion-mnist\n";
+        std::exit(2);
+    }
+}
+
+/// The generated video folder under `cache` (made on first use, with `threads` ffmpeg processes
+/// at a time): `train_per_class` training videos per class from Fashion-MNIST's training images,
+/// `test_per_class` test videos per class from its test images, each labelled by its item's
+/// class (draw_moving_item; H.264 without B-frames). The mixed_media example's videos.
+inline fs::path moving_fashion(const fs::path& cache, int train_per_class, int test_per_class,
+                               int threads) {
+    const fs::path root = cache / ("moving-fashion-" + std::to_string(train_per_class) + "-" +
+                                   std::to_string(test_per_class));
+    if (fs::exists(root / ".complete")) return root;
+    require_fashion_mnist();
+    const std::vector<fashion_image> images[2] = {fashion_images("train", train_per_class),
+                                                  fashion_images("t10k", test_per_class)};
+    std::vector<video_job> jobs;
+    for (int split = 0; split < 2; ++split) {
+        for (int c = 0; c < 10; ++c) {
+            std::vector<const fashion_image*> items;
+            for (const auto& img : images[split]) {
+                if (img.label == c) items.push_back(&img);
+            }
+            const std::uint64_t seed = (split * 10ULL + static_cast<std::uint64_t>(c)) << 32;
+            jobs.push_back({root / (split == 0 ? "train" : "test") / fashion_classes[c],
+                            items.size(),
+                            [items, seed](std::size_t i, std::vector<unsigned char>& out) {
+                                draw_moving_item(*items[i], seed + i, out);
+                            }});
+        }
+    }
+    make_videos(root, jobs, video_codec::h264_no_bframes, threads);
     return root;
 }
 

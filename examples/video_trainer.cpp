@@ -2,12 +2,14 @@
 // -> demux + decode a clip of N frames at stride S from a random start, resized and gray (FFmpeg,
 // inside ferry::video) -> batch -> collate + to_torch, into a small 3D convolutional network.
 //
-// Data: generated on first run with the ffmpeg CLI's H.264 encoder (libx264) into a cache
-// folder (examples/video_data.hpp): 64x64 videos of a Fashion-MNIST item moving in a straight
-// line over a still noisy texture, labelled by the item's class (10 classes). The network sees
-// only the decoded pixels: no hand-made features.
+// Data: generated on first run with the ffmpeg CLI's H.264 encoder (libx264, with B-frames) into
+// a cache folder (examples/motion_data.hpp): 64x64 videos of a random Fashion-MNIST item moving
+// down, left, right or up over a noisy background, labelled by the direction (4 classes). Every
+// frame, alone, looks the same in every class (the item anywhere, the frame wrapping around): only
+// the motion between frames tells the classes apart, so one frame per clip (--frames 1) stays at
+// chance. The network sees only the decoded pixels: no hand-made features.
 //
-//   video_trainer [--train-per-class 32] [--epochs 8] [--frames 8] [--stride 2] [--threads N]
+//   video_trainer [--train-per-class 80] [--epochs 8] [--frames 8] [--stride 2] [--threads N]
 //   video_trainer --help
 
 #include <torch/torch.h>
@@ -28,7 +30,7 @@
 #include "ferry/ferry.hpp"
 #include "ferry/torch.hpp"
 #include "ferry/video.hpp"
-#include "video_data.hpp"
+#include "motion_data.hpp"
 
 namespace fs = std::filesystem;
 using steady = std::chrono::steady_clock;
@@ -142,15 +144,16 @@ torch::Tensor model_input(const torch::Tensor& clips) {
 }
 
 /// A small 3D CNN: three 3x3x3-ish convolutions with batch norm, max pooling over time and space,
-/// then the strongest response anywhere in the clip (the item can be anywhere) per channel.
-torch::nn::Sequential make_model(int classes) {
+/// then the strongest response anywhere in the clip (the item can be anywhere) per channel. The
+/// first pooling halves time only when a clip has frames to halve (not at --frames 1).
+torch::nn::Sequential make_model(int classes, int frames) {
     using namespace torch::nn;
     const auto conv = [](int in, int out, std::vector<std::int64_t> k,
                          std::vector<std::int64_t> pad) {
         return Conv3d(Conv3dOptions(in, out, k).padding(pad).bias(false));
     };
     return Sequential(conv(1, 8, {3, 5, 5}, {1, 2, 2}), BatchNorm3d(8), ReLU(),
-                      MaxPool3d(MaxPool3dOptions(2)),  //
+                      MaxPool3d(MaxPool3dOptions({std::min(frames, 2), 2, 2})),  //
                       conv(8, 16, {3, 3, 3}, {1, 1, 1}), BatchNorm3d(16), ReLU(),
                       MaxPool3d(MaxPool3dOptions({1, 2, 2})),  //
                       conv(16, 32, {3, 3, 3}, {1, 1, 1}), BatchNorm3d(32), ReLU(),
@@ -163,8 +166,8 @@ int main(int argc, char** argv) {
     CLI::App app{"Trains a 3D CNN in libtorch on generated videos fed by ferry (FFmpeg decode)."};
     options o;
     std::string cache_dir;
-    int train_per_class = 32;
-    int test_per_class = 10;
+    int train_per_class = 80;
+    int test_per_class = 25;
     int epochs = 8;
     int threads = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
     float lr = 3e-3F;
@@ -176,7 +179,7 @@ int main(int argc, char** argv) {
     app.add_option("--test-per-class", test_per_class, "test videos per class")
         ->check(CLI::Range(1, 1000));
     app.add_option("--epochs", epochs)->check(CLI::PositiveNumber);
-    app.add_option("--frames", o.frames, "frames per clip")->check(CLI::Range(2, 16));
+    app.add_option("--frames", o.frames, "frames per clip")->check(CLI::Range(1, 16));
     app.add_option("--stride", o.stride, "stride between the clip's frames")
         ->check(CLI::Range(1, 3));
     app.add_option("--size", o.size, "decoded frame size (square)")->check(CLI::Range(16, 64));
@@ -203,17 +206,18 @@ int main(int argc, char** argv) {
     torch::set_num_threads(torch_threads);
     torch::manual_seed(o.seed);
 
-    const fs::path root = ferry_examples::moving_fashion(ferry_examples::cache_dir(cache_dir),
-                                                         train_per_class, test_per_class, threads);
+    const fs::path root = ferry_examples::moving_directions(
+        ferry_examples::cache_dir(cache_dir), train_per_class, test_per_class, threads);
     const auto data = ferry_examples::load_dataset(root);
     const int classes = static_cast<int>(data.classes.size());
-    std::cout << "data: " << data.train.size() << " train / " << data.test.size()
-              << " test videos, " << classes
-              << " classes (Fashion-MNIST items moving over a still noisy texture, 64x64 H.264); "
-                 "clips of "
-              << o.frames << " frames at stride " << o.stride << ", " << o.size << "x" << o.size
-              << " gray\n";
-    auto model = make_model(classes);
+    std::cout
+        << "data: " << data.train.size() << " train / " << data.test.size() << " test videos, "
+        << classes
+        << " classes (a random Fashion-MNIST item moving down, left, right or up over a noisy "
+           "background, 64x64 H.264 with B-frames); clips of "
+        << o.frames << (o.frames == 1 ? " frame" : " frames") << " at stride " << o.stride << ", "
+        << o.size << "x" << o.size << " gray\n";
+    auto model = make_model(classes, o.frames);
     std::int64_t params = 0;
     for (const auto& p : model->parameters()) params += p.numel();
     std::cout << "model: 3D CNN conv3d 8-16-32 + batch norm + max pooling, " << params
