@@ -9,8 +9,9 @@
 //
 //   mixed_media --images DIR --videos DIR [--epochs N] [--seed S] [--threads T]
 //
-// --images is the image trainers' cache (Fashion-MNIST unpacked as PNG files), --videos the video
-// trainer's (moving Fashion-MNIST items as MP4): each is made there on first use.
+// --images is the image trainers' cache (Fashion-MNIST unpacked as PNG files), --videos a cache of
+// moving Fashion-MNIST items labelled by class, as MP4 (video_data.hpp's `moving_fashion`): each
+// is made there on first use.
 
 #include <cmath>
 #include <cstdint>
