@@ -143,7 +143,7 @@ void pipeline_runtime::async_start(stage_runtime& st, msg m, const shard_writer&
     }
     try {
         if (st.deadlines) sink->arm();
-        const call_scope scope(&ctl_.stopping, &ctl_.aborting, nullptr, &st.counters.truncated,
+        const call_scope scope(&ctl_.stopping(), &ctl_.aborting(), nullptr, &st.counters.truncated,
                                &st.counters.named);
         st.spec.start_fn(std::move(m->value), sink);
     } catch (...) {

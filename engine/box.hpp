@@ -5,6 +5,7 @@
 
 #include <oneapi/tbb/spin_mutex.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -126,6 +127,9 @@ static_assert(sizeof(box) <= 256, "a box is four cache lines: keep rare members 
 inline constexpr std::uint32_t no_route_branch = ~std::uint32_t{0};
 
 using msg = box*;
+
+/// Boxes the source takes from the pool, and the consumer gives back, per pool lock.
+constexpr std::size_t box_batch = 16;
 
 /// Owns every box of a pipeline. Acquire/release are short critical sections; `reclaim_all`
 /// (only while the graph is idle, and with every cache filled by `acquire_bulk` or waiting for

@@ -329,7 +329,7 @@ void pipeline_runtime::build_graph() {
         g, flow::serial, tsan_body([this](msg m) {
             tsan_receive(this, m);
             const tsan_scope order(output_seq_.get());
-            const tsan_scope producer(con_.out.get());  // the hand-off's producer-side state
+            const tsan_scope producer(con_.out());  // the hand-off's producer-side state
             output_seq_->push(m, [this](msg x) {
                 if (x->kind == msg_kind::gap) {
                     retire_gap(x);

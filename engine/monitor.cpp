@@ -10,7 +10,7 @@ namespace ferry::detail {
 void pipeline_runtime::monitor_tick() {
     coarse_clock::advance();  // where the calls not timed start from (counters.hpp)
     expire_timeouts();        // the watchdog: calls past their stage's timeout
-    if (!ctl_.running) return;
+    if (!ctl_.running()) return;
     settle_stopped_epoch();
     sample();
     const auto now = clock::now();
@@ -28,13 +28,13 @@ void pipeline_runtime::monitor_tick() {
 std::chrono::microseconds pipeline_runtime::monitor_period() const {
     // Sampling wakes this thread, which on a machine with few cores preempts a worker: every
     // 1 ms for an epoch's first 50 ms (short epochs still get samples), then every 10 ms.
-    const clock::duration running_for(clock::now().time_since_epoch().count() - ctl_.start.load());
+    const clock::duration running_for(clock::now().time_since_epoch().count() - ctl_.start());
     const auto sample_every = running_for < std::chrono::milliseconds(50)
                                   ? std::chrono::microseconds(1000)
                                   : std::chrono::microseconds(10000);
-    return ctl_.running ? sample_every
-           : timed_     ? std::chrono::microseconds(10000)
-                        : std::chrono::microseconds(50000);
+    return ctl_.running() ? sample_every
+           : timed_       ? std::chrono::microseconds(10000)
+                          : std::chrono::microseconds(50000);
 }
 
 void pipeline_runtime::sample() {
@@ -60,14 +60,8 @@ void pipeline_runtime::sample() {
         c.queue_sum += static_cast<double>(q);
         c.queue_max = std::max(c.queue_max, q);
     };
-    {
-        // The source has no upstream: it is busy, or held back by the in-flight limit.
-        const bool busy = src_.busy;
-        std::lock_guard lock(src_.counters.sample_mutex);
-        ++src_.counters.samples;
-        if (busy) src_.counters.utilization_sum += 1.0;
-        if (!busy && saturated) ++src_.counters.backpressured_samples;
-    }
+    // The source has no upstream: it is busy, or held back by the in-flight limit.
+    src_.sample(saturated);
     // Tracing: the items in flight and each stage's queue as counter tracks (series 0, 1, ...).
     const std::uint64_t now = ticks();
     std::uint32_t series = 1;
@@ -130,7 +124,7 @@ void pipeline_runtime::link_feeds() {
 
 std::int64_t pipeline_runtime::sent_toward(const stage_runtime& st) const noexcept {
     const auto emitted = [this](const stage_runtime* s) {
-        const stage_counters& c = s != nullptr ? s->counters : src_.counters;
+        const stage_counters& c = s != nullptr ? s->counters : src_.counters();
         return static_cast<std::int64_t>(c.sum(&counter_shard::emitted));
     };
     const auto load = [](const std::atomic<std::uint64_t>& n) {
@@ -174,7 +168,7 @@ std::int64_t pipeline_runtime::queued_before(stage_runtime& st) const {
 }
 
 stage_stats pipeline_runtime::row(const stage_runtime* st) const {
-    const stage_counters& c = st != nullptr ? st->counters : src_.counters;
+    const stage_counters& c = st != nullptr ? st->counters : src_.counters();
     stage_stats r;
     if (st != nullptr) {
         r.name = st->name;
@@ -257,14 +251,13 @@ pipeline_stats pipeline_runtime::stats() const {
         if (plan_.memory_budget > 0) s.bytes_in_flight = tuning_bytes_in_flight();
     }
     s.elapsed = std::chrono::nanoseconds(ctl_.elapsed());
-    s.consumer_wait = std::chrono::nanoseconds(con_.wait_ns.load());
-    if (const auto since = con_.waiting_since.load(std::memory_order_relaxed); since != 0) {
+    s.consumer_wait = std::chrono::nanoseconds(con_.wait_ns());
+    if (const auto since = con_.waiting_since(); since != 0) {
         const auto now = clock::now().time_since_epoch().count();
         s.consumer_waiting = std::chrono::nanoseconds(now > since ? now - since : 0);
     }
-    s.first_output = std::chrono::nanoseconds(con_.first_output_ns.load(std::memory_order_relaxed));
-    s.first_output_max =
-        std::chrono::nanoseconds(con_.first_output_max_ns.load(std::memory_order_relaxed));
+    s.first_output = std::chrono::nanoseconds(con_.first_output_ns());
+    s.first_output_max = std::chrono::nanoseconds(con_.first_output_max_ns());
     s.full = full_.fraction();
     return s;
 }

@@ -74,7 +74,7 @@ void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
     std::uint64_t credits = 0;
     for (msg b : st.renum.batch_items) {
         if (w.traced()) w.link(t0, b->source_index);  // the item's flow ends in this batch
-        if (res_.tracker) {
+        if (res_.tracker()) {
             // Unordered: the batch's items are any; it lists their positions.
             if (b->covers.empty()) {
                 first->covers.mut().push_back(b->source_index);

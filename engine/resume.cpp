@@ -108,35 +108,30 @@ constexpr const char* unordered_expansion =
 
 }  // namespace
 
-void pipeline_runtime::take_resume_state() {
-    res_.shape = plan_.shape;
-    res_.expands = std::any_of(stages_.begin(), stages_.end(),
-                               [](const stage_runtime& s) { return s.expands; });
-    // Positions of a window's items are source positions only before any other renumbering.
-    const auto first_renumbering = std::find_if(
-        stages_.begin(), stages_.end(), [](const stage_runtime& s) { return s.renumbers(); });
-    if (plan_.output_ordered && first_renumbering != stages_.end() &&
-        first_renumbering->spec.kind == stage_kind::batch_by) {
-        first_renumbering->lists_window = true;
-        res_.lists_window = true;
-    }
+std::uint64_t resume_state::take(const source_spec& source, std::string shape, bool ordered,
+                                 bool expands, bool lists_window,
+                                 const std::optional<pipeline_state>& from) {
+    shape_ = std::move(shape);
+    ordered_ = ordered;
+    expands_ = expands;
+    lists_window_ = lists_window;
     // Unordered: which positions are done is a set, kept as they are delivered or left.
-    if (!plan_.output_ordered && !res_.expands) res_.tracker = std::make_unique<done_tracker>();
-    if (!opts_.resume_from) return;
-    const pipeline_state& st = *opts_.resume_from;
-    if (!plan_.output_ordered && res_.expands) refuse(unordered_expansion);
-    if (plan_.output_ordered && !st.done().empty()) {
+    if (!ordered_ && !expands_) tracker_ = std::make_unique<done_tracker>();
+    if (!from) return 0;
+    const pipeline_state& st = *from;
+    if (!ordered_ && expands_) refuse(unordered_expansion);
+    if (ordered_ && !st.done().empty()) {
         refuse(
             "the state was saved by an unordered pipeline (it lists items done past its "
             "position); this one is ordered");
     }
-    if (!st.shape().empty() && st.shape() != res_.shape) {
+    if (!st.shape().empty() && st.shape() != shape_) {
         // Escaped: a state made in code is not checked by parse.
         refuse("the state was saved by a pipeline of stages '" + escape_controls(st.shape()) +
-               "', this one has '" + res_.shape + "'");
+               "', this one has '" + shape_ + "'");
     }
-    const auto& mine = plan_.source.identity;
-    if (!st.rank_positions().empty() && !plan_.source.open_resumed) {
+    const auto& mine = source.identity;
+    if (!st.rank_positions().empty() && !source.open_resumed) {
         refuse(
             "a merged state (pipeline_state::merge) resumes only a pipeline over a sampled "
             "dataset (ferry::from(dataset, sampling))");
@@ -171,93 +166,115 @@ void pipeline_runtime::take_resume_state() {
     for (const auto c : st.children()) {
         if (c > UINT32_MAX) refuse("an output count is out of range");
     }
-    ctl_.epoch = st.epoch();
-    res_.pending = st;
+    pending_ = st;
+    return st.epoch();
 }
 
-source_cursor pipeline_runtime::open_epoch() {
-    if (!res_.pending) return plan_.source.open(ctl_.epoch);
+resume_state::opening resume_state::open(const source_spec& source, std::uint64_t epoch) {
+    opening o;
+    if (!pending_) {
+        o.cursor = source.open(epoch);
+        return o;
+    }
     // The source first: a resume stopped or refused while the source is pulled to the position
     // changes nothing, and the state stays pending (what state() returns).
-    const pipeline_state& pending = *res_.pending;
-    source_cursor cursor = pending.rank_positions().empty()
-                               ? open_source_at(plan_.source, ctl_.epoch, pending.position())
-                               : plan_.source.open_resumed(pending);  // a merged epoch's rest
-    const pipeline_state st = std::move(*res_.pending);
-    res_.pending.reset();
+    const pipeline_state& pending = *pending_;
+    o.cursor = pending.rank_positions().empty()
+                   ? open_source_at(source, epoch, pending.position())
+                   : source.open_resumed(pending);  // a merged epoch's rest
+    const pipeline_state st = std::move(*pending_);
+    pending_.reset();
     resume_point at{st.position()};
     for (const auto c : st.children()) at = at.child(c);
-    res_.frontier = at;
-    res_.at = at;
-    res_.active = at.depth > 0;
-    res_.carried_produced = st.position() + st.done().size();
+    o.position = at.position;
+    o.resumed = resumed_epoch(at);
+    resumed_epoch& r = o.resumed;
+    r.carried_produced_ = st.position() + st.done().size();
     if (!st.merged()) {
         // The window's batches delivered before the save: the state after the next batch of it
         // names them too.
-        res_.window = st.window();
-        res_.window_at = st.position();
+        r.window_ = st.window();
+        r.window_at_ = st.position();
     }
-    res_.carried_failed = st.failed();
-    if (res_.tracker) {
-        res_.tracker->reset(st.position(), st.done());
-        src_.resume_done = st.done();
-        src_.resume_done_next = 0;
+    r.carried_failed_ = st.failed();
+    if (tracker_) {
+        tracker_->reset(st.position(), st.done());
+        o.skip = st.done();
     }
     if (!st.rank_positions().empty()) {
         // The rest of a merged epoch: this rank's share of it.
-        res_.from_ranks = st.rank_positions();
-        res_.from_sampler = *st.saved_sampler();
-        res_.from_window = st.saved_window();
+        r.from_ranks_ = st.rank_positions();
+        r.from_sampler_ = *st.saved_sampler();
+        r.from_window_ = st.saved_window();
     }
-    return cursor;
+    return o;
 }
 
-pipeline_state pipeline_runtime::state() const {
-    if (!plan_.output_ordered && res_.expands) {
-        throw invalid_argument(std::string("pipeline::state(): ") + unordered_expansion);
+void resume_state::note_window(const box& m) {
+    if (const std::uint64_t at = m.start().position; at != run_->window_at_) {
+        run_->window_.clear();
+        run_->window_at_ = at;
     }
-    std::lock_guard lock(ctl_.mutex);
+    run_->window_.insert(run_->window_.end(), m.covers->begin(), m.covers->end());
+}
+
+std::vector<std::uint64_t> resume_state::window_now() const {
+    const resumed_epoch& r = *run_;
+    if (!lists_window_ || r.frontier_.depth == 0 || r.frontier_.position != r.window_at_) {
+        return {};
+    }
+    std::vector<std::uint64_t> out = r.window_;
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+const char* resume_state::stateless() const noexcept {
+    return !ordered_ && expands_ ? unordered_expansion : nullptr;
+}
+
+pipeline_state resume_state::state(std::uint64_t epoch, const ledger& counts,
+                                   const std::optional<sampler_identity>& identity) const {
     pipeline_state out;
-    if (res_.pending) return *res_.pending;  // built to resume, no epoch started yet
-    if (ctl_.running && res_.tracker) {
-        auto [position, done] = res_.tracker->snapshot();
-        std::uint64_t failed = res_.carried_failed;
-        for (const auto& f : recorder_.counts.failures()) {
-            if (f.epoch == ctl_.epoch && f.stage != "source" &&
+    if (pending_) return *pending_;  // built to resume, no epoch started yet
+    if (run_ != nullptr && tracker_) {
+        auto [position, done] = tracker_->snapshot();
+        std::uint64_t failed = run_->carried_failed_;
+        for (const auto& f : counts.failures()) {
+            if (f.epoch == epoch && f.stage != "source" &&
                 (f.item < position || std::binary_search(done.begin(), done.end(), f.item))) {
                 failed += f.items;
             }
         }
-        out = pipeline_state(ctl_.epoch, position);
+        out = pipeline_state(epoch, position);
         out.set_done(std::move(done));
         out.set_failed(failed);
-    } else if (ctl_.running) {
-        if (res_.frontier.depth == resume_point::too_deep) {
+    } else if (run_ != nullptr) {
+        const resume_point& frontier = run_->frontier_;
+        if (frontier.depth == resume_point::too_deep) {
             throw invalid_argument(
                 "pipeline::state(): the last output went through more than " +
                 std::to_string(resume_point::max_depth) +
                 " nested flat_map/unbatch stages; such a pipeline cannot resume mid-item");
         }
-        std::vector<std::uint64_t> children(res_.frontier.children,
-                                            res_.frontier.children + res_.frontier.depth);
-        out = pipeline_state(ctl_.epoch, res_.frontier.position, std::move(children));
+        std::vector<std::uint64_t> children(frontier.children, frontier.children + frontier.depth);
+        out = pipeline_state(epoch, frontier.position, std::move(children));
         // Failures before the position, this epoch: the budget the resumed run continues.
-        std::uint64_t failed = res_.carried_failed;
-        for (const auto& f : recorder_.counts.failures()) {
-            if (f.epoch == ctl_.epoch && f.stage != "source" && f.item < res_.frontier.position) {
+        std::uint64_t failed = run_->carried_failed_;
+        for (const auto& f : counts.failures()) {
+            if (f.epoch == epoch && f.stage != "source" && f.item < frontier.position) {
                 failed += f.items;
             }
         }
         out.set_failed(failed);
-        out.set_window(res_.window_now());
-        if (!res_.from_ranks.empty()) {
-            out.set_resumed_from(res_.from_ranks, res_.from_sampler, res_.from_window);
+        out.set_window(window_now());
+        if (!run_->from_ranks_.empty()) {
+            out.set_resumed_from(run_->from_ranks_, run_->from_sampler_, run_->from_window_);
         }
     } else {
-        out = pipeline_state(ctl_.epoch, 0);
+        out = pipeline_state(epoch, 0);
     }
-    out.set_sampler(plan_.source.identity);
-    out.set_shape(res_.shape);
+    out.set_sampler(identity);
+    out.set_shape(shape_);
     return out;
 }
 

@@ -18,6 +18,8 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
       // Opens the quarantine file first, so that a path that cannot work fails build() before
       // any thread starts.
       recorder_(opts_),
+      src_(plan_.source, ctl_, admission_, pool_, recorder_),
+      con_(pool_),
       flow_(std::make_unique<flow_parts>()) {
     for (auto& p : plan_.stages) {
         auto& st = stages_.emplace_back(std::move(p));
@@ -37,20 +39,27 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
     }
     plan_.stages.clear();  // the stage_runtimes own the callables now
     link_feeds();
-    take_resume_state();
+    // What a state means for this pipeline, and resume_from checked against it. A window's
+    // items' positions are source positions only before any other renumbering.
+    const bool expands = std::any_of(stages_.begin(), stages_.end(),
+                                     [](const stage_runtime& s) { return s.expands; });
+    const auto first_renumbering = std::find_if(
+        stages_.begin(), stages_.end(), [](const stage_runtime& s) { return s.renumbers(); });
+    const bool lists_window = plan_.output_ordered && first_renumbering != stages_.end() &&
+                              first_renumbering->spec.kind == stage_kind::batch_by;
+    if (lists_window) first_renumbering->lists_window = true;
+    ctl_.number_from(res_.take(plan_.source, plan_.shape, plan_.output_ordered, expands,
+                               lists_window, opts_.resume_from));
     output_seq_ = std::make_unique<sequencer>(plan_.output_ordered);
 
     // Every message in the hand-off but flat_map children carries a credit: the ring rarely
     // overflows.
-    con_.out = std::make_unique<handoff>(plan_.in_flight + 2);
-    src_.boxes.reserve(box_batch);
-    con_.boxes.reserve(2 * plan_.credit_batch + box_batch);
+    con_.prepare(plan_.in_flight + 2, plan_.credit_batch);
 
     // An arena has at least two slots (oneTBB gives an arena of one thread two), and a thread
     // that enters it with execute() takes one too: a shard for each, so that every arena thread
     // owns one.
     const int slots = std::max(plan_.threads, 2) + 1;
-    src_.counters.resize(slots);
     for (auto& st : stages_) {
         st.counters.resize(slots, st.io ? 2 * (st.tuned ? st.tuned_hi : st.concurrency) : 0);
         // The tuner reads a tuned stage's call time interval by interval: every call timed.
@@ -79,9 +88,8 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         }
     }
     if (opts_.nvtx) trace_.ranges = call_ranges::make(rows);
+    src_.prepare(slots, trace_.spans.get(), trace_.ranges.get());
     if (trace_.spans || trace_.ranges) {
-        src_.counters.trace_to(trace_.spans.get(), 0);
-        src_.counters.ranges_to(trace_.ranges.get(), 0);
         std::uint32_t row = 1;
         for (auto& st : stages_) {
             st.counters.trace_to(trace_.spans.get(), row);
@@ -127,9 +135,9 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
 }
 
 pipeline_runtime::~pipeline_runtime() {
-    ctl_.stopping = true;
+    ctl_.request_stop();
     {
-        std::lock_guard lock(ctl_.mutex);
+        std::lock_guard lock(ctl_.mutex());
         abort_epoch_locked();
         // A thread that waits for the graph may pick up a parking task: none parks now.
         if (tuner_ && tuner_->threads) tuner_->threads->close();
@@ -151,40 +159,34 @@ pipeline_runtime::~pipeline_runtime() {
 }
 
 bool pipeline_runtime::start_epoch() {
-    source_cursor cursor;
+    resume_state::opening opened;
     try {
         // Opening can take long (a resume pulls a generator to its position): it stops when
         // the pipeline does, through this_call::stop_requested().
-        const call_scope scope(&ctl_.stopping, &ctl_.aborting);
-        cursor = open_epoch();
+        const call_scope scope(&ctl_.stopping(), &ctl_.aborting());
+        opened = res_.open(plan_.source, ctl_.epoch());
     } catch (const error& e) {
         // Stopped while opening: nothing has started, nothing failed; a resume stays pending.
-        if (e.code() != errc::cancelled || !ctl_.stopping) fail_to_open_epoch();
+        if (e.code() != errc::cancelled || !ctl_.stopping()) fail_to_open_epoch();
         return false;
     } catch (...) {
         fail_to_open_epoch();
     }
-    {
-        // No pull is inside the cursor now (the last epoch's input node has stopped, or its
-        // graph was reset): the spin lock waits for one that finds the source closed, at most.
-        const tbb::spin_mutex::scoped_lock lock(src_.mutex);
-        src_.cursor = std::move(cursor);
-        src_.seq = 0;
-        src_.pos = res_.frontier.position;  // 0, or a resumed epoch's position
-        src_.open = true;
-    }
+    run_ = std::make_unique<epoch_run>(
+        source_epoch(std::move(opened.cursor), opened.position, std::move(opened.skip)),
+        std::move(opened.resumed), recorder_.counts.produced.load(),
+        recorder_.counts.failed.load());
+    res_.open_epoch(run_->resumed);
+    src_.open_epoch(run_->source);
     // fast_start: admit only what the first output needs until the consumer has taken it, so
     // that every thread works on it and nothing else competes with its last steps (the batch's
     // last items, collate, waking the consumer) for a core.
     const std::size_t in_flight = in_flight_now_.load(std::memory_order_relaxed);
-    con_.starting = opts_.fast_start && plan_.first_output_items < in_flight;
-    con_.awaiting_first = true;
-    admission_.set_limit(con_.starting ? plan_.first_output_items : in_flight);
+    const bool starting = opts_.fast_start && plan_.first_output_items < in_flight;
+    con_.open_epoch(run_->consumer, starting);
+    admission_.set_limit(starting ? plan_.first_output_items : in_flight);
     recorder_.counts.epochs.fetch_add(1, std::memory_order_relaxed);
-    ctl_.produced_base = recorder_.counts.produced.load();
-    ctl_.failed_base = recorder_.counts.failed.load();
-    ctl_.start = clock::now().time_since_epoch().count();
-    ctl_.running = true;
+    ctl_.begin();
     coarse_clock::advance();  // the calls not timed count from here until the monitor's tick
     monitor_.wake();
     tsan_release(this);
@@ -196,20 +198,19 @@ void pipeline_runtime::fail_to_open_epoch() {
     const auto cause = std::current_exception();
     const std::string text = describe(cause);
     record_failure("source", 0, 1, cause, text, log_level::error, {});
-    ctl_.fatal = std::make_exception_ptr(stage_error(
+    ctl_.set_fatal(std::make_exception_ptr(stage_error(
         "source", 0, 1, text,
-        "stage 'source' failed to open epoch " + std::to_string(ctl_.epoch.load()) + ": " + text));
-    std::rethrow_exception(ctl_.fatal);
+        "stage 'source' failed to open epoch " + std::to_string(ctl_.epoch()) + ": " + text)));
+    std::rethrow_exception(ctl_.fatal());
 }
 
 void pipeline_runtime::finish_epoch() {
-    ctl_.elapsed_ns.fetch_add(clock::now().time_since_epoch().count() - ctl_.start,
-                              std::memory_order_relaxed);
-    ctl_.running = false;
-    ctl_.stop_settled = false;
+    ctl_.end();
+    // Every part lets go of its piece of the epoch, then the epoch is dropped whole.
     src_.close_epoch();
     res_.close_epoch();
-    ++ctl_.epoch;
+    con_.close_epoch();
+    run_.reset();
     recorder_.flush();
 }
 
@@ -217,41 +218,41 @@ void pipeline_runtime::cancel_for_stop() noexcept {
     // Return to the caller at once: cancel what has not started and let the calls in progress
     // finish in the background (they are told to give up); the destructor waits for them and
     // reclaims what is left. Every item still in flight now ends cancelled.
-    if (!ctl_.running) return;
-    ctl_.aborting = true;
+    if (!ctl_.running()) return;
+    ctl_.abort();
     flow_->graph->cancel();
 }
 
 void pipeline_runtime::abandon_epoch() noexcept {
-    std::lock_guard lock(ctl_.mutex);
+    std::lock_guard lock(ctl_.mutex());
     abort_epoch_locked();
 }
 
 void pipeline_runtime::abort_epoch_locked() noexcept {
-    if (!ctl_.running) return;
+    if (!ctl_.running()) return;
     reclaim_epoch_locked();
     finish_epoch();
 }
 
 void pipeline_runtime::settle_stopped_epoch() noexcept {
-    if (!ctl_.stopping || !ctl_.running || ctl_.stop_settled) return;
+    if (!ctl_.stopping() || !ctl_.running() || ctl_.stop_settled()) return;
     // A call in progress holds up the graph's wait: settle once none runs (nothing starts a call
     // after a stop). Calls of timed map, filter and flat_map stages do not: an abort lets go of
     // their items. A map_async call does, and its timeout or polled future needs this thread.
-    if (src_.busy.load(std::memory_order_relaxed)) return;
+    if (src_.busy()) return;
     for (const auto& st : stages_) {
         if (st.deadlines && st.applies) continue;
         if (st.counters.sum(&counter_shard::active) != 0) return;
     }
-    std::unique_lock control(ctl_.mutex, std::try_to_lock);
-    if (!control.owns_lock() || !ctl_.running || ctl_.stop_settled) return;
+    std::unique_lock control(ctl_.mutex(), std::try_to_lock);
+    if (!control.owns_lock() || !ctl_.running() || ctl_.stop_settled()) return;
     reclaim_epoch_locked();
-    ctl_.stop_settled = true;
+    ctl_.settled();
 }
 
 void pipeline_runtime::reclaim_epoch_locked() noexcept {
-    if (ctl_.stop_settled) return;  // already reclaimed; nothing has run since
-    ctl_.aborting = true;
+    if (ctl_.stop_settled()) return;  // already reclaimed; nothing has run since
+    ctl_.abort();
     flow_->graph->cancel();
     // Calls that ran past their timeout, or may, hold up no wait for the graph: their items are
     // let go here (their boxes are reclaimed below) while the calls run on.
@@ -294,43 +295,40 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
             std::memory_order_relaxed);
     }
     output_seq_->clear();
-    tsan_acquire(con_.out.get());
-    con_.out->clear();
-    con_.boxes.clear();
-    con_.credits = 0;
-    {
-        const tbb::spin_mutex::scoped_lock lock(src_.mutex);  // the graph is idle: no pull runs
-        src_.open = false;
-        src_.boxes.clear();
-        admission_.reset();
-    }
+    con_.reclaim();
+    src_.reclaim();  // the graph is idle: no pull runs
     // What was still in the graph (in TBB's buffers, the sequencers, the hand-off, a call that
     // was let go) is cancelled: counted box by box.
     recorder_.counts.cancelled.fetch_add(pool_.reclaim_all());
-    ctl_.clear_halt();
-    ctl_.aborting = false;
+    ctl_.reclaimed();
 }
 
 void pipeline_runtime::stop() noexcept {
-    ctl_.stopping = true;
+    ctl_.request_stop();
     // A pull in progress ends its item (counted as produced) before stop() returns.
-    src_.lock_sleeping();
-    src_.open = false;
-    src_.mutex.unlock();
-    con_.out->interrupt();
+    src_.shut();
+    con_.out()->interrupt();
     // A consumer inside next() cancels and cleans up itself; otherwise cancel queued work now.
-    if (ctl_.mutex.try_lock()) {
-        if (ctl_.running) flow_->graph->cancel();
-        ctl_.mutex.unlock();
+    if (ctl_.mutex().try_lock()) {
+        if (ctl_.running()) flow_->graph->cancel();
+        ctl_.mutex().unlock();
     }
 }
 
 std::exception_ptr pipeline_runtime::epoch_failure() const {
     const auto& counts = recorder_.counts;
     return recorder_.epoch_failure(
-        opts_.max_epoch_failure_rate, ctl_.epoch.load(),
-        counts.produced.load() - ctl_.produced_base + res_.carried_produced,
-        counts.failed.load() - ctl_.failed_base + res_.carried_failed);
+        opts_.max_epoch_failure_rate, ctl_.epoch(),
+        counts.produced.load() - run_->produced_base + res_.carried_produced(),
+        counts.failed.load() - run_->failed_base + res_.carried_failed());
+}
+
+pipeline_state pipeline_runtime::state() const {
+    if (const char* why = res_.stateless()) {
+        throw invalid_argument(std::string("pipeline::state(): ") + why);
+    }
+    std::lock_guard lock(ctl_.mutex());
+    return res_.state(ctl_.epoch(), recorder_.counts, plan_.source.identity);
 }
 
 std::unique_ptr<runtime> compile(pipeline_spec spec, pipeline_options options) {

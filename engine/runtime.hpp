@@ -20,19 +20,23 @@
 ///
 /// Where each job lives (engine/README.md draws who owns which state and which lock guards it):
 ///   plan.cpp        options -> validated plan, and what each stage kind means at run time
-///   runtime.cpp     construction, epochs, stop, abort, destruction
+///   runtime.cpp     construction, epochs (making and dropping the epoch_run), stop, abort,
+///                   state(), destruction
 ///   graph.cpp       the flow graph: the only file that makes `flow::` nodes
-///   source.cpp      the source's pull: a credit, a box, the user's cursor
+///   source.cpp      source_driver::pull: a credit, a box, the epoch's cursor
 ///   invoke.hpp      calling a map / filter / flat_map by its kind, on every executor
 ///   stage.cpp       a stage's call: apply, retry, failures (fail_item), filtered gaps
 ///   renumber.cpp    batch, unbatch and flat_map expansion behind a sequencer
 ///   async_stage.cpp map_async: slots, completions, the sink
 ///   timed_stage.cpp stages with a timeout: calls apart from their boxes, the watchdog's expiry
-///   consumer.cpp    next(): the hand-off, the adaptive spin, credits back
-///   resume.cpp      pipeline_state: taking one, checking and opening a resumed epoch
+///   consumer.cpp    next(); consumer_side's wait on the hand-off (the adaptive spin)
+///   resume.cpp      resume_state: taking a pipeline_state, checking it, opening a resumed epoch,
+///                   the state now
 ///   monitor.cpp     the monitor's tick: the watchdog, sampling, reports; stats()
-/// The parts the runtime composes, each with its own state and lock, none including flow_graph.h:
-///   epoch_control.hpp, source_driver.hpp, consumer_side.hpp, resume_state.hpp,
+/// The parts the runtime composes, each with its own state and lock, none including flow_graph.h,
+/// each a class whose fields only its own methods write:
+///   epoch_control.hpp, source_driver.hpp, consumer_side.hpp, resume_state.hpp, and the epoch's
+///   pieces they hold while it runs (epoch_run.hpp, made per epoch);
 ///   failure_recorder.*, monitor_thread.*, timed_jobs.hpp; the TBB side (arena, graph, gateways)
 ///   is flow.hpp's `flow_parts`, included only by graph.cpp, runtime.cpp, async_stage.cpp and
 ///   timed_stage.cpp; and one helper each:
@@ -65,6 +69,7 @@
 #include "counters.hpp"
 #include "deadlines.hpp"
 #include "epoch_control.hpp"
+#include "epoch_run.hpp"
 #include "failure_recorder.hpp"
 #include "ferry/detail/spec.hpp"
 #include "ferry/item.hpp"
@@ -84,9 +89,6 @@ using clock = std::chrono::steady_clock;
 
 class gateway;      // flow.hpp: an async node's way back into the graph
 struct flow_parts;  // flow.hpp: the arena and the flow graph
-
-/// Boxes the source takes from the pool, and the consumer gives back, per pool lock.
-constexpr std::size_t box_batch = 16;
 
 struct timed_item;   // timed_stage.cpp
 struct tuner_state;  // tuning.hpp
@@ -217,7 +219,7 @@ class pipeline_runtime final : public runtime {
     bool next(any_value& out) override;
     void abandon_epoch() noexcept override;
     void stop() noexcept override;
-    [[nodiscard]] bool epoch_running() const noexcept override { return ctl_.running; }
+    [[nodiscard]] bool epoch_running() const noexcept override { return ctl_.running(); }
     [[nodiscard]] pipeline_stats stats() const override;
     [[nodiscard]] std::vector<failure> failures() const override { return recorder_.failures(); }
     void write_trace(std::ostream& os) const override;
@@ -243,7 +245,7 @@ class pipeline_runtime final : public runtime {
     void poll_later(monitor_thread::try_take_fn try_take, monitor_thread::done_fn done) {
         monitor_.poll_later(std::move(try_take), std::move(done));
     }
-    [[nodiscard]] bool aborting() const noexcept { return ctl_.aborting; }
+    [[nodiscard]] bool aborting() const noexcept { return ctl_.aborting(); }
     /// The epoch's items can only end cancelled (epoch_control::cancelling).
     [[nodiscard]] bool cancelling() const noexcept { return ctl_.cancelling(); }
 
@@ -253,8 +255,8 @@ class pipeline_runtime final : public runtime {
     /// Starts (or restarts, after it parked) the graph's input node.
     void activate_source();
 
-    // source.cpp
-    bool source_pull(msg& out);
+    /// The input node's body (source_driver::pull, source.cpp).
+    bool source_pull(msg& out) { return src_.pull(out); }
 
     // stage.cpp
     /// True for an element whose work would be wasted: its epoch is being cancelled, or it comes
@@ -279,7 +281,7 @@ class pipeline_runtime final : public runtime {
     /// The `item_info` of `m` for a stage that asks for it (the current epoch's).
     [[nodiscard]] item_info item_of(const box& m) const {
         item_info info;
-        info.epoch = ctl_.epoch.load(std::memory_order_relaxed);
+        info.epoch = ctl_.epoch();
         info.position = m.source_index;
         info.index = plan_.source.index_of ? plan_.source.index_of(info.epoch, info.position)
                                            : info.position;
@@ -296,8 +298,7 @@ class pipeline_runtime final : public runtime {
     void record_failure(const std::string& stage, std::uint64_t item, std::uint64_t items,
                         const std::exception_ptr& cause, const std::string& text, log_level level,
                         const std::string& line, const std::string& input = {}) {
-        recorder_.record(stage, item, items, ctl_.epoch.load(std::memory_order_relaxed), cause,
-                         text, level, line, input);
+        recorder_.record(stage, item, items, ctl_.epoch(), cause, text, level, line, input);
     }
 
     // renumber.cpp
@@ -381,10 +382,10 @@ class pipeline_runtime final : public runtime {
     void release_timed_items() noexcept;
 
     // consumer.cpp
-    void deliver(msg m) { con_.out->push(m); }
+    void deliver(msg m) { con_.out()->push(m); }
     /// A gap leaves the graph: its box goes back, its credits too.
     void retire_gap(msg m) {
-        if (res_.tracker && !m->cancelled) res_.tracker->done(*m);
+        res_.left(*m);
         const auto credits = m->credits;
         pool_.release(m);
         return_credits(credits);
@@ -398,29 +399,24 @@ class pipeline_runtime final : public runtime {
     }
     /// The consumer took the epoch's first output: the source may fill `in_flight` now.
     void end_start();
-    void flush_consumer_credits();
-    /// The consumer is done with `m`: its box goes back to the pool with the next credits.
-    void consumer_release(msg m);
+    /// The consumer's boxes go back to the pool, then its credits to the source.
+    void flush_consumer_credits() {
+        if (const std::uint64_t credits = con_.flush(); credits != 0) return_credits(credits);
+    }
 
-    // resume.cpp
-    /// Construction: checks `opts_.resume_from` against this pipeline and makes it the first
-    /// epoch's starting point. Throws `ferry::invalid_argument` when it does not fit.
-    void take_resume_state();
-    /// start_epoch: the cursor for the epoch, opened at the resume position if one is pending
-    /// (which then becomes the epoch's frontier).
-    source_cursor open_epoch();
     // runtime.cpp
-    /// Opens the epoch and sets the graph going; false when a stop came while the source was
-    /// being opened (nothing started).
+    /// Opens the epoch (makes `run_` and hands each part its piece) and sets the graph going;
+    /// false when a stop came while the source was being opened (nothing started).
     bool start_epoch();
     /// start_epoch's failure to open the source (the exception in flight): recorded, and the
     /// pipeline's fatal error from then on.
     [[noreturn]] void fail_to_open_epoch();
+    /// The epoch ends: each part lets go of its piece, and `run_` is dropped.
     void finish_epoch();
     void abort_epoch_locked() noexcept;
     /// The first half of an abort: waits for the graph, clears every buffer and counts what was
     /// still in it as cancelled; the epoch stays open (a stopped epoch's `state()` still names
-    /// its position). Under ctl_.mutex.
+    /// its position). Under ctl_.mutex().
     void reclaim_epoch_locked() noexcept;
     void cancel_for_stop() noexcept;
     /// A stopped epoch whose calls have all ended: its items still in the graph (queued, never
@@ -460,13 +456,17 @@ class pipeline_runtime final : public runtime {
     admission admission_;
 
     // What the source, the consumer and the workers write per item sits on separate cache lines
-    // (each group aligned to its own), so that no line moves between cores on every item.
-    source_driver src_;  ///< the source's cursor, position, boxes (source.cpp)
+    // (each group aligned to its own, and each piece of `run_`), so that no line moves between
+    // cores on every item.
+    source_driver src_;  ///< the source's pull, its boxes and counters (source.cpp)
     consumer_side con_;  ///< the hand-off, credits and boxes back (consumer.cpp)
-    resume_state res_;   ///< the frontier and a resumed epoch's start (resume.cpp)
+    resume_state res_;   ///< resume_from, the frontier, a resumed epoch's start (resume.cpp)
 
     // Control: the epoch, its flags and the consumer's lock (epoch_control.hpp).
     epoch_control ctl_;
+    /// The running epoch (epoch_run.hpp): made by start_epoch, dropped by finish_epoch; null
+    /// between epochs. The consumer's, under ctl_.mutex(); each part holds its own piece.
+    std::unique_ptr<epoch_run> run_;
 
     fullness_samples full_;          ///< was the in-flight limit reached? (sampled)
     clock::time_point next_report_;  ///< the monitor's next on_report (monitor thread only)

@@ -29,7 +29,7 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
     bool keep = true;
     // The call can learn that it should give up (this_call::stop_requested()), and, where its
     // callable takes it, which item it works on.
-    const call_scope scope(&ctl_.stopping, &ctl_.aborting, nullptr, &st.counters.truncated,
+    const call_scope scope(&ctl_.stopping(), &ctl_.aborting(), nullptr, &st.counters.truncated,
                            &st.counters.named);
     std::optional<item_info> info;
     std::optional<item_scope> item;
@@ -51,7 +51,7 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
         }
         // A consumed input (moved into the call) cannot be retried, nor a failure that would
         // only come again.
-        if (last || !m->value.has_value() || ctl_.aborting || ctl_.stopping ||
+        if (last || !m->value.has_value() || ctl_.aborting() || ctl_.stopping() ||
             !worth_retrying(policy, err)) {
             break;
         }

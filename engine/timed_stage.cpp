@@ -73,7 +73,7 @@ void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway& gw, const
         // An abort lets go of the items listed when it looks (release_timed_items, under this
         // mutex, after raising ctl_.aborting): an item that comes later is not listed, holds up no
         // wait for the graph, and is cancelled here.
-        if (ctl_.aborting) {
+        if (ctl_.aborting()) {
             aborted = true;
         } else {
             gw.reserve_wait();  // released when the item has been passed on, or let go by an abort
@@ -128,11 +128,12 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
             it->attempts.push_back(at);
         }
         if (backoff_ms > 0) {
-            const call_scope scope(&ctl_.stopping, &ctl_.aborting, &at->give_up,
+            const call_scope scope(&ctl_.stopping(), &ctl_.aborting(), &at->give_up,
                                    &st.counters.truncated, &st.counters.named);
             sleep_unless_stopped(std::chrono::duration<double, std::milli>(backoff_ms));
         }
-        if (it->settled || ctl_.aborting || ctl_.stopping) return;  // an abort lets go of the item
+        if (it->settled || ctl_.aborting() || ctl_.stopping())
+            return;  // an abort lets go of the item
         const bool last = attempt >= policy.attempts;
         // A timed-out attempt may still be reading the input: then no attempt may move from it.
         const bool consume = last && it->running.load() == 0;
@@ -153,7 +154,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
         const auto t0 = ticks();
         w.begin_call(t0, it->item);
         try {
-            const call_scope scope(&ctl_.stopping, &ctl_.aborting, &at->give_up,
+            const call_scope scope(&ctl_.stopping(), &ctl_.aborting(), &at->give_up,
                                    &st.counters.truncated, &st.counters.named);
             const item_scope item(it->info ? &*it->info : nullptr);
             r.keep = invoke(st, it->input, r.out, r.children, consume);
@@ -172,7 +173,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
             if (at->replaced) io_pool::leave_after_this_job();
             return;
         }
-        if (err && !last && it->input.has_value() && !ctl_.aborting && !ctl_.stopping &&
+        if (err && !last && it->input.has_value() && !ctl_.aborting() && !ctl_.stopping() &&
             worth_retrying(policy, err)) {
             w.add(&counter_shard::retries);
             backoff_ms = pause_before_retry(policy, attempt, err).count();
@@ -214,7 +215,7 @@ void pipeline_runtime::timed_expired(const std::shared_ptr<timed_item>& it, int 
     // A retry runs beside the expired call, on the same input: only where the call leaves its
     // input alone (and never for a filter, whose kept input moves back into the box).
     if (attempt < o.on_error.attempts && st.spec.kind != stage_kind::filter &&
-        st.spec.retry_reads_input && !ctl_.aborting && !ctl_.stopping &&
+        st.spec.retry_reads_input && !ctl_.aborting() && !ctl_.stopping() &&
         worth_retrying(o.on_error, err)) {
         w.add(&counter_shard::retries);
         const double next = pause_before_retry(o.on_error, attempt, err).count();

@@ -127,8 +127,8 @@ void pipeline_runtime::tune() {
         t.arena_ticks = arena_ticks();
         t.delivered = recorder_.counts.delivered.load(std::memory_order_relaxed);
         t.outputs_read = recorder_.counts.outputs.load(std::memory_order_relaxed);
-        t.wait_ns = con_.wait_ns.load(std::memory_order_relaxed);
-        t.cpu_ns = process_cpu_ns() - con_.outside_cpu_ns.load(std::memory_order_relaxed);
+        t.wait_ns = con_.wait_ns();
+        t.cpu_ns = process_cpu_ns() - con_.outside_cpu_ns();
         t.samples = 0;
         t.full_samples = 0;
         t.in_flight_sum = 0;
@@ -171,10 +171,9 @@ void pipeline_runtime::tune() {
     s.items = static_cast<double>(recorder_.counts.delivered.load(std::memory_order_relaxed) -
                                   t.delivered);
     s.outputs = static_cast<double>(outputs - t.outputs_read);
-    s.consumer_wait_s =
-        static_cast<double>(con_.wait_ns.load(std::memory_order_relaxed) - t.wait_ns) / 1e9;
+    s.consumer_wait_s = static_cast<double>(con_.wait_ns() - t.wait_ns) / 1e9;
     // A wait in progress counts up to now.
-    if (const auto since = con_.waiting_since.load(std::memory_order_relaxed); since != 0) {
+    if (const auto since = con_.waiting_since(); since != 0) {
         const auto from = std::max(since, t.last.time_since_epoch().count());
         s.consumer_wait_s +=
             std::chrono::duration<double>(clock::duration(now.time_since_epoch().count() - from))
@@ -190,12 +189,9 @@ void pipeline_runtime::tune() {
         t.item_bytes.store(most, std::memory_order_relaxed);
     }
     s.item_bytes = static_cast<double>(t.item_bytes.load(std::memory_order_relaxed));
-    s.largest_output_bytes =
-        static_cast<double>(con_.largest_bytes.load(std::memory_order_relaxed));
+    s.largest_output_bytes = static_cast<double>(con_.largest_bytes());
     s.in_flight = in_flight_now_.load(std::memory_order_relaxed);
-    s.cpu_s = static_cast<double>(process_cpu_ns() -
-                                  con_.outside_cpu_ns.load(std::memory_order_relaxed) - t.cpu_ns) /
-              1e9;
+    s.cpu_s = static_cast<double>(process_cpu_ns() - con_.outside_cpu_ns() - t.cpu_ns) / 1e9;
 
     const auto made = t.policy.step(s);
     read();
@@ -225,7 +221,7 @@ void pipeline_runtime::tune() {
         in_flight_now_.store(in_flight, std::memory_order_relaxed);
         // While fast_start holds the source, the consumer raises the limit to this at the
         // first output (it clears `starting`, then reads in_flight_now_).
-        if (!con_.starting.load()) {
+        if (!con_.starting()) {
             admission_.set_limit(in_flight);
             wake_source();
         }
@@ -258,14 +254,9 @@ void pipeline_runtime::measure_output(box& m) noexcept {
     } catch (...) {
         return;  // a user's ferry_byte_size that throws: not counted
     }
-    bump_owned(con_.out_bytes, bytes);
-    bump_owned(con_.out_items, m.items);
-    if (bytes > con_.largest_bytes.load(std::memory_order_relaxed)) {
-        con_.largest_bytes.store(bytes, std::memory_order_relaxed);
-    }
+    const std::uint64_t out_bytes = con_.note_output_bytes(bytes);
     if (m.items == 0) return;  // its bytes count with the output that carries its items
     auto& t = *tuner_;
-    const auto out_bytes = con_.out_bytes.load(std::memory_order_relaxed);
     const auto per_item =
         (out_bytes - std::exchange(t.carried_bytes, out_bytes) + m.items - 1) / m.items;
     if (per_item > t.interval_item_bytes.load(std::memory_order_relaxed)) {
@@ -280,7 +271,7 @@ void pipeline_runtime::measure_output(box& m) noexcept {
     const tuner_budget& b = t.policy.budget();
     try {
         if (auto e = tuner_policy::memory_check(b, static_cast<double>(per_item),
-                                                static_cast<double>(con_.largest_bytes.load()))) {
+                                                static_cast<double>(con_.largest_bytes()))) {
             std::lock_guard lock(t.mutex);
             if (!t.error) t.error = std::make_exception_ptr(invalid_argument(*e));
             t.failed = true;
@@ -290,7 +281,7 @@ void pipeline_runtime::measure_output(box& m) noexcept {
         return;  // no memory for the message: the monitor's next interval checks again
     }
     in_flight_now_.store(tuner_policy::in_flight_for(b, static_cast<double>(per_item)));
-    if (!con_.starting.load()) {
+    if (!con_.starting()) {
         admission_.set_limit(in_flight_now_.load());
         wake_source();
     }

@@ -65,7 +65,8 @@ struct tuner_state {
     // Bytes per source item are read where an output carries its source items' accounting
     // (a batch_by window's last batch, a flat_map input's last output): the bytes of it and of
     // the outputs before it that carried none, over its items.
-    std::uint64_t carried_bytes = 0;  ///< `consumer_side::out_bytes` at the last carrier
+    std::uint64_t carried_bytes = 0;  ///< the consumer's output bytes
+                                      ///< (`consumer_side::note_output_bytes`) at the last carrier
     bool sized = false;               ///< in_flight was set from the first measurement
     /// The most bytes per source item measured since the monitor last took it (the consumer
     /// raises it, the monitor exchanges it for 0 at each interval's end).
