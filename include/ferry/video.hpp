@@ -143,6 +143,18 @@ struct demux_options {
     /// the data ends before the frame count or duration the container declares (by more than two
     /// frames) when read to its end.
     bool strict = false;
+    /// Moves `start` back to the keyframe at or before it, so that the window begins with a frame
+    /// decoding starts at and no frame before the window is decoded: faster clips from random
+    /// starts, at the price of start times that are no longer uniform but keyframe times (with
+    /// a keyframe every 2 s, every clip starts at 0, 2, 4, ... s). Off by default. The keyframes
+    /// are those `probe_video` lists with `{.keyframes = true}`: for a file, read once and kept
+    /// in the process-wide keyframe cache (`keyframe_cache_limits`) while its size and
+    /// modification time stay the same; for bytes in memory, read on each call. A start before
+    /// the first keyframe, or past the last one listed where the list is capped
+    /// (`video_probe_options::max_keyframes`), stays as it is. Needs a seekable input: a pipe or
+    /// FIFO is a `ferry::invalid_argument`. The stage counts `keyframe lists read` when it reads
+    /// one.
+    bool snap_to_keyframe = false;
 };
 
 /// How `decode_video` decodes.

@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "frames.hpp"
+#include "keyframes.hpp"
 
 namespace ferry {
 
@@ -255,7 +259,36 @@ void position(AVFormatContext* fmt, int index, std::int64_t ts) {
     av::take_log_line();
 }
 
-packets demux(av::input in, const demux_options& opt, bool note) {
+/// Keyframes listed for `demux_options::snap_to_keyframe`: as many as `probe_video` lists by
+/// default, so that both share the cache's lists.
+constexpr std::size_t snap_keyframes = video_probe_options{}.max_keyframes;
+
+/// `opt.start` moved back to the keyframe at or before it (`demux_options::snap_to_keyframe`),
+/// with that keyframe's timestamp; the start as given (and no timestamp) where there is none.
+std::pair<double, std::optional<std::int64_t>> snapped_start(
+    const av::input& in, int index, const demux_options& opt,
+    const std::function<av::input()>& reopen) {
+    if (!opt.snap_to_keyframe || opt.start <= 0.0) return {opt.start, std::nullopt};
+    if (!in.source->seekable()) {
+        throw invalid_argument(std::string(demux_op) + ": " + in.name +
+                               ": snap_to_keyframe needs a seekable input (a file or memory), "
+                               "not a pipe or FIFO");
+    }
+    const auto keys = av::keyframes_of(in, index, snap_keyframes, reopen, demux_op);
+    const std::int64_t start_ts = to_ts(opt.start, keys->time_base);
+    const auto after = std::upper_bound(keys->pts.begin(), keys->pts.end(), start_ts);
+    if (after == keys->pts.begin()) return {opt.start, std::nullopt};
+    // A capped list does not know the keyframes past its last one.
+    if (after == keys->pts.end() && keys->capped) return {opt.start, std::nullopt};
+    const std::int64_t key = *std::prev(after);
+    const double at = av::seconds(key, keys->time_base);
+    if (at <= 0.0) return {0.0, std::nullopt};  // the stream's start: no window needed
+    return {at, key};
+}
+
+packets demux(av::input in, const demux_options& given, bool note,
+              const std::function<av::input()>& reopen) {
+    demux_options opt = given;
     if (opt.end && *opt.end <= opt.start) {
         throw invalid_argument(std::string(demux_op) + ": end " + seconds_text(*opt.end) +
                                " is not after start " + seconds_text(opt.start));
@@ -263,6 +296,8 @@ packets demux(av::input in, const demux_options& opt, bool note) {
     AVFormatContext* fmt = in.format.get();
     const int index = select_stream(in, opt);
     AVStream* st = fmt->streams[index];
+    const auto [start, snapped] = snapped_start(in, index, opt, reopen);
+    opt.start = start;
 
     auto state = std::make_shared<ferry::detail::packets_state>();
     state->source = in.name;
@@ -280,8 +315,9 @@ packets demux(av::input in, const demux_options& opt, bool note) {
 
     const AVRational tb = st->time_base;
     const bool windowed = opt.start > 0.0 || opt.end.has_value();
-    state->start_ts =
-        opt.start > 0.0 ? to_ts(opt.start, tb) : std::numeric_limits<std::int64_t>::min();
+    state->start_ts = snapped           ? *snapped
+                      : opt.start > 0.0 ? to_ts(opt.start, tb)
+                                        : std::numeric_limits<std::int64_t>::min();
     state->end_ts = opt.end ? to_ts(*opt.end, tb) : std::numeric_limits<std::int64_t>::max();
     // The keyframe at or before the start, found from the container's index. An index may be
     // wrong (a keyframe's decode time listed where its presentation time belongs, so frames
@@ -404,15 +440,19 @@ packets demux(av::input in, const demux_options& opt, bool note) {
 }  // namespace
 
 packets demux_packets(const std::filesystem::path& path, const demux_options& options, bool note) {
-    return demux(
-        av::open_input(av::open_file(path, options.timeout, demux_op), path.string(), demux_op),
-        options, note);
+    const auto open = [&] {
+        return av::open_input(av::open_file(path, options.timeout, demux_op), path.string(),
+                              demux_op);
+    };
+    return demux(open(), options, note, open);
 }
 
 packets demux_packets(std::span<const std::byte> data, const demux_options& options, bool note) {
-    return demux(
-        av::open_input(av::open_memory(data, options.timeout, demux_op), "<memory>", demux_op),
-        options, note);
+    const auto open = [&] {
+        return av::open_input(av::open_memory(data, options.timeout, demux_op), "<memory>",
+                              demux_op);
+    };
+    return demux(open(), options, note, open);
 }
 
 namespace detail {

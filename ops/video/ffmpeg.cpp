@@ -107,8 +107,9 @@ namespace {
 
 class file_source final : public byte_source {
   public:
-    file_source(int fd, bool regular, std::int64_t size, std::chrono::milliseconds timeout)
-        : byte_source(timeout), fd_(fd), regular_(regular), size_(size) {}
+    file_source(int fd, bool regular, std::int64_t size, std::chrono::milliseconds timeout,
+                std::optional<file_stamp> stamp)
+        : byte_source(timeout), fd_(fd), regular_(regular), size_(size), stamp_(stamp) {}
     ~file_source() override { ::close(fd_); }
 
     int read(std::uint8_t* buf, int size) override {
@@ -144,6 +145,7 @@ class file_source final : public byte_source {
         return at < 0 ? AVERROR(errno) : static_cast<std::int64_t>(at);
     }
     [[nodiscard]] bool seekable() const override { return regular_; }
+    [[nodiscard]] std::optional<file_stamp> stamp() const override { return stamp_; }
     [[nodiscard]] std::int64_t size() const noexcept { return size_; }
 
   private:
@@ -160,6 +162,7 @@ class file_source final : public byte_source {
     int fd_;
     bool regular_;
     std::int64_t size_;
+    std::optional<file_stamp> stamp_;
 };
 
 class memory_source final : public byte_source {
@@ -245,7 +248,14 @@ std::unique_ptr<byte_source> open_file(const std::filesystem::path& path,
         ::close(fd);
         throw decode_error(std::string(op) + ": " + path.string() + ": empty input (0 bytes)");
     }
-    return std::make_unique<file_source>(fd, regular, regular ? st.st_size : -1, timeout);
+    std::optional<file_stamp> stamp;
+    if (regular) {
+        stamp = file_stamp{
+            static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+            static_cast<std::int64_t>(st.st_size),
+            static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+    }
+    return std::make_unique<file_source>(fd, regular, regular ? st.st_size : -1, timeout, stamp);
 }
 
 std::unique_ptr<byte_source> open_memory(std::span<const std::byte> data,

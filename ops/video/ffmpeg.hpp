@@ -19,6 +19,7 @@ extern "C" {
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -141,6 +142,15 @@ void send_packet(AVCodecContext* ctx, const AVPacket* pkt, AVFrame* frame, decod
 
 // --- byte sources ------------------------------------------------------------------------------
 
+/// Which file, and which version of it: a file rewritten changes its size or modification time.
+struct file_stamp {
+    std::uint64_t device = 0;
+    std::uint64_t inode = 0;
+    std::int64_t size = 0;
+    std::int64_t mtime_ns = 0;
+    friend bool operator==(const file_stamp&, const file_stamp&) = default;
+};
+
 /// Where an input's bytes come from, read through ferry's own AVIOContext. A read that makes no
 /// progress for `timeout` fails, and one whose stage call should give up
 /// (`this_call::stop_requested()`) ends within a poll slice; the AVIOInterruptCB reports both to
@@ -156,6 +166,9 @@ class byte_source {
     virtual int read(std::uint8_t* buf, int size) = 0;
     virtual std::int64_t seek(std::int64_t offset, int whence) = 0;
     [[nodiscard]] virtual bool seekable() const = 0;
+    /// A regular file's identity and version (device, inode, size, modification time), which
+    /// keys the keyframe cache; none for pipes, FIFOs and memory.
+    [[nodiscard]] virtual std::optional<file_stamp> stamp() const { return std::nullopt; }
 
     /// True once a read has waited past the deadline.
     [[nodiscard]] bool stalled() const noexcept { return stalled_; }

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "ferry/video_probe.hpp"
-#include "ffmpeg.hpp"
+#include "keyframes.hpp"
 
 namespace ferry {
 
@@ -41,6 +41,20 @@ const char* to_string(duration_source s) noexcept {
             break;
     }
     return "unknown";
+}
+
+const char* to_string(keyframe_source s) noexcept {
+    switch (s) {
+        case keyframe_source::index:
+            return "index";
+        case keyframe_source::packets:
+            return "packets";
+        case keyframe_source::decoding:
+            return "decoding";
+        case keyframe_source::none:
+            break;
+    }
+    return "none";
 }
 
 const char* to_string(frame_count_source s) noexcept {
@@ -288,6 +302,15 @@ video_info probe(av::input in, const video_probe_options& opt) {
             info.frames = static_cast<std::int64_t>(estimate);
             info.frames_from = frame_count_source::duration;
         }
+    }
+    if (opt.keyframes) {
+        const auto keys = av::keyframes_of(in, index, opt.max_keyframes, {}, probe_op);
+        info.keyframes.reserve(keys->pts.size());
+        for (const std::int64_t pts : keys->pts) {
+            info.keyframes.push_back(av::seconds(pts, keys->time_base));
+        }
+        info.keyframes_from = keys->from;
+        info.keyframes_capped = keys->capped;
     }
     return info;
 }
