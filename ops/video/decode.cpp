@@ -145,6 +145,7 @@ class decoder {
                 if (key > next_ && !draining_) {
                     if (sent_any_) avcodec_flush_buffers(ctx_.get());
                     next_ = key;
+                    restart_pts_ = key_pts[static_cast<std::size_t>(k - key_pts.begin()) - 1];
                 }
             }
             while (filled_[current_] < 0 && !lost_ && step()) {
@@ -283,6 +284,16 @@ class decoder {
         const std::int64_t pts =
             f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
         if (pts == AV_NOPTS_VALUE || lost_) return;
+        // The frame of the packet decoding jumped to must be a keyframe to the decoder: a
+        // container can flag a P-frame (a sync-sample table that lies), and frames decoded from
+        // it would be others than ffmpeg's. Decoding in order from the first packet instead.
+        if (pts == restart_pts_) {
+            restart_pts_ = AV_NOPTS_VALUE;
+            if (!av::decoded_key(f)) {
+                lost_ = true;
+                return;
+            }
+        }
         // Frames come out in presentation order: one past the current target means the target
         // was lost, and waiting longer would decode the rest for nothing.
         if (current_ < targets_.size() && filled_[current_] < 0 && pts > target_pts(current_)) {
@@ -403,6 +414,9 @@ class decoder {
     av::frame_skipper skip_;     ///< the fast path's packets that may be skipped
     std::int64_t returned_ = 0;  ///< frames the decoders returned, every pass
     std::int64_t kept_ = 0;      ///< distinct frames in the clip returned
+    /// The presentation time of the keyframe the fast path last jumped to, until its frame is
+    /// seen (AV_NOPTS_VALUE: none pending).
+    std::int64_t restart_pts_ = AV_NOPTS_VALUE;
 };
 
 /// `decode_video`, counting a truncated clip in the stage's stats only when `note` is true.

@@ -109,6 +109,16 @@ struct decode_trouble {
     }
 };
 
+/// Whether the decoder marked `f` a keyframe (a frame decoding can start at), whatever the
+/// container's flags said.
+inline bool decoded_key(const AVFrame* f) {
+#if LIBAVUTIL_VERSION_MAJOR >= 58
+    return (f->flags & AV_FRAME_FLAG_KEY) != 0;
+#else
+    return f->key_frame != 0;
+#endif
+}
+
 /// Takes every frame the decoder has ready (`take(const AVFrame*)`), noting a decode error.
 template <class Take>
 void receive_frames(AVCodecContext* ctx, AVFrame* frame, decode_trouble& trouble, Take&& take) {

@@ -17,8 +17,16 @@ namespace {
 
 constexpr std::int64_t keyframes_min_ts = std::numeric_limits<std::int64_t>::min();
 
-/// Back to the stream's first packet (the byte position 0 where a container cannot seek by time).
+/// Back to the stream's first packet: a seek to the lowest time, else to byte 0; where the
+/// container cannot seek by bytes (MP4, whose seek moves a time back by the stream's shift, which
+/// overflows from INT64_MIN), to the stream's first timestamp.
 void rewind_to_start(AVFormatContext* fmt, int index) {
+    const AVStream* st = fmt->streams[index];
+    if ((fmt->iformat->flags & AVFMT_NO_BYTE_SEEK) != 0 && st->start_time != AV_NOPTS_VALUE &&
+        av_seek_frame(fmt, index, st->start_time, AVSEEK_FLAG_BACKWARD) >= 0) {
+        take_log_line();
+        return;
+    }
     if (avformat_seek_file(fmt, index, keyframes_min_ts, keyframes_min_ts, keyframes_min_ts, 0) <
             0 &&
         av_seek_frame(fmt, index, keyframes_min_ts, AVSEEK_FLAG_BACKWARD) < 0) {
@@ -26,6 +34,49 @@ void rewind_to_start(AVFormatContext* fmt, int index) {
     }
     take_log_line();
 }
+
+/// Whether a packet flagged a keyframe decodes as one by itself: a container's index and its
+/// packets' flags can lie (a sync-sample table listing a P-frame), the decoder cannot. One
+/// decoder, flushed before each packet and drained after it.
+class key_checker {
+  public:
+    key_checker(const input& in, const AVStream* st, const char* op) : frame_(make_frame()) {
+        state_.source = in.name;
+        state_.time_base = st->time_base;
+        state_.params.reset(avcodec_parameters_alloc());
+        if (!state_.params) throw std::bad_alloc();
+        if (const int ret = avcodec_parameters_copy(state_.params.get(), st->codecpar); ret < 0) {
+            throw_decode(op, in.name, "cannot copy the codec parameters", ret);
+        }
+        ctx_ = open_decoder(state_, 1, 0, op);
+        ctx_->skip_loop_filter = AVDISCARD_ALL;  // pixels only
+    }
+
+    bool decodes_as_key(const AVPacket* pkt) {
+        avcodec_flush_buffers(ctx_.get());
+        bool key = false;
+        const auto take = [&key](const AVFrame* f) { key = key || decoded_key(f); };
+        send_packet(ctx_.get(), pkt, frame_.get(), trouble_, take);
+        send_packet(ctx_.get(), nullptr, frame_.get(), trouble_, take);
+        receive_frames(ctx_.get(), frame_.get(), trouble_, take);
+        ++decoded_;
+        return key;
+    }
+
+    ~key_checker() {
+        this_call::count("frames decoded", decoded_);
+        take_log_line();
+    }
+    key_checker(const key_checker&) = delete;
+    key_checker& operator=(const key_checker&) = delete;
+
+  private:
+    ferry::detail::packets_state state_;
+    codec_ptr ctx_;
+    frame_ptr frame_;
+    decode_trouble trouble_;
+    std::uint64_t decoded_ = 0;
+};
 
 /// Reads the next packet of stream `index` into `pkt`; false at the end of the data (or where a
 /// read fails: a cut file ends there).
@@ -66,6 +117,7 @@ std::optional<keyframe_list> from_sample_table(const input& in, int index, std::
     keyframe_list list;
     list.time_base = st->time_base;
     list.from = keyframe_source::index;
+    key_checker checker(in, st, op);
     auto pkt = make_packet();
     for (std::size_t k = 0; k < keys.size(); ++k) {
         if (list.pts.size() >= cap) {
@@ -84,7 +136,8 @@ std::optional<keyframe_list> from_sample_table(const input& in, int index, std::
             const bool passed = pkt->dts != AV_NOPTS_VALUE && pkt->dts > keys[k].dts;
             found = pkt->pos == keys[k].pos;
             if (found) {
-                const bool key = (pkt->flags & AV_PKT_FLAG_KEY) != 0;
+                const bool key =
+                    (pkt->flags & AV_PKT_FLAG_KEY) != 0 && checker.decodes_as_key(pkt.get());
                 const std::int64_t pts = pkt->pts;
                 const bool discarded = (pkt->flags & AV_PKT_FLAG_DISCARD) != 0;
                 av_packet_unref(pkt.get());
@@ -122,15 +175,6 @@ std::optional<keyframe_list> from_packets(const input& in, int index, std::size_
         list.pts.push_back(pts);
     }
     return list;
-}
-
-/// Whether the decoder marked `f` a keyframe.
-bool decoded_key(const AVFrame* f) {
-#if LIBAVUTIL_VERSION_MAJOR >= 58
-    return (f->flags & AV_FRAME_FLAG_KEY) != 0;
-#else
-    return f->key_frame != 0;
-#endif
 }
 
 /// The frames the decoder marks as keyframes in a decode of every frame (the loop filter

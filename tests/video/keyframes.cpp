@@ -5,6 +5,7 @@
 /// the keyframes), its cap; the process-wide keyframe cache (one read per file version, within
 /// its limits); and `demux_options::snap_to_keyframe`: a clip that starts at the keyframe before
 /// the start, with the frames a clip loaded at that keyframe has, fewer frames decoded.
+#include <algorithm>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -318,6 +319,68 @@ BOOST_AUTO_TEST_CASE(keeps_within_its_entry_and_byte_limits) {
     // A list larger than the bound is not kept (60 MJPEG keyframes: 576 bytes).
     (void)ferry::ops::probe_video(keyed_file(1), {.keyframes = true});
     BOOST_TEST(ferry::keyframe_cache_snapshot().bytes <= 200U);
+}
+
+/// A copy of the MP4 `mp4` named `name` whose sync-sample table (stss: 1, 11, 21, ...) lists
+/// sample 15, a B- or P-frame, where sample 11 belongs: an index that lies.
+std::filesystem::path with_lying_stss(const std::filesystem::path& mp4, const std::string& name) {
+    auto data = video_test::bytes_of(mp4);
+    const std::string tag = "stss";
+    const auto at = std::search(data.begin(), data.end(), tag.begin(), tag.end());
+    BOOST_TEST_REQUIRE((at != data.end()), "no stss box in " << mp4);
+    // The tag, version and flags, the entry count, then 4-byte big-endian sample numbers.
+    const auto second = static_cast<std::size_t>(at - data.begin()) + 4 + 4 + 4 + 4;
+    BOOST_TEST_REQUIRE(second + 4 <= data.size());
+    BOOST_TEST_REQUIRE((data[second] == 0 && data[second + 1] == 0 && data[second + 2] == 0 &&
+                        data[second + 3] == 11));
+    data[second + 3] = 15;
+    const auto path = video_test::scratch(name);
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data.data()),
+              static_cast<std::streamsize>(data.size()));
+    BOOST_TEST_REQUIRE(static_cast<bool>(out));
+    return path;
+}
+
+// An MP4 whose sync-sample table lists a frame that is no keyframe: probe_video lists the
+// keyframes the decoder finds (the lie caught when the listed packet is read, every packet read
+// instead), and a clip snapped from a start after the false one starts at the true keyframe
+// before it, with ffmpeg's frames byte for byte (ffmpeg decoding the whole file).
+BOOST_AUTO_TEST_CASE(an_index_that_lists_a_non_keyframe_changes_no_frame) {
+    const auto honest =
+        video_test::video_file({.frames = 50, .gop = 10, .extra = "-sc_threshold 0"});
+    const auto lying = with_lying_stss(honest, "lying.mp4");
+    const auto rgb = video_test::scratch("lying.rgb");
+    video_test::run_all({"ffmpeg -hide_banner -loglevel quiet -nostdin -i " + lying.string() +
+                         " -map 0:v:0 -vsync passthrough -sws_flags bilinear -f rawvideo "
+                         "-pix_fmt rgb24 -y " +
+                         rgb.string()});
+    const auto ref = video_test::bytes_of(rgb);
+    constexpr std::size_t frame_bytes = 96 * 64 * 3;
+    BOOST_TEST_REQUIRE(ref.size() == 50 * frame_bytes);
+    const ferry::video_info info = ferry::ops::probe_video(lying, {.keyframes = true});
+    BOOST_TEST(
+        info.keyframes == (std::vector<double>{0.0, 0.4, 0.8, 1.2, 1.6}),
+        "keyframes from " << ferry::to_string(info.keyframes_from) << ": " << [&] {
+            std::ostringstream o;
+            for (double k : info.keyframes) o << k << " ";
+            return o.str();
+        }());
+    const auto clip =
+        ferry::ops::load_video(lying, {.demux = {.start = 0.62, .snap_to_keyframe = true},
+                                       .decode = {.select = ferry::frame_selection::clip(4, 2)}});
+    BOOST_TEST(
+        video_test::frame_indices(clip) == (std::vector<int>{10, 12, 14, 16}), "frames " << [&] {
+            std::ostringstream o;
+            for (int k : video_test::frame_indices(clip)) o << k << " ";
+            return o.str();
+        }());
+    for (int t = 0; t < clip.frames(); ++t) {
+        const auto at = static_cast<std::size_t>(10 + 2 * t) * frame_bytes;
+        BOOST_TEST(std::equal(clip.frame(t).begin(), clip.frame(t).end(),
+                              ref.begin() + static_cast<std::ptrdiff_t>(at)),
+                   "frame " << t << " differs from ffmpeg's frame " << 10 + 2 * t);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()  // keyframes
