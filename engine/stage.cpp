@@ -31,6 +31,7 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
     // callable takes it, which item it works on.
     const call_scope scope(&ctl_.stopping(), &ctl_.aborting(), nullptr, &st.counters.truncated,
                            &st.counters.named);
+    const call_share share(threads_now_.load(std::memory_order_relaxed), st.concurrency);
     std::optional<item_info> info;
     std::optional<item_scope> item;
     if (st.spec.wants_item) {

@@ -53,6 +53,13 @@ FERRY_API void note_truncated() noexcept;
 /// \endcode
 FERRY_API void count(std::string_view name, std::uint64_t n = 1) noexcept;
 
+/// The running call's share of its pipeline's threads: the threads the pipeline works with now
+/// divided by its stage's concurrency, at least 1; 0 outside a map, filter or flat_map call
+/// (and in a call with a `timeout`). An op that can use threads of its own takes this many, so
+/// that a stage with fewer calls at once than the pipeline has threads still uses them: ferry's
+/// video decoder does (`video_decode_options::threads = 0`).
+[[nodiscard]] FERRY_API int cpu_share() noexcept;
+
 }  // namespace ferry::this_call
 
 namespace ferry::detail {
@@ -92,6 +99,19 @@ class FERRY_API call_scope {
     const std::atomic<bool>* previous_own_;
     std::atomic<std::uint64_t>* previous_truncated_;
     call_counters* previous_counters_;
+};
+
+/// Set by the engine around a stage's call, beside `call_scope`: what `this_call::cpu_share()`
+/// answers (`threads` / `concurrency`, at least 1). Restores the outer scope's at its end.
+class FERRY_API call_share {
+  public:
+    call_share(int threads, int concurrency) noexcept;
+    ~call_share();
+    call_share(const call_share&) = delete;
+    call_share& operator=(const call_share&) = delete;
+
+  private:
+    int previous_;
 };
 
 }  // namespace ferry::detail

@@ -166,9 +166,15 @@ struct video_decode_options {
     /// straight into the clip's buffer (no full-size intermediate copy).
     frame_size resize{};
     scale_filter filter = scale_filter::bilinear;
-    /// Decoder threads (FFmpeg's frame + slice threading). 1 by default: in a pipeline the
-    /// parallelism comes from the decode stage's concurrency.
-    int threads = 1;
+    /// Decoder threads: FFmpeg's frame threads where the codec has them (H.264, HEVC, VP8, VP9,
+    /// MPEG-4, ...: frames decoded in parallel, a frame's delay per thread), else slice threads
+    /// (where the encoder made several slices per frame). 0 (the default) lets ferry choose:
+    /// inside a stage call, the pipeline's threads divided by the stage's concurrency (at least
+    /// 1, at most 16: `this_call::cpu_share()`), so that a stage with fewer calls at once than
+    /// threads still uses them and one clip's latency falls; outside a stage call, 1. A number
+    /// is used as given. Inside a stage call the stage counts the threads of each call's
+    /// decoder as `decoder threads` (over the calls: threads per clip).
+    int threads = 0;
     /// Frames larger than this (as decoded) are refused.
     std::uint64_t max_pixels = 64'000'000;
     /// The decoded clip may not exceed this many bytes (T x H x W x C); more is refused before

@@ -14,6 +14,7 @@ thread_local const std::atomic<bool>* call_aborting = nullptr;
 thread_local const std::atomic<bool>* call_own = nullptr;
 thread_local std::atomic<std::uint64_t>* call_truncated = nullptr;
 thread_local detail::call_counters* call_counted = nullptr;
+thread_local int call_cpu_share = 0;
 
 bool set(const std::atomic<bool>* flag) noexcept {
     return flag != nullptr && flag->load(std::memory_order_relaxed);
@@ -31,6 +32,18 @@ void this_call::note_truncated() noexcept {
 
 void this_call::count(std::string_view name, std::uint64_t n) noexcept {
     if (call_counted != nullptr) call_counted->add(name, n);
+}
+
+int this_call::cpu_share() noexcept {
+    return call_cpu_share;
+}
+
+detail::call_share::call_share(int threads, int concurrency) noexcept : previous_(call_cpu_share) {
+    call_cpu_share = concurrency > 0 && threads > concurrency ? threads / concurrency : 1;
+}
+
+detail::call_share::~call_share() {
+    call_cpu_share = previous_;
 }
 
 void detail::call_counters::add(std::string_view name, std::uint64_t n) noexcept {

@@ -62,6 +62,13 @@ class decoder {
         if (returned_ > 0)
             this_call::count("frames decoded", static_cast<std::uint64_t>(returned_));
         if (kept_ > 0) this_call::count("frames kept", static_cast<std::uint64_t>(kept_));
+        // The threads the clip's decoder works with (FFmpeg keeps one where the codec has no
+        // threading).
+        if (ctx_) {
+            this_call::count("decoder threads", ctx_->active_thread_type != 0
+                                                    ? static_cast<std::uint64_t>(ctx_->thread_count)
+                                                    : 1U);
+        }
     }
 
     /// The clip; `note`: count a truncated one in the stage's stats.
@@ -419,6 +426,16 @@ class decoder {
     std::int64_t restart_pts_ = AV_NOPTS_VALUE;
 };
 
+/// More decoder threads than this gain nothing on a clip's few dozen frames (each frame thread
+/// adds a frame of delay and a frame of memory).
+constexpr int max_auto_threads = 16;
+
+/// `video_decode_options::threads = 0`: the call's share of its pipeline's threads
+/// (`this_call::cpu_share()`), 1 outside a stage call.
+int decoder_threads() {
+    return std::clamp(this_call::cpu_share(), 1, max_auto_threads);
+}
+
 /// `decode_video`, counting a truncated clip in the stage's stats only when `note` is true.
 video_clip decode_packets(const packets& pkts, const video_decode_options& options, bool note) {
     if (pkts.empty()) {
@@ -437,7 +454,14 @@ video_clip decode_packets(const packets& pkts, const video_decode_options& optio
         throw invalid_argument(std::string(decode_op) +
                                ": format rgba is not one of video's (rgb, bgr, gray)");
     }
-    return decoder(*pkts.state(), options).run(note);
+    if (options.threads < 0) {
+        throw invalid_argument(std::string(decode_op) + ": threads " +
+                               std::to_string(options.threads) +
+                               " must be 0 (ferry chooses) or more");
+    }
+    video_decode_options o = options;
+    if (o.threads == 0) o.threads = decoder_threads();
+    return decoder(*pkts.state(), o).run(note);
 }
 
 /// The demux options with `max_frames` derived from the selection unless it is set, and strict

@@ -8,6 +8,7 @@
 /// frames are counted by decoding (AVI, MPEG-PS, raw H.264), each byte for byte against
 /// `ffmpeg -vsync passthrough -sws_flags bilinear -pix_fmt rgb24` decoding the whole file; and
 /// the stage counters `frames decoded` and `frames kept`, with the switch on and off.
+#include <algorithm>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -20,6 +21,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "video_support.hpp"
@@ -194,14 +196,14 @@ struct counted {
 };
 
 counted load_counted(const std::filesystem::path& path, const ferry::video_options& options,
-                     int times = 1) {
+                     int times = 1, int threads = 1) {
     const std::vector<std::filesystem::path> paths(static_cast<std::size_t>(times), path);
     auto pipe =
         ferry::from(paths)
             .map([options](
                      const std::filesystem::path& p) { return ferry::ops::load_video(p, options); },
                  {.name = "decode"})
-            .build({.threads = 1});
+            .build({.threads = threads});
     counted out;
     int delivered = 0;
     for (const ferry::video_clip& clip : pipe) {
@@ -242,16 +244,20 @@ BOOST_DATA_TEST_CASE(selected_frames_are_ffmpegs_with_gaps, bdata::xrange(files.
         const auto times = probed_times(i);
         BOOST_TEST_REQUIRE(times.size() == static_cast<std::size_t>(n));
         // Decoding every frame, skipping, and skipping with frame threads (packets go in before
-        // frames come out).
+        // frames come out): 2, 3, and as many as ferry chooses for a stage of concurrency 1 on 2
+        // pipeline threads (2).
         struct way {
             const char* name;
             bool skip;
             int threads;
+            int pipeline_threads = 1;
         };
         const way ways[] = {{"every frame decoded", false, 1},
                             {"skip_nonref", true, 1},
-                            {"skip_nonref, 3 frame threads", true, 3}};
-        std::uint64_t decoded[3] = {0, 0, 0};
+                            {"skip_nonref, 2 frame threads", true, 2},
+                            {"skip_nonref, 3 frame threads", true, 3},
+                            {"skip_nonref, threads chosen (2)", true, 0, 2}};
+        std::uint64_t decoded[std::size(ways)] = {};
         for (const pick& p : picks()) {
             const auto want = expected(p, n);
             for (std::size_t w = 0; w < std::size(ways); ++w) {
@@ -265,7 +271,7 @@ BOOST_DATA_TEST_CASE(selected_frames_are_ffmpegs_with_gaps, bdata::xrange(files.
                         if (std::isnan(at)) continue;
                         o.demux.start = at;
                     }
-                    const counted loaded = load_counted(path, o);
+                    const counted loaded = load_counted(path, o, 1, ways[w].pipeline_threads);
                     const ferry::video_clip& clip = loaded.clip;
                     decoded[w] += loaded.decoded;
                     BOOST_TEST_MESSAGE(files[i].name << ", " << p.name << ", " << ways[w].name
@@ -359,6 +365,53 @@ BOOST_AUTO_TEST_CASE(decodes_as_many_frames_where_none_can_be_skipped) {
             BOOST_TEST(skipped.decoded == every.decoded);
             BOOST_TEST(skipped.kept == 32U);
         }
+    }
+}
+
+// threads = 0 (the default) lets a stage that runs fewer calls at once than its pipeline has
+// threads decode with the rest: concurrency 1 on 2 threads opens the decoder with 2 threads
+// (frame threads, for H.264), concurrency 2 on 2 threads with 1; a number is used as given, and
+// the frames are the same.
+BOOST_AUTO_TEST_CASE(chooses_decoder_threads_from_the_stages_share) {
+    const auto path = counted_file(x264_pyramid, ".mp4");
+    const auto select = ferry::frame_selection::clip(16, 2);
+    const auto threads_per_call = [&](int pipeline_threads, int concurrency, int threads) {
+        const std::vector<std::filesystem::path> paths(2, path);
+        auto pipe = ferry::from(paths)
+                        .map(
+                            [select, threads](const std::filesystem::path& p) {
+                                return ferry::ops::load_video(
+                                    p, {.decode = {.select = select, .threads = threads}});
+                            },
+                            {.concurrency = concurrency, .name = "decode"})
+                        .build({.threads = pipeline_threads});
+        std::vector<ferry::video_clip> clips;
+        for (ferry::video_clip& c : pipe) clips.push_back(std::move(c));
+        BOOST_TEST_REQUIRE(clips.size() == 2U);
+        std::uint64_t n = 0;
+        const auto stats = pipe.stats();
+        for (const auto& [name, count] : stats.stages.at(1).counters) {
+            if (name == "decoder threads") n = count;
+        }
+        return std::make_pair(n / 2, std::move(clips.front()));
+    };
+    const auto [shared, threaded] = threads_per_call(2, 1, 0);
+    BOOST_TEST(shared == 2U);
+    BOOST_TEST(threads_per_call(2, 2, 0).first == 1U);
+    BOOST_TEST(threads_per_call(1, 1, 0).first == 1U);
+    const auto [given, one] = threads_per_call(2, 1, 1);
+    BOOST_TEST(given == 1U);
+    BOOST_TEST(threads_per_call(1, 1, 3).first == 3U);
+    BOOST_TEST_REQUIRE(threaded.data().size() == one.data().size());
+    BOOST_TEST(std::equal(threaded.data().begin(), threaded.data().end(), one.data().begin()));
+    // Outside a stage call the default is one thread, and a negative count is refused.
+    BOOST_TEST(ferry::this_call::cpu_share() == 0);
+    try {
+        (void)ferry::ops::load_video(path, {.decode = {.select = select, .threads = -1}});
+        BOOST_FAIL("threads -1 was accepted");
+    } catch (const ferry::invalid_argument& e) {
+        BOOST_TEST(std::string(e.what()) ==
+                   "decode_video: threads -1 must be 0 (ferry chooses) or more");
     }
 }
 
