@@ -30,13 +30,19 @@
 /// separate `clip(16, 2)` loads (`.demux.start` at each start's time), in the same process,
 /// alternating; the warm-up checks that both give the same bytes.
 ///
+/// A third table (`levers`) measures the levers alone, each in alternating runs against ferry
+/// without it: `snap_to_keyframe` (clip starts moved back to the keyframe before them: no frame
+/// before the window decoded), and decoder threads chosen by ferry (`threads = 0`: the
+/// pipeline's threads over the stage's concurrency) against one decoder thread, on a pipeline of
+/// every CPU's threads; with one clip's latency at concurrency 1.
+///
 /// The hand loop also times its avcodec_open2 calls: under a process-wide lock their wall time
 /// would grow with the threads calling it. Frames decoded per clip: ferry's from its stage's
 /// `frames decoded` counter, the hand loop's from the frames avcodec_receive_frame returned.
 /// Each repetition runs every variant once, in turn; the table gives medians.
 ///
 /// Usage: clip_loading [--clips N] [--seconds S] [--samples N] [--batches N] [--reps R]
-///                    [--concurrency 1,2,4,8] [--tables single,batch] [--dir DIR]
+///                    [--concurrency 1,2,4,8] [--tables single,batch,levers] [--dir DIR]
 
 extern "C" {
 #include <libavcodec/avcodec.h>
@@ -83,6 +89,7 @@ struct config {
     int reps = 3;
     bool single = true;  ///< the table of one clip per load
     bool batch = true;   ///< the table of several clips per pass
+    bool levers = true;  ///< the table of the levers alone (snap_to_keyframe, decoder threads)
     std::vector<int> concurrency{1, 2, 4, 8};
     fs::path dir = fs::temp_directory_path() / "ferry-video-decode";
 };
@@ -240,24 +247,35 @@ hand_result hand_rate(const std::vector<sample>& samples, int threads, bool reus
 struct ferry_result {
     double clips_per_s = 0;
     double decoded_per_clip = 0;  ///< the stage's `frames decoded` counter per clip
+    double threads_per_clip = 0;  ///< the stage's `decoder threads` counter per clip
 };
 
-/// ferry's clips per second with `skip_nonref` as given.
-ferry_result ferry_rate(const std::vector<sample>& samples, int concurrency, bool skip_nonref) {
+/// How ferry loads: the levers, each off or on.
+struct ferry_way {
+    bool skip_nonref = true;
+    bool snap = false;         ///< demux_options::snap_to_keyframe
+    int threads = 0;           ///< video_decode_options::threads (0: ferry chooses)
+    int pipeline_threads = 1;  ///< pipeline_options::threads
+};
+
+/// ferry's clips per second loading `samples` the given way.
+ferry_result ferry_rate(const std::vector<sample>& samples, int concurrency, ferry_way way) {
     const auto t0 = clock_type::now();
-    auto pipe = ferry::from(samples)
-                    .map(
-                        [skip_nonref](const sample& s) {
-                            return ferry::ops::load_video(
-                                       s.path, {.demux = {.start = s.start},
-                                                .decode = {.select = ferry::frame_selection::clip(
-                                                               frames_per_clip, stride),
-                                                           .resize = {side, side},
-                                                           .skip_nonref = skip_nonref}})
-                                .frames();
-                        },
-                        {.concurrency = concurrency, .name = "load_video", .executor = ferry::io})
-                    .build({.threads = 1});
+    auto pipe =
+        ferry::from(samples)
+            .map(
+                [way](const sample& s) {
+                    return ferry::ops::load_video(
+                               s.path, {.demux = {.start = s.start, .snap_to_keyframe = way.snap},
+                                        .decode = {.select = ferry::frame_selection::clip(
+                                                       frames_per_clip, stride),
+                                                   .resize = {side, side},
+                                                   .threads = way.threads,
+                                                   .skip_nonref = way.skip_nonref}})
+                        .frames();
+                },
+                {.concurrency = concurrency, .name = "load_video", .executor = ferry::io})
+            .build({.threads = way.pipeline_threads});
     std::size_t clips = 0;
     for (int n : pipe) {
         if (n != frames_per_clip) {
@@ -272,14 +290,17 @@ ferry_result ferry_rate(const std::vector<sample>& samples, int concurrency, boo
     }
     const double wall = seconds_since(t0);
     std::uint64_t decoded = 0;
+    std::uint64_t threads = 0;
     for (const auto& st : pipe.stats().stages) {
         if (st.name != "load_video") continue;
         for (const auto& [name, n] : st.counters) {
             if (name == "frames decoded") decoded = n;
+            if (name == "decoder threads") threads = n;
         }
     }
     return {static_cast<double>(clips) / wall,
-            static_cast<double>(decoded) / static_cast<double>(clips)};
+            static_cast<double>(decoded) / static_cast<double>(clips),
+            static_cast<double>(threads) / static_cast<double>(clips)};
 }
 
 /// `clips_per_pass` random clips (`clips(4, 16, 2)`), starts drawn from the item's numbers.
@@ -398,7 +419,7 @@ void batch_table(const config& c, const std::vector<fs::path>& paths) {
         double one_decoded = 0, sep_decoded = 0;
         for (int rep = 0; rep < c.reps; ++rep) {
             const auto b = batch_rate(videos, t);
-            const auto s = ferry_rate(alone, t, true);
+            const auto s = ferry_rate(alone, t, {.threads = 1});
             one.push_back(b.clips_per_s);
             sep.push_back(s.clips_per_s);
             ratio.push_back(b.clips_per_s / s.clips_per_s);
@@ -410,6 +431,50 @@ void batch_table(const config& c, const std::vector<fs::path>& paths) {
         std::fflush(stdout);
     }
     std::printf("\nload average %s at the end\n", load_average().c_str());
+}
+
+/// The levers alone, each against ferry without it in alternating runs: `snap_to_keyframe`
+/// (one pipeline thread, as the main table), and decoder threads chosen by ferry against one
+/// decoder thread, both on a pipeline of every CPU's threads.
+void levers_table(const std::vector<sample>& samples, const config& c) {
+    const int cpus = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+    std::printf(
+        "\nlevers alone (alternating runs, medians of %d): snap_to_keyframe on a 1-thread "
+        "pipeline; decoder threads on a %d-thread pipeline\n\n",
+        c.reps, cpus);
+    std::printf(
+        "| concurrency | ferry clips/s | + snap_to_keyframe | snap alone | frames decoded per clip "
+        "(ferry, snap) | 1 decoder thread, clips/s | threads chosen, clips/s | threads alone | "
+        "decoder threads chosen | one clip, ms (1 thread, chosen) |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int t : c.concurrency) {
+        std::vector<double> plain, snap, snap_ratio, one, chosen, thread_ratio;
+        double plain_decoded = 0, snap_decoded = 0, threads_chosen = 0;
+        for (int rep = 0; rep < c.reps; ++rep) {
+            const auto p = ferry_rate(samples, t, {});
+            const auto s = ferry_rate(samples, t, {.snap = true});
+            plain.push_back(p.clips_per_s);
+            snap.push_back(s.clips_per_s);
+            snap_ratio.push_back(s.clips_per_s / p.clips_per_s);
+            plain_decoded = p.decoded_per_clip;
+            snap_decoded = s.decoded_per_clip;
+            const auto o = ferry_rate(samples, t, {.threads = 1, .pipeline_threads = cpus});
+            const auto a = ferry_rate(samples, t, {.threads = 0, .pipeline_threads = cpus});
+            one.push_back(o.clips_per_s);
+            chosen.push_back(a.clips_per_s);
+            thread_ratio.push_back(a.clips_per_s / o.clips_per_s);
+            threads_chosen = a.threads_per_clip;
+        }
+        std::printf(
+            "| %d | %.1f | %.1f | **%.2f** | %.1f, %.1f | %.1f | %.1f | **%.2f** | %.1f | %s |\n",
+            t, median(plain), median(snap), median(snap_ratio), plain_decoded, snap_decoded,
+            median(one), median(chosen), median(thread_ratio), threads_chosen,
+            t == 1 ? (std::to_string(std::lround(1e3 / median(one))) + ", " +
+                      std::to_string(std::lround(1e3 / median(chosen))))
+                         .c_str()
+                   : "");
+        std::fflush(stdout);
+    }
 }
 
 }  // namespace
@@ -430,6 +495,7 @@ int main(int argc, char** argv) {
         } else if (a == "--tables") {
             c.single = v.find("single") != std::string::npos;
             c.batch = v.find("batch") != std::string::npos;
+            c.levers = v.find("levers") != std::string::npos;
         } else if (a == "--reps") {
             c.reps = std::stoi(v);
         } else if (a == "--concurrency") {
@@ -439,13 +505,14 @@ int main(int argc, char** argv) {
         } else {
             std::cerr
                 << "usage: clip_loading [--clips N] [--seconds S] [--samples N] [--batches N] "
-                   "[--reps R] [--concurrency 1,2,4,8] [--tables single,batch] [--dir DIR]\n";
+                   "[--reps R] [--concurrency 1,2,4,8] [--tables single,batch,levers] [--dir "
+                   "DIR]\n";
             return 2;
         }
     }
     const auto paths = ferry_perf::video_set(c.dir, c.clips, c.seconds);
-    if (!c.single) {
-        batch_table(c, paths);
+    if (!c.single && !c.levers) {
+        if (c.batch) batch_table(c, paths);
         return 0;
     }
     // Starts over each clip's length, leaving room for the 16 frames at stride 2 (~1.1 s).
@@ -457,44 +524,54 @@ int main(int argc, char** argv) {
         samples.push_back({paths[static_cast<std::size_t>(i) % paths.size()], start(rng)});
     }
     // Warm-up: FFmpeg's code and tables, the page cache.
-    (void)ferry_rate(samples, 2, true);
-    (void)ferry_rate(samples, 2, false);
+    (void)ferry_rate(samples, 2, {});
+    (void)ferry_rate(samples, 2, {.skip_nonref = false});
+    // And the clips' keyframe lists, read once per process (kept in the keyframe cache).
+    if (c.levers) (void)ferry_rate(samples, 2, {.snap = true});
 
-    std::printf(
-        "clips of %d frames at stride %d from a random start, resized to %dx%d rgb24: %d "
-        "samples of %d clips (%d s, 1280x720 H.264, GOP 60), median of %d, %u CPUs\n\n",
-        frames_per_clip, stride, side, side, c.samples, c.clips, c.seconds, c.reps,
-        std::thread::hardware_concurrency());
-    std::printf(
-        "| concurrency | ferry clips/s | ferry, every frame decoded | hand loop, opened per clip "
-        "| hand loop, decoder reused per thread | ferry ÷ hand (per clip) | ferry ÷ hand (reused) "
-        "| skip_nonref alone (÷ every frame) | frames decoded per clip: ferry, every frame, hand "
-        "| avcodec_open2, ms (hand, per clip) |\n"
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (int t : c.concurrency) {
-        std::vector<double> f, e, h, r, open_ms, ratio;
-        double f_decoded = 0, e_decoded = 0, h_decoded = 0;  // the same in every repetition
-        for (int rep = 0; rep < c.reps; ++rep) {
-            const auto skipping = ferry_rate(samples, t, true);
-            f.push_back(skipping.clips_per_s);
-            f_decoded = skipping.decoded_per_clip;
-            const auto every = ferry_rate(samples, t, false);
-            e.push_back(every.clips_per_s);
-            e_decoded = every.decoded_per_clip;
-            ratio.push_back(skipping.clips_per_s / every.clips_per_s);
-            const auto per_clip = hand_rate(samples, t, false);
-            h.push_back(per_clip.clips_per_s);
-            open_ms.push_back(per_clip.open_ms);
-            h_decoded = per_clip.decoded_per_clip;
-            r.push_back(hand_rate(samples, t, true).clips_per_s);
-        }
+    if (c.single) {
         std::printf(
-            "| %d | %.1f | %.1f | %.1f | %.1f | **%.2f** | %.2f | %.2f | %.1f, %.1f, %.1f | %.2f "
-            "|\n",
-            t, median(f), median(e), median(h), median(r), median(f) / median(h),
-            median(f) / median(r), median(ratio), f_decoded, e_decoded, h_decoded, median(open_ms));
-        std::fflush(stdout);
+            "clips of %d frames at stride %d from a random start, resized to %dx%d rgb24: %d "
+            "samples of %d clips (%d s, 1280x720 H.264, GOP 60), median of %d, %u CPUs\n\n",
+            frames_per_clip, stride, side, side, c.samples, c.clips, c.seconds, c.reps,
+            std::thread::hardware_concurrency());
+        std::printf(
+            "| concurrency | ferry clips/s | ferry, every frame decoded | hand loop, opened per "
+            "clip "
+            "| hand loop, decoder reused per thread | ferry ÷ hand (per clip) | ferry ÷ hand "
+            "(reused) "
+            "| skip_nonref alone (÷ every frame) | frames decoded per clip: ferry, every frame, "
+            "hand "
+            "| avcodec_open2, ms (hand, per clip) |\n"
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for (int t : c.concurrency) {
+            std::vector<double> f, e, h, r, open_ms, ratio;
+            double f_decoded = 0, e_decoded = 0, h_decoded = 0;  // the same in every repetition
+            for (int rep = 0; rep < c.reps; ++rep) {
+                const auto skipping = ferry_rate(samples, t, {.threads = 1});
+                f.push_back(skipping.clips_per_s);
+                f_decoded = skipping.decoded_per_clip;
+                const auto every = ferry_rate(samples, t, {.skip_nonref = false, .threads = 1});
+                e.push_back(every.clips_per_s);
+                e_decoded = every.decoded_per_clip;
+                ratio.push_back(skipping.clips_per_s / every.clips_per_s);
+                const auto per_clip = hand_rate(samples, t, false);
+                h.push_back(per_clip.clips_per_s);
+                open_ms.push_back(per_clip.open_ms);
+                h_decoded = per_clip.decoded_per_clip;
+                r.push_back(hand_rate(samples, t, true).clips_per_s);
+            }
+            std::printf(
+                "| %d | %.1f | %.1f | %.1f | %.1f | **%.2f** | %.2f | %.2f | %.1f, %.1f, %.1f | "
+                "%.2f "
+                "|\n",
+                t, median(f), median(e), median(h), median(r), median(f) / median(h),
+                median(f) / median(r), median(ratio), f_decoded, e_decoded, h_decoded,
+                median(open_ms));
+            std::fflush(stdout);
+        }
     }
+    if (c.levers) levers_table(samples, c);
     if (c.batch) batch_table(c, paths);
     return 0;
 }
