@@ -204,12 +204,15 @@ struct FERRY_API probe_video_fn {
 /// Matroska omit), the first packets, at most 1 MiB or 1 s of them, as `ffprobe` does. The one
 /// exception is the pixel format: FFmpeg learns it by decoding the first frame where no header
 /// states it. MPEG-PS/TS files are also read near their end (at most the last 16 MiB) for the
-/// last frame's timestamp; from a pipe or FIFO their duration is unknown. It never reads the
-/// whole file: on a 2-minute 640x360 H.264 MP4 it costs about 3 ms where `demux_video` of the
-/// whole file costs about 70 ms. `frames` is an estimate (see `video_info::frames`). Throws
-/// `ferry::io_error` (missing file, stalled read) and `ferry::decode_error` (empty input, not a
-/// container, no video stream unless `require_video` is false), naming the path or `<memory>`;
-/// stops as `demux_video` does when `ferry::this_call::stop_requested()` turns true.
+/// last frame's timestamp; from a pipe or FIFO their duration is unknown. Unless asked for the
+/// keyframes (`video_probe_options::keyframes`, which reads the stream's packets and is cached
+/// per file), it never reads the whole file: on a 2-minute 640x360 H.264 MP4 it costs about 3 ms
+/// where `demux_video` of the whole file costs about 70 ms. `frames` is an estimate (see
+/// `video_info::frames`). Throws `ferry::io_error` (missing file, stalled read) and
+/// `ferry::decode_error` (empty input, not a container, no video stream unless `require_video` is
+/// false), naming the path or `<memory>`; stops as `demux_video` does when
+/// `ferry::this_call::stop_requested()` turns true.
+///
 /// \code
 ///   const ferry::video_info info = ferry::ops::probe_video(path);
 ///   const double span = 16 / info.frame_rate;  // 16 frames (check frame_rate > 0)
