@@ -178,7 +178,7 @@ decode is a ferry.DecodeError.
            const std::optional<video_size>& resize, const std::string& filter, double start,
            const std::optional<double>& end, int stream, std::int64_t max_frames, double timeout,
            int threads, std::uint64_t max_pixels, std::uint64_t max_bytes, bool strict,
-           bool skip_nonref) {
+           bool skip_nonref, bool snap_to_keyframe) {
             ferry::video_options o;
             std::vector<std::string> args;
             o.decode.select = select;
@@ -216,12 +216,14 @@ decode is a ferry.DecodeError.
             }
             o.demux.max_frames = max_frames;
             o.demux.timeout = video_timeout_of(timeout);
-            if (threads < 1) {
+            if (threads < 0) {
                 throw ferry::invalid_argument(
-                    "load_video(threads=...): decoder threads are 1 or more, got " +
+                    "load_video(threads=...): decoder threads are 0 (ferry chooses) or more, "
+                    "got " +
                     std::to_string(threads));
             }
             o.decode.threads = threads;
+            if (threads != 0) args.push_back("threads=" + std::to_string(threads));
             o.demux.max_pixels = max_pixels;
             o.decode.max_pixels = max_pixels;
             o.decode.max_bytes = max_bytes;
@@ -230,6 +232,8 @@ decode is a ferry.DecodeError.
             if (strict) args.push_back("strict=True");
             o.decode.skip_nonref = skip_nonref;
             if (!skip_nonref) args.push_back("skip_nonref=False");
+            o.demux.snap_to_keyframe = snap_to_keyframe;
+            if (snap_to_keyframe) args.push_back("snap_to_keyframe=True");
             std::string name = "load_video(";
             for (std::size_t i = 0; i < args.size(); ++i) name += (i ? ", " : "") + args[i];
             name += ")";
@@ -242,8 +246,9 @@ decode is a ferry.DecodeError.
         py::kw_only(), py::arg("select") = ferry::frame_selection::all(), py::arg("format") = "rgb",
         py::arg("resize") = py::none(), py::arg("filter") = "bilinear", py::arg("start") = 0.0,
         py::arg("end") = py::none(), py::arg("stream") = -1, py::arg("max_frames") = 0,
-        py::arg("timeout") = 10.0, py::arg("threads") = 1, py::arg("max_pixels") = 64'000'000ULL,
+        py::arg("timeout") = 10.0, py::arg("threads") = 0, py::arg("max_pixels") = 64'000'000ULL,
         py::arg("max_bytes") = 4ULL << 30, py::arg("strict") = false, py::arg("skip_nonref") = true,
+        py::arg("snap_to_keyframe") = false,
         R"doc(
 A native op: ferry::ops::load_video on a path (str or os.PathLike: read from the file) or bytes
 (ferry.Bytes or a bytes-like object: read from memory), giving the clip as a ferry.Tensor of
@@ -254,10 +259,13 @@ ferry::video_options' fields, flat: select (a FrameSelection; all frames by defa
 decode step), filter (swscale's 'nearest', 'bilinear', 'bicubic', 'area', 'lanczos'), start and
 end (the window in seconds; end None: to the stream's end), stream (-1: FFmpeg's best video
 stream), max_frames (0: what the selection needs), timeout (seconds a read may deliver nothing),
-threads (decoder threads), max_pixels (both the declared and the decoded frame size), max_bytes
+threads (decoder threads; 0: ferry chooses, the pipeline's threads over the stage's
+concurrency, so a stage with fewer calls than threads decodes each on several), max_pixels (both the declared and the decoded frame size), max_bytes
 (the clip's size), strict (a cut or damaged file is a ferry.DecodeError instead of the frames
 that decode), skip_nonref (frames no selected frame needs are not decoded; False decodes every
-frame from the keyframe: the same pixels, slower). Errors: ferry.IOError (missing file, stalled read), ferry.DecodeError (not a
+frame from the keyframe: the same pixels, slower), snap_to_keyframe (the window's start moves back
+to the keyframe at or before it, so no frame before the window is decoded: faster, but clips
+start only on keyframes — randomness traded for speed). Errors: ferry.IOError (missing file, stalled read), ferry.DecodeError (not a
 video, too few frames for the selection, over a limit), naming the file.)doc");
 }
 

@@ -242,3 +242,29 @@ def test_a_component_not_built_names_the_option_that_builds_it(name):
     assert lines[0].startswith(f"attribute: ferry.{name} is not in this build of ferry")
     assert lines[1].startswith(f"import: ferry.{name} is not in this build of ferry")
     assert all(option in line for line in lines), r.stdout
+
+
+# snap_to_keyframe moves the window's start back to the keyframe before it: a clip asked for at
+# 0.6 s (frame 15) starts at the keyframe at 0.48 s (frame 12; the fixture has one every 12
+# frames), ffmpeg's frames 12-15 byte for byte; without it the clip starts at frame 15.
+@needs_video
+def test_snap_to_keyframe_starts_the_clip_at_the_keyframe_before(clip):
+    path, ref = clip
+    select = video.FrameSelection.clip(4)
+    snapped = video.load_video(select=select, start=0.6, snap_to_keyframe=True)
+    assert "snap_to_keyframe=True" in repr(snapped)
+    assert np.array_equal(np.asarray(snapped(path)), ref[12:16])
+    plain = video.load_video(select=select, start=0.6)
+    assert np.array_equal(np.asarray(plain(path)), ref[15:19])
+
+
+# threads=0 (the default) lets ferry choose the decoder threads; a negative count is refused by
+# name, and a chosen count shows in the op's name.
+@needs_video
+def test_decoder_threads_default_to_ferrys_choice(clip):
+    path, ref = clip
+    assert "threads" not in repr(video.load_video())
+    assert "threads=3" in repr(video.load_video(threads=3))
+    assert np.array_equal(np.asarray(video.load_video(threads=3)(path)), ref)
+    with pytest.raises(ferry.InvalidArgument, match="threads are 0 \\(ferry chooses\\) or more"):
+        video.load_video(threads=-1)
