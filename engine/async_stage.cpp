@@ -117,18 +117,9 @@ void pipeline_runtime::async_accept(stage_runtime& st, msg m, gateway& gw, const
         return;
     }
     gw.reserve_wait();  // released when the call's result has been passed on
-    {
-        std::lock_guard lock(st.slots.mutex);
-        // `limit`: the concurrency, or a tuned stage's now (set_limit moves it).
-        if (st.slots.running >= st.limit.load(std::memory_order_relaxed)) {
-            tsan_release(m);
-            st.slots.waiting.push_back(m);
-            return;
-        }
-        ++st.slots.running;
-    }
-    tsan_release(m);  // what this thread read of m happens before a later reclaim
-    async_start(st, m, w);
+    tsan_release(m);    // what this thread read of m happens before a later reclaim
+    // The gate's limit: the concurrency, or a tuned stage's now (set_limit moves it).
+    if (st.slots.calls.try_enter(m)) async_start(st, m, w);
 }
 
 void pipeline_runtime::async_start(stage_runtime& st, msg m, const shard_writer& w) {
@@ -155,18 +146,10 @@ void pipeline_runtime::async_finished(stage_runtime& st) {
     // Start the next waiting call in this slot. Calls that complete synchronously would recurse
     // here once per waiting item; past a small depth, hand the start to the arena instead.
     thread_local int depth = 0;
-    msg next = nullptr;
-    {
-        std::lock_guard lock(st.slots.mutex);
-        // A lowered limit takes effect as calls end: this slot closes.
-        if (st.slots.waiting.empty() ||
-            st.slots.running > st.limit.load(std::memory_order_relaxed)) {
-            --st.slots.running;
-            return;
-        }
-        next = st.slots.waiting.front();
-        st.slots.waiting.pop_front();
-    }
+    // A lowered limit takes effect as calls end: the slot then closes.
+    const auto waiting = st.slots.calls.leave();
+    if (!waiting) return;
+    msg next = *waiting;
     if (depth >= 8) {
         flow_->arena->enqueue(
             tsan_body([this, &st, next] { async_start(st, next, st.counters.owned()); }));

@@ -72,7 +72,7 @@ void pipeline_runtime::sample() {
         const std::int64_t queued = queued_before(st);
         // A compute stage runs on the arena's threads: with more slots than threads it can use
         // only `threads` of them at once, and is judged against those.
-        const int limit = st.tuned ? st.limit.load(std::memory_order_relaxed) : st.concurrency;
+        const int limit = st.tuned ? st.limit() : st.concurrency;
         const int slots =
             st.own_slots ? limit : std::min(limit, threads_now_.load(std::memory_order_relaxed));
         record(st.counters, slots, queued, static_cast<int>(active), queued_upstream);
@@ -87,9 +87,7 @@ void pipeline_runtime::sample() {
         // The tuner's settings, in the order the constructor named their series.
         for (const auto& st : stages_) {
             if (!st.tuned) continue;
-            trace_.spans->add_count(
-                series++, now,
-                static_cast<std::uint64_t>(st.limit.load(std::memory_order_relaxed)));
+            trace_.spans->add_count(series++, now, static_cast<std::uint64_t>(st.limit()));
         }
         trace_.spans->add_count(series++, now, in_flight_now_.load(std::memory_order_relaxed));
         trace_.spans->add_count(
@@ -161,8 +159,7 @@ std::int64_t pipeline_runtime::queued_before(stage_runtime& st) const {
     if (st.pool) queued += static_cast<std::int64_t>(st.pool->waiting());
     if (st.tuned) {
         // Its gate's queue (tuned_stage.cpp).
-        std::lock_guard gate(st.slots.mutex);
-        queued += static_cast<std::int64_t>(st.slots.waiting.size());
+        queued += static_cast<std::int64_t>(st.slots.calls.waiting());
     }
     return queued;
 }
@@ -173,7 +170,7 @@ stage_stats pipeline_runtime::row(const stage_runtime* st) const {
     if (st != nullptr) {
         r.name = st->name;
         r.kind = st->kind;
-        r.concurrency = st->tuned ? st->limit.load(std::memory_order_relaxed) : st->concurrency;
+        r.concurrency = st->tuned ? st->limit() : st->concurrency;
         r.io = st->io;
         if (st->tuned) {
             r.tuned_lo = st->tuned_lo;

@@ -64,7 +64,6 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
         st.counters.resize(slots, st.io ? 2 * (st.tuned ? st.tuned_hi : st.concurrency) : 0);
         // The tuner reads a tuned stage's call time interval by interval: every call timed.
         if (st.tuned) st.counters.time_every_call();
-        st.limit = st.concurrency;
     }
     in_flight_now_ = plan_.in_flight;
     threads_now_ = plan_.threads;
@@ -277,13 +276,7 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
         st.renum.outs.clear();
         st.renum.next_out = 0;
         st.rejoin.clear();
-        {
-            std::lock_guard async_lock(st.slots.mutex);
-            st.slots.waiting.clear();
-            st.slots.running = 0;
-            st.slots.timed_waiting.clear();
-            st.slots.timed_items.clear();
-        }
+        st.slots.clear();
         for (const auto& shard : st.counters.shards())
             shard->active.store(0, std::memory_order_relaxed);
     }

@@ -27,7 +27,7 @@
 ///   invoke.hpp      calling a map / filter / flat_map by its kind, on every executor
 ///   stage.cpp       a stage's call: apply, retry, failures (fail_item), filtered gaps
 ///   renumber.cpp    batch, unbatch and flat_map expansion behind a sequencer
-///   async_stage.cpp map_async: slots, completions, the sink
+///   async_stage.cpp map_async: its gate, completions, the sink
 ///   timed_stage.cpp stages with a timeout: calls apart from their boxes, the watchdog's expiry
 ///   consumer.cpp    next(); consumer_side's wait on the hand-off (the adaptive spin)
 ///   resume.cpp      resume_state: taking a pipeline_state, checking it, opening a resumed epoch,
@@ -42,7 +42,7 @@
 ///   timed_stage.cpp; and one helper each:
 ///   admission.hpp, ledger.hpp, trace.*, call_ranges.* (NVTX), io_pool.*, worker_budget.*,
 ///   failure_log.*, quarantine_writer.*, input_label.hpp, deadlines.hpp, sequencer.hpp,
-///   handoff.hpp.
+///   handoff.hpp, call_gate.hpp (the slots of map_async, tuned and timed stages).
 #pragma once
 
 #include <algorithm>
@@ -65,6 +65,7 @@
 
 #include "admission.hpp"
 #include "box.hpp"
+#include "call_gate.hpp"
 #include "consumer_side.hpp"
 #include "counters.hpp"
 #include "deadlines.hpp"
@@ -93,16 +94,29 @@ struct flow_parts;  // flow.hpp: the arena and the flow graph
 struct timed_item;   // timed_stage.cpp
 struct tuner_state;  // tuning.hpp
 
-/// A map_async or timed stage's calls: at most `concurrency` at once, the rest waiting. Its own
-/// lock guards all of it.
+/// A stage's calls that hold a slot or wait for one, each kind behind its `call_gate`
+/// (call_gate.hpp, its own lock): map_async and tuned stages gate their messages, a timed compute
+/// stage its `timed_item`s.
 struct call_slots {
+    explicit call_slots(int limit) : calls(limit), timed(limit) {}
+
+    /// map_async and tuned stages: the limit is the concurrency, or a tuned stage's now (the
+    /// tuner moves it: set_limit).
+    call_gate<msg> calls;
+    /// A timed compute stage (timed_stage.cpp): its items waiting for a slot, `concurrency` at
+    /// once.
+    call_gate<std::shared_ptr<timed_item>> timed;
+    /// A stage with a timeout: its items not yet passed on (for an abort), under `mutex`.
     std::mutex mutex;
-    std::deque<msg> waiting;  ///< map_async: calls waiting for a slot
-    int running = 0;          ///< calls holding a slot (map_async, timed compute stages)
-    /// A stage with a timeout (timed_stage.cpp): its items not yet passed on (for an abort),
-    /// and, on compute stages, the items waiting for a slot.
     std::list<std::shared_ptr<timed_item>> timed_items;
-    std::deque<std::shared_ptr<timed_item>> timed_waiting;
+
+    /// Forgets an abandoned epoch's calls (reclaim_epoch_locked, with nothing running).
+    void clear() noexcept {
+        calls.clear();
+        timed.clear();
+        const std::lock_guard lock(mutex);
+        timed_items.clear();
+    }
 };
 
 /// A renumbering stage's state (renumber.cpp), touched only by its serial node.
@@ -167,7 +181,8 @@ struct stage_feed {
 
 /// Everything one stage needs at run time: its plan, its counters, and the state of its kind.
 struct stage_runtime : stage_plan {
-    explicit stage_runtime(stage_plan p) : stage_plan(std::move(p)), budget(spec.options) {}
+    explicit stage_runtime(stage_plan p)
+        : stage_plan(std::move(p)), slots(concurrency), budget(spec.options) {}
 
     stage_counters counters;
     std::unique_ptr<io_pool> pool;  ///< executor = io
@@ -175,14 +190,13 @@ struct stage_runtime : stage_plan {
 
     /// The deadlines of its calls in progress (timed_stage.cpp); null without a timeout.
     std::unique_ptr<deadline_list> deadlines;
-    call_slots slots;       ///< map_async and timed stages: calls in progress and waiting
+    call_slots slots;       ///< map_async, tuned and timed stages: calls in progress and waiting
     failure_budget budget;  ///< the skip budgets of `max_failures` and the rate
     renumber_state renum;   ///< batch, unbatch, flat_map: touched only by its serial node
     /// A route that rejoins (`stage_plan::rejoins`): `renum.seq` puts its input in order.
     rejoin_state rejoin;
-    /// A tuned stage: the calls it may run at once now (the tuner writes it; `slots` counts
-    /// them and queues the rest).
-    std::atomic<int> limit{1};
+    /// The calls it may run at once now: a tuned stage's moves (the tuner's set_limit).
+    [[nodiscard]] int limit() const noexcept { return slots.calls.limit(); }
     /// batch_by, the first stage to renumber: its batches list their items' positions
     /// (resume_state::lists_window).
     bool lists_window = false;

@@ -31,7 +31,7 @@ struct timed_item {
     any_value input;
     std::atomic<bool> settled{false};
     std::atomic<int> running{0};  ///< attempts inside the user's call
-    // Under the stage's slots.mutex:
+    // Under the stage's slots.mutex (the timed items' list):
     std::list<std::shared_ptr<timed_item>>::iterator where;  ///< in st->timed_items
     bool listed = false;
     /// Its attempts so far (their flags are raised when the item is settled).
@@ -66,7 +66,6 @@ void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway& gw, const
     if (st.spec.wants_item) it->info = item_of(*m);
     it->input = std::move(m->value);
     w.add(&counter_shard::in);
-    bool start = true;
     bool aborted = false;
     {
         std::lock_guard lock(st.slots.mutex);
@@ -79,14 +78,6 @@ void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway& gw, const
             gw.reserve_wait();  // released when the item has been passed on, or let go by an abort
             it->where = st.slots.timed_items.insert(st.slots.timed_items.end(), it);
             it->listed = true;
-            if (!st.io) {
-                if (st.slots.running >= st.concurrency) {
-                    st.slots.timed_waiting.push_back(it);
-                    start = false;
-                } else {
-                    ++st.slots.running;
-                }
-            }
         }
     }
     if (aborted) {
@@ -95,7 +86,9 @@ void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway& gw, const
         return;
     }
     tsan_release(it.get());
-    if (start) timed_launch(std::move(it), 1, 0.0);
+    // A compute stage's calls take one of its `concurrency` slots (the gate queues the rest); an
+    // I/O stage's threads are its slots.
+    if (st.io || st.slots.timed.try_enter(it)) timed_launch(std::move(it), 1, 0.0);
 }
 
 void pipeline_runtime::timed_launch(std::shared_ptr<timed_item> it, int attempt,
@@ -245,17 +238,7 @@ bool pipeline_runtime::timed_settle(timed_item& it) {
 }
 
 void pipeline_runtime::timed_slot_free(stage_runtime& st) {
-    std::shared_ptr<timed_item> next;
-    {
-        std::lock_guard lock(st.slots.mutex);
-        if (st.slots.timed_waiting.empty()) {
-            --st.slots.running;
-            return;
-        }
-        next = std::move(st.slots.timed_waiting.front());
-        st.slots.timed_waiting.pop_front();
-    }
-    timed_launch(std::move(next), 1, 0.0);
+    if (auto next = st.slots.timed.leave()) timed_launch(std::move(*next), 1, 0.0);
 }
 
 void pipeline_runtime::expire_timeouts() {

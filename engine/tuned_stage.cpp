@@ -6,13 +6,22 @@
 /// stage's `limit` run and queues it otherwise; a call that ends starts the next queued one while
 /// the count is under the limit. A raised limit starts queued calls at once; a lowered one takes
 /// effect as calls end. Compute calls run as tasks on the pipeline's arena, I/O calls on the
-/// stage's own threads (as many as the range's top, idle until the limit lets them work). A
-/// tuned map_async stage keeps its own gate (async_stage.cpp), bounded by `limit` too: set_limit
-/// starts its queued calls.
+/// stage's own threads (as many as the range's top, idle until the limit lets them work). The
+/// gate is the stage's `call_gate` (call_gate.hpp), which a map_async stage's calls pass too
+/// (async_stage.cpp): set_limit moves the limit of either and starts their queued calls.
 
 #include "flow.hpp"
 
 namespace ferry::detail {
+namespace {
+
+/// An epoch being cancelled drains a tuned stage's queue whatever the limit (each call is then
+/// dropped when it starts), so that waiting for the graph never waits on a queued item.
+call_gate<msg>::admit drain_if(bool cancelling) noexcept {
+    return cancelling ? call_gate<msg>::past_limit : call_gate<msg>::within_limit;
+}
+
+}  // namespace
 
 void pipeline_runtime::tuned_accept(stage_runtime& st, msg m, gateway& gw, const shard_writer& w) {
     w.add(&counter_shard::arrived);
@@ -21,17 +30,8 @@ void pipeline_runtime::tuned_accept(stage_runtime& st, msg m, gateway& gw, const
         return;
     }
     gw.reserve_wait();  // released when the call's result has been passed on
-    {
-        std::lock_guard lock(st.slots.mutex);
-        if (st.slots.running >= st.limit.load(std::memory_order_relaxed) && !cancelling()) {
-            tsan_release(m);
-            st.slots.waiting.push_back(m);
-            return;
-        }
-        ++st.slots.running;
-    }
     tsan_release(m);
-    tuned_launch(st, m);
+    if (st.slots.calls.try_enter(m, drain_if(cancelling()))) tuned_launch(st, m);
 }
 
 void pipeline_runtime::tuned_launch(stage_runtime& st, msg m) {
@@ -54,33 +54,11 @@ void pipeline_runtime::tuned_launch(stage_runtime& st, msg m) {
 }
 
 void pipeline_runtime::tuned_call_ended(stage_runtime& st) {
-    msg next = nullptr;
-    {
-        std::lock_guard lock(st.slots.mutex);
-        // An epoch being cancelled drains its queue whatever the limit (each call is dropped).
-        if (!st.slots.waiting.empty() &&
-            (st.slots.running <= st.limit.load(std::memory_order_relaxed) || cancelling())) {
-            next = st.slots.waiting.front();
-            st.slots.waiting.pop_front();
-        } else {
-            --st.slots.running;
-        }
-    }
-    if (next != nullptr) tuned_launch(st, next);
+    if (const auto next = st.slots.calls.leave(drain_if(cancelling()))) tuned_launch(st, *next);
 }
 
 void pipeline_runtime::set_limit(stage_runtime& st, int limit) {
-    std::vector<msg> start;
-    {
-        std::lock_guard lock(st.slots.mutex);
-        st.limit.store(limit, std::memory_order_relaxed);
-        while (st.slots.running < limit && !st.slots.waiting.empty()) {
-            start.push_back(st.slots.waiting.front());
-            st.slots.waiting.pop_front();
-            ++st.slots.running;
-        }
-    }
-    for (msg m : start) {
+    for (msg m : st.slots.calls.set_limit(limit)) {
         if (st.spec.kind == stage_kind::map_async) {
             async_start(st, m, st.counters.shared());  // the monitor's thread: shared counters
         } else {

@@ -210,7 +210,7 @@ void pipeline_runtime::tune() {
     }
     for (std::size_t i = 0; i < t.stages.size(); ++i) {
         const int limit = t.policy.limits()[i];
-        if (t.stages[i]->tuned && limit != t.stages[i]->limit.load(std::memory_order_relaxed)) {
+        if (t.stages[i]->tuned && limit != t.stages[i]->limit()) {
             set_limit(*t.stages[i], limit);
         }
     }
