@@ -7,6 +7,7 @@
 
 #include <mutex>
 
+#include "call_hook.hpp"
 #include "ferry/this_call.hpp"
 #include "flow.hpp"
 
@@ -17,7 +18,11 @@ namespace {
 class sink_impl final : public async_sink, public std::enable_shared_from_this<sink_impl> {
   public:
     sink_impl(pipeline_runtime& rt, stage_runtime& st, msg m)
-        : rt_(rt), st_(st), m_(m), start_(ticks()) {}
+        : rt_(rt),
+          st_(st),
+          m_(m),
+          w_(st.counters.shared()),
+          hook_(w_, span_log::no_item, call_hook::timing::detached) {}
 
     void complete(any_value&& v) noexcept override {
         if (done_.exchange(true)) return;
@@ -76,22 +81,15 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
             finished_ = true;
         }
         if (deadline_) st_.deadlines->remove(deadline_);
-        // Any thread may complete a call (the user's, the monitor's poller): shared counters.
-        const shard_writer w = st_.counters.shared();
-        w.record_call(start_);
-        w.active(-1);
-        if (dropped_ || rt_.cancelling()) {
-            // Not started (its work would be wasted), or the epoch is being cancelled: the item
-            // is cancelled.
-            rt_.drop_unprocessed(m_);
-        } else if (e) {
-            rt_.fail_item(st_, m_, e);
+        hook_.end();
+        w_.active(-1);
+        if (dropped_) {
+            rt_.drop_unprocessed(m_);  // not started: its work would be wasted
         } else {
-            w.add(&counter_shard::out);
-            st_.budget.succeeded();
+            rt_.finish_call(st_, m_, w_, e);
         }
         gateway& gw = *st_.gw;
-        rt_.pass_on(st_, m_, gw, w);
+        rt_.pass_on(st_, m_, gw, w_);
         rt_.async_finished(st_);
         gw.release_wait();
     }
@@ -99,7 +97,10 @@ class sink_impl final : public async_sink, public std::enable_shared_from_this<s
     pipeline_runtime& rt_;
     stage_runtime& st_;
     msg m_;
-    std::uint64_t start_;
+    // Any thread may complete a call (the user's, the monitor's poller): shared counters. The
+    // call's time runs from the sink's making to its one completion.
+    shard_writer w_;
+    call_hook hook_;
     std::atomic<bool> done_{false};
     bool dropped_ = false;
     mutable std::mutex finish_mutex_;
@@ -151,8 +152,7 @@ void pipeline_runtime::async_finished(stage_runtime& st) {
     if (!waiting) return;
     msg next = *waiting;
     if (depth >= 8) {
-        flow_->arena->enqueue(
-            tsan_body([this, &st, next] { async_start(st, next, st.counters.owned()); }));
+        launch(st, [this, &st, next] { async_start(st, next, st.counters.owned()); });
         return;
     }
     ++depth;

@@ -60,4 +60,15 @@ inline bool worth_retrying(const error_policy& policy, const std::exception_ptr&
     return schedule_of(policy).transient(err);
 }
 
+/// The one retry guard of a stage's calls (`apply`, a timed stage's attempts and their
+/// expiry): whether attempt `attempt`, failed with `err`, gets another. It does while attempts
+/// are left, its input is still there (`input_kept`: a call that consumed its input, or one
+/// that may still be reading it, cannot run again), the pipeline is not stopping or aborting
+/// (`stopping`), and the policy calls the failure worth it (asked last: it may run the user's
+/// test).
+inline bool retry_allowed(const error_policy& policy, int attempt, const std::exception_ptr& err,
+                          bool input_kept, bool stopping) noexcept {
+    return attempt < policy.attempts && input_kept && !stopping && worth_retrying(policy, err);
+}
+
 }  // namespace ferry::detail

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <string>
 
+#include "call_hook.hpp"
 #include "cost_groups.hpp"
 #include "runtime.hpp"
 
@@ -50,7 +51,8 @@ void pipeline_runtime::take_costed(stage_runtime& st, msg m, const shard_writer&
 }
 
 void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, bool at_end) {
-    const auto t0 = ticks();
+    call_hook hook(w, span_log::no_item, call_hook::timing::detached);
+    const auto t0 = hook.start();
     w.active(1);
     auto& items = st.renum.batch_items;
     auto& costs = st.renum.batch_costs;
@@ -121,7 +123,7 @@ void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, boo
                            std::memory_order_relaxed);
     st.counters.padded_cost.store(st.counters.padded_cost.load(std::memory_order_relaxed) + padded,
                                   std::memory_order_relaxed);
-    w.record_call(t0);
+    hook.end();
     w.active(-1);
     if (first->kind == msg_kind::error) {
         first->seq = st.renum.next_out++;

@@ -46,6 +46,15 @@ struct flow_parts {
     std::deque<gateway> gateways;  ///< one per async node; stable addresses (stages keep them)
 };
 
+template <class F>
+void pipeline_runtime::launch(const stage_runtime& st, F&& job) {
+    if (st.io) {
+        st.pool->submit(std::forward<F>(job));
+    } else {
+        flow_->arena->enqueue(tsan_body(std::forward<F>(job)));
+    }
+}
+
 inline void pipeline_runtime::pass_on(const stage_runtime& st, msg m, gateway& gw,
                                       const shard_writer& w) {
     if (!st.counted_after) w.add(&counter_shard::emitted);

@@ -179,7 +179,7 @@ void pipeline_runtime::build_graph() {
                             return;
                         }
                         gw.reserve_wait();
-                        st.pool->submit([this, &st, m, &gw] {
+                        launch(st, [this, &st, m, &gw] {
                             // One of the stage's I/O threads: the shard it owns.
                             run_stage(st, m, st.counters.owned(io_pool::current_index()));
                             tsan_send(gw, m);

@@ -4,6 +4,7 @@
 /// cost_batch.cpp's). Each runs in a serial node behind a sequencer (source order, unless
 /// unordered) and numbers what it emits anew.
 
+#include "call_hook.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
@@ -63,7 +64,8 @@ void pipeline_runtime::pass_gap(stage_runtime& st, msg x) {
 }
 
 void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
-    const auto t0 = ticks();
+    call_hook hook(w, span_log::no_item, call_hook::timing::detached);
+    const auto t0 = hook.start();
     w.active(1);
     msg first = st.renum.batch_items.front();
     // The batch resumes from its first item's start; the consumer moves on to its last's end.
@@ -101,7 +103,7 @@ void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
     } catch (...) {
         fail_item(st, first, std::current_exception());
     }
-    w.record_call(t0);
+    hook.end();
     w.active(-1);
     if (first->kind == msg_kind::gap) {
         retire_gap(first);
@@ -114,14 +116,14 @@ void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
 void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
     if (st.spec.kind == stage_kind::unbatch) {
         w.add(&counter_shard::in);
-        const auto t0 = ticks();
+        call_hook hook(w, span_log::no_item, call_hook::timing::detached);
         try {
             x->children.clear();
             st.spec.expand_fn(x->value, x->children, true);
         } catch (...) {
             fail_item(st, x, std::current_exception());
         }
-        w.record_call(t0);
+        hook.end();
         if (x->kind == msg_kind::gap) {
             pass_gap(st, x);
             return;

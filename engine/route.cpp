@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "call_hook.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
@@ -21,7 +22,7 @@ std::size_t pipeline_runtime::route_item(stage_runtime& st, msg m, const shard_w
         return no_branch;
     }
     w.add(&counter_shard::in);
-    const auto t0 = ticks();
+    call_hook hook(w, span_log::no_item, call_hook::timing::detached);
     std::int64_t b = 0;
     try {
         b = st.spec.select_fn(m->value);
@@ -31,11 +32,11 @@ std::size_t pipeline_runtime::route_item(stage_runtime& st, msg m, const shard_w
                                    std::to_string(st.branches - 1));
         }
     } catch (...) {
-        w.record_call(t0);
+        hook.end();
         fail_item(st, m, std::current_exception());
         return no_branch;
     }
-    w.record_call(t0);
+    hook.end();
     w.add(&counter_shard::out);
     return static_cast<std::size_t>(b);
 }

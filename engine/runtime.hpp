@@ -255,6 +255,13 @@ class pipeline_runtime final : public runtime {
     /// (flow.hpp)
     void pass_on(const stage_runtime& st, msg m, gateway& gw, const shard_writer& w);
     void fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause);
+    /// What a call on `m` came to, for every stage kind that calls (stage.cpp): an epoch being
+    /// cancelled drops it (cancelled whatever the call returned: a call that gave up when asked
+    /// is no failure); a failure (`err`) goes to `fail_item`; a filter's rejection (`!keep`) is a
+    /// filtered gap; a value is counted out (after a flat_map, by its renumbering node). A
+    /// success counts in the stage's failure budget. The result is in `m` already.
+    void finish_call(stage_runtime& st, msg m, const shard_writer& w, const std::exception_ptr& err,
+                     bool keep = true);
     void async_finished(stage_runtime& st);
     void poll_later(monitor_thread::try_take_fn try_take, monitor_thread::done_fn done) {
         monitor_.poll_later(std::move(try_take), std::move(done));
@@ -264,6 +271,12 @@ class pipeline_runtime final : public runtime {
     [[nodiscard]] bool cancelling() const noexcept { return ctl_.cancelling(); }
 
   private:
+    // flow.hpp
+    /// Starts a call's `job` where the stage's calls run: on its I/O threads (`executor = io`),
+    /// else as a task on the pipeline's arena. The one place a call is launched.
+    template <class F>
+    void launch(const stage_runtime& st, F&& job);
+
     // graph.cpp
     void build_graph();
     /// Starts (or restarts, after it parked) the graph's input node.

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// A stage's call on one element: apply the callable under the stage's error policy (retry with
-/// backoff, then skip or fail), and record what failed.
+/// backoff, then skip or fail); what every kind's call comes to (finish_call), and what failed.
 
 #include <algorithm>
 #include <optional>
 
 #include "attempts.hpp"
+#include "call_hook.hpp"
 #include "ferry/this_call.hpp"
 #include "input_label.hpp"
 #include "invoke.hpp"
@@ -40,20 +41,18 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
     }
     for (int attempt = 1;; ++attempt) {
         const bool last = attempt >= policy.attempts;
-        const auto call = w.start_call(m->source_index);
         try {
+            const call_hook hook(w, m->source_index);
             keep = invoke(st, m->value, m->value, m->children, last);
-            w.finish_call(call, m->source_index);
             err = nullptr;
             break;
         } catch (...) {
-            w.finish_call(call, m->source_index);
             err = std::current_exception();
         }
         // A consumed input (moved into the call) cannot be retried, nor a failure that would
         // only come again.
-        if (last || !m->value.has_value() || ctl_.aborting() || ctl_.stopping() ||
-            !worth_retrying(policy, err)) {
+        if (!retry_allowed(policy, attempt, err, m->value.has_value(),
+                           ctl_.aborting() || ctl_.stopping())) {
             break;
         }
         w.add(&counter_shard::retries);
@@ -61,6 +60,11 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
         if (this_call::stop_requested()) break;  // stopped during the backoff: no more attempts
     }
     w.active(-1);
+    finish_call(st, m, w, err, keep);
+}
+
+void pipeline_runtime::finish_call(stage_runtime& st, msg m, const shard_writer& w,
+                                   const std::exception_ptr& err, bool keep) {
     if (cancelling()) {
         // The epoch is being cancelled (stop, break, a failure): whatever the call returned, its
         // item ends cancelled, not failed (a call that gave up when asked is no failure).
@@ -75,10 +79,9 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
         count_filtered(m, w);
         m->value.reset();
         m->kind = msg_kind::gap;
-        st.budget.succeeded();
-        return;
+    } else if (!st.counted_after) {
+        w.add(&counter_shard::out);
     }
-    if (!st.counted_after) w.add(&counter_shard::out);
     st.budget.succeeded();
 }
 

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "attempts.hpp"
+#include "call_hook.hpp"
 #include "flow.hpp"
 #include "invoke.hpp"
 
@@ -100,11 +101,7 @@ void pipeline_runtime::timed_launch(std::shared_ptr<timed_item> it, int attempt,
         timed_run(it, attempt, backoff_ms);
         timed_jobs_.end();
     };
-    if (st.io) {
-        st.pool->submit(std::move(job));
-    } else {
-        flow_->arena->enqueue(tsan_body(std::move(job)));
-    }
+    launch(st, std::move(job));
 }
 
 void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int attempt,
@@ -144,18 +141,18 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
         call_result r;
         std::exception_ptr err;
         w.active(1);
-        const auto t0 = ticks();
-        w.begin_call(t0, it->item);
-        try {
-            const call_scope scope(&ctl_.stopping(), &ctl_.aborting(), &at->give_up,
-                                   &st.counters.truncated, &st.counters.named);
-            const item_scope item(it->info ? &*it->info : nullptr);
-            r.keep = invoke(st, it->input, r.out, r.children, consume);
-        } catch (...) {
-            err = std::current_exception();
+        {
+            // Every attempt timed: the watchdog reads how long it has run.
+            const call_hook hook(w, it->item, call_hook::timing::every);
+            try {
+                const call_scope scope(&ctl_.stopping(), &ctl_.aborting(), &at->give_up,
+                                       &st.counters.truncated, &st.counters.named);
+                const item_scope item(it->info ? &*it->info : nullptr);
+                r.keep = invoke(st, it->input, r.out, r.children, consume);
+            } catch (...) {
+                err = std::current_exception();
+            }
         }
-        w.record_call(t0, it->item);
-        w.end_call();
         w.active(-1);
         it->running.fetch_sub(1);
         if (!st.deadlines->remove(token)) {
@@ -166,8 +163,8 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
             if (at->replaced) io_pool::leave_after_this_job();
             return;
         }
-        if (err && !last && it->input.has_value() && !ctl_.aborting() && !ctl_.stopping() &&
-            worth_retrying(policy, err)) {
+        if (err && retry_allowed(policy, attempt, err, it->input.has_value(),
+                                 ctl_.aborting() || ctl_.stopping())) {
             w.add(&counter_shard::retries);
             backoff_ms = pause_before_retry(policy, attempt, err).count();
             ++attempt;
@@ -175,20 +172,9 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
         }
         if (!timed_settle(*it)) return;
         msg m = it->m;
-        if (cancelling()) {
-            drop_unprocessed(m);  // the epoch is being cancelled (stop()): the item is cancelled
-        } else if (err) {
-            fail_item(st, m, err);
-        } else if (!r.keep) {
-            count_filtered(m, w);
-            m->kind = msg_kind::gap;
-            st.budget.succeeded();
-        } else {
-            // A filter's kept input moves back: no other attempt reads it (see timed_expired).
-            settle(st, *m, it->input, r);
-            if (!st.counted_after) w.add(&counter_shard::out);
-            st.budget.succeeded();
-        }
+        // A filter's kept input moves back: no other attempt reads it (see timed_expired).
+        if (!err && r.keep) settle(st, *m, it->input, r);
+        finish_call(st, m, w, err, r.keep);
         gateway& gw = *it->gw;
         pass_on(st, m, gw, w);
         if (!st.io) timed_slot_free(st);
@@ -207,9 +193,9 @@ void pipeline_runtime::timed_expired(const std::shared_ptr<timed_item>& it, int 
     const auto err = std::make_exception_ptr(timeout_error(st.name, it->item, o.timeout));
     // A retry runs beside the expired call, on the same input: only where the call leaves its
     // input alone (and never for a filter, whose kept input moves back into the box).
-    if (attempt < o.on_error.attempts && st.spec.kind != stage_kind::filter &&
-        st.spec.retry_reads_input && !ctl_.aborting() && !ctl_.stopping() &&
-        worth_retrying(o.on_error, err)) {
+    if (retry_allowed(o.on_error, attempt, err,
+                      st.spec.kind != stage_kind::filter && st.spec.retry_reads_input,
+                      ctl_.aborting() || ctl_.stopping())) {
         w.add(&counter_shard::retries);
         const double next = pause_before_retry(o.on_error, attempt, err).count();
         timed_launch(it, attempt + 1, next);  // takes over the expired call's slot

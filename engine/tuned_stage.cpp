@@ -46,11 +46,7 @@ void pipeline_runtime::tuned_launch(stage_runtime& st, msg m) {
         tuned_call_ended(st);
         gw.release_wait();
     };
-    if (st.io) {
-        st.pool->submit(std::move(job));
-    } else {
-        flow_->arena->enqueue(tsan_body(std::move(job)));
-    }
+    launch(st, std::move(job));
 }
 
 void pipeline_runtime::tuned_call_ended(stage_runtime& st) {
