@@ -104,6 +104,7 @@ stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
     // batch_by expands a window into its batches: the state counts the batches delivered.
     st.expands = st.spec.kind == stage_kind::flat_map || st.spec.kind == stage_kind::unbatch ||
                  st.spec.kind == stage_kind::batch_by;
+    st.retries_beside = st.spec.retry_reads_input && st.spec.kind != stage_kind::filter;
     st.io = wants_io && st.applies;
     st.own_slots = st.io || st.spec.kind == stage_kind::map_async;
     if (wants_io && !st.io) {

@@ -39,6 +39,10 @@ struct stage_plan {
     bool counted_after = false;  ///< flat_map: the renumbering node after it counts its outputs
     bool own_slots = false;      ///< io or map_async: its calls hold no arena thread
     bool expands = false;  ///< flat_map, unbatch, batch_by: one element (a window) makes several
+    /// With a timeout, a retry may run beside the expired call, on the same input: the callable
+    /// leaves its input alone (`retry_reads_input`) and is no filter (whose kept input moves back
+    /// into the box).
+    bool retries_beside = false;
     /// A branch stage: the index (in the plan's stages) of its route, and its branch there; -1
     /// for a stage on the main line. A route's branches follow it, branch by branch.
     int route = -1;

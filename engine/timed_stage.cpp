@@ -193,8 +193,7 @@ void pipeline_runtime::timed_expired(const std::shared_ptr<timed_item>& it, int 
     const auto err = std::make_exception_ptr(timeout_error(st.name, it->item, o.timeout));
     // A retry runs beside the expired call, on the same input: only where the call leaves its
     // input alone (and never for a filter, whose kept input moves back into the box).
-    if (retry_allowed(o.on_error, attempt, err,
-                      st.spec.kind != stage_kind::filter && st.spec.retry_reads_input,
+    if (retry_allowed(o.on_error, attempt, err, st.retries_beside,
                       ctl_.aborting() || ctl_.stopping())) {
         w.add(&counter_shard::retries);
         const double next = pause_before_retry(o.on_error, attempt, err).count();

@@ -55,10 +55,10 @@ void pipeline_runtime::tuned_call_ended(stage_runtime& st) {
 
 void pipeline_runtime::set_limit(stage_runtime& st, int limit) {
     for (msg m : st.slots.calls.set_limit(limit)) {
-        if (st.spec.kind == stage_kind::map_async) {
-            async_start(st, m, st.counters.shared());  // the monitor's thread: shared counters
-        } else {
+        if (st.applies) {
             tuned_launch(st, m);
+        } else {
+            async_start(st, m, st.counters.shared());  // map_async; the monitor's thread: shared
         }
     }
 }
