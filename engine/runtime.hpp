@@ -25,7 +25,8 @@
 ///   graph.cpp       the flow graph: the only file that makes `flow::` nodes
 ///   source.cpp      source_driver::pull: a credit, a box, the epoch's cursor
 ///   invoke.hpp      calling a map / filter / flat_map by its kind, on every executor
-///   stage.cpp       a stage's call: apply, retry, failures (fail_item), filtered gaps
+///   stage.cpp       a stage's call: apply, retry, what any call came to (finish_call), failures
+///                   (fail_item), filtered gaps
 ///   renumber.cpp    batch, unbatch and flat_map expansion behind a sequencer
 ///   async_stage.cpp map_async: its gate, completions, the sink
 ///   timed_stage.cpp stages with a timeout: calls apart from their boxes, the watchdog's expiry
@@ -42,7 +43,9 @@
 ///   timed_stage.cpp; and one helper each:
 ///   admission.hpp, ledger.hpp, trace.*, call_ranges.* (NVTX), io_pool.*, worker_budget.*,
 ///   failure_log.*, quarantine_writer.*, input_label.hpp, deadlines.hpp, sequencer.hpp,
-///   handoff.hpp, call_gate.hpp (the slots of map_async, tuned and timed stages).
+///   handoff.hpp, call_gate.hpp (the slots of map_async, tuned and timed stages), call_hook.hpp
+///   (the bookkeeping around every user call), attempts.hpp (the retry guard); flow.hpp's
+///   `launch` starts every call on a stage's I/O threads or the arena.
 #pragma once
 
 #include <algorithm>
