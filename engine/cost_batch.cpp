@@ -50,6 +50,10 @@ void pipeline_runtime::take_costed(stage_runtime& st, msg m, const shard_writer&
     }
 }
 
+void pipeline_runtime::flush_window(stage_runtime& st, const shard_writer& w) {
+    emit_window(st, w, true);
+}
+
 void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, bool at_end) {
     call_hook hook(w, span_log::no_item, call_hook::timing::detached);
     const auto t0 = hook.start();

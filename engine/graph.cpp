@@ -33,17 +33,17 @@ void pipeline_runtime::build_graph() {
     // async stages can finish far out of order (a preempted I/O thread, a slow request).
     bool in_order = true;
 
-    auto add_renumbering = [&](stage_runtime& st) {
+    auto add_renumbering = [&](stage_runtime& st, renumber_rule rule) {
         using node_t = flow::multifunction_node<msg, std::tuple<msg>>;
         auto node = std::make_unique<node_t>(
-            g, flow::serial, tsan_body([this, &st](msg m, node_t::output_ports_type& ports) {
+            g, flow::serial, tsan_body([this, &st, rule](msg m, node_t::output_ports_type& ports) {
                 tsan_receive(this, m);
                 const shard_writer w = st.counters.owned();
                 std::vector<msg> outs;
                 {
                     const tsan_scope state(&st);
                     if (!st.counted_after) w.add(&counter_shard::arrived);
-                    renumber(st, m, w);
+                    renumber(st, rule, m, w);
                     outs.swap(st.renum.outs);
                 }
                 for (msg o : outs) {
@@ -245,7 +245,8 @@ void pipeline_runtime::build_graph() {
                         flow_->nodes.push_back(std::move(node));
                     }
                 }
-                if (st.counted_after) add_renumbering(st);
+                // flat_map: its outputs go out through a renumbering node.
+                if (st.counted_after) add_renumbering(st, {&pipeline_runtime::expand, nullptr});
                 break;
             }
             case stage_kind::map_async: {
@@ -256,9 +257,15 @@ void pipeline_runtime::build_graph() {
                 break;
             }
             case stage_kind::batch:
+                add_renumbering(st,
+                                {&pipeline_runtime::take_batched, &pipeline_runtime::flush_batch});
+                break;
             case stage_kind::unbatch:
+                add_renumbering(st, {&pipeline_runtime::take_unbatched, nullptr});
+                break;
             case stage_kind::batch_by:
-                add_renumbering(st);
+                add_renumbering(st,
+                                {&pipeline_runtime::take_costed, &pipeline_runtime::flush_window});
                 break;
             case stage_kind::route: {
                 rt.index = i;

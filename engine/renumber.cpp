@@ -2,15 +2,17 @@
 /// \file
 /// Renumbering: batch, unbatch and the expansion after flat_map (batch_by's window is
 /// cost_batch.cpp's). Each runs in a serial node behind a sequencer (source order, unless
-/// unordered) and numbers what it emits anew.
+/// unordered) and numbers what it emits anew; what the node does with an element and at the
+/// epoch's end is its `renumber_rule`, which graph.cpp picks by the stage's kind.
 
 #include "call_hook.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
 
-void pipeline_runtime::renumber(stage_runtime& st, msg m, const shard_writer& w) {
-    st.renum.seq->push(m, [this, &st, &w](msg x) {
+void pipeline_runtime::renumber(stage_runtime& st, const renumber_rule& rule, msg m,
+                                const shard_writer& w) {
+    st.renum.seq->push(m, [this, &st, &rule, &w](msg x) {
         switch (x->kind) {
             case msg_kind::gap:
                 pass_gap(st, x);
@@ -20,36 +22,36 @@ void pipeline_runtime::renumber(stage_runtime& st, msg m, const shard_writer& w)
                 st.renum.outs.push_back(x);
                 break;
             case msg_kind::end:
-                if (!st.renum.batch_items.empty() && st.spec.kind == stage_kind::batch_by) {
-                    emit_window(st, w, true);
-                } else if (!st.renum.batch_items.empty()) {
-                    if (st.spec.drop_last) {
-                        for (msg b : st.renum.batch_items) {
-                            count_filtered(b, w);
-                            retire_gap(b);
-                        }
-                        st.renum.batch_items.clear();
-                    } else {
-                        emit_batch(st, w);
-                    }
+                if (rule.flush != nullptr && !st.renum.batch_items.empty()) {
+                    (this->*rule.flush)(st, w);
                 }
                 x->seq = st.renum.next_out;
                 st.renum.next_out = 0;
                 st.renum.outs.push_back(x);
                 break;
             case msg_kind::value:
-                if (st.spec.kind == stage_kind::batch_by) {
-                    take_costed(st, x, w);
-                } else if (st.spec.kind == stage_kind::batch) {
-                    w.add(&counter_shard::in);
-                    st.renum.batch_items.push_back(x);
-                    if (st.renum.batch_items.size() == st.spec.batch_size) emit_batch(st, w);
-                } else {
-                    expand(st, x, w);
-                }
+                (this->*rule.take)(st, x, w);
                 break;
         }
     });
+}
+
+void pipeline_runtime::take_batched(stage_runtime& st, msg x, const shard_writer& w) {
+    w.add(&counter_shard::in);
+    st.renum.batch_items.push_back(x);
+    if (st.renum.batch_items.size() == st.spec.batch_size) emit_batch(st, w);
+}
+
+void pipeline_runtime::flush_batch(stage_runtime& st, const shard_writer& w) {
+    if (!st.spec.drop_last) {
+        emit_batch(st, w);
+        return;
+    }
+    for (msg b : st.renum.batch_items) {
+        count_filtered(b, w);
+        retire_gap(b);
+    }
+    st.renum.batch_items.clear();
 }
 
 void pipeline_runtime::pass_gap(stage_runtime& st, msg x) {
@@ -113,27 +115,30 @@ void pipeline_runtime::emit_batch(stage_runtime& st, const shard_writer& w) {
     st.renum.outs.push_back(first);
 }
 
-void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
-    if (st.spec.kind == stage_kind::unbatch) {
-        w.add(&counter_shard::in);
-        call_hook hook(w, span_log::no_item, call_hook::timing::detached);
+void pipeline_runtime::take_unbatched(stage_runtime& st, msg x, const shard_writer& w) {
+    w.add(&counter_shard::in);
+    {
+        const call_hook hook(w, span_log::no_item, call_hook::timing::detached);
         try {
             x->children.clear();
             st.spec.expand_fn(x->value, x->children, true);
         } catch (...) {
             fail_item(st, x, std::current_exception());
         }
-        hook.end();
-        if (x->kind == msg_kind::gap) {
-            pass_gap(st, x);
-            return;
-        }
-        if (x->kind == msg_kind::error) {
-            x->seq = st.renum.next_out++;
-            st.renum.outs.push_back(x);
-            return;
-        }
     }
+    if (x->kind == msg_kind::gap) {
+        pass_gap(st, x);
+        return;
+    }
+    if (x->kind == msg_kind::error) {
+        x->seq = st.renum.next_out++;
+        st.renum.outs.push_back(x);
+        return;
+    }
+    expand(st, x, w);
+}
+
+void pipeline_runtime::expand(stage_runtime& st, msg x, const shard_writer& w) {
     auto& children = x->children;
     // A resumed epoch's first item may have delivered some of its outputs before the save.
     const std::size_t skip = std::min<std::size_t>(res_.skip(x->start()), children.size());

@@ -332,8 +332,23 @@ class pipeline_runtime final : public runtime {
     }
 
     // renumber.cpp
-    void renumber(stage_runtime& st, msg m, const shard_writer& w);
+    /// What a renumbering node does by its stage's kind (graph.cpp picks it, so that no body
+    /// asks the kind): `take` an element, in order; `flush` what it holds at the epoch's end
+    /// (null: it holds nothing between elements).
+    struct renumber_rule {
+        void (pipeline_runtime::*take)(stage_runtime&, msg, const shard_writer&);
+        void (pipeline_runtime::*flush)(stage_runtime&, const shard_writer&);
+    };
+    /// A renumbering node's body: puts `m` in order, then gaps, errors and the epoch's end are
+    /// numbered on, and values go to `rule.take`.
+    void renumber(stage_runtime& st, const renumber_rule& rule, msg m, const shard_writer& w);
+    /// batch: gathers `m`, and sends the batch out when full.
+    void take_batched(stage_runtime& st, msg m, const shard_writer& w);
+    /// batch at the epoch's end: the last, short batch, or with drop_last its items filtered.
+    void flush_batch(stage_runtime& st, const shard_writer& w);
     void emit_batch(stage_runtime& st, const shard_writer& w);
+    /// unbatch: splits `m` into its elements, then expands them like a flat_map's outputs.
+    void take_unbatched(stage_runtime& st, msg m, const shard_writer& w);
     /// A gap at a renumbering node: retired, or in a branch passed on to the route's join.
     void pass_gap(stage_runtime& st, msg x);
 
@@ -357,6 +372,10 @@ class pipeline_runtime final : public runtime {
     /// batch_by: groups the window by cost and sends its batches out; `at_end` at the epoch's
     /// end (where drop_last applies).
     void emit_window(stage_runtime& st, const shard_writer& w, bool at_end);
+    /// batch_by at the epoch's end: the window's last batches (drop_last applies).
+    void flush_window(stage_runtime& st, const shard_writer& w);
+    /// flat_map's outputs (`m->children`, after its call), an unbatch's or a window's batches:
+    /// each its own message, numbered anew, the last in `m`'s box.
     void expand(stage_runtime& st, msg m, const shard_writer& w);
 
     // tuned_stage.cpp
