@@ -39,8 +39,8 @@
 ///   epoch_control.hpp, source_driver.hpp, consumer_side.hpp, resume_state.hpp, and the epoch's
 ///   pieces they hold while it runs (epoch_run.hpp, made per epoch);
 ///   failure_recorder.*, monitor_thread.*, timed_jobs.hpp; the TBB side (arena, graph, gateways)
-///   is flow.hpp's `flow_parts`, included only by graph.cpp, runtime.cpp, async_stage.cpp and
-///   timed_stage.cpp; and one helper each:
+///   is flow.hpp's `flow_parts`, included only by graph.cpp, runtime.cpp, async_stage.cpp,
+///   timed_stage.cpp and tuned_stage.cpp; and one helper each:
 ///   admission.hpp, ledger.hpp, trace.*, call_ranges.* (NVTX), io_pool.*, worker_budget.*,
 ///   failure_log.*, quarantine_writer.*, input_label.hpp, deadlines.hpp, sequencer.hpp,
 ///   handoff.hpp, stage_runtime.hpp (what one stage holds at run time), call_gate.hpp (the slots
