@@ -3,9 +3,10 @@
 /// Admission: the in-flight credits that bound how many source items are inside the graph.
 ///
 /// The protocol. Every message the source emits carries one credit; it comes back when the
-/// consumer takes the message (in batches of `credit_batch`) or when a worker retires a gap. The
-/// source takes a credit before it reads an item (`take`); out of credits it *parks*: its input
-/// node stops, and whoever next returns credits (or raises the limit) re-activates it, once.
+/// consumer takes the message (in batches of `credit_batch`, at once while the source is parked)
+/// or when a worker retires a gap. The source takes a credit before it reads an item (`take`); out
+/// of credits it *parks*: its input node stops, and whoever next returns credits (or raises the
+/// limit) re-activates it, once.
 ///
 /// Memory order. `take` parks, then looks again; `give_back` and `set_limit` publish, then look
 /// for the park flag. All four accesses are seq_cst, so one of the two sides sees the other: either
@@ -62,6 +63,10 @@ class admission {
     [[nodiscard]] bool unpark() noexcept {
         return parked_.load(std::memory_order_seq_cst) && parked_.exchange(false);
     }
+
+    /// Whether the source is parked now (a hint: the consumer returns its credits at once rather
+    /// than at the end of a batch, so that the source does not wait for the batch).
+    [[nodiscard]] bool parked() const noexcept { return parked_.load(std::memory_order_relaxed); }
 
     /// After an abandoned epoch, with nothing running: every credit counts as returned.
     void reset() noexcept {

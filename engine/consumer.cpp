@@ -136,7 +136,8 @@ bool pipeline_runtime::next(any_value& out) {
                 }
                 if (con_.starting()) {
                     end_start();
-                } else if (con_.credits() >= plan_.credit_batch) {
+                } else if (con_.credits() >= plan_.credit_batch || admission_.parked()) {
+                    // A parked source waits for these credits: a batch is for a source that runs.
                     flush_consumer_credits();
                 }
                 return true;

@@ -118,6 +118,26 @@ BOOST_AUTO_TEST_CASE(stalled_consumer_of_batches_keeps_live_items_bounded) {
     BOOST_TEST(live_instances.load() == before);
 }
 
+// A source parked at the in_flight limit goes on as soon as the consumer takes one more item:
+// the consumer returns that credit at once rather than holding it for a batch of a quarter of
+// the limit, and the source pulls exactly one item, then parks again.
+BOOST_AUTO_TEST_CASE(parked_source_resumes_when_the_consumer_takes_one_item) {
+    auto p = ferry::from(endless_counted())
+                 .map([](counted c) { return c; }, 2)
+                 .build({.threads = 2, .in_flight = in_flight});
+    BOOST_TEST(p.next().value().value == 0);
+    // Parked: the consumer took one item, in_flight more are inside the graph.
+    const stall_samples parked = sample_stall(p, live_instances.load(), in_flight + 1);
+    BOOST_TEST(parked.produced_half == in_flight + 1);
+    BOOST_TEST(p.next().value().value == 1);
+    BOOST_TEST(wait_until([&] { return p.stats().produced == in_flight + 2; }),
+               "produced " << p.stats().produced << ", want " << in_flight + 2
+                           << " (one credit back, one item more)");
+    const stall_samples again = sample_stall(p, live_instances.load(), in_flight + 2);
+    BOOST_TEST(again.produced_half == in_flight + 2);
+    BOOST_TEST(p.stats().produced == in_flight + 2);  // parked again: no more than its credit
+}
+
 // With a limit of one or two items in flight the source runs out of credits on nearly every
 // item: it parks and is woken again, by the consumer taking items or by a worker retiring a
 // filtered one, thousands of times, and never exceeds the limit, loses or repeats an item.
