@@ -36,50 +36,57 @@
 /// pipeline's threads over the stage's concurrency) against one decoder thread, on a pipeline of
 /// every CPU's threads; with one clip's latency at concurrency 1.
 ///
+/// A fourth table (`together`) puts every lever on at once against the hand loops loading the
+/// same frames: one clip per load with `skip_nonref` and `snap_to_keyframe` against the hand
+/// loop at the snapped starts; and the second table's 4 clips per video in one pass, snapped
+/// (the drawn starts moved to the keyframe at or before them, `probe_video`'s list, loaded with
+/// `clips_at`) and not, against the hand loop making 4 separate loads of the same starts.
+///
 /// The hand loop also times its avcodec_open2 calls: under a process-wide lock their wall time
 /// would grow with the threads calling it. Frames decoded per clip: ferry's from its stage's
 /// `frames decoded` counter, the hand loop's from the frames avcodec_receive_frame returned.
 /// Each repetition runs every variant once, in turn; the table gives medians.
 ///
 /// Usage: clip_loading [--clips N] [--seconds S] [--samples N] [--batches N] [--reps R]
-///                    [--concurrency 1,2,4,8] [--tables single,batch,levers] [--dir DIR]
-
-extern "C" {
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-#include <libavutil/imgutils.h>
-#include <libswscale/swscale.h>
-}
+///                    [--concurrency 1,2,4,8] [--tables single,batch,levers,together] [--dir DIR]
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
-#include <mutex>
+#include <iterator>
 #include <random>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "clip_ferry_loads.hpp"
+#include "clip_hand_loop.hpp"
 #include "common/int_list.hpp"
 #include "common/video_set.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/video.hpp"
+#include "ferry/video_probe.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using clock_type = std::chrono::steady_clock;
-
-constexpr int frames_per_clip = 16;
-constexpr int stride = 2;
-constexpr int side = 112;
-constexpr int clips_per_pass = 4;
+using ferry_perf::batch_rate;
+using ferry_perf::batch_sample;
+using ferry_perf::clips_per_pass;
+using ferry_perf::ferry_rate;
+using ferry_perf::frames_per_clip;
+using ferry_perf::hand_rate;
+using ferry_perf::median;
+using ferry_perf::sample;
+using ferry_perf::seconds_since;
+using ferry_perf::separate;
+using ferry_perf::side;
+using ferry_perf::stride;
+using clock_type = ferry_perf::clock_type;
 
 struct config {
     int clips = 4;
@@ -87,305 +94,13 @@ struct config {
     int samples = 64;  ///< clip loads per run
     int batches = 16;  ///< loads of `clips_per_pass` clips per run
     int reps = 3;
-    bool single = true;  ///< the table of one clip per load
-    bool batch = true;   ///< the table of several clips per pass
-    bool levers = true;  ///< the table of the levers alone (snap_to_keyframe, decoder threads)
+    bool single = true;    ///< the table of one clip per load
+    bool batch = true;     ///< the table of several clips per pass
+    bool levers = true;    ///< the table of the levers alone (snap_to_keyframe, decoder threads)
+    bool together = true;  ///< the table of every lever together against the hand loops
     std::vector<int> concurrency{1, 2, 4, 8};
     fs::path dir = fs::temp_directory_path() / "ferry-video-decode";
 };
-
-struct sample {
-    fs::path path;
-    double start = 0;
-};
-
-/// Several clips of one video: their first frames.
-struct batch_sample {
-    fs::path path;
-    std::vector<std::int64_t> starts;
-};
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-double seconds_since(clock_type::time_point t0) {
-    return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-void check(int ret, const char* what) {
-    if (ret < 0)
-        throw std::runtime_error(std::string(what) + " failed (" + std::to_string(ret) + ")");
-}
-
-/// One thread's decoder and scaler, kept from clip to clip when `reuse`.
-struct hand_loader {
-    bool reuse = false;
-    AVCodecContext* codec = nullptr;
-    SwsContext* sws = nullptr;
-    double open_s = 0;  ///< wall time in avcodec_open2
-    int opens = 0;
-    std::int64_t decoded = 0;  ///< frames avcodec_receive_frame returned
-
-    ~hand_loader() {
-        avcodec_free_context(&codec);
-        sws_freeContext(sws);
-    }
-
-    /// Loads one sample: `frames_per_clip` frames `stride` apart from the first at or after
-    /// `s.start`, each scaled to side x side RGB into `out`. Returns the frames written.
-    int load(const sample& s, std::vector<std::uint8_t>& out) {
-        AVFormatContext* fmt = nullptr;
-        check(avformat_open_input(&fmt, s.path.c_str(), nullptr, nullptr), "avformat_open_input");
-        struct closer {
-            AVFormatContext** f;
-            ~closer() { avformat_close_input(f); }
-        } close_fmt{&fmt};
-        check(avformat_find_stream_info(fmt, nullptr), "avformat_find_stream_info");
-        const int index = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
-        check(index, "av_find_best_stream");
-        AVStream* st = fmt->streams[index];
-        if (codec == nullptr || !reuse) {
-            avcodec_free_context(&codec);
-            const AVCodec* dec = avcodec_find_decoder(st->codecpar->codec_id);
-            codec = avcodec_alloc_context3(dec);
-            check(avcodec_parameters_to_context(codec, st->codecpar), "parameters_to_context");
-            codec->thread_count = 1;
-            codec->pkt_timebase = st->time_base;
-            const auto t0 = clock_type::now();
-            check(avcodec_open2(codec, dec, nullptr), "avcodec_open2");
-            open_s += seconds_since(t0);
-            ++opens;
-        } else {
-            avcodec_flush_buffers(codec);
-        }
-        const auto start_ts = static_cast<std::int64_t>(s.start / av_q2d(st->time_base));
-        if (start_ts > 0) check(av_seek_frame(fmt, index, start_ts, AVSEEK_FLAG_BACKWARD), "seek");
-
-        AVPacket* pkt = av_packet_alloc();
-        AVFrame* frame = av_frame_alloc();
-        int seen = 0, written = 0;  // frames at or after the start; frames kept
-        const std::size_t frame_bytes = static_cast<std::size_t>(side) * side * 3;
-        out.resize(frame_bytes * frames_per_clip);
-        const auto take = [&] {
-            while (written < frames_per_clip && avcodec_receive_frame(codec, frame) >= 0) {
-                ++decoded;
-                const std::int64_t ts = frame->best_effort_timestamp;
-                if (ts != AV_NOPTS_VALUE && ts < start_ts) continue;
-                if (seen++ % stride != 0) continue;
-                sws = sws_getCachedContext(
-                    sws, frame->width, frame->height, static_cast<AVPixelFormat>(frame->format),
-                    side, side, AV_PIX_FMT_RGB24, SWS_BILINEAR, nullptr, nullptr, nullptr);
-                std::uint8_t* dst[4] = {out.data() +
-                                        frame_bytes * static_cast<std::size_t>(written)};
-                int pitch[4] = {side * 3};
-                sws_scale(sws, frame->data, frame->linesize, 0, frame->height, dst, pitch);
-                ++written;
-            }
-        };
-        while (written < frames_per_clip && av_read_frame(fmt, pkt) >= 0) {
-            if (pkt->stream_index == index) {
-                check(avcodec_send_packet(codec, pkt), "avcodec_send_packet");
-                take();
-            }
-            av_packet_unref(pkt);
-        }
-        if (written < frames_per_clip) {
-            avcodec_send_packet(codec, nullptr);  // drain
-            take();
-        }
-        av_frame_free(&frame);
-        av_packet_free(&pkt);
-        if (!reuse) {
-            sws_freeContext(sws);
-            sws = nullptr;
-        }
-        return written;
-    }
-};
-
-struct hand_result {
-    double clips_per_s = 0;
-    double open_ms = 0;           ///< mean wall time of one avcodec_open2
-    double decoded_per_clip = 0;  ///< frames decoded per clip
-};
-
-hand_result hand_rate(const std::vector<sample>& samples, int threads, bool reuse) {
-    std::atomic<std::size_t> next{0};
-    std::atomic<int> short_clips{0};
-    std::mutex m;
-    double open_s = 0;
-    int opens = 0;
-    std::int64_t decoded = 0;
-    const auto t0 = clock_type::now();
-    std::vector<std::thread> workers;
-    for (int w = 0; w < threads; ++w) {
-        workers.emplace_back([&] {
-            hand_loader h{.reuse = reuse};
-            std::vector<std::uint8_t> out;
-            for (std::size_t i; (i = next++) < samples.size();) {
-                if (h.load(samples[i], out) != frames_per_clip) ++short_clips;
-            }
-            std::lock_guard lock(m);
-            open_s += h.open_s;
-            opens += h.opens;
-            decoded += h.decoded;
-        });
-    }
-    for (auto& w : workers) w.join();
-    const double wall = seconds_since(t0);
-    if (short_clips > 0) {
-        std::cerr << "clip_loading: the hand loop got fewer than " << frames_per_clip
-                  << " frames for " << short_clips << " samples\n";
-        std::exit(1);
-    }
-    return {static_cast<double>(samples.size()) / wall, opens > 0 ? 1e3 * open_s / opens : 0,
-            static_cast<double>(decoded) / static_cast<double>(samples.size())};
-}
-
-struct ferry_result {
-    double clips_per_s = 0;
-    double decoded_per_clip = 0;  ///< the stage's `frames decoded` counter per clip
-    double threads_per_clip = 0;  ///< the stage's `decoder threads` counter per clip
-};
-
-/// How ferry loads: the levers, each off or on.
-struct ferry_way {
-    bool skip_nonref = true;
-    bool snap = false;         ///< demux_options::snap_to_keyframe
-    int threads = 0;           ///< video_decode_options::threads (0: ferry chooses)
-    int pipeline_threads = 1;  ///< pipeline_options::threads
-};
-
-/// ferry's clips per second loading `samples` the given way.
-ferry_result ferry_rate(const std::vector<sample>& samples, int concurrency, ferry_way way) {
-    const auto t0 = clock_type::now();
-    auto pipe =
-        ferry::from(samples)
-            .map(
-                [way](const sample& s) {
-                    return ferry::ops::load_video(
-                               s.path, {.demux = {.start = s.start, .snap_to_keyframe = way.snap},
-                                        .decode = {.select = ferry::frame_selection::clip(
-                                                       frames_per_clip, stride),
-                                                   .resize = {side, side},
-                                                   .threads = way.threads,
-                                                   .skip_nonref = way.skip_nonref}})
-                        .frames();
-                },
-                {.concurrency = concurrency, .name = "load_video", .executor = ferry::io})
-            .build({.threads = way.pipeline_threads});
-    std::size_t clips = 0;
-    for (int n : pipe) {
-        if (n != frames_per_clip) {
-            std::cerr << "clip_loading: ferry delivered a clip of " << n << " frames\n";
-            std::exit(1);
-        }
-        ++clips;
-    }
-    if (clips != samples.size()) {
-        std::cerr << "clip_loading: ferry delivered " << clips << " of " << samples.size() << '\n';
-        std::exit(1);
-    }
-    const double wall = seconds_since(t0);
-    std::uint64_t decoded = 0;
-    std::uint64_t threads = 0;
-    for (const auto& st : pipe.stats().stages) {
-        if (st.name != "load_video") continue;
-        for (const auto& [name, n] : st.counters) {
-            if (name == "frames decoded") decoded = n;
-            if (name == "decoder threads") threads = n;
-        }
-    }
-    return {static_cast<double>(clips) / wall,
-            static_cast<double>(decoded) / static_cast<double>(clips),
-            static_cast<double>(threads) / static_cast<double>(clips)};
-}
-
-/// `clips_per_pass` random clips (`clips(4, 16, 2)`), starts drawn from the item's numbers.
-ferry::video_options batch_options() {
-    return {
-        .decode = {.select = ferry::frame_selection::clips(clips_per_pass, frames_per_clip, stride),
-                   .resize = {side, side}}};
-}
-
-/// ferry's clips per second loading `clips_per_pass` random clips per `load_video` call; each
-/// video's starts into `starts` (the same in every run: they depend on the item alone).
-ferry_result batch_rate(const std::vector<fs::path>& videos, int concurrency,
-                        std::vector<batch_sample>* starts = nullptr) {
-    const auto t0 = clock_type::now();
-    auto pipe = ferry::from(videos)
-                    .map(
-                        [](const fs::path& p, const ferry::item_info&) {
-                            const auto b = ferry::ops::load_video(p, batch_options());
-                            batch_sample out{p, {}};
-                            for (int c = 0; c < b.clips(); ++c) {
-                                out.starts.push_back(
-                                    b.indices()[static_cast<std::size_t>(c * b.clip_frames())]);
-                            }
-                            if (b.frames() != frames_per_clip * clips_per_pass) out.starts.clear();
-                            return out;
-                        },
-                        {.concurrency = concurrency, .name = "load_video", .executor = ferry::io})
-                    .build({.threads = 1});
-    std::size_t clips = 0;
-    for (batch_sample& b : pipe) {
-        if (b.starts.size() != clips_per_pass) {
-            std::cerr << "clip_loading: ferry delivered a short batch of " << b.path << "\n";
-            std::exit(1);
-        }
-        clips += clips_per_pass;
-        if (starts != nullptr) starts->push_back(std::move(b));
-    }
-    const double wall = seconds_since(t0);
-    std::uint64_t decoded = 0;
-    const auto stats = pipe.stats();
-    for (const auto& st : stats.stages) {
-        if (st.name != "load_video") continue;
-        for (const auto& [name, n] : st.counters) {
-            if (name == "frames decoded") decoded = n;
-        }
-    }
-    return {static_cast<double>(clips) / wall,
-            static_cast<double>(decoded) / static_cast<double>(clips)};
-}
-
-/// The batches' clips as separate samples: each start's time (frame `s` of a 30 fps file that
-/// starts at 0 is shown at `s / 30` s).
-std::vector<sample> separate(const std::vector<batch_sample>& batches) {
-    std::vector<sample> out;
-    for (const auto& b : batches) {
-        for (const std::int64_t s : b.starts) {
-            out.push_back({b.path, static_cast<double>(s) / ferry_perf::video_fps});
-        }
-    }
-    return out;
-}
-
-/// Exits unless the first video's batch, drawn from item 0's numbers outside a pipeline, has the
-/// starts the pipeline drew, and each clip the bytes its separate load gives.
-void check_same_clips(const batch_sample& b) {
-    ferry::video_options o = batch_options();
-    o.decode.select =
-        ferry::frame_selection::clips(clips_per_pass, frames_per_clip, stride, ferry::item_info{});
-    const auto batch = ferry::ops::load_video(b.path, o);
-    const std::vector<sample> alone = separate({b});
-    for (std::size_t c = 0; c < alone.size(); ++c) {
-        const auto clip = ferry::ops::load_video(
-            b.path, {.demux = {.start = alone[c].start},
-                     .decode = {.select = ferry::frame_selection::clip(frames_per_clip, stride),
-                                .resize = {side, side}}});
-        const auto from = batch.frame(static_cast<int>(c) * frames_per_clip);
-        if (batch.indices()[c * frames_per_clip] != b.starts[c] ||
-            clip.data().size() != from.size() * frames_per_clip ||
-            std::memcmp(clip.data().data(), from.data(), clip.data().size()) != 0) {
-            std::cerr << "clip_loading: clip " << c << " of " << b.path
-                      << " differs between one pass and its own load\n";
-            std::exit(1);
-        }
-    }
-}
 
 /// The load average as `uptime` prints it.
 std::string load_average() {
@@ -396,13 +111,10 @@ std::string load_average() {
     return text;
 }
 
-void batch_table(const config& c, const std::vector<fs::path>& paths) {
-    std::vector<fs::path> videos;
-    for (int i = 0; i < c.batches; ++i)
-        videos.push_back(paths[static_cast<std::size_t>(i) % paths.size()]);
-    std::vector<batch_sample> batches;  // the warm-up's starts: every run's
-    (void)batch_rate(videos, 2, &batches);
-    check_same_clips(batches.front());
+/// Several clips per pass alone: each video's `clips_per_pass` clips in one `load_video` call
+/// against as many separate ferry loads of the same starts.
+void batch_table(const config& c, const std::vector<fs::path>& videos,
+                 const std::vector<batch_sample>& batches) {
     const std::vector<sample> alone = separate(batches);
     std::printf(
         "\n%d clips of %d frames at stride %d per video, 112x112 rgb24: %d videos (%d clips), one "
@@ -477,6 +189,86 @@ void levers_table(const std::vector<sample>& samples, const config& c) {
     }
 }
 
+/// Every lever together against the hand loops, in alternating runs: one clip per load with
+/// `skip_nonref` and `snap_to_keyframe`, and `clips_per_pass` clips per video in one pass
+/// snapped (`clips_at` of the drawn starts snapped to keyframes), each against the hand loop
+/// loading the same frames (the snapped starts) and the hand loop at the drawn starts (what it
+/// loads without snapping: the row without snap of the same run); and those rows without snap.
+/// One decoder thread everywhere, as the hand loop.
+void together_table(const config& c, const std::vector<sample>& samples,
+                    const std::vector<fs::path>& videos, const std::vector<batch_sample>& batches) {
+    const std::vector<batch_sample> snapped_batches = ferry_perf::snapped(batches);
+    ferry_perf::check_snapped_clips(batches.front());
+    struct row {
+        const char* clips;
+        bool snap;
+        std::function<ferry_perf::ferry_result(int)> ferry;
+        std::vector<sample> hand;  ///< the same frames, one clip per load
+        std::size_t drawn;         ///< the row whose hand loop loads the drawn starts
+        std::vector<double> f{}, h{}, r{}, per_clip{}, per_thread{}, drawn_clip{}, drawn_thread{};
+        double f_decoded = 0, h_decoded = 0;
+    };
+    std::vector<row> rows;
+    rows.push_back(
+        {"1", false, [&](int t) { return ferry_rate(samples, t, {.threads = 1}); }, samples, 0});
+    rows.push_back({"1", true,
+                    [&](int t) { return ferry_rate(samples, t, {.snap = true, .threads = 1}); },
+                    ferry_perf::snapped(samples), 0});
+    rows.push_back({"4", true, [&](int t) { return ferry_perf::snapped_batch_rate(batches, t); },
+                    separate(snapped_batches), 3});
+    rows.push_back(
+        {"4", false, [&](int t) { return batch_rate(videos, t); }, separate(batches), 3});
+    std::printf(
+        "\nevery lever together (skip_nonref, snap_to_keyframe, %d clips per pass), 1 decoder "
+        "thread, against the hand loop loading the same frames and at the drawn starts, one clip "
+        "per load (alternating runs, medians of %d); load average %s at the start\n\n",
+        clips_per_pass, c.reps, load_average().c_str());
+    std::printf(
+        "| concurrency | clips per load | snap | ferry clips/s | hand loop, decoder per clip | "
+        "hand loop, decoder per thread | ferry ÷ hand, same frames (per clip, per thread) | "
+        "ferry ÷ hand at the drawn starts (per clip, per thread) | frames decoded per clip: "
+        "ferry, hand |\n|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    for (int t : c.concurrency) {
+        for (row& w : rows) {
+            w.f.clear();
+            w.h.clear();
+            w.r.clear();
+            w.per_clip.clear();
+            w.per_thread.clear();
+            w.drawn_clip.clear();
+            w.drawn_thread.clear();
+        }
+        for (int rep = 0; rep < c.reps; ++rep) {
+            for (row& w : rows) {
+                const auto f = w.ferry(t);
+                const auto h = hand_rate(w.hand, t, false);
+                const auto r = hand_rate(w.hand, t, true);
+                w.f.push_back(f.clips_per_s);
+                w.h.push_back(h.clips_per_s);
+                w.r.push_back(r.clips_per_s);
+                w.per_clip.push_back(f.clips_per_s / h.clips_per_s);
+                w.per_thread.push_back(f.clips_per_s / r.clips_per_s);
+                w.f_decoded = f.decoded_per_clip;
+                w.h_decoded = h.decoded_per_clip;
+            }
+            // Against the hand loop at the drawn starts of the same repetition.
+            for (row& w : rows) {
+                w.drawn_clip.push_back(w.f.back() / rows[w.drawn].h.back());
+                w.drawn_thread.push_back(w.f.back() / rows[w.drawn].r.back());
+            }
+        }
+        for (const row& w : rows) {
+            std::printf(
+                "| %d | %s | %s | %.1f | %.1f | %.1f | %.2f, %.2f | **%.2f**, **%.2f** | %.1f, "
+                "%.1f |\n",
+                t, w.clips, w.snap ? "on" : "off", median(w.f), median(w.h), median(w.r),
+                median(w.per_clip), median(w.per_thread), median(w.drawn_clip),
+                median(w.drawn_thread), w.f_decoded, w.h_decoded);
+        }
+        std::fflush(stdout);
+    }
+    std::printf("\nload average %s at the end\n", load_average().c_str());
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -496,6 +288,7 @@ int main(int argc, char** argv) {
             c.single = v.find("single") != std::string::npos;
             c.batch = v.find("batch") != std::string::npos;
             c.levers = v.find("levers") != std::string::npos;
+            c.together = v.find("together") != std::string::npos;
         } else if (a == "--reps") {
             c.reps = std::stoi(v);
         } else if (a == "--concurrency") {
@@ -505,16 +298,13 @@ int main(int argc, char** argv) {
         } else {
             std::cerr
                 << "usage: clip_loading [--clips N] [--seconds S] [--samples N] [--batches N] "
-                   "[--reps R] [--concurrency 1,2,4,8] [--tables single,batch,levers] [--dir "
+                   "[--reps R] [--concurrency 1,2,4,8] [--tables single,batch,levers,together] "
+                   "[--dir "
                    "DIR]\n";
             return 2;
         }
     }
     const auto paths = ferry_perf::video_set(c.dir, c.clips, c.seconds);
-    if (!c.single && !c.levers) {
-        if (c.batch) batch_table(c, paths);
-        return 0;
-    }
     // Starts over each clip's length, leaving room for the 16 frames at stride 2 (~1.1 s).
     std::mt19937 rng(7);
     std::uniform_real_distribution<double> start(
@@ -523,11 +313,13 @@ int main(int argc, char** argv) {
     for (int i = 0; i < c.samples; ++i) {
         samples.push_back({paths[static_cast<std::size_t>(i) % paths.size()], start(rng)});
     }
-    // Warm-up: FFmpeg's code and tables, the page cache.
-    (void)ferry_rate(samples, 2, {});
-    (void)ferry_rate(samples, 2, {.skip_nonref = false});
-    // And the clips' keyframe lists, read once per process (kept in the keyframe cache).
-    if (c.levers) (void)ferry_rate(samples, 2, {.snap = true});
+    if (c.single || c.levers || c.together) {
+        // Warm-up: FFmpeg's code and tables, the page cache.
+        (void)ferry_rate(samples, 2, {});
+        (void)ferry_rate(samples, 2, {.skip_nonref = false});
+        // And the clips' keyframe lists, read once per process (kept in the keyframe cache).
+        (void)ferry_rate(samples, 2, {.snap = true});
+    }
 
     if (c.single) {
         std::printf(
@@ -572,6 +364,14 @@ int main(int argc, char** argv) {
         }
     }
     if (c.levers) levers_table(samples, c);
-    if (c.batch) batch_table(c, paths);
+    if (!c.batch && !c.together) return 0;
+    std::vector<fs::path> videos;
+    for (int i = 0; i < c.batches; ++i)
+        videos.push_back(paths[static_cast<std::size_t>(i) % paths.size()]);
+    std::vector<batch_sample> batches;  // the warm-up's starts: every run's
+    (void)batch_rate(videos, 2, &batches);
+    ferry_perf::check_same_clips(batches.front());
+    if (c.batch) batch_table(c, videos, batches);
+    if (c.together) together_table(c, samples, videos, batches);
     return 0;
 }
