@@ -34,7 +34,8 @@
 /// without it: `snap_to_keyframe` (clip starts moved back to the keyframe before them: no frame
 /// before the window decoded), and decoder threads chosen by ferry (`threads = 0`: the
 /// pipeline's threads over the stage's concurrency) against one decoder thread, on a pipeline of
-/// every CPU's threads; with one clip's latency at concurrency 1.
+/// every CPU's threads; with one clip's latency at concurrency 1 (`--tables threads`: that
+/// row alone, to repeat it).
 ///
 /// A fourth table (`together`) puts every lever on at once against the hand loops loading the
 /// same frames: one clip per load with `skip_nonref` and `snap_to_keyframe` against the hand
@@ -48,7 +49,8 @@
 /// Each repetition runs every variant once, in turn; the table gives medians.
 ///
 /// Usage: clip_loading [--clips N] [--seconds S] [--samples N] [--batches N] [--reps R]
-///                    [--concurrency 1,2,4,8] [--tables single,batch,levers,together] [--dir DIR]
+///                    [--concurrency 1,2,4,8] [--tables single,batch,levers,together,threads]
+///                    [--dir DIR]
 
 #include <algorithm>
 #include <cstdio>
@@ -98,6 +100,7 @@ struct config {
     bool batch = true;     ///< the table of several clips per pass
     bool levers = true;    ///< the table of the levers alone (snap_to_keyframe, decoder threads)
     bool together = true;  ///< the table of every lever together against the hand loops
+    bool threads = false;  ///< the levers table's decoder-threads row alone
     std::vector<int> concurrency{1, 2, 4, 8};
     fs::path dir = fs::temp_directory_path() / "ferry-video-decode";
 };
@@ -148,7 +151,7 @@ void batch_table(const config& c, const std::vector<fs::path>& videos,
 /// The levers alone, each against ferry without it in alternating runs: `snap_to_keyframe`
 /// (one pipeline thread, as the main table), and decoder threads chosen by ferry against one
 /// decoder thread, both on a pipeline of every CPU's threads.
-void levers_table(const std::vector<sample>& samples, const config& c) {
+void levers_table(const std::vector<sample>& samples, const config& c, bool with_snap) {
     const int cpus = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
     std::printf(
         "\nlevers alone (alternating runs, medians of %d): snap_to_keyframe on a 1-thread "
@@ -163,13 +166,15 @@ void levers_table(const std::vector<sample>& samples, const config& c) {
         std::vector<double> plain, snap, snap_ratio, one, chosen, thread_ratio;
         double plain_decoded = 0, snap_decoded = 0, threads_chosen = 0;
         for (int rep = 0; rep < c.reps; ++rep) {
-            const auto p = ferry_rate(samples, t, {});
-            const auto s = ferry_rate(samples, t, {.snap = true});
-            plain.push_back(p.clips_per_s);
-            snap.push_back(s.clips_per_s);
-            snap_ratio.push_back(s.clips_per_s / p.clips_per_s);
-            plain_decoded = p.decoded_per_clip;
-            snap_decoded = s.decoded_per_clip;
+            if (with_snap) {
+                const auto p = ferry_rate(samples, t, {});
+                const auto s = ferry_rate(samples, t, {.snap = true});
+                plain.push_back(p.clips_per_s);
+                snap.push_back(s.clips_per_s);
+                snap_ratio.push_back(s.clips_per_s / p.clips_per_s);
+                plain_decoded = p.decoded_per_clip;
+                snap_decoded = s.decoded_per_clip;
+            }
             const auto o = ferry_rate(samples, t, {.threads = 1, .pipeline_threads = cpus});
             const auto a = ferry_rate(samples, t, {.threads = 0, .pipeline_threads = cpus});
             one.push_back(o.clips_per_s);
@@ -177,14 +182,18 @@ void levers_table(const std::vector<sample>& samples, const config& c) {
             thread_ratio.push_back(a.clips_per_s / o.clips_per_s);
             threads_chosen = a.threads_per_clip;
         }
-        std::printf(
-            "| %d | %.1f | %.1f | **%.2f** | %.1f, %.1f | %.1f | %.1f | **%.2f** | %.1f | %s |\n",
-            t, median(plain), median(snap), median(snap_ratio), plain_decoded, snap_decoded,
-            median(one), median(chosen), median(thread_ratio), threads_chosen,
-            t == 1 ? (std::to_string(std::lround(1e3 / median(one))) + ", " +
-                      std::to_string(std::lround(1e3 / median(chosen))))
-                         .c_str()
-                   : "");
+        if (with_snap) {
+            std::printf("| %d | %.1f | %.1f | **%.2f** | %.1f, %.1f ", t, median(plain),
+                        median(snap), median(snap_ratio), plain_decoded, snap_decoded);
+        } else {
+            std::printf("| %d | — | — | — | — ", t);
+        }
+        std::printf("| %.1f | %.1f | **%.2f** | %.1f | %s |\n", median(one), median(chosen),
+                    median(thread_ratio), threads_chosen,
+                    t == 1 ? (std::to_string(std::lround(1e3 / median(one))) + ", " +
+                              std::to_string(std::lround(1e3 / median(chosen))))
+                                 .c_str()
+                           : "");
         std::fflush(stdout);
     }
 }
@@ -289,6 +298,7 @@ int main(int argc, char** argv) {
             c.batch = v.find("batch") != std::string::npos;
             c.levers = v.find("levers") != std::string::npos;
             c.together = v.find("together") != std::string::npos;
+            c.threads = v.find("threads") != std::string::npos;
         } else if (a == "--reps") {
             c.reps = std::stoi(v);
         } else if (a == "--concurrency") {
@@ -298,9 +308,9 @@ int main(int argc, char** argv) {
         } else {
             std::cerr
                 << "usage: clip_loading [--clips N] [--seconds S] [--samples N] [--batches N] "
-                   "[--reps R] [--concurrency 1,2,4,8] [--tables single,batch,levers,together] "
-                   "[--dir "
-                   "DIR]\n";
+                   "[--reps R] [--concurrency 1,2,4,8]\n"
+                   "                    [--tables single,batch,levers,together,threads] "
+                   "[--dir DIR]\n";
             return 2;
         }
     }
@@ -313,7 +323,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < c.samples; ++i) {
         samples.push_back({paths[static_cast<std::size_t>(i) % paths.size()], start(rng)});
     }
-    if (c.single || c.levers || c.together) {
+    if (c.single || c.levers || c.threads || c.together) {
         // Warm-up: FFmpeg's code and tables, the page cache.
         (void)ferry_rate(samples, 2, {});
         (void)ferry_rate(samples, 2, {.skip_nonref = false});
@@ -363,7 +373,7 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
         }
     }
-    if (c.levers) levers_table(samples, c);
+    if (c.levers || c.threads) levers_table(samples, c, c.levers);
     if (!c.batch && !c.together) return 0;
     std::vector<fs::path> videos;
     for (int i = 0; i < c.batches; ++i)
