@@ -233,43 +233,39 @@ struct rate {
     std::int64_t samples = 0;  ///< samples delivered in all
 };
 
-rate hand_rate(const std::vector<sample>& samples, double window, int threads) {
+/// `threads` std::threads taking samples from one counter, each loading them with `load(sample,
+/// scratch)` (which returns the samples it delivered).
+template <typename Load>
+rate threads_rate(const std::vector<sample>& samples, int threads, Load load) {
     std::atomic<std::size_t> next{0};
     std::atomic<std::int64_t> total{0};
     const auto t0 = clock_type::now();
     std::vector<std::thread> workers;
     for (int w = 0; w < threads; ++w) {
         workers.emplace_back([&] {
-            std::vector<float> out;
-            for (std::size_t i; (i = next++) < samples.size();) {
-                total += hand_load(samples[i], window, out);
-            }
+            std::vector<float> scratch;
+            for (std::size_t i; (i = next++) < samples.size();) total += load(samples[i], scratch);
         });
     }
     for (auto& w : workers) w.join();
     return {static_cast<double>(samples.size()) / seconds_since(t0), total.load()};
 }
 
+rate hand_rate(const std::vector<sample>& samples, double window, int threads) {
+    return threads_rate(samples, threads, [window](const sample& s, std::vector<float>& out) {
+        return hand_load(s, window, out);
+    });
+}
+
 /// decode_audio called by hand on `threads` std::threads (no pipeline): the op's own cost.
 rate direct_rate(const std::vector<sample>& samples, double window, int threads) {
-    std::atomic<std::size_t> next{0};
-    std::atomic<std::int64_t> total{0};
-    const auto t0 = clock_type::now();
-    std::vector<std::thread> workers;
-    for (int w = 0; w < threads; ++w) {
-        workers.emplace_back([&] {
-            for (std::size_t i; (i = next++) < samples.size();) {
-                const sample& s = samples[i];
-                total += ferry::ops::decode_audio(s.path, {.sample_rate = out_rate,
-                                                           .channels = 1,
-                                                           .start = s.start,
-                                                           .end = s.start + window})
-                             .samples();
-            }
-        });
-    }
-    for (auto& w : workers) w.join();
-    return {static_cast<double>(samples.size()) / seconds_since(t0), total.load()};
+    return threads_rate(samples, threads, [window](const sample& s, std::vector<float>&) {
+        return ferry::ops::decode_audio(s.path, {.sample_rate = out_rate,
+                                                 .channels = 1,
+                                                 .start = s.start,
+                                                 .end = s.start + window})
+            .samples();
+    });
 }
 
 rate ferry_rate(const std::vector<sample>& samples, double window, int concurrency) {
