@@ -47,15 +47,11 @@ inline void draw_item_in_motion(const std::vector<fashion_image>& pool, int dire
         const float w = std::fmod(v, static_cast<float>(side));
         return std::clamp(static_cast<int>(std::floor(w < 0 ? w + side : w)), 0, side - 1);
     };
-    std::normal_distribution<float> texture(noise_mean, noise_std);
     std::normal_distribution<float> flicker(0.0F, 12.0F);
-    std::vector<float> background(static_cast<std::size_t>(side) * side);
-    for (auto& b : background) b = texture(rng);
+    const std::vector<float> background = still_texture(rng);
     for (int t = 0; t < video_frames; ++t) {
         const std::size_t frame = out.size();
-        for (const float b : background) {
-            out.push_back(static_cast<unsigned char>(std::clamp(b + flicker(rng), 0.0F, 255.0F)));
-        }
+        push_noisy_frame(out, background, flicker, rng);
         const int sx = wrapped(x0 + dx * static_cast<float>(t));
         const int sy = wrapped(y0 + dy * static_cast<float>(t));
         for (int j = 0; j < item_side; ++j) {

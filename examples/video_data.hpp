@@ -59,6 +59,24 @@ inline std::vector<fashion_image> fashion_images(const std::string& prefix, int 
     return out;
 }
 
+/// A still random texture for a video's background (video_side x video_side values).
+template <class Rng>
+std::vector<float> still_texture(Rng& rng) {
+    std::normal_distribution<float> texture(noise_mean, noise_std);
+    std::vector<float> background(static_cast<std::size_t>(video_side) * video_side);
+    for (auto& b : background) b = texture(rng);
+    return background;
+}
+
+/// Appends one frame: the background with fresh noise of `flicker` in every pixel.
+template <class Rng>
+void push_noisy_frame(std::vector<unsigned char>& out, const std::vector<float>& background,
+                      std::normal_distribution<float>& flicker, Rng& rng) {
+    for (const float b : background) {
+        out.push_back(static_cast<unsigned char>(std::clamp(b + flicker(rng), 0.0F, 255.0F)));
+    }
+}
+
 /// Draws one video's frames: `item` moving in a straight line (a random direction, 0.6 to 1.4
 /// pixels per frame, always wholly inside the frame) over a still random texture with a little
 /// fresh noise every frame. One frame shows the item among clutter; its motion against the still
@@ -83,15 +101,11 @@ inline void draw_moving_item(const fashion_image& item, std::uint64_t seed,
     };
     const float x0 = start(dx);
     const float y0 = start(dy);
-    std::normal_distribution<float> texture(noise_mean, noise_std);
     std::normal_distribution<float> flicker(0.0F, 8.0F);
-    std::vector<float> background(static_cast<std::size_t>(side) * side);
-    for (auto& b : background) b = texture(rng);
+    const std::vector<float> background = still_texture(rng);
     for (int t = 0; t < video_frames; ++t) {
         const std::size_t frame = out.size();
-        for (const float b : background) {
-            out.push_back(static_cast<unsigned char>(std::clamp(b + flicker(rng), 0.0F, 255.0F)));
-        }
+        push_noisy_frame(out, background, flicker, rng);
         const int sx = std::clamp(static_cast<int>(std::lround(x0 + dx * t)), 0, side - item_side);
         const int sy = std::clamp(static_cast<int>(std::lround(y0 + dy * t)), 0, side - item_side);
         for (int j = 0; j < item_side; ++j) {
