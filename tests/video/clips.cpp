@@ -61,7 +61,13 @@ std::filesystem::path file_of(std::size_t i) {
     return video_test::scratch("clips" + std::to_string(i) + files[i].ext);
 }
 
-/// Makes every file once per run: 90 frames of `testsrc2` at 64x48, 25 fps.
+/// The `ffmpeg` CLI's frames of file `i` (rgb24, every frame in presentation order).
+std::filesystem::path rgb_of(std::size_t i) {
+    return video_test::scratch("clips" + std::to_string(i) + ".rgb");
+}
+
+/// Makes every file once per run: 90 frames of `testsrc2` at 64x48, 25 fps, and the CLI's frames
+/// of each, the reference that does not go through ferry.
 void make_all() {
     static bool done = false;
     if (done) return;
@@ -75,6 +81,14 @@ void make_all() {
             std::to_string(length) + " " + files[i].codec + " " + file_of(i).string());
     }
     video_test::run_all(encode);
+    std::vector<std::string> decode;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        decode.push_back("ffmpeg -hide_banner -loglevel quiet -nostdin -i " + file_of(i).string() +
+                         " -map 0:v:0 -vsync passthrough -sws_flags bilinear -f rawvideo "
+                         "-pix_fmt rgb24 -y " +
+                         rgb_of(i).string());
+    }
+    video_test::run_all(decode);
 }
 
 /// What a stage named "decode" delivered and counted for one `load_video(path, options)`.
@@ -164,6 +178,8 @@ BOOST_DATA_TEST_CASE(each_clip_is_the_clip_loaded_alone, bdata::xrange(files.siz
     BOOST_TEST_CONTEXT(files[i].name) {
         make_all();
         const auto path = file_of(i);
+        const std::vector<std::uint8_t> cli = video_test::bytes_of(rgb_of(i));
+        BOOST_TEST_REQUIRE(cli.size() == static_cast<std::size_t>(length) * width * height * 3);
         for (const windows& w : picks) {
             for (const bool skip : {true, false}) {
                 BOOST_TEST_CONTEXT(w.name << (skip ? "" : ", every frame decoded")) {
@@ -191,6 +207,18 @@ BOOST_DATA_TEST_CASE(each_clip_is_the_clip_loaded_alone, bdata::xrange(files.siz
                         BOOST_TEST((clip_bytes(b, c) == clip_bytes(alone.clip, 0)),
                                    "clip " << c << " (from frame " << w.starts[first / per_clip]
                                            << ") differs from the clip loaded alone");
+                        // And each frame is the ffmpeg CLI's frame at that index.
+                        for (int t = 0; t < per_clip; ++t) {
+                            const auto at = static_cast<std::size_t>(w.starts[first / per_clip] +
+                                                                     std::int64_t{t} * stride);
+                            const auto got = b.frame(c * per_clip + t);
+                            BOOST_TEST_REQUIRE((at + 1) * got.size() <= cli.size());
+                            BOOST_TEST(std::equal(got.begin(), got.end(),
+                                                  cli.begin() +
+                                                      static_cast<std::ptrdiff_t>(at * got.size())),
+                                       "clip " << c << " frame " << t << " differs from ffmpeg's "
+                                               << "frame " << at);
+                        }
                         const std::vector<double> times(
                             b.timestamps().begin() + static_cast<std::ptrdiff_t>(first),
                             b.timestamps().begin() + static_cast<std::ptrdiff_t>(first) + per_clip);
