@@ -48,7 +48,8 @@
 /// `frames decoded` counter, the hand loop's from the frames avcodec_receive_frame returned.
 /// Each repetition runs every variant once, in turn; the table gives medians.
 ///
-/// Usage: clip_loading [--clips N] [--seconds S] [--samples N] [--batches N] [--reps R]
+/// Usage: clip_loading [--clips N] [--seconds S] [--gop N] [--bframes N] [--samples N]
+///                    [--batches N] [--reps R]
 ///                    [--concurrency 1,2,4,8] [--tables single,batch,levers,together,threads]
 ///                    [--dir DIR]
 
@@ -93,8 +94,9 @@ using clock_type = ferry_perf::clock_type;
 struct config {
     int clips = 4;
     int seconds = 10;
-    int samples = 64;  ///< clip loads per run
-    int batches = 16;  ///< loads of `clips_per_pass` clips per run
+    ferry_perf::video_encoding encoding;  ///< --gop, --bframes
+    int samples = 64;                     ///< clip loads per run
+    int batches = 16;                     ///< loads of `clips_per_pass` clips per run
     int reps = 3;
     bool single = true;    ///< the table of one clip per load
     bool batch = true;     ///< the table of several clips per pass
@@ -230,8 +232,10 @@ void together_table(const config& c, const std::vector<sample>& samples,
     std::printf(
         "\nevery lever together (skip_nonref, snap_to_keyframe, %d clips per pass), 1 decoder "
         "thread, against the hand loop loading the same frames and at the drawn starts, one clip "
-        "per load (alternating runs, medians of %d); load average %s at the start\n\n",
-        clips_per_pass, c.reps, load_average().c_str());
+        "per load (alternating runs, medians of %d); %d s videos, GOP %d, %d B-frames; load "
+        "average %s at the start\n\n",
+        clips_per_pass, c.reps, c.seconds, c.encoding.gop, c.encoding.bframes,
+        load_average().c_str());
     std::printf(
         "| concurrency | clips per load | snap | ferry clips/s | hand loop, decoder per clip | "
         "hand loop, decoder per thread | ferry ÷ hand, same frames (per clip, per thread) | "
@@ -289,6 +293,10 @@ int main(int argc, char** argv) {
             c.clips = std::stoi(v);
         } else if (a == "--seconds") {
             c.seconds = std::stoi(v);
+        } else if (a == "--gop") {
+            c.encoding.gop = std::stoi(v);
+        } else if (a == "--bframes") {
+            c.encoding.bframes = std::stoi(v);
         } else if (a == "--samples") {
             c.samples = std::stoi(v);
         } else if (a == "--batches") {
@@ -306,15 +314,16 @@ int main(int argc, char** argv) {
         } else if (a == "--dir") {
             c.dir = v;
         } else {
-            std::cerr
-                << "usage: clip_loading [--clips N] [--seconds S] [--samples N] [--batches N] "
-                   "[--reps R] [--concurrency 1,2,4,8]\n"
-                   "                    [--tables single,batch,levers,together,threads] "
-                   "[--dir DIR]\n";
+            std::cerr << "usage: clip_loading [--clips N] [--seconds S] [--gop N] [--bframes N] "
+                         "[--samples N] "
+                         "[--batches N] "
+                         "[--reps R] [--concurrency 1,2,4,8]\n"
+                         "                    [--tables single,batch,levers,together,threads] "
+                         "[--dir DIR]\n";
             return 2;
         }
     }
-    const auto paths = ferry_perf::video_set(c.dir, c.clips, c.seconds);
+    const auto paths = ferry_perf::video_set(c.dir, c.clips, c.seconds, c.encoding);
     // Starts over each clip's length, leaving room for the 16 frames at stride 2 (~1.1 s).
     std::mt19937 rng(7);
     std::uniform_real_distribution<double> start(
@@ -334,9 +343,10 @@ int main(int argc, char** argv) {
     if (c.single) {
         std::printf(
             "clips of %d frames at stride %d from a random start, resized to %dx%d rgb24: %d "
-            "samples of %d clips (%d s, 1280x720 H.264, GOP 60), median of %d, %u CPUs\n\n",
-            frames_per_clip, stride, side, side, c.samples, c.clips, c.seconds, c.reps,
-            std::thread::hardware_concurrency());
+            "samples of %d clips (%d s, 1280x720 H.264, GOP %d, %d B-frames), median of %d, %u "
+            "CPUs\n\n",
+            frames_per_clip, stride, side, side, c.samples, c.clips, c.seconds, c.encoding.gop,
+            c.encoding.bframes, c.reps, std::thread::hardware_concurrency());
         std::printf(
             "| concurrency | ferry clips/s | ferry, every frame decoded | hand loop, opened per "
             "clip "
