@@ -76,7 +76,9 @@ class FERRY_API frame_selection {
     /// `clips` is a `ferry::invalid_argument`), so the same item of the same epoch gets the same
     /// clips whatever the threads, the world size or the resume point. Each clip's pixels are
     /// the ones `clip(frames, stride)` gives from that start. A window shorter than one clip is
-    /// a `ferry::decode_error` naming both counts.
+    /// a `ferry::decode_error` naming both counts. With `demux_options::snap_to_keyframe`, each
+    /// start drawn moves back to the keyframe at or before it (after the draw: the same item
+    /// still gets the same clips).
     /// \code
     ///   .map([](const std::filesystem::path& p, const ferry::item_info&) {
     ///       return ferry::ops::load_video(
@@ -90,7 +92,8 @@ class FERRY_API frame_selection {
                                                const item_info& item);
     /// Clips of `frames` frames `stride` apart from the given window frames, in the given order
     /// (repeats allowed), as a batch like `clips`: the deterministic form. `load_video` reads
-    /// up to the last clip's last frame.
+    /// up to the last clip's last frame. With `demux_options::snap_to_keyframe`, each start
+    /// moves back to the keyframe at or before it.
     [[nodiscard]] static frame_selection clips_at(std::vector<std::int64_t> starts, int frames,
                                                   int stride = 1);
 
@@ -154,6 +157,11 @@ struct demux_options {
     /// (`video_probe_options::max_keyframes`), stays as it is. Needs a seekable input: a pipe or
     /// FIFO is a `ferry::invalid_argument`. The stage counts `keyframe lists read` when it reads
     /// one.
+    /// The starts of `frame_selection::clips` (after the draw: the same item, the same clips)
+    /// and `clips_at` snap too, each to its keyframe's frame in the window's numbering (the first
+    /// frame at or after that keyframe's time), by the same rules; order and count stay.
+    /// `demux_video` reads the list whenever this is on; `load_video` where the start is after 0
+    /// or the selection is `clips` or `clips_at`.
     bool snap_to_keyframe = false;
 };
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "keyframes.hpp"
 #include "skip.hpp"
 
 namespace ferry {
@@ -105,9 +106,17 @@ class decoder {
     }
 
   private:
-    /// Picks the selection's frames over a window of `frames` frames.
-    void select(std::int64_t frames) {
-        slots_ = av::select_frames(opt_.select, frames, decode_op, s_.source, s_.truncation);
+    /// Picks the selection's frames over a window whose frames have the timestamps `times`;
+    /// with the packets' `snap_keys`, clip starts snap to them.
+    void select(const std::vector<std::int64_t>& times) {
+        av::start_snap snap;
+        if (s_.snap_keys) {
+            snap = [&](std::int64_t start) {
+                return av::snapped_frame(*s_.snap_keys, s_.time_base, times, start);
+            };
+        }
+        slots_ = av::select_frames(opt_.select, static_cast<std::int64_t>(times.size()), decode_op,
+                                   s_.source, s_.truncation, snap);
         // The distinct frames to decode, ascending; each fills one or more output slots.
         targets_ = slots_;
         std::sort(targets_.begin(), targets_.end());
@@ -122,7 +131,7 @@ class decoder {
     /// retimes frames); the verified path then starts over.
     bool fast() {
         ctx_ = av::open_decoder(s_, opt_.threads, opt_.max_pixels, decode_op);
-        select(static_cast<std::int64_t>(s_.frame_pts.size()));
+        select(s_.frame_pts);
         if (opt_.skip_nonref) {
             // A packet's presentation time says which frame it makes, whatever the decoder's
             // delay: one whose time is no selected frame's may be skipped.
@@ -188,7 +197,7 @@ class decoder {
             counted_packets = av::unique_tags(std::move(counted_packets), extent.tags);
             decoded_ = frames;
         }
-        select(frames);
+        select(s_.timed ? counted_pts : s_.frame_pts);
         if (opt_.skip_nonref && skipping(s_.timed ? counted_pts : s_.frame_pts,
                                          s_.timed ? counted_packets : s_.frame_packets)) {
             return;
@@ -498,12 +507,14 @@ video_clip decode_video_fn::operator()(const packets& pkts,
 
 video_clip load_video_fn::operator()(const std::filesystem::path& path,
                                      const video_options& options) const {
-    return load(demux_packets(path, demux_part(options), false), options);
+    return load(demux_packets(path, demux_part(options), false, options.decode.select.clips() > 0),
+                options);
 }
 
 video_clip load_video_fn::operator()(std::span<const std::byte> data,
                                      const video_options& options) const {
-    return load(demux_packets(data, demux_part(options), false), options);
+    return load(demux_packets(data, demux_part(options), false, options.decode.select.clips() > 0),
+                options);
 }
 
 }  // namespace detail

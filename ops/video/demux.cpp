@@ -263,18 +263,26 @@ void position(AVFormatContext* fmt, int index, std::int64_t ts) {
 /// default, so that both share the cache's lists.
 constexpr std::size_t snap_keyframes = video_probe_options{}.max_keyframes;
 
-/// `opt.start` moved back to the keyframe at or before it (`demux_options::snap_to_keyframe`),
-/// with that keyframe's timestamp; the start as given (and no timestamp) where there is none.
-std::pair<double, std::optional<std::int64_t>> snapped_start(
-    const av::input& in, int index, const demux_options& opt,
+/// The keyframes `demux_options::snap_to_keyframe` snaps to, where it is on and the window's
+/// start (one after 0) or the clip starts of a `clips` or `clips_at` selection (`clip_starts`)
+/// need them; null otherwise. A pipe or FIFO is refused: its keyframes cannot be read ahead.
+std::shared_ptr<const av::keyframe_list> snap_keyframes_of(
+    const av::input& in, int index, const demux_options& opt, bool clip_starts,
     const std::function<av::input()>& reopen) {
-    if (!opt.snap_to_keyframe || opt.start <= 0.0) return {opt.start, std::nullopt};
+    if (!opt.snap_to_keyframe || (opt.start <= 0.0 && !clip_starts)) return nullptr;
     if (!in.source->seekable()) {
         throw invalid_argument(std::string(demux_op) + ": " + in.name +
                                ": snap_to_keyframe needs a seekable input (a file or memory), "
                                "not a pipe or FIFO");
     }
-    const auto keys = av::keyframes_of(in, index, snap_keyframes, reopen, demux_op);
+    return av::keyframes_of(in, index, snap_keyframes, reopen, demux_op);
+}
+
+/// `opt.start` moved back to the last of `keys` at or before it (`keys` null: not snapped), with
+/// that keyframe's timestamp; the start as given (and no timestamp) where there is none.
+std::pair<double, std::optional<std::int64_t>> snapped_start(const av::keyframe_list* keys,
+                                                             const demux_options& opt) {
+    if (keys == nullptr || opt.start <= 0.0) return {opt.start, std::nullopt};
     const std::int64_t start_ts = to_ts(opt.start, keys->time_base);
     const auto after = std::upper_bound(keys->pts.begin(), keys->pts.end(), start_ts);
     if (after == keys->pts.begin()) return {opt.start, std::nullopt};
@@ -286,7 +294,7 @@ std::pair<double, std::optional<std::int64_t>> snapped_start(
     return {at, key};
 }
 
-packets demux(av::input in, const demux_options& given, bool note,
+packets demux(av::input in, const demux_options& given, bool note, bool clip_starts,
               const std::function<av::input()>& reopen) {
     demux_options opt = given;
     if (opt.end && *opt.end <= opt.start) {
@@ -296,12 +304,14 @@ packets demux(av::input in, const demux_options& given, bool note,
     AVFormatContext* fmt = in.format.get();
     const int index = select_stream(in, opt);
     AVStream* st = fmt->streams[index];
-    const auto [start, snapped] = snapped_start(in, index, opt, reopen);
+    auto snap_keys = snap_keyframes_of(in, index, opt, clip_starts, reopen);
+    const auto [start, snapped] = snapped_start(snap_keys.get(), opt);
     opt.start = start;
 
     auto state = std::make_shared<ferry::detail::packets_state>();
     state->source = in.name;
     state->stream = index;
+    state->snap_keys = std::move(snap_keys);
     state->time_base = st->time_base;
     const AVRational rate = av_guess_frame_rate(fmt, st, nullptr);
     const bool rated = rate.num > 0 && rate.den > 0;
@@ -439,32 +449,36 @@ packets demux(av::input in, const demux_options& given, bool note,
 
 }  // namespace
 
-packets demux_packets(const std::filesystem::path& path, const demux_options& options, bool note) {
+packets demux_packets(const std::filesystem::path& path, const demux_options& options, bool note,
+                      bool clip_starts) {
     const auto open = [&] {
         return av::open_input(av::open_file(path, options.timeout, demux_op), path.string(),
                               demux_op);
     };
-    return demux(open(), options, note, open);
+    return demux(open(), options, note, clip_starts, open);
 }
 
-packets demux_packets(std::span<const std::byte> data, const demux_options& options, bool note) {
+packets demux_packets(std::span<const std::byte> data, const demux_options& options, bool note,
+                      bool clip_starts) {
     const auto open = [&] {
         return av::open_input(av::open_memory(data, options.timeout, demux_op), "<memory>",
                               demux_op);
     };
-    return demux(open(), options, note, open);
+    return demux(open(), options, note, clip_starts, open);
 }
 
 namespace detail {
 
 packets demux_video_fn::operator()(const std::filesystem::path& path,
                                    const demux_options& options) const {
-    return demux_packets(path, options, true);
+    // The selection the packets are decoded with is not known here: with snap_to_keyframe they
+    // carry the keyframes for a clips or clips_at selection's starts.
+    return demux_packets(path, options, true, true);
 }
 
 packets demux_video_fn::operator()(std::span<const std::byte> data,
                                    const demux_options& options) const {
-    return demux_packets(data, options, true);
+    return demux_packets(data, options, true, true);
 }
 
 }  // namespace detail

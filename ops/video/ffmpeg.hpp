@@ -261,10 +261,18 @@ inline double seconds(std::int64_t ts, AVRational tb) {
 
 namespace ferry::ops {
 
+namespace av {
+struct keyframe_list;
+}
+
 /// `demux_video`, counting a truncated result in the stage's stats only when `note` is true
-/// (`load_video` counts its clip once).
-packets demux_packets(const std::filesystem::path& path, const demux_options& options, bool note);
-packets demux_packets(std::span<const std::byte> data, const demux_options& options, bool note);
+/// (`load_video` counts its clip once). With `demux_options::snap_to_keyframe`, the keyframes are
+/// read where the window's start needs them, and where `clip_starts` says that the packets may
+/// be decoded with a `clips` or `clips_at` selection, whose starts snap to them too.
+packets demux_packets(const std::filesystem::path& path, const demux_options& options, bool note,
+                      bool clip_starts);
+packets demux_packets(std::span<const std::byte> data, const demux_options& options, bool note,
+                      bool clip_starts);
 
 }  // namespace ferry::ops
 
@@ -305,6 +313,9 @@ struct packets_state {
     std::int64_t frame_limit = 0;
     /// Why the packets are truncated (empty: they are not), for `packets::truncation()`.
     std::string truncation;
+    /// The keyframes the starts of a `clips` or `clips_at` selection snap to
+    /// (`demux_options::snap_to_keyframe`, ops/video/keyframes.hpp); null: they do not snap.
+    std::shared_ptr<const ops::av::keyframe_list> snap_keys;
 };
 
 }  // namespace ferry::detail

@@ -173,7 +173,7 @@ std::vector<std::int64_t> draw_starts(const frame_selection& sel, std::int64_t f
 
 std::vector<std::int64_t> select_frames(const frame_selection& sel, std::int64_t frames,
                                         const char* op, const std::string& source,
-                                        const std::string& truncation) {
+                                        const std::string& truncation, const start_snap& snap) {
     std::vector<std::int64_t> out;
     const auto fewer = [&](std::int64_t i) {
         return decode_error(
@@ -218,8 +218,10 @@ std::vector<std::int64_t> select_frames(const frame_selection& sel, std::int64_t
                     ? draw_starts(sel, frames, op, source, truncation)
                     : sel.frames();
             out.reserve(starts.size() * static_cast<std::size_t>(sel.count()));
-            for (const std::int64_t s : starts) {
-                if (s >= frames) throw fewer(s);
+            for (const std::int64_t given : starts) {
+                if (given >= frames) throw fewer(given);
+                // Snapped after the draw: the same item draws the same starts either way.
+                const std::int64_t s = snap ? snap(given) : given;
                 for (int i = 0; i < sel.count(); ++i) {
                     const std::int64_t f = s + static_cast<std::int64_t>(i) * sel.stride();
                     if (f >= frames) throw fewer(f);

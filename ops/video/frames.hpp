@@ -16,13 +16,18 @@
 
 namespace ferry::ops::av {
 
-/// The window's frame index for each output slot of `sel` over a window of `frames` frames.
-/// A selection that needs more frames than the window has is a `decode_error` naming the frame
-/// and the count, and `truncation` (why the input is cut short, e.g. the frames its header
+/// Moves a clip's start (a frame of the window) to where the clip begins instead
+/// (`demux_options::snap_to_keyframe`: the keyframe's frame at or before it).
+using start_snap = std::function<std::int64_t(std::int64_t start)>;
+
+/// The window's frame index for each output slot of `sel` over a window of `frames` frames; the
+/// starts of a `clips` (after they are drawn) or `clips_at` selection moved by `snap` where it is
+/// given. A selection that needs more frames than the window has is a `decode_error` naming the
+/// frame and the count, and `truncation` (why the input is cut short, e.g. the frames its header
 /// declares against those its data holds) where it is not empty.
 std::vector<std::int64_t> select_frames(const frame_selection& sel, std::int64_t frames,
                                         const char* op, const std::string& source,
-                                        const std::string& truncation);
+                                        const std::string& truncation, const start_snap& snap = {});
 
 /// A decoder for `s`'s stream with `threads` threads and FFmpeg's own `max_pixels` check.
 codec_ptr open_decoder(const ferry::detail::packets_state& s, int threads, std::uint64_t max_pixels,

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// Reading a video stream's keyframes: from the container's sample table where it lists every
-/// frame, else from the packets' keyframe flags, else by decoding the keyframes alone (see
-/// keyframes.hpp).
+/// frame, else from the packets' keyframe flags, else by decoding the keyframes alone; and a
+/// window's frame moved back to the keyframe before it (see keyframes.hpp).
 #include "keyframes.hpp"
 
 #include <algorithm>
@@ -258,6 +258,27 @@ keyframe_list read_keyframes(const input& in, int index, std::size_t cap, const 
     list->pts.erase(std::unique(list->pts.begin(), list->pts.end()), list->pts.end());
     this_call::count("keyframe lists read");
     return std::move(*list);
+}
+
+std::int64_t snapped_frame(const keyframe_list& keys, AVRational tb,
+                           std::span<const std::int64_t> times, std::int64_t start) {
+    const bool same_base = av_cmp_q(tb, keys.time_base) == 0;
+    const std::int64_t at = times[static_cast<std::size_t>(start)];
+    const auto after = std::upper_bound(keys.pts.begin(), keys.pts.end(),
+                                        same_base ? at : av_rescale_q(at, tb, keys.time_base));
+    if (after == keys.pts.begin()) return start;
+    // A capped list does not know the keyframes past its last one.
+    if (after == keys.pts.end() && keys.capped) return start;
+    const std::int64_t key = *std::prev(after);
+    // At or before the stream's start: the window's first frame, as demux_video's window start.
+    const std::int64_t from = seconds(key, keys.time_base) <= 0.0 ? keyframes_min_ts
+                              : same_base                         ? key
+                                          : av_rescale_q(key, keys.time_base, tb);
+    // Back over the frames from the keyframe on: the keyframe's own frame where it is one of the
+    // window's, the first after its time where its time is no frame's.
+    std::int64_t frame = start;
+    while (frame > 0 && times[static_cast<std::size_t>(frame - 1)] >= from) --frame;
+    return frame;
 }
 
 }  // namespace ferry::ops::av

@@ -3,14 +3,15 @@
 /// A video stream's keyframes: read from a container (its sample table, its packets' keyframe
 /// flags, or a decode of the keyframes alone) and kept per file in a bounded, process-wide LRU
 /// cache (`keyframe_cache_limits`). `probe_video` lists them (`video_probe_options::keyframes`);
-/// `demux_video` snaps a window's start to them (`demux_options::snap_to_keyframe`). Internal to
-/// ops/video/.
+/// `demux_video` snaps a window's start to them and `decode_video` the starts of several clips
+/// (`demux_options::snap_to_keyframe`). Internal to ops/video/.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "ffmpeg.hpp"
@@ -43,5 +44,15 @@ keyframe_list read_keyframes(const input& in, int index, std::size_t cap, const 
 std::shared_ptr<const keyframe_list> keyframes_of(const input& in, int index, std::size_t cap,
                                                   const std::function<input()>& reopen,
                                                   const char* op);
+
+/// Frame `start` of a window whose frames, in presentation order, have the times `times` (in
+/// `tb`), moved back to the keyframe at or before it (`demux_options::snap_to_keyframe` for the
+/// starts of `clips` and `clips_at`): to the window's first frame of those from the last of `keys`
+/// at or before frame `start`'s time on to `start` (that keyframe's frame; the window's first
+/// frame where the keyframe is at or before the stream's start, 0 s, as a snapped window start
+/// is). `start` where `keys` has no keyframe at or before it, or where it lies past the last
+/// one of a capped list. `start` must be a frame of the window.
+std::int64_t snapped_frame(const keyframe_list& keys, AVRational tb,
+                           std::span<const std::int64_t> times, std::int64_t start);
 
 }  // namespace ferry::ops::av
