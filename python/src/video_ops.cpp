@@ -263,9 +263,9 @@ threads (decoder threads; 0: ferry chooses, the pipeline's threads over the stag
 concurrency, so a stage with fewer calls than threads decodes each on several), max_pixels (both the declared and the decoded frame size), max_bytes
 (the clip's size), strict (a cut or damaged file is a ferry.DecodeError instead of the frames
 that decode), skip_nonref (frames no selected frame needs are not decoded; False decodes every
-frame from the keyframe: the same pixels, slower), snap_to_keyframe (the window's start moves back
-to the keyframe at or before it, so no frame before the window is decoded: faster, but clips
-start only on keyframes — randomness traded for speed). Errors: ferry.IOError (missing file, stalled read), ferry.DecodeError (not a
+frame from the keyframe: the same pixels, slower), snap_to_keyframe (the window's start, and each start of
+FrameSelection.clips and clips_at, moves back to the keyframe at or before it, so no frame before
+a clip is decoded: faster, but clips start only on keyframes — randomness traded for speed). Errors: ferry.IOError (missing file, stalled read), ferry.DecodeError (not a
 video, too few frames for the selection, over a limit), naming the file.)doc");
 }
 

@@ -258,6 +258,33 @@ def test_snap_to_keyframe_starts_the_clip_at_the_keyframe_before(clip):
     assert np.array_equal(np.asarray(plain(path)), ref[15:19])
 
 
+# snap_to_keyframe moves each start of FrameSelection.clips_at and .clips back to the keyframe at
+# or before it too (the fixture's keyframes are frames 0 and 12): clips_at([3, 15, 20, 12], 4)
+# gives ffmpeg's frames 0-3 and then 12-15 three times, in the order given; clips(3, 4, 2) in a
+# pipeline starts every clip at frame 0 or 12, with the same clips on a second run.
+@needs_video
+def test_snap_to_keyframe_moves_each_clip_start_to_the_keyframe_before(clip):
+    path, ref = clip
+    at = video.load_video(select=video.FrameSelection.clips_at([3, 15, 20, 12], 4),
+                          snap_to_keyframe=True)(path)
+    np.testing.assert_array_equal(np.asarray(at),
+                                  np.stack([ref[0:4], ref[12:16], ref[12:16], ref[12:16]]))
+    op = video.load_video(select=video.FrameSelection.clips(3, 4, 2), snap_to_keyframe=True)
+
+    def run():
+        with ferry.source([path] * 4).map(op).build(threads=1) as pipe:
+            return [np.asarray(c) for c in pipe]
+
+    first, again = run(), run()
+    assert len(first) == 4
+    for batch, same in zip(first, again):
+        assert batch.shape == (3, 4, HEIGHT, WIDTH, 3)
+        np.testing.assert_array_equal(batch, same)
+        for c in batch:
+            starts = [s for s in range(FRAMES - 6) if np.array_equal(c, ref[s:s + 7:2])]
+            assert starts in ([0], [12]), f"a clip starts at frame(s) {starts}, not a keyframe"
+
+
 # threads=0 (the default) lets ferry choose the decoder threads; a negative count is refused by
 # name, and a chosen count shows in the op's name.
 @needs_video
