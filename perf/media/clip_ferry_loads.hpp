@@ -2,8 +2,8 @@
 /// \file
 /// clip_loading's ferry side: clips per second of a pipeline loading the samples one clip per
 /// `load_video` call with each lever off or on (`skip_nonref`, `snap_to_keyframe`, decoder
-/// threads), or several clips of a video per call (`clips(4, 16, 2)`, or `clips_at` the drawn
-/// starts snapped to keyframes), with the stage's `frames decoded` per clip.
+/// threads), or several clips of a video per call (`clips(4, 16, 2)`, with `snap_to_keyframe` or
+/// not), with the stage's `frames decoded` per clip.
 #pragma once
 
 #include <algorithm>
@@ -188,33 +188,56 @@ inline std::vector<batch_sample> snapped(const std::vector<batch_sample>& batche
     return out;
 }
 
-/// ferry's clips per second loading each batch's clips in one `load_video` call, every lever on:
-/// the call snaps the drawn starts to keyframes (`probe_video`'s list, from the keyframe cache:
-/// what `snap_to_keyframe` does for one clip, which `clips(...)` starts do not get) and loads
-/// them with `clips_at(starts, 16, 2)` (one demuxer, one decoder, one pass, `skip_nonref`).
-inline ferry_result snapped_batch_rate(const std::vector<batch_sample>& batches, int concurrency) {
+/// `batch_options()` with `snap_to_keyframe`: each drawn start moved back to the keyframe at or
+/// before it (after the draw: the same item, the same drawn starts).
+inline ferry::video_options snapped_batch_options() {
+    ferry::video_options o = batch_options();
+    o.demux.snap_to_keyframe = true;
+    return o;
+}
+
+/// The first frame of each clip of `batch`.
+inline std::vector<std::int64_t> clip_starts(const ferry::video_clip& batch) {
+    std::vector<std::int64_t> starts;
+    for (int c = 0; c < batch.clips(); ++c) {
+        starts.push_back(batch.indices()[static_cast<std::size_t>(c * batch.clip_frames())]);
+    }
+    return starts;
+}
+
+/// ferry's clips per second loading each video's `clips_per_pass` random clips in one
+/// `load_video` call, every lever on: `clips(4, 16, 2)` with `snap_to_keyframe` (one demuxer,
+/// one decoder, one pass, `skip_nonref`; the keyframe lists from the cache). `snapped_batches`
+/// are the videos in the order `batch_rate` drew from them, with the drawn starts snapped by hand
+/// (`snapped`): exits unless ferry's snapped starts are those, so that the hand loop loads the
+/// same frames.
+inline ferry_result snapped_batch_rate(const std::vector<batch_sample>& snapped_batches,
+                                       int concurrency) {
+    std::vector<std::filesystem::path> videos;
+    for (const batch_sample& b : snapped_batches) videos.push_back(b.path);
     const auto t0 = clock_type::now();
-    auto pipe =
-        ferry::from(batches)
-            .map(
-                [](const batch_sample& b) {
-                    const auto keyframes =
-                        ferry::ops::probe_video(b.path, {.keyframes = true}).keyframes;
-                    std::vector<std::int64_t> starts;
-                    for (const std::int64_t f : b.starts)
-                        starts.push_back(snap_frame(keyframes, f));
-                    return ferry::ops::load_video(
-                               b.path, {.decode = {.select = ferry::frame_selection::clips_at(
-                                                       std::move(starts), frames_per_clip, stride),
-                                                   .resize = {side, side}}})
-                        .frames();
-                },
-                {.concurrency = concurrency, .name = "load_video", .executor = ferry::io})
-            .build({.threads = 1});
+    auto pipe = ferry::from(videos)
+                    .map(
+                        [](const std::filesystem::path& p, const ferry::item_info&) {
+                            const auto b = ferry::ops::load_video(p, snapped_batch_options());
+                            if (b.frames() != frames_per_clip * clips_per_pass) {
+                                return std::vector<std::int64_t>{};
+                            }
+                            return clip_starts(b);
+                        },
+                        {.concurrency = concurrency, .name = "load_video", .executor = ferry::io})
+                    .build({.threads = 1});
     std::size_t clips = 0;
-    for (const int n : pipe) {
-        if (n != frames_per_clip * clips_per_pass) {
-            std::cerr << "clip_loading: ferry delivered a batch of " << n << " frames\n";
+    for (const std::vector<std::int64_t>& starts : pipe) {
+        const std::size_t video = clips / clips_per_pass;
+        if (starts.size() != clips_per_pass) {
+            std::cerr << "clip_loading: ferry delivered a short batch of " << videos[video] << "\n";
+            std::exit(1);
+        }
+        if (starts != snapped_batches[video].starts) {
+            std::cerr << "clip_loading: snap_to_keyframe gave other clip starts than snapping "
+                         "by hand for "
+                      << videos[video] << "\n";
             std::exit(1);
         }
         clips += clips_per_pass;
@@ -255,14 +278,21 @@ inline void check_same_clips(const batch_sample& b) {
     }
 }
 
-/// Exits unless each clip of the first batch, snapped and loaded in one pass with `clips_at`, has
-/// the bytes `snap_to_keyframe` gives that clip's drawn start alone: the snapping above is ferry's.
+/// Exits unless the first video's batch with `snap_to_keyframe`, drawn from item 0's numbers
+/// outside a pipeline, starts where snapping the drawn starts by hand puts them, and each clip has
+/// the bytes `snap_to_keyframe` gives that clip's drawn start alone.
 inline void check_snapped_clips(const batch_sample& drawn) {
     const batch_sample b = snapped(std::vector<batch_sample>{drawn}).front();
-    const auto batch = ferry::ops::load_video(
-        b.path,
-        {.decode = {.select = ferry::frame_selection::clips_at(b.starts, frames_per_clip, stride),
-                    .resize = {side, side}}});
+    ferry::video_options o = snapped_batch_options();
+    o.decode.select =
+        ferry::frame_selection::clips(clips_per_pass, frames_per_clip, stride, ferry::item_info{});
+    const auto batch = ferry::ops::load_video(b.path, o);
+    if (clip_starts(batch) != b.starts) {
+        std::cerr << "clip_loading: snap_to_keyframe gave other clip starts than snapping by hand "
+                     "for "
+                  << b.path << "\n";
+        std::exit(1);
+    }
     const std::vector<sample> alone = separate({drawn});
     for (std::size_t c = 0; c < alone.size(); ++c) {
         const auto clip = ferry::ops::load_video(
@@ -273,7 +303,7 @@ inline void check_snapped_clips(const batch_sample& drawn) {
         if (clip.data().size() != from.size() * frames_per_clip ||
             std::memcmp(clip.data().data(), from.data(), clip.data().size()) != 0) {
             std::cerr << "clip_loading: snapped clip " << c << " of " << b.path
-                      << " differs between clips_at and snap_to_keyframe\n";
+                      << " differs between one pass and snap_to_keyframe alone\n";
             std::exit(1);
         }
     }

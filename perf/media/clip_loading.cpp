@@ -40,8 +40,9 @@
 /// A fourth table (`together`) puts every lever on at once against the hand loops loading the
 /// same frames: one clip per load with `skip_nonref` and `snap_to_keyframe` against the hand
 /// loop at the snapped starts; and the second table's 4 clips per video in one pass, snapped
-/// (the drawn starts moved to the keyframe at or before them, `probe_video`'s list, loaded with
-/// `clips_at`) and not, against the hand loop making 4 separate loads of the same starts.
+/// (`clips(4, 16, 2)` with `snap_to_keyframe`: the drawn starts moved to the keyframe at or
+/// before them, checked against `probe_video`'s list applied by hand) and not, against the hand
+/// loop making 4 separate loads of the same starts.
 ///
 /// The hand loop also times its avcodec_open2 calls: under a process-wide lock their wall time
 /// would grow with the threads calling it. Frames decoded per clip: ferry's from its stage's
@@ -202,7 +203,7 @@ void levers_table(const std::vector<sample>& samples, const config& c, bool with
 
 /// Every lever together against the hand loops, in alternating runs: one clip per load with
 /// `skip_nonref` and `snap_to_keyframe`, and `clips_per_pass` clips per video in one pass
-/// snapped (`clips_at` of the drawn starts snapped to keyframes), each against the hand loop
+/// snapped (`clips(4, 16, 2)` with `snap_to_keyframe`), each against the hand loop
 /// loading the same frames (the snapped starts) and the hand loop at the drawn starts (what it
 /// loads without snapping: the row without snap of the same run); and those rows without snap.
 /// One decoder thread everywhere, as the hand loop.
@@ -225,7 +226,8 @@ void together_table(const config& c, const std::vector<sample>& samples,
     rows.push_back({"1", true,
                     [&](int t) { return ferry_rate(samples, t, {.snap = true, .threads = 1}); },
                     ferry_perf::snapped(samples), 0});
-    rows.push_back({"4", true, [&](int t) { return ferry_perf::snapped_batch_rate(batches, t); },
+    rows.push_back({"4", true,
+                    [&](int t) { return ferry_perf::snapped_batch_rate(snapped_batches, t); },
                     separate(snapped_batches), 3});
     rows.push_back(
         {"4", false, [&](int t) { return batch_rate(videos, t); }, separate(batches), 3});
