@@ -16,55 +16,53 @@
 
 #include "call_hook.hpp"
 #include "cost_groups.hpp"
+#include "renumber_node.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
 
-void pipeline_runtime::take_costed(stage_runtime& st, msg m, const shard_writer& w) {
+void renumber_node::take_costed(msg m, const shard_writer& w) {
     w.add(&counter_shard::in);
     double cost = 0;
     try {
-        cost = st.spec.cost_fn(m->value);
+        cost = st_.spec.cost_fn(m->value);
         if (!std::isfinite(cost) || cost < 0) {
             throw invalid_argument("batch_by: the cost function returned " + std::to_string(cost) +
                                    "; a cost must be a finite number >= 0");
         }
     } catch (...) {
-        fail_item(st, m, std::current_exception());
+        host_.fail_item(st_, m, std::current_exception());
         if (m->kind == msg_kind::gap) {
-            retire_gap(m);
+            host_.retire_gap(m);
         } else {
-            m->seq = st.renum.next_out++;
-            st.renum.outs.push_back(m);
+            emit(m);
         }
         return;
     }
     // drop_last: a full window waits for the next element, which says it is not the epoch's
     // last; the end (renumber.cpp) sends it out with its open buckets left out instead. Without
     // drop_last a window goes out as soon as it is full.
-    if (st.renum.batch_items.size() == st.spec.batch_size) emit_window(st, w, false);
-    st.renum.batch_items.push_back(m);
-    st.renum.batch_costs.push_back(cost);
-    if (!st.spec.drop_last && st.renum.batch_items.size() == st.spec.batch_size) {
-        emit_window(st, w, false);
-    }
+    if (items_.size() == st_.spec.batch_size) emit_window(w, false);
+    items_.push_back(m);
+    costs_.push_back(cost);
+    if (!st_.spec.drop_last && items_.size() == st_.spec.batch_size) emit_window(w, false);
 }
 
-void pipeline_runtime::flush_window(stage_runtime& st, const shard_writer& w) {
-    emit_window(st, w, true);
+void renumber_node::flush_window(const shard_writer& w) {
+    emit_window(w, true);
 }
 
-void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, bool at_end) {
+void renumber_node::emit_window(const shard_writer& w, bool at_end) {
     call_hook hook(w, span_log::no_item, call_hook::timing::detached);
     const auto t0 = hook.start();
     w.active(1);
-    auto& items = st.renum.batch_items;
-    auto& costs = st.renum.batch_costs;
-    const cost_grouping groups = group_by_cost(costs, st.spec.cost_bounds, st.spec.max_cost);
-    if (groups.oversized > 0) st.counters.named.add("oversized batches", groups.oversized);
+    auto& items = items_;
+    auto& costs = costs_;
+    const cost_grouping groups = group_by_cost(costs, st_.spec.cost_bounds, st_.spec.max_cost);
+    if (groups.oversized > 0) st_.counters.named.add("oversized batches", groups.oversized);
     // drop_last: at the epoch's end, the buckets the cost rule did not close are left out.
     std::vector<bool> dropped(items.size(), false);
-    const bool drop_open = at_end && st.spec.drop_last;
+    const bool drop_open = at_end && st_.spec.drop_last;
     if (drop_open) {
         for (std::size_t g = 0; g < groups.batches.size(); ++g) {
             if (groups.closed[g]) continue;
@@ -73,7 +71,7 @@ void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, boo
     }
     // Each kept batch's items' positions, for the state's window (resume_state::lists_window).
     std::vector<std::vector<std::uint64_t>> positions;
-    if (st.lists_window) {
+    if (st_.lists_window) {
         for (std::size_t g = 0; g < groups.batches.size(); ++g) {
             if (drop_open && !groups.closed[g]) continue;
             auto& p = positions.emplace_back();
@@ -89,13 +87,13 @@ void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, boo
     for (std::size_t i = 0; i < items.size(); ++i) {
         msg b = items[i];
         if (w.traced()) w.link(t0, b->source_index);  // the item's flow ends in its window
-        if (dropped[i]) count_filtered(b, w);
+        if (dropped[i]) host_.count_filtered(b, w);
         kept += b->items;
         credits += b->credits;
         values[i] = std::move(b->value);
         if (b != first) {
             b->items = 0;  // the window's box carries them
-            pool_.release(b);
+            host_.release_box(b);
         }
     }
     items.clear();
@@ -117,35 +115,34 @@ void pipeline_runtime::emit_window(stage_runtime& st, const shard_writer& w, boo
                 largest = std::max(largest, costs[i]);
             }
             padded += largest * static_cast<double>(part.size());
-            st.spec.pack_fn(part, first->children.emplace_back());
+            st_.spec.pack_fn(part, first->children.emplace_back());
         }
     } catch (...) {
-        fail_item(st, first, std::current_exception());
+        host_.fail_item(st_, first, std::current_exception());
     }
     costs.clear();
-    st.counters.cost.store(st.counters.cost.load(std::memory_order_relaxed) + cost,
-                           std::memory_order_relaxed);
-    st.counters.padded_cost.store(st.counters.padded_cost.load(std::memory_order_relaxed) + padded,
-                                  std::memory_order_relaxed);
+    st_.counters.cost.store(st_.counters.cost.load(std::memory_order_relaxed) + cost,
+                            std::memory_order_relaxed);
+    st_.counters.padded_cost.store(
+        st_.counters.padded_cost.load(std::memory_order_relaxed) + padded,
+        std::memory_order_relaxed);
     hook.end();
     w.active(-1);
     if (first->kind == msg_kind::error) {
-        first->seq = st.renum.next_out++;
-        st.renum.outs.push_back(first);
+        emit(first);
         return;
     }
     if (first->kind == msg_kind::gap || first->children.empty()) {
-        retire_gap(first);
+        host_.retire_gap(first);
         return;
     }
-    const std::size_t before = st.renum.outs.size();
-    expand(st, first, w);
+    const std::size_t before = outs_.size();
+    expand(first, w);
     // The batches sent out are the window's last ones (a resumed window skips its first).
-    if (st.lists_window) {
-        const std::size_t sent = st.renum.outs.size() - before;
+    if (st_.lists_window) {
+        const std::size_t sent = outs_.size() - before;
         for (std::size_t i = 0; i < sent; ++i) {
-            st.renum.outs[before + i]->covers.mut() =
-                std::move(positions[positions.size() - sent + i]);
+            outs_[before + i]->covers.mut() = std::move(positions[positions.size() - sent + i]);
         }
     }
 }

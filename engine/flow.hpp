@@ -2,8 +2,9 @@
 /// \file
 /// The TBB side of a pipeline_runtime: its arena, its flow graph and the gateways of its async
 /// nodes. Only the files that build the graph or hand messages back into it include this header
-/// (graph.cpp, runtime.cpp, async_stage.cpp, timed_stage.cpp), and with it `flow_graph.h`; the
-/// rest of the engine sees `flow_parts` and `gateway` as declared in runtime.hpp.
+/// (graph.cpp, runtime.cpp, async_stage.cpp, timed_stage.cpp, tuned_stage.cpp), and with it
+/// `flow_graph.h`; the rest of the engine sees `flow_parts` and `gateway` as declared in
+/// runtime.hpp. It defines `launch` and `pass_on`, the runtime's and stage_host's.
 #pragma once
 
 #include <oneapi/tbb/flow_graph.h>
@@ -59,6 +60,16 @@ inline void pipeline_runtime::pass_on(const stage_runtime& st, msg m, gateway& g
                                       const shard_writer& w) {
     if (!st.counted_after) w.add(&counter_shard::emitted);
     tsan_send(gw, m);
+}
+
+template <class F>
+void stage_host::launch(const stage_runtime& st, F&& job) {
+    rt_->launch(st, std::forward<F>(job));
+}
+
+inline void stage_host::pass_on(const stage_runtime& st, msg m, gateway& gw,
+                                const shard_writer& w) {
+    rt_->pass_on(st, m, gw, w);
 }
 
 }  // namespace ferry::detail

@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// The flow graph: the one file that makes `flow::` nodes and their edges. Each node's body
-/// hands its message to the job's own file (source.cpp, stage.cpp, renumber.cpp, ...).
+/// The flow graph: the one file that makes `flow::` nodes and their edges, and each stage's own
+/// node state (`make_nodes`), both by the stage's kind. Each node's body hands its message to the
+/// job's own file (source.cpp, stage.cpp, renumber.cpp, ...).
 
+#include <cassert>
+
+#include "call_nodes.hpp"
 #include "flow.hpp"
+#include "renumber_node.hpp"
+#include "route_node.hpp"
 
 namespace ferry::detail {
 namespace {
@@ -14,7 +20,62 @@ struct later_seq {
     bool operator()(const msg& a, const msg& b) const noexcept { return a->seq > b->seq; }
 };
 
+/// The node make_nodes made for `st` as the type it made it (the same switch on the kind).
+template <class N>
+N& graph_node_of(const std::unique_ptr<stage_node>& n) {
+    assert(dynamic_cast<N*>(n.get()) != nullptr);
+    return static_cast<N&>(*n);
+}
+
 }  // namespace
+
+void pipeline_runtime::make_nodes() {
+    const stage_host host(*this);
+    const auto renumbering = [&](stage_runtime& st, renumber_node::rule rule) {
+        return std::make_unique<renumber_node>(host, st, rule);
+    };
+    for (auto& st : stages_) {
+        switch (st.spec.kind) {
+            case stage_kind::map:
+            case stage_kind::filter:
+            case stage_kind::flat_map:
+                if (st.tuned) {
+                    auto node = std::make_unique<tuned_node>(host, st);
+                    st.gate = node.get();
+                    st.node = std::move(node);
+                } else if (st.timed) {
+                    st.node = std::make_unique<timed_node>(host, st);
+                }
+                // flat_map: its outputs go out through a renumbering node.
+                if (st.spec.kind == stage_kind::flat_map) {
+                    st.expansion = renumbering(st, {&renumber_node::expand, nullptr});
+                }
+                break;
+            case stage_kind::map_async: {
+                auto node = std::make_unique<async_node>(host, st);
+                st.gate = node.get();
+                st.node = std::move(node);
+                break;
+            }
+            case stage_kind::batch:
+                st.node =
+                    renumbering(st, {&renumber_node::take_batched, &renumber_node::flush_batch});
+                break;
+            case stage_kind::unbatch:
+                st.node = renumbering(st, {&renumber_node::take_unbatched, nullptr});
+                break;
+            case stage_kind::batch_by:
+                st.node =
+                    renumbering(st, {&renumber_node::take_costed, &renumber_node::flush_window});
+                break;
+            case stage_kind::route:
+                st.node = std::make_unique<route_node>(host, st);
+                st.sends = std::make_unique<route_sends>(st.branches);
+                break;
+        }
+        st.each_node([this](const stage_node& n) { timed_ = timed_ || n.watched(); });
+    }
+}
 
 void pipeline_runtime::build_graph() {
     flow_->graph = std::make_unique<flow::graph>();
@@ -33,18 +94,18 @@ void pipeline_runtime::build_graph() {
     // async stages can finish far out of order (a preempted I/O thread, a slow request).
     bool in_order = true;
 
-    auto add_renumbering = [&](stage_runtime& st, renumber_rule rule) {
+    auto add_renumbering = [&](stage_runtime& st, renumber_node& rn) {
         using node_t = flow::multifunction_node<msg, std::tuple<msg>>;
         auto node = std::make_unique<node_t>(
-            g, flow::serial, tsan_body([this, &st, rule](msg m, node_t::output_ports_type& ports) {
+            g, flow::serial, tsan_body([this, &st, &rn](msg m, node_t::output_ports_type& ports) {
                 tsan_receive(this, m);
                 const shard_writer w = st.counters.owned();
                 std::vector<msg> outs;
                 {
-                    const tsan_scope state(&st);
+                    const tsan_scope state(&rn);
                     if (!st.counted_after) w.add(&counter_shard::arrived);
-                    renumber(st, rule, m, w);
-                    outs.swap(st.renum.outs);
+                    rn.push(m, w);
+                    outs.swap(rn.outs());
                 }
                 for (msg o : outs) {
                     w.add(&counter_shard::emitted);
@@ -52,8 +113,8 @@ void pipeline_runtime::build_graph() {
                 }
                 // Keep the larger vector for the next call: no allocation per call.
                 outs.clear();
-                const tsan_scope state(&st);
-                if (st.renum.outs.capacity() < outs.capacity()) st.renum.outs.swap(outs);
+                const tsan_scope state(&rn);
+                if (rn.outs().capacity() < outs.capacity()) rn.outs().swap(outs);
             }));
         flow::make_edge(*tail, *node);
         tail = &flow::output_port<0>(*node);
@@ -116,23 +177,25 @@ void pipeline_runtime::build_graph() {
         if (rt.st->rejoins) {
             // The branches renumber: a serial join puts their outputs back in order.
             using node_t = flow::multifunction_node<msg, std::tuple<msg>>;
-            stage_runtime& st = *rt.st;
+            route_node& rn = graph_node_of<route_node>(rt.st->node);
+            route_sends& sends = *rt.st->sends;
             auto node = std::make_unique<node_t>(
-                g, flow::serial, tsan_body([this, &st](msg m, node_t::output_ports_type& ports) {
+                g, flow::serial,
+                tsan_body([this, &rn, &sends](msg m, node_t::output_ports_type& ports) {
                     tsan_receive(this, m);
                     std::vector<msg> outs;
                     {
-                        const tsan_scope state(&st.rejoin);
-                        rejoin(st, m);
-                        outs.swap(st.rejoin.outs);
+                        const tsan_scope state(rn.join_state());
+                        rn.rejoin(m);
+                        outs.swap(rn.joined());
                     }
                     for (msg o : outs) {
-                        bump_owned(st.sends.joined, 1);  // one writer: this serial node
+                        bump_owned(sends.joined, 1);  // one writer: this serial node
                         tsan_send(std::get<0>(ports), o);
                     }
                     outs.clear();  // kept for the next call: no allocation per call
-                    const tsan_scope state(&st.rejoin);
-                    if (st.rejoin.outs.capacity() < outs.capacity()) st.rejoin.outs.swap(outs);
+                    const tsan_scope state(rn.join_state());
+                    if (rn.joined().capacity() < outs.capacity()) rn.joined().swap(outs);
                 }));
             flow::make_edge(*tail, *node);
             tail = &flow::output_port<0>(*node);
@@ -159,15 +222,17 @@ void pipeline_runtime::build_graph() {
             case stage_kind::flat_map: {
                 if (st.tuned) {
                     // Concurrency moved at run time: a gate of its own (tuned_stage.cpp).
-                    st.gw = &add_admission([this, &st](msg m, gateway& gw) {
+                    auto& tn = graph_node_of<tuned_node>(st.node);
+                    tn.bind(add_admission([this, &st, &tn](msg m, gateway& gw) {
                         tsan_receive(this, m);
-                        tuned_accept(st, m, gw, st.counters.owned());
-                    });
-                } else if (st.deadlines) {
+                        tn.accept(m, gw, st.counters.owned());
+                    }));
+                } else if (st.timed) {
                     // A timeout: the calls run apart from their boxes (timed_stage.cpp).
-                    add_admission([this, &st](msg m, gateway& gw) {
+                    auto& tn = graph_node_of<timed_node>(st.node);
+                    add_admission([this, &st, &tn](msg m, gateway& gw) {
                         tsan_receive(this, m);
-                        timed_accept(st, m, gw, st.counters.owned());
+                        tn.accept(m, gw, st.counters.owned());
                     });
                 } else if (st.io) {
                     add_admission([this, &st](msg m, gateway& gw) {
@@ -246,26 +311,23 @@ void pipeline_runtime::build_graph() {
                     }
                 }
                 // flat_map: its outputs go out through a renumbering node.
-                if (st.counted_after) add_renumbering(st, {&pipeline_runtime::expand, nullptr});
+                if (st.spec.kind == stage_kind::flat_map) {
+                    add_renumbering(st, graph_node_of<renumber_node>(st.expansion));
+                }
                 break;
             }
             case stage_kind::map_async: {
-                st.gw = &add_admission([this, &st](msg m, gateway& gw) {
+                auto& an = graph_node_of<async_node>(st.node);
+                an.bind(add_admission([this, &st, &an](msg m, gateway& gw) {
                     tsan_receive(this, m);
-                    async_accept(st, m, gw, st.counters.owned());
-                });
+                    an.accept(m, gw, st.counters.owned());
+                }));
                 break;
             }
             case stage_kind::batch:
-                add_renumbering(st,
-                                {&pipeline_runtime::take_batched, &pipeline_runtime::flush_batch});
-                break;
             case stage_kind::unbatch:
-                add_renumbering(st, {&pipeline_runtime::take_unbatched, nullptr});
-                break;
             case stage_kind::batch_by:
-                add_renumbering(st,
-                                {&pipeline_runtime::take_costed, &pipeline_runtime::flush_window});
+                add_renumbering(st, graph_node_of<renumber_node>(st.node));
                 break;
             case stage_kind::route: {
                 rt.index = i;
@@ -280,49 +342,52 @@ void pipeline_runtime::build_graph() {
                 rt.rejoin = rejoin.get();
                 flow_->nodes.push_back(std::move(rejoin));
                 // Serial: elements go down their branches in the order they came.
+                auto& rn = graph_node_of<route_node>(st.node);
+                route_sends& sends = *st.sends;
                 auto node = std::make_unique<flow::function_node<msg, flow::continue_msg>>(
                     g, flow::serial,
-                    tsan_body([this, &st, heads = rt.heads, rejoin = rt.rejoin](msg m) {
-                        tsan_receive(this, m);
-                        const shard_writer w = st.counters.owned();
-                        w.add(&counter_shard::arrived);
-                        if (st.rejoins) {
-                            // Branches that renumber: in order, numbered per branch.
-                            std::vector<std::pair<std::uint32_t, msg>> routed;
-                            {
-                                const tsan_scope state(&st);
-                                route_numbered(st, m, w);
-                                routed.swap(st.rejoin.routed);
-                            }
-                            for (auto [b, x] : routed) {
-                                // Counted before it goes: the monitor's queues (monitor.cpp).
-                                if (b == no_route_branch) {
-                                    bump_owned(st.sends.straight, 1);
-                                    tsan_send(*rejoin, x);
-                                } else {
-                                    bump_owned(st.sends.to_branch[b], 1);
-                                    tsan_send(*heads[b], x);
+                    tsan_body(
+                        [this, &st, &rn, &sends, heads = rt.heads, rejoin = rt.rejoin](msg m) {
+                            tsan_receive(this, m);
+                            const shard_writer w = st.counters.owned();
+                            w.add(&counter_shard::arrived);
+                            if (st.rejoins) {
+                                // Branches that renumber: in order, numbered per branch.
+                                std::vector<std::pair<std::uint32_t, msg>> routed;
+                                {
+                                    const tsan_scope state(&rn);
+                                    rn.route_numbered(m, w);
+                                    routed.swap(rn.routed());
                                 }
+                                for (auto [b, x] : routed) {
+                                    // Counted before it goes: the monitor's queues (monitor.cpp).
+                                    if (b == no_route_branch) {
+                                        bump_owned(sends.straight, 1);
+                                        tsan_send(*rejoin, x);
+                                    } else {
+                                        bump_owned(sends.to_branch[b], 1);
+                                        tsan_send(*heads[b], x);
+                                    }
+                                }
+                                routed.clear();
+                                const tsan_scope state(&rn);
+                                if (rn.routed().capacity() < routed.capacity()) {
+                                    rn.routed().swap(routed);
+                                }
+                                return flow::continue_msg();
                             }
-                            routed.clear();
-                            const tsan_scope state(&st);
-                            if (st.rejoin.routed.capacity() < routed.capacity()) {
-                                st.rejoin.routed.swap(routed);
+                            const std::size_t b = rn.route_item(m, w);
+                            w.add(&counter_shard::emitted);
+                            // Gaps, failures and the epoch's end go straight to the join.
+                            if (b < heads.size()) {
+                                bump_owned(sends.to_branch[b], 1);
+                                tsan_send(*heads[b], m);
+                            } else {
+                                bump_owned(sends.straight, 1);
+                                tsan_send(*rejoin, m);
                             }
                             return flow::continue_msg();
-                        }
-                        const std::size_t b = route_item(st, m, w);
-                        w.add(&counter_shard::emitted);
-                        // Gaps, failures and the epoch's end go straight to the join.
-                        if (b < heads.size()) {
-                            bump_owned(st.sends.to_branch[b], 1);
-                            tsan_send(*heads[b], m);
-                        } else {
-                            bump_owned(st.sends.straight, 1);
-                            tsan_send(*rejoin, m);
-                        }
-                        return flow::continue_msg();
-                    }));
+                        }));
                 flow::make_edge(*tail, *node);
                 flow_->nodes.push_back(std::move(node));
                 break;

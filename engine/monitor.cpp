@@ -3,9 +3,15 @@
 /// The monitor thread (sampling, periodic reports, polling the futures of map_async calls) and
 /// what it feeds: the stats rows, stats() and write_trace().
 
+#include "call_nodes.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
+
+void pipeline_runtime::expire_timeouts() {
+    const auto now = clock::now();
+    for (auto& st : stages_) st.each_node([now](stage_node& n) { n.expire(now); });
+}
 
 void pipeline_runtime::monitor_tick() {
     coarse_clock::advance();  // where the calls not timed start from (counters.hpp)
@@ -101,7 +107,7 @@ void pipeline_runtime::link_feeds() {
     for (auto& st : stages_) {
         if (st.route >= 0) {
             // A branch's stage: after the one before it in the branch, or at the branch's head.
-            auto& tail = route->branch_tails[st.branch];
+            auto& tail = route->sends->tails[st.branch];
             st.feed = tail != nullptr
                           ? stage_feed{stage_feed::from::previous, tail, nullptr, 0}
                           : stage_feed{stage_feed::from::branch_head, nullptr, route, st.branch};
@@ -112,11 +118,7 @@ void pipeline_runtime::link_feeds() {
                                    : stage_feed{stage_feed::from::previous, line, nullptr, 0};
         route = nullptr;
         line = &st;
-        if (st.spec.kind == stage_kind::route) {
-            route = &st;
-            st.branch_tails.assign(st.branches, nullptr);
-            st.sends.to_branch = std::make_unique<std::atomic<std::uint64_t>[]>(st.branches);
-        }
+        if (st.sends) route = &st;  // a route (make_nodes gave it its sends)
     }
 }
 
@@ -133,7 +135,7 @@ std::int64_t pipeline_runtime::sent_toward(const stage_runtime& st) const noexce
         case stage_feed::from::previous:
             return emitted(f.previous);
         case stage_feed::from::branch_head:
-            return load(f.route->sends.to_branch[f.branch]);
+            return load(f.route->sends->to_branch[f.branch]);
         case stage_feed::from::join:
             break;
     }
@@ -141,10 +143,11 @@ std::int64_t pipeline_runtime::sent_toward(const stage_runtime& st) const noexce
     // A rejoining route's serial join retires gaps and the branches' ends: count what it passes
     // on. Otherwise the join is a broadcast node: what went straight, and each branch's output
     // (an empty branch's head feeds it directly).
-    if (r.rejoins) return load(r.sends.joined);
-    std::int64_t n = load(r.sends.straight);
+    const route_sends& sends = *r.sends;
+    if (r.rejoins) return load(sends.joined);
+    std::int64_t n = load(sends.straight);
     for (std::size_t b = 0; b < r.branches; ++b) {
-        n += r.branch_tails[b] != nullptr ? emitted(r.branch_tails[b]) : load(r.sends.to_branch[b]);
+        n += sends.tails[b] != nullptr ? emitted(sends.tails[b]) : load(sends.to_branch[b]);
     }
     return n;
 }
@@ -159,7 +162,7 @@ std::int64_t pipeline_runtime::queued_before(stage_runtime& st) const {
     if (st.pool) queued += static_cast<std::int64_t>(st.pool->waiting());
     if (st.tuned) {
         // Its gate's queue (tuned_stage.cpp).
-        queued += static_cast<std::int64_t>(st.slots.calls.waiting());
+        queued += static_cast<std::int64_t>(st.gate->waiting());
     }
     return queued;
 }

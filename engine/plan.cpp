@@ -39,6 +39,35 @@ std::size_t min_in_flight(const std::vector<stage_plan>& stages) {
     return need;
 }
 
+/// What holds the `need` source items the pipeline's shape holds at once (min_in_flight's walk),
+/// for the memory budget's error (tuner_policy::memory_check): "" when no batch-like stage does.
+std::string first_output_holds(const std::vector<stage_plan>& stages, std::size_t need) {
+    std::size_t scale = 1;
+    std::vector<std::size_t> scales;
+    const auto per = [&] {
+        return scale > 1 ? " of " + std::to_string(scale) + " source items each" : std::string();
+    };
+    for (const auto& st : stages) {
+        const std::size_t n = st.spec.batch_size * scale;
+        if (st.spec.kind == stage_kind::batch_by && n == need) {
+            return "batch_by '" + st.name + "' holds a window of " +
+                   std::to_string(st.spec.batch_size) + " elements" + per();
+        }
+        if (st.spec.kind == stage_kind::batch) {
+            if (n == need) {
+                return "batch '" + st.name + "' fills batches of " +
+                       std::to_string(st.spec.batch_size) + " elements" + per();
+            }
+            scales.push_back(scale);
+            scale = n;
+        } else if (st.spec.kind == stage_kind::unbatch && !scales.empty()) {
+            scale = scales.back();
+            scales.pop_back();
+        }
+    }
+    return "";
+}
+
 std::size_t default_in_flight(const std::vector<stage_plan>& stages, int threads,
                               std::size_t need) {
     std::size_t sum = 0;
@@ -105,6 +134,9 @@ stage_plan plan_stage(stage_spec spec, int index, bool& ordered) {
     st.expands = st.spec.kind == stage_kind::flat_map || st.spec.kind == stage_kind::unbatch ||
                  st.spec.kind == stage_kind::batch_by;
     st.retries_beside = st.spec.retry_reads_input && st.spec.kind != stage_kind::filter;
+    st.renumbers = st.expands || st.spec.kind == stage_kind::batch;
+    st.tunable = st.applies || st.spec.kind == stage_kind::map_async;
+    st.timed = st.applies && st.spec.options.timeout.count() > 0;
     st.io = wants_io && st.applies;
     st.own_slots = st.io || st.spec.kind == stage_kind::map_async;
     if (wants_io && !st.io) {
@@ -270,6 +302,13 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
         }
     }
     plan.output_ordered = ordered;
+    // A window's items' positions are source positions only before any other renumbering.
+    const auto first_renumbering = std::find_if(plan.stages.begin(), plan.stages.end(),
+                                                [](const stage_plan& st) { return st.renumbers; });
+    if (ordered && first_renumbering != plan.stages.end() &&
+        first_renumbering->spec.kind == stage_kind::batch_by) {
+        first_renumbering->lists_window = true;
+    }
     for (auto& st : plan.stages) {
         if (!st.tuned) continue;
         // Calls that hold no arena thread (io, map_async) may go up to 64 at once.
@@ -319,6 +358,7 @@ pipeline_plan make_plan(pipeline_spec spec, const pipeline_options& options) {
 
     const std::size_t need = min_in_flight(plan.stages);
     plan.first_output_items = need;
+    plan.first_output_holds = first_output_holds(plan.stages, need);
     if (options.in_flight == 0) {
         plan.in_flight = std::max(default_in_flight(plan.stages, plan.threads, need), need);
     } else {

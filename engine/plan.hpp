@@ -43,6 +43,18 @@ struct stage_plan {
     /// leaves its input alone (`retry_reads_input`) and is no filter (whose kept input moves back
     /// into the box).
     bool retries_beside = false;
+    /// batch, unbatch, flat_map and batch_by: a renumbering node starts a new sequence space
+    /// after it (renumber.cpp).
+    bool renumbers = false;
+    /// map, filter, flat_map and map_async: one call per element, whose concurrency
+    /// `ferry::tuned` may move; the tuner measures the untuned ones too (tuning.cpp).
+    bool tunable = false;
+    /// A map, filter or flat_map with a timeout: its calls run apart from their boxes
+    /// (timed_stage.cpp), and a stopped epoch settles without waiting for them.
+    bool timed = false;
+    /// batch_by, the first stage to renumber, with the output in order: its batches list their
+    /// items' positions, which are source positions there (resume_state::lists_window).
+    bool lists_window = false;
     /// A branch stage: the index (in the plan's stages) of its route, and its branch there; -1
     /// for a stage on the main line. A route's branches follow it, branch by branch.
     int route = -1;
@@ -57,12 +69,6 @@ struct stage_plan {
     bool tuned = false;
     int tuned_lo = 0;
     int tuned_hi = 0;
-
-    /// batch, unbatch, flat_map and batch_by start a new sequence space after them.
-    [[nodiscard]] bool renumbers() const noexcept {
-        return spec.kind == stage_kind::batch || spec.kind == stage_kind::unbatch ||
-               spec.kind == stage_kind::flat_map || spec.kind == stage_kind::batch_by;
-    }
 };
 
 /// The whole pipeline's plan.
@@ -72,10 +78,13 @@ struct pipeline_plan {
     int threads = 1;                     ///< the arena's threads
     std::size_t in_flight = 0;           ///< source items inside the graph at most
     std::size_t first_output_items = 1;  ///< source items the first output needs
-    std::uint64_t credit_batch = 1;      ///< credits the consumer returns at once
-    std::size_t burst = 1;               ///< results the consumer gathers before taking them
-    bool output_ordered = true;          ///< the output restores source order
-    std::string shape;                   ///< the stages as pipeline_state::shape() spells them
+    /// What holds those items: "batch 'b' fills batches of 8 elements", for the memory budget's
+    /// error; empty when no batch-like stage needs more than one.
+    std::string first_output_holds;
+    std::uint64_t credit_batch = 1;  ///< credits the consumer returns at once
+    std::size_t burst = 1;           ///< results the consumer gathers before taking them
+    bool output_ordered = true;      ///< the output restores source order
+    std::string shape;               ///< the stages as pipeline_state::shape() spells them
     /// Tuning (`pipeline_options::autotune`, or a tuned stage): the budgets, resolved.
     bool tuning = false;
     double cpu_budget = 0;            ///< cores

@@ -17,12 +17,14 @@
 /// p's expansion starts at p + [i], as after a flat_map on the main line, so a resume opens at p
 /// and the branch's expansion skips what was delivered.
 
+#include "route_node.hpp"
+
 #include "runtime.hpp"
 
 namespace ferry::detail {
 
-void pipeline_runtime::rejoin(stage_runtime& st, msg m) {
-    auto& rj = st.rejoin;
+void route_node::rejoin(msg m) {
+    auto& rj = join_;
     if (m->route_branch == no_route_branch) {
         rj.straight.emplace(m->route_seq, m);
     } else {
@@ -31,7 +33,7 @@ void pipeline_runtime::rejoin(stage_runtime& st, msg m) {
     }
     const auto take = [this, &rj](msg x) {
         if (x->kind == msg_kind::gap) {
-            retire_gap(x);
+            host_.retire_gap(x);
         } else {
             x->seq = rj.next_out++;
             rj.outs.push_back(x);
@@ -41,7 +43,7 @@ void pipeline_runtime::rejoin(stage_runtime& st, msg m) {
         // A branch's end comes after all its outputs: it is done once the end is at the front.
         for (auto& q : rj.ready) {
             if (!q.empty() && q.front()->kind == msg_kind::end) {
-                pool_.release(q.front());
+                host_.release_box(q.front());
                 q.pop_front();
                 ++rj.ended;
             }

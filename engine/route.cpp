@@ -7,33 +7,62 @@
 /// unbatch) starts sequence spaces of its own: such a route takes its input in order, numbers
 /// each branch's elements apart, and its join (rejoin.cpp) puts the outputs back in order.
 
+#include <algorithm>
 #include <string>
 #include <utility>
+
+#include "route_node.hpp"
 
 #include "call_hook.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
 
-std::size_t pipeline_runtime::route_item(stage_runtime& st, msg m, const shard_writer& w) {
+route_node::route_node(stage_host host, stage_runtime& st) : host_(host), st_(st) {
+    if (!st.rejoins) return;
+    seq_ = std::make_unique<sequencer>(true);
+    branch_seq_.assign(st.branches, 0);
+    join_.ready.resize(st.branches);
+    for (std::size_t b = 0; b < st.branches; ++b) {
+        join_.seqs.push_back(std::make_unique<sequencer>(true));
+    }
+}
+
+void route_node::forget_epoch() noexcept {
+    // What the route's and the join's serial nodes' last calls wrote.
+    tsan_acquire(this);
+    tsan_acquire(&join_);
+    if (seq_) seq_->clear();
+    std::fill(branch_seq_.begin(), branch_seq_.end(), 0);
+    routed_.clear();
+    for (auto& s : join_.seqs) s->clear();
+    for (auto& r : join_.ready) r.clear();
+    join_.straight.clear();
+    join_.next_in = 0;
+    join_.next_out = 0;
+    join_.ended = 0;
+    join_.outs.clear();
+}
+
+std::size_t route_node::route_item(msg m, const shard_writer& w) {
     if (m->kind != msg_kind::value) return no_branch;
-    if (should_drop(m)) {
-        drop_unprocessed(m);
+    if (host_.should_drop(m)) {
+        host_.drop_unprocessed(m);
         return no_branch;
     }
     w.add(&counter_shard::in);
     call_hook hook(w, span_log::no_item, call_hook::timing::detached);
     std::int64_t b = 0;
     try {
-        b = st.spec.select_fn(m->value);
-        if (b < 0 || static_cast<std::uint64_t>(b) >= st.branches) {
+        b = st_.spec.select_fn(m->value);
+        if (b < 0 || static_cast<std::uint64_t>(b) >= st_.branches) {
             throw invalid_argument("route: the selector returned branch " + std::to_string(b) +
                                    "; this route's branches are 0 to " +
-                                   std::to_string(st.branches - 1));
+                                   std::to_string(st_.branches - 1));
         }
     } catch (...) {
         hook.end();
-        fail_item(st, m, std::current_exception());
+        host_.fail_item(st_, m, std::current_exception());
         return no_branch;
     }
     hook.end();
@@ -41,33 +70,32 @@ std::size_t pipeline_runtime::route_item(stage_runtime& st, msg m, const shard_w
     return static_cast<std::size_t>(b);
 }
 
-void pipeline_runtime::route_numbered(stage_runtime& st, msg m, const shard_writer& w) {
-    st.renum.seq->push(m, [this, &st, &w](msg x) {
-        auto& rj = st.rejoin;
+void route_node::route_numbered(msg m, const shard_writer& w) {
+    seq_->push(m, [this, &w](msg x) {
         x->route_seq = x->seq;
         x->last_of_route = true;
         x->route_branch = no_route_branch;
         if (x->kind == msg_kind::end) {
             // Every branch ends too (its renumbering nodes start their next epoch); the join
             // ends the epoch once the route's end and every branch's have come.
-            for (std::size_t b = 0; b < st.branches; ++b) {
-                box* e = pool_.acquire();
+            for (std::size_t b = 0; b < st_.branches; ++b) {
+                box* e = host_.acquire_box();
                 e->kind = msg_kind::end;
-                e->seq = std::exchange(rj.branch_seq[b], 0);
+                e->seq = std::exchange(branch_seq_[b], 0);
                 e->route_branch = static_cast<std::uint32_t>(b);
-                rj.routed.emplace_back(e->route_branch, e);
+                routed_.emplace_back(e->route_branch, e);
             }
-            rj.routed.emplace_back(no_route_branch, x);
+            routed_.emplace_back(no_route_branch, x);
             w.add(&counter_shard::emitted);
             return;
         }
-        const std::size_t b = route_item(st, x, w);
+        const std::size_t b = route_item(x, w);
         w.add(&counter_shard::emitted);
         if (b != no_branch) {
             x->route_branch = static_cast<std::uint32_t>(b);
-            x->seq = rj.branch_seq[b]++;
+            x->seq = branch_seq_[b]++;
         }
-        rj.routed.emplace_back(x->route_branch, x);
+        routed_.emplace_back(x->route_branch, x);
     });
 }
 

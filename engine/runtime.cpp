@@ -21,35 +21,18 @@ pipeline_runtime::pipeline_runtime(pipeline_spec spec, pipeline_options opts)
       src_(plan_.source, ctl_, admission_, pool_, recorder_),
       con_(pool_),
       flow_(std::make_unique<flow_parts>()) {
-    for (auto& p : plan_.stages) {
-        auto& st = stages_.emplace_back(std::move(p));
-        if (st.renumbers()) st.renum.seq = std::make_unique<sequencer>(st.ordered);
-        if (st.rejoins) {
-            st.renum.seq = std::make_unique<sequencer>(true);
-            st.rejoin.branch_seq.assign(st.branches, 0);
-            st.rejoin.ready.resize(st.branches);
-            for (std::size_t b = 0; b < st.branches; ++b) {
-                st.rejoin.seqs.push_back(std::make_unique<sequencer>(true));
-            }
-        }
-        if (st.spec.options.timeout.count() > 0) {
-            st.deadlines = std::make_unique<deadline_list>();
-            timed_ = true;
-        }
-    }
+    for (auto& p : plan_.stages) stages_.emplace_back(std::move(p));
     plan_.stages.clear();  // the stage_runtimes own the callables now
+    make_nodes();
     link_feeds();
-    // What a state means for this pipeline, and resume_from checked against it. A window's
-    // items' positions are source positions only before any other renumbering.
-    const bool expands = std::any_of(stages_.begin(), stages_.end(),
-                                     [](const stage_runtime& s) { return s.expands; });
-    const auto first_renumbering = std::find_if(
-        stages_.begin(), stages_.end(), [](const stage_runtime& s) { return s.renumbers(); });
-    const bool lists_window = plan_.output_ordered && first_renumbering != stages_.end() &&
-                              first_renumbering->spec.kind == stage_kind::batch_by;
-    if (lists_window) first_renumbering->lists_window = true;
-    ctl_.number_from(res_.take(plan_.source, plan_.shape, plan_.output_ordered, expands,
-                               lists_window, opts_.resume_from));
+    // What a state means for this pipeline, and resume_from checked against it.
+    const auto any = [this](bool stage_plan::*flag) {
+        return std::any_of(stages_.begin(), stages_.end(),
+                           [flag](const stage_runtime& s) { return s.*flag; });
+    };
+    ctl_.number_from(res_.take(plan_.source, plan_.shape, plan_.output_ordered,
+                               any(&stage_plan::expands), any(&stage_plan::lists_window),
+                               opts_.resume_from));
     output_seq_ = std::make_unique<sequencer>(plan_.output_ordered);
 
     // Every message in the hand-off but flat_map children carries a credit: the ring rarely
@@ -240,7 +223,7 @@ void pipeline_runtime::settle_stopped_epoch() noexcept {
     // their items. A map_async call does, and its timeout or polled future needs this thread.
     if (src_.busy()) return;
     for (const auto& st : stages_) {
-        if (st.deadlines && st.applies) continue;
+        if (st.timed) continue;
         if (st.counters.sum(&counter_shard::active) != 0) return;
     }
     std::unique_lock control(ctl_.mutex(), std::try_to_lock);
@@ -255,28 +238,19 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
     flow_->graph->cancel();
     // Calls that ran past their timeout, or may, hold up no wait for the graph: their items are
     // let go here (their boxes are reclaimed below) while the calls run on.
-    release_timed_items();
+    for (auto& st : stages_) st.each_node([](stage_node& n) { n.let_go(); });
     // A thread that waits for the graph may pick up a parking task: none parks while it waits.
     if (tuner_) tuner_->threads->release();
     flow_->graph->wait_for_all();
-    // Now nothing runs: clear every buffer (TBB's and ours) and return the stranded boxes.
-    for (auto& st : stages_) {
-        tsan_acquire(&st);
-        tsan_acquire(&st.rejoin);
-    }
+    // Now nothing runs: clear every buffer (TBB's and ours) and return the stranded boxes (each
+    // serial node's state is acquired where it is forgotten: forget_epoch).
     tsan_acquire(output_seq_.get());
     // graph::reset re-attaches the graph to the arena of the calling thread: call it from inside
     // the pipeline's arena, or later epochs would run in the default arena.
     flow_->arena->execute(tsan_body([this] { flow_->graph->reset(flow::rf_reset_protocol); }));
     if (tuner_) tuner_->threads->set(tuner_->threads->active());
     for (auto& st : stages_) {
-        if (st.renum.seq) st.renum.seq->clear();
-        st.renum.batch_items.clear();
-        st.renum.batch_costs.clear();
-        st.renum.outs.clear();
-        st.renum.next_out = 0;
-        st.rejoin.clear();
-        st.slots.clear();
+        st.each_node([](stage_node& n) { n.forget_epoch(); });
         for (const auto& shard : st.counters.shards())
             shard->active.store(0, std::memory_order_relaxed);
     }

@@ -83,6 +83,7 @@
 #include "resume_state.hpp"
 #include "sequencer.hpp"
 #include "source_driver.hpp"
+#include "stage_host.hpp"
 #include "stage_runtime.hpp"
 #include "timed_jobs.hpp"
 #include "trace.hpp"
@@ -125,7 +126,32 @@ class pipeline_runtime final : public runtime {
     void write_trace(std::ostream& os) const override;
     [[nodiscard]] pipeline_state state() const override;
 
-    // For the map_async sink (async_stage.cpp) too.
+  private:
+    /// The stages' nodes reach the runtime through a stage_host (stage_host.hpp), which forwards
+    /// to the few private members below it names.
+    friend class stage_host;
+
+    // flow.hpp
+    /// Starts a call's `job` where the stage's calls run: on its I/O threads (`executor = io`),
+    /// else as a task on the pipeline's arena. The one place a call is launched.
+    template <class F>
+    void launch(const stage_runtime& st, F&& job);
+    /// Passes `m` on through `gw`, counted as emitted by `st` (after a flat_map's call, its
+    /// renumbering node counts what it emits).
+    void pass_on(const stage_runtime& st, msg m, gateway& gw, const shard_writer& w);
+
+    // graph.cpp
+    /// Construction: each stage's node, by its kind (the one place besides build_graph, plan.cpp
+    /// and invoke.hpp that asks a stage's kind).
+    void make_nodes();
+    void build_graph();
+    /// Starts (or restarts, after it parked) the graph's input node.
+    void activate_source();
+
+    /// The input node's body (source_driver::pull, source.cpp).
+    bool source_pull(msg& out) { return src_.pull(out); }
+
+    // stage.cpp
     /// Turns an element that will not be processed into a gap, so no later stage ever sees a
     /// value of the wrong type; its items are cancelled here, where they are dropped.
     void drop_unprocessed(msg m) noexcept {
@@ -136,10 +162,6 @@ class pipeline_runtime final : public runtime {
         m->children.clear();
         m->kind = msg_kind::gap;
     }
-    /// Passes `m` on through `gw`, counted as emitted by `st` (after a flat_map's call, its
-    /// renumbering node counts what it emits).
-    /// (flow.hpp)
-    void pass_on(const stage_runtime& st, msg m, gateway& gw, const shard_writer& w);
     void fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause);
     /// What a call on `m` came to, for every stage kind that calls (stage.cpp): an epoch being
     /// cancelled drops it (cancelled whatever the call returned: a call that gave up when asked
@@ -148,30 +170,6 @@ class pipeline_runtime final : public runtime {
     /// success counts in the stage's failure budget. The result is in `m` already.
     void finish_call(stage_runtime& st, msg m, const shard_writer& w, const std::exception_ptr& err,
                      bool keep = true);
-    void async_finished(stage_runtime& st);
-    void poll_later(monitor_thread::try_take_fn try_take, monitor_thread::done_fn done) {
-        monitor_.poll_later(std::move(try_take), std::move(done));
-    }
-    [[nodiscard]] bool aborting() const noexcept { return ctl_.aborting(); }
-    /// The epoch's items can only end cancelled (epoch_control::cancelling).
-    [[nodiscard]] bool cancelling() const noexcept { return ctl_.cancelling(); }
-
-  private:
-    // flow.hpp
-    /// Starts a call's `job` where the stage's calls run: on its I/O threads (`executor = io`),
-    /// else as a task on the pipeline's arena. The one place a call is launched.
-    template <class F>
-    void launch(const stage_runtime& st, F&& job);
-
-    // graph.cpp
-    void build_graph();
-    /// Starts (or restarts, after it parked) the graph's input node.
-    void activate_source();
-
-    /// The input node's body (source_driver::pull, source.cpp).
-    bool source_pull(msg& out) { return src_.pull(out); }
-
-    // stage.cpp
     /// True for an element whose work would be wasted: its epoch is being cancelled, or it comes
     /// after an item that failed the pipeline.
     [[nodiscard]] bool should_drop(msg m) const noexcept {
@@ -214,64 +212,6 @@ class pipeline_runtime final : public runtime {
         recorder_.record(stage, item, items, ctl_.epoch(), cause, text, level, line, input);
     }
 
-    // renumber.cpp
-    /// What a renumbering node does by its stage's kind (graph.cpp picks it, so that no body
-    /// asks the kind): `take` an element, in order; `flush` what it holds at the epoch's end
-    /// (null: it holds nothing between elements).
-    struct renumber_rule {
-        void (pipeline_runtime::*take)(stage_runtime&, msg, const shard_writer&);
-        void (pipeline_runtime::*flush)(stage_runtime&, const shard_writer&);
-    };
-    /// A renumbering node's body: puts `m` in order, then gaps, errors and the epoch's end are
-    /// numbered on, and values go to `rule.take`.
-    void renumber(stage_runtime& st, const renumber_rule& rule, msg m, const shard_writer& w);
-    /// batch: gathers `m`, and sends the batch out when full.
-    void take_batched(stage_runtime& st, msg m, const shard_writer& w);
-    /// batch at the epoch's end: the last, short batch, or with drop_last its items filtered.
-    void flush_batch(stage_runtime& st, const shard_writer& w);
-    void emit_batch(stage_runtime& st, const shard_writer& w);
-    /// unbatch: splits `m` into its elements, then expands them like a flat_map's outputs.
-    void take_unbatched(stage_runtime& st, msg m, const shard_writer& w);
-    /// A gap at a renumbering node: retired, or in a branch passed on to the route's join.
-    void pass_gap(stage_runtime& st, msg x);
-
-    // route.cpp
-    /// route: the branch `m` takes, or `no_branch` (a gap, a failure, the epoch's end, or an
-    /// element that failed here) for the join.
-    std::size_t route_item(stage_runtime& st, msg m, const shard_writer& w);
-    static constexpr std::size_t no_branch = ~std::size_t{0};
-    /// A route that rejoins: takes `m` in order, numbers each element in its branch and lists
-    /// what goes where in `st.rejoin.routed` (the epoch's end goes down every branch too).
-    void route_numbered(stage_runtime& st, msg m, const shard_writer& w);
-
-    // rejoin.cpp
-    /// A rejoining route's join: takes `m` from a branch or straight from the route and lists in
-    /// `st.rejoin.outs` the outputs now due, in the route's input order, numbered anew.
-    void rejoin(stage_runtime& st, msg m);
-
-    // cost_batch.cpp
-    /// batch_by: takes `m` into the window (its cost checked), grouping the window when full.
-    void take_costed(stage_runtime& st, msg m, const shard_writer& w);
-    /// batch_by: groups the window by cost and sends its batches out; `at_end` at the epoch's
-    /// end (where drop_last applies).
-    void emit_window(stage_runtime& st, const shard_writer& w, bool at_end);
-    /// batch_by at the epoch's end: the window's last batches (drop_last applies).
-    void flush_window(stage_runtime& st, const shard_writer& w);
-    /// flat_map's outputs (`m->children`, after its call), an unbatch's or a window's batches:
-    /// each its own message, numbered anew, the last in `m`'s box.
-    void expand(stage_runtime& st, msg m, const shard_writer& w);
-
-    // tuned_stage.cpp
-    /// A tuned stage's admission: starts `m`'s call, or queues it while `limit` calls run.
-    void tuned_accept(stage_runtime& st, msg m, gateway& gw, const shard_writer& w);
-    void tuned_launch(stage_runtime& st, msg m);
-    /// A call ended: the next queued one takes its place while under the limit.
-    void tuned_call_ended(stage_runtime& st);
-    /// The tuner moves a stage's limit; a raised one starts queued calls now.
-    void set_limit(stage_runtime& st, int limit);
-    /// The tuner moves the arena's working threads (arena_threads.hpp).
-    void set_threads(int threads);
-
     // tuning.cpp
     /// Construction: the tuner over the tuned stages, with the plan's budgets.
     void make_tuner();
@@ -287,31 +227,12 @@ class pipeline_runtime final : public runtime {
     [[nodiscard]] std::exception_ptr tuner_error() const;
     /// The consumer takes `m`: its bytes for the memory budget (before its value moves out).
     void measure_output(box& m) noexcept;
+    /// The tuner moves the arena's working threads (arena_threads.hpp).
+    void set_threads(int threads);
     /// fast_start's end, with a memory budget: the source stays held to what the first output
     /// needs until an output has carried a source item's bytes (measure_output sizes in_flight
     /// from the first, or finds the budget cannot be kept: the error the next next() throws).
     void first_output_in_flight();
-
-    // async_stage.cpp
-    void async_accept(stage_runtime& st, msg m, gateway& gw, const shard_writer& w);
-    void async_start(stage_runtime& st, msg m, const shard_writer& w);
-
-    // timed_stage.cpp
-    void timed_accept(stage_runtime& st, msg m, gateway& gw, const shard_writer& w);
-    /// Runs attempt `attempt` (and the retries after it) of `it` on an I/O thread or the arena.
-    void timed_launch(std::shared_ptr<timed_item> it, int attempt, double backoff_ms);
-    void timed_run(const std::shared_ptr<timed_item>& it, int attempt, double backoff_ms);
-    /// The watchdog's side: attempt `attempt` of `it` ran past the stage's timeout.
-    void timed_expired(const std::shared_ptr<timed_item>& it, int attempt, double backoff_ms);
-    /// Passes `it`'s box on with its outcome (once: false when an abort or a timeout took it).
-    bool timed_settle(timed_item& it);
-    /// A compute stage's slot is free: start the next waiting item.
-    void timed_slot_free(stage_runtime& st);
-    /// The monitor: expires the calls past their deadlines (every stage with a timeout).
-    void expire_timeouts();
-    /// An abort: lets go of every timed item still in the graph, so that waiting for the graph
-    /// does not wait for calls that may never return; their boxes are reclaimed with the rest.
-    void release_timed_items() noexcept;
 
     // consumer.cpp
     void deliver(msg m) { con_.out()->push(m); }
@@ -351,6 +272,8 @@ class pipeline_runtime final : public runtime {
     /// its position). Under ctl_.mutex().
     void reclaim_epoch_locked() noexcept;
     void cancel_for_stop() noexcept;
+    /// The epoch's items can only end cancelled (epoch_control::cancelling).
+    [[nodiscard]] bool cancelling() const noexcept { return ctl_.cancelling(); }
     /// A stopped epoch whose calls have all ended: its items still in the graph (queued, never
     /// to run) are counted cancelled now rather than at destruction, so `pending` reaches 0.
     /// From the monitor; does nothing while a call runs or the consumer holds the control mutex.
@@ -360,6 +283,8 @@ class pipeline_runtime final : public runtime {
     [[nodiscard]] std::exception_ptr epoch_failure() const;
 
     // monitor.cpp
+    /// The watchdog: expires the calls past their deadlines (every stage with a timeout).
+    void expire_timeouts();
     /// One tick of the monitor thread: the watchdog, and while an epoch runs the stop's
     /// settling, a sample and the periodic report.
     void monitor_tick();
@@ -368,7 +293,7 @@ class pipeline_runtime final : public runtime {
     void sample();
     [[nodiscard]] stage_stats row(const stage_runtime* st) const;
     /// Construction: where each stage's input comes from (`stage_runtime::feed`), and each
-    /// route's branch tails.
+    /// route's branch tails (`route_sends::tails`).
     void link_feeds();
     /// Messages sent toward `st` so far (all epochs): what the stage or route that feeds it
     /// passed on to it. Less what arrived and what was lost, it is what waits in front of `st`.
@@ -411,12 +336,71 @@ class pipeline_runtime final : public runtime {
     std::atomic<int> threads_now_{0};
 
     timed_jobs timed_jobs_;  ///< calls of timed stages not returned (destruction waits)
-    bool timed_ = false;  ///< some stage has a timeout: the monitor keeps watching between epochs
+    bool timed_ = false;  ///< some stage has deadlines: the monitor keeps watching between epochs
 
     /// Sampling, periodic reports, the watchdog, polling of futures: its ticks run monitor_tick.
     monitor_thread monitor_;
 
     std::unique_ptr<flow_parts> flow_;  ///< last, so that it is destroyed first
 };
+
+// stage_host's forwarders (stage_host.hpp): inline, so that a node's path costs what the
+// runtime's own did.
+inline bool stage_host::should_drop(msg m) const noexcept {
+    return rt_->should_drop(m);
+}
+inline bool stage_host::cancelling() const noexcept {
+    return rt_->ctl_.cancelling();
+}
+inline bool stage_host::aborting() const noexcept {
+    return rt_->ctl_.aborting();
+}
+inline const std::atomic<bool>& stage_host::stopping_flag() const noexcept {
+    return rt_->ctl_.stopping();
+}
+inline const std::atomic<bool>& stage_host::aborting_flag() const noexcept {
+    return rt_->ctl_.aborting();
+}
+inline item_info stage_host::item_of(const box& m) const {
+    return rt_->item_of(m);
+}
+inline void stage_host::run_stage(stage_runtime& st, msg m, const shard_writer& w) {
+    rt_->run_stage(st, m, w);
+}
+inline void stage_host::finish_call(stage_runtime& st, msg m, const shard_writer& w,
+                                    const std::exception_ptr& err, bool keep) {
+    rt_->finish_call(st, m, w, err, keep);
+}
+inline void stage_host::fail_item(stage_runtime& st, msg m, const std::exception_ptr& cause) {
+    rt_->fail_item(st, m, cause);
+}
+inline void stage_host::drop_unprocessed(msg m) noexcept {
+    rt_->drop_unprocessed(m);
+}
+inline void stage_host::count_filtered(msg m, const shard_writer& w) noexcept {
+    rt_->count_filtered(m, w);
+}
+inline void stage_host::retire_gap(msg m) {
+    rt_->retire_gap(m);
+}
+inline box* stage_host::acquire_box() {
+    return rt_->pool_.acquire();
+}
+inline void stage_host::release_box(box* b) noexcept {
+    rt_->pool_.release(b);
+}
+inline bool stage_host::tracks_positions() const noexcept {
+    return rt_->res_.tracker() != nullptr;
+}
+inline std::size_t stage_host::skip(const resume_point& start) const noexcept {
+    return rt_->res_.skip(start);
+}
+inline void stage_host::poll_later(monitor_thread::try_take_fn try_take,
+                                   monitor_thread::done_fn done) {
+    rt_->monitor_.poll_later(std::move(try_take), std::move(done));
+}
+inline timed_jobs& stage_host::timed_calls() noexcept {
+    return rt_->timed_jobs_;
+}
 
 }  // namespace ferry::detail

@@ -6,15 +6,17 @@
 ///
 /// Who owns what: an item's input moves out of its box into a `timed_item` that the item's
 /// attempts share; each attempt writes its own output. The box belongs to whichever side settles
-/// the item first (`timed_settle`): the attempt that returns in time, the watchdog that expires
-/// the last attempt, or an abort. The others touch neither the box nor the graph afterwards; a
-/// call that returns after it lost just drops its result. Every attempt is counted in
-/// `timed_jobs_` until it returns, and destruction waits for them (they use this object).
+/// the item first (`timed_node::settle_item`): the attempt that returns in time, the watchdog that
+/// expires the last attempt, or an abort. The others touch neither the box nor the graph
+/// afterwards; a call that returns after it lost just drops its result. Every attempt is counted in
+/// the runtime's `timed_jobs` until it returns, and destruction waits for them (they use the
+/// runtime and this node).
 
 #include <optional>
 
 #include "attempts.hpp"
 #include "call_hook.hpp"
+#include "call_nodes.hpp"
 #include "flow.hpp"
 #include "invoke.hpp"
 
@@ -24,7 +26,6 @@ struct timed_attempt;
 
 /// One item of a timed stage, from its arrival until every attempt on it has returned.
 struct timed_item {
-    stage_runtime* st = nullptr;
     msg m = nullptr;  ///< ours until settled
     gateway* gw = nullptr;
     std::uint64_t item = 0;
@@ -32,8 +33,8 @@ struct timed_item {
     any_value input;
     std::atomic<bool> settled{false};
     std::atomic<int> running{0};  ///< attempts inside the user's call
-    // Under the stage's slots.mutex (the timed items' list):
-    std::list<std::shared_ptr<timed_item>>::iterator where;  ///< in st->timed_items
+    // Under the node's mutex (the timed items' list):
+    std::list<std::shared_ptr<timed_item>>::iterator where;  ///< in the node's items
     bool listed = false;
     /// Its attempts so far (their flags are raised when the item is settled).
     std::vector<std::shared_ptr<timed_attempt>> attempts;
@@ -52,61 +53,60 @@ struct timed_attempt {
     bool replaced = false;
 };
 
-void pipeline_runtime::timed_accept(stage_runtime& st, msg m, gateway& gw, const shard_writer& w) {
+void timed_node::accept(msg m, gateway& gw, const shard_writer& w) {
+    stage_runtime& st = st_;
     w.add(&counter_shard::arrived);
-    if (m->kind == msg_kind::value && should_drop(m)) drop_unprocessed(m);
+    if (m->kind == msg_kind::value && host_.should_drop(m)) host_.drop_unprocessed(m);
     if (m->kind != msg_kind::value) {
-        pass_on(st, m, gw, w);
+        host_.pass_on(st, m, gw, w);
         return;
     }
     auto it = std::make_shared<timed_item>();
-    it->st = &st;
     it->m = m;
     it->gw = &gw;
     it->item = m->source_index;
-    if (st.spec.wants_item) it->info = item_of(*m);
+    if (st.spec.wants_item) it->info = host_.item_of(*m);
     it->input = std::move(m->value);
     w.add(&counter_shard::in);
     bool aborted = false;
     {
-        std::lock_guard lock(st.slots.mutex);
-        // An abort lets go of the items listed when it looks (release_timed_items, under this
-        // mutex, after raising ctl_.aborting): an item that comes later is not listed, holds up no
+        std::lock_guard lock(mutex_);
+        // An abort lets go of the items listed when it looks (let_go, under this mutex, after
+        // raising the epoch's `aborting`): an item that comes later is not listed, holds up no
         // wait for the graph, and is cancelled here.
-        if (ctl_.aborting()) {
+        if (host_.aborting()) {
             aborted = true;
         } else {
             gw.reserve_wait();  // released when the item has been passed on, or let go by an abort
-            it->where = st.slots.timed_items.insert(st.slots.timed_items.end(), it);
+            it->where = items_.insert(items_.end(), it);
             it->listed = true;
         }
     }
     if (aborted) {
-        drop_unprocessed(m);
-        pass_on(st, m, gw, w);
+        host_.drop_unprocessed(m);
+        host_.pass_on(st, m, gw, w);
         return;
     }
     tsan_release(it.get());
     // A compute stage's calls take one of its `concurrency` slots (the gate queues the rest); an
     // I/O stage's threads are its slots.
-    if (st.io || st.slots.timed.try_enter(it)) timed_launch(std::move(it), 1, 0.0);
+    if (st.io || slots_.try_enter(it)) launch_attempt(std::move(it), 1, 0.0);
 }
 
-void pipeline_runtime::timed_launch(std::shared_ptr<timed_item> it, int attempt,
-                                    double backoff_ms) {
-    stage_runtime& st = *it->st;
-    timed_jobs_.begin();
+void timed_node::launch_attempt(std::shared_ptr<timed_item> it, int attempt, double backoff_ms) {
+    host_.timed_calls().begin();
     auto job = [this, it = std::move(it), attempt, backoff_ms] {
         tsan_acquire(it.get());
-        timed_run(it, attempt, backoff_ms);
-        timed_jobs_.end();
+        // The runtime's count last: destruction waits for it before this node goes.
+        timed_jobs& jobs = host_.timed_calls();
+        run(it, attempt, backoff_ms);
+        jobs.end();
     };
-    launch(st, std::move(job));
+    host_.launch(st_, std::move(job));
 }
 
-void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int attempt,
-                                 double backoff_ms) {
-    stage_runtime& st = *it->st;
+void timed_node::run(const std::shared_ptr<timed_item>& it, int attempt, double backoff_ms) {
+    stage_runtime& st = st_;
     const shard_writer w =
         st.io ? st.counters.owned(io_pool::current_index()) : st.counters.owned();
     const error_policy& policy = st.spec.options.on_error;
@@ -114,30 +114,28 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
     for (;;) {
         auto at = std::make_shared<timed_attempt>();
         {
-            std::lock_guard lock(st.slots.mutex);
+            std::lock_guard lock(mutex_);
             it->attempts.push_back(at);
         }
         if (backoff_ms > 0) {
-            const call_scope scope(&ctl_.stopping(), &ctl_.aborting(), &at->give_up,
+            const call_scope scope(&host_.stopping_flag(), &host_.aborting_flag(), &at->give_up,
                                    &st.counters.truncated, &st.counters.named);
             sleep_unless_stopped(std::chrono::duration<double, std::milli>(backoff_ms));
         }
-        if (it->settled || ctl_.aborting() || ctl_.stopping())
-            return;  // an abort lets go of the item
+        if (it->settled || host_.cancelling()) return;  // an abort lets go of the item
         const bool last = attempt >= policy.attempts;
         // A timed-out attempt may still be reading the input: then no attempt may move from it.
         const bool consume = last && it->running.load() == 0;
         it->running.fetch_add(1);
-        const auto token =
-            st.deadlines->add(clock::now() + timeout, [this, it, attempt, backoff_ms, at] {
-                at->give_up.store(true, std::memory_order_relaxed);
-                if (it->st->pool) {
-                    // The call holds its I/O thread: start one in its place, unless it returned.
-                    std::lock_guard lock(at->mutex);
-                    if (!at->returned) at->replaced = it->st->pool->add_spare();
-                }
-                timed_expired(it, attempt, backoff_ms);
-            });
+        const auto token = deadlines_.add(clock::now() + timeout, [this, it, attempt, at] {
+            at->give_up.store(true, std::memory_order_relaxed);
+            if (st_.pool) {
+                // The call holds its I/O thread: start one in its place, unless it returned.
+                std::lock_guard lock(at->mutex);
+                if (!at->returned) at->replaced = st_.pool->add_spare();
+            }
+            expired(it, attempt);
+        });
         call_result r;
         std::exception_ptr err;
         w.active(1);
@@ -145,7 +143,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
             // Every attempt timed: the watchdog reads how long it has run.
             const call_hook hook(w, it->item, call_hook::timing::every);
             try {
-                const call_scope scope(&ctl_.stopping(), &ctl_.aborting(), &at->give_up,
+                const call_scope scope(&host_.stopping_flag(), &host_.aborting_flag(), &at->give_up,
                                        &st.counters.truncated, &st.counters.named);
                 const item_scope item(it->info ? &*it->info : nullptr);
                 r.keep = invoke(st, it->input, r.out, r.children, consume);
@@ -155,7 +153,7 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
         }
         w.active(-1);
         it->running.fetch_sub(1);
-        if (!st.deadlines->remove(token)) {
+        if (!deadlines_.remove(token)) {
             // Timed out: the watchdog decided the item's fate. If a spare thread took this one's
             // place, this one leaves the pool.
             std::lock_guard lock(at->mutex);
@@ -163,29 +161,24 @@ void pipeline_runtime::timed_run(const std::shared_ptr<timed_item>& it, int atte
             if (at->replaced) io_pool::leave_after_this_job();
             return;
         }
-        if (err && retry_allowed(policy, attempt, err, it->input.has_value(),
-                                 ctl_.aborting() || ctl_.stopping())) {
+        if (err && retry_allowed(policy, attempt, err, it->input.has_value(), host_.cancelling())) {
             w.add(&counter_shard::retries);
             backoff_ms = pause_before_retry(policy, attempt, err).count();
             ++attempt;
             continue;
         }
-        if (!timed_settle(*it)) return;
+        if (!settle_item(*it)) return;
         msg m = it->m;
-        // A filter's kept input moves back: no other attempt reads it (see timed_expired).
+        // A filter's kept input moves back: no other attempt reads it (see expired).
         if (!err && r.keep) settle(st, *m, it->input, r);
-        finish_call(st, m, w, err, r.keep);
-        gateway& gw = *it->gw;
-        pass_on(st, m, gw, w);
-        if (!st.io) timed_slot_free(st);
-        gw.release_wait();
+        host_.finish_call(st, m, w, err, r.keep);
+        pass_on(*it, w);
         return;
     }
 }
 
-void pipeline_runtime::timed_expired(const std::shared_ptr<timed_item>& it, int attempt,
-                                     double /*backoff_ms: the schedule needs only `attempt`*/) {
-    stage_runtime& st = *it->st;
+void timed_node::expired(const std::shared_ptr<timed_item>& it, int attempt) {
+    stage_runtime& st = st_;
     const shard_writer w = st.counters.shared();  // the monitor thread
     w.add(&counter_shard::timeouts);
     if (it->settled) return;
@@ -193,28 +186,32 @@ void pipeline_runtime::timed_expired(const std::shared_ptr<timed_item>& it, int 
     const auto err = std::make_exception_ptr(timeout_error(st.name, it->item, o.timeout));
     // A retry runs beside the expired call, on the same input: only where the call leaves its
     // input alone (and never for a filter, whose kept input moves back into the box).
-    if (retry_allowed(o.on_error, attempt, err, st.retries_beside,
-                      ctl_.aborting() || ctl_.stopping())) {
+    if (retry_allowed(o.on_error, attempt, err, st.retries_beside, host_.cancelling())) {
         w.add(&counter_shard::retries);
         const double next = pause_before_retry(o.on_error, attempt, err).count();
-        timed_launch(it, attempt + 1, next);  // takes over the expired call's slot
+        launch_attempt(it, attempt + 1, next);  // takes over the expired call's slot
         return;
     }
-    if (!timed_settle(*it)) return;
-    msg m = it->m;
-    fail_item(st, m, err);
-    gateway& gw = *it->gw;
-    pass_on(st, m, gw, w);
-    if (!st.io) timed_slot_free(st);
+    if (!settle_item(*it)) return;
+    host_.fail_item(st, it->m, err);
+    pass_on(*it, w);
+}
+
+void timed_node::pass_on(timed_item& it, const shard_writer& w) {
+    gateway& gw = *it.gw;
+    host_.pass_on(st_, it.m, gw, w);
+    if (!st_.io) {
+        // A compute stage's slot is free: start the next waiting item.
+        if (auto next = slots_.leave()) launch_attempt(std::move(*next), 1, 0.0);
+    }
     gw.release_wait();
 }
 
-bool pipeline_runtime::timed_settle(timed_item& it) {
+bool timed_node::settle_item(timed_item& it) {
     if (it.settled.exchange(true)) return false;
-    stage_runtime& st = *it.st;
-    std::lock_guard lock(st.slots.mutex);
+    std::lock_guard lock(mutex_);
     if (it.listed) {
-        st.slots.timed_items.erase(it.where);
+        items_.erase(it.where);
         it.listed = false;
     }
     // Attempts still running (expired ones) learn that their item has moved on.
@@ -222,29 +219,21 @@ bool pipeline_runtime::timed_settle(timed_item& it) {
     return true;
 }
 
-void pipeline_runtime::timed_slot_free(stage_runtime& st) {
-    if (auto next = st.slots.timed.leave()) timed_launch(std::move(*next), 1, 0.0);
-}
-
-void pipeline_runtime::expire_timeouts() {
-    const auto now = clock::now();
-    for (auto& st : stages_) {
-        if (st.deadlines) st.deadlines->expire(now);
+void timed_node::let_go() noexcept {
+    std::vector<std::shared_ptr<timed_item>> items;
+    {
+        std::lock_guard lock(mutex_);
+        items.assign(items_.begin(), items_.end());
+    }
+    for (auto& it : items) {
+        if (settle_item(*it)) it->gw->release_wait();
     }
 }
 
-void pipeline_runtime::release_timed_items() noexcept {
-    for (auto& st : stages_) {
-        if (!st.deadlines) continue;
-        std::vector<std::shared_ptr<timed_item>> items;
-        {
-            std::lock_guard lock(st.slots.mutex);
-            items.assign(st.slots.timed_items.begin(), st.slots.timed_items.end());
-        }
-        for (auto& it : items) {
-            if (timed_settle(*it)) it->gw->release_wait();
-        }
-    }
+void timed_node::forget_epoch() noexcept {
+    slots_.clear();
+    const std::lock_guard lock(mutex_);
+    items_.clear();
 }
 
 }  // namespace ferry::detail

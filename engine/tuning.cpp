@@ -4,8 +4,8 @@
 /// what the interval did (each tuned stage's call time, the items the consumer took and how long
 /// it waited, the share of samples the pipeline was full, the CPU time of every thread but the
 /// consumer's time outside next()), hands that to `tuner_policy` and applies its decisions:
-/// stage limits (tuned_stage.cpp), the arena's working threads (arena_threads.cpp) and
-/// `in_flight`.
+/// stage limits (`gated_node::set_limit`, call_nodes.hpp), the arena's working threads
+/// (arena_threads.cpp) and `in_flight`.
 
 #include "tuning.hpp"
 
@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "call_nodes.hpp"
 #include "runtime.hpp"
 
 namespace ferry::detail {
@@ -20,35 +21,6 @@ namespace {
 
 std::int64_t process_cpu_ns() noexcept {
     return cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-}
-
-/// What holds the `need` source items the pipeline's shape holds at once (plan.cpp's
-/// min_in_flight walks the stages the same way), for the memory budget's error.
-std::string tuning_shape_holds(const std::list<stage_runtime>& stages, std::size_t need) {
-    std::size_t scale = 1;
-    std::vector<std::size_t> scales;
-    const auto per = [&] {
-        return scale > 1 ? " of " + std::to_string(scale) + " source items each" : std::string();
-    };
-    for (const auto& st : stages) {
-        const std::size_t n = st.spec.batch_size * scale;
-        if (st.spec.kind == stage_kind::batch_by && n == need) {
-            return "batch_by '" + st.name + "' holds a window of " +
-                   std::to_string(st.spec.batch_size) + " elements" + per();
-        }
-        if (st.spec.kind == stage_kind::batch) {
-            if (n == need) {
-                return "batch '" + st.name + "' fills batches of " +
-                       std::to_string(st.spec.batch_size) + " elements" + per();
-            }
-            scales.push_back(scale);
-            scale = n;
-        } else if (st.spec.kind == stage_kind::unbatch && !scales.empty()) {
-            scale = scales.back();
-            scales.pop_back();
-        }
-    }
-    return "";
 }
 
 /// A stage's call time so far, in ticks: the calls that ended and the ones running now.
@@ -73,10 +45,9 @@ void pipeline_runtime::make_tuner() {
         // The policy measures the tuned stages and the untuned map-like ones without a timeout
         // (a bound on what a move can gain); map_async calls hold no arena thread either: an
         // I/O stage to the policy.
-        const bool map_like = st.applies || st.spec.kind == stage_kind::map_async;
         if (st.tuned) {
             ranges.push_back({st.name, st.own_slots, st.tuned_lo, st.tuned_hi, st.concurrency});
-        } else if (map_like && st.spec.options.timeout.count() == 0) {
+        } else if (st.tunable && st.spec.options.timeout.count() == 0) {
             ranges.push_back(
                 {st.name, st.own_slots, st.concurrency, st.concurrency, st.concurrency, false});
         } else {
@@ -89,7 +60,7 @@ void pipeline_runtime::make_tuner() {
     budget.threads = plan_.threads;
     budget.memory_bytes = plan_.memory_budget;
     budget.min_in_flight = plan_.first_output_items;
-    budget.min_in_flight_by = tuning_shape_holds(stages_, plan_.first_output_items);
+    budget.min_in_flight_by = plan_.first_output_holds;
     budget.max_in_flight = plan_.in_flight;
     tuner_ = std::make_unique<tuner_state>(std::move(ranges), std::move(budget));
     tuner_->stages = std::move(measured);
@@ -211,7 +182,7 @@ void pipeline_runtime::tune() {
     for (std::size_t i = 0; i < t.stages.size(); ++i) {
         const int limit = t.policy.limits()[i];
         if (t.stages[i]->tuned && limit != t.stages[i]->limit()) {
-            set_limit(*t.stages[i], limit);
+            t.stages[i]->gate->set_limit(limit);  // a raised one starts queued calls now
         }
     }
     const bool moved = std::any_of(made.begin(), made.end(),

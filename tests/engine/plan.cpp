@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <ferry/error.hpp>
 #include <string>
 #include <thread>
@@ -65,8 +66,8 @@ BOOST_AUTO_TEST_CASE(names_stages_by_kind_and_position) {
     BOOST_TEST(p.stages[1].kind == "filter");
     BOOST_TEST(p.stages[2].name == "batch#3");
     BOOST_TEST(p.stages[2].concurrency == 1);
-    BOOST_TEST(p.stages[2].renumbers());
-    BOOST_TEST(!p.stages[0].renumbers());
+    BOOST_TEST(p.stages[2].renumbers);
+    BOOST_TEST(!p.stages[0].renumbers);
 }
 
 // The default thread count leaves half the machine to the trainer; the default in_flight keeps
@@ -136,6 +137,79 @@ BOOST_AUTO_TEST_CASE(refuses_options_that_cannot_work_and_says_which) {
     BOOST_TEST(rejection(std::move(small), {.in_flight = 15}) ==
                "in_flight = 15 is too small: the batch stages need at least 16 source items in "
                "flight");
+}
+
+// What each kind means at run time is decided here, so that the runtime reads flags rather than
+// asking the kind: renumbering, what the tuner may move and measure, calls that run apart.
+BOOST_AUTO_TEST_CASE(says_what_each_kind_means_at_run_time) {
+    auto spec = with_source();
+    spec.stages.push_back(stage(stage_kind::map));
+    spec.stages.push_back(stage(stage_kind::filter, {.timeout = std::chrono::milliseconds(50)}));
+    spec.stages.push_back(stage(stage_kind::flat_map));
+    spec.stages.push_back(stage(stage_kind::map_async, {.timeout = std::chrono::milliseconds(50)}));
+    spec.stages.push_back(stage(stage_kind::batch, {}, 2));
+    spec.stages.push_back(stage(stage_kind::unbatch));
+    spec.stages.push_back(stage(stage_kind::batch_by, {}, 4));
+    const auto p = make_plan(std::move(spec), {.threads = 1});
+    BOOST_REQUIRE_EQUAL(p.stages.size(), 7u);
+    const auto flags = [&](std::size_t i) {
+        const auto& st = p.stages[i];
+        return std::string(st.renumbers ? "R" : "-") + (st.tunable ? "T" : "-") +
+               (st.timed ? "W" : "-") + (st.expands ? "E" : "-") + (st.applies ? "A" : "-");
+    };
+    BOOST_TEST(flags(0) == "-T--A");  // map
+    BOOST_TEST(flags(1) == "-TW-A");  // filter with a timeout: its calls run apart
+    BOOST_TEST(flags(2) == "RT-EA");  // flat_map
+    BOOST_TEST(flags(3) == "-T---");  // map_async: a timeout arms its sink, no timed call
+    BOOST_TEST(flags(4) == "R----");  // batch
+    BOOST_TEST(flags(5) == "R--E-");  // unbatch
+    BOOST_TEST(flags(6) == "R--E-");  // batch_by
+}
+
+// batch_by's batches list their items' positions (for an elastic resume's window) only where
+// those are source positions: it is the first stage to renumber, and the output keeps order.
+BOOST_AUTO_TEST_CASE(a_window_lists_its_items_only_where_they_are_source_positions) {
+    auto first = with_source();
+    first.stages.push_back(stage(stage_kind::map));
+    first.stages.push_back(stage(stage_kind::batch_by, {}, 4));
+    const auto p1 = make_plan(std::move(first), {.threads = 1});
+    BOOST_TEST(p1.stages[1].lists_window);
+    BOOST_TEST(!p1.stages[0].lists_window);
+
+    auto after_batch = with_source();
+    after_batch.stages.push_back(stage(stage_kind::batch, {}, 2));
+    after_batch.stages.push_back(stage(stage_kind::batch_by, {}, 4));
+    const auto p2 = make_plan(std::move(after_batch), {.threads = 1});
+    BOOST_TEST(!p2.stages[1].lists_window);
+
+    auto unordered = with_source();
+    unordered.stages.push_back(stage(stage_kind::batch_by, {}, 4));
+    const auto p3 = make_plan(std::move(unordered), {.threads = 1, .ordered = false});
+    BOOST_TEST(!p3.stages[0].lists_window);
+}
+
+// A memory budget too small for the pipeline's shape is refused naming the stage that holds the
+// first output's items, and how many each of its elements stands for.
+BOOST_AUTO_TEST_CASE(names_the_stage_that_holds_the_first_output) {
+    auto one = with_source();
+    one.stages.push_back(stage(stage_kind::batch, {.name = "b"}, 4));
+    BOOST_TEST(make_plan(std::move(one), {.threads = 1}).first_output_holds ==
+               "batch 'b' fills batches of 4 elements");
+
+    auto nested = with_source();
+    nested.stages.push_back(stage(stage_kind::batch, {}, 4));
+    nested.stages.push_back(stage(stage_kind::batch, {.name = "outer"}, 8));
+    BOOST_TEST(make_plan(std::move(nested), {.threads = 1}).first_output_holds ==
+               "batch 'outer' fills batches of 8 elements of 4 source items each");
+
+    auto window = with_source();
+    window.stages.push_back(stage(stage_kind::batch_by, {.name = "w"}, 16));
+    BOOST_TEST(make_plan(std::move(window), {.threads = 1}).first_output_holds ==
+               "batch_by 'w' holds a window of 16 elements");
+
+    auto plain = with_source();
+    plain.stages.push_back(stage(stage_kind::map));
+    BOOST_TEST(make_plan(std::move(plain), {.threads = 1}).first_output_holds == "");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
