@@ -9,8 +9,9 @@
 ///  * map / filter / flat_map run in `function_node`s (concurrency n) on the pipeline's arena, or
 ///    in an `async_node` fed to the stage's own I/O threads (`executor = io`); map_async uses an
 ///    `async_node` whose calls complete through callbacks or the monitor's future poller.
-///  * batch, the expansion after flat_map, unbatch and the output are serial renumbering nodes: a
-///    `sequencer` restores source order (unless unordered), then they start a new sequence space.
+///  * batch, batch_by, the expansion after flat_map, unbatch and the output are serial
+///    renumbering nodes: a `sequencer` restores source order (unless unordered), then they start
+///    a new sequence space.
 ///  * Every message is a pooled `box*`. Filtered and skipped items keep flowing as gaps so that
 ///    sequencers never wait for a number that will not come; every message the source emits
 ///    carries one credit (admission.hpp), so at most `in_flight` source items are ever inside the
@@ -22,18 +23,27 @@
 ///   plan.cpp        options -> validated plan, and what each stage kind means at run time
 ///   runtime.cpp     construction, epochs (making and dropping the epoch_run), stop, abort,
 ///                   state(), destruction
-///   graph.cpp       the flow graph: the only file that makes `flow::` nodes
+///   graph.cpp       the flow graph: the only file that makes `flow::` nodes, and each stage's
+///                   node state (make_nodes); with plan.cpp and invoke.hpp the only files that
+///                   ask a stage's kind
 ///   source.cpp      source_driver::pull: a credit, a box, the epoch's cursor
 ///   invoke.hpp      calling a map / filter / flat_map by its kind, on every executor
 ///   stage.cpp       a stage's call: apply, retry, what any call came to (finish_call), failures
 ///                   (fail_item), filtered gaps
-///   renumber.cpp    batch, unbatch and flat_map expansion behind a sequencer
-///   async_stage.cpp map_async: its gate, completions, the sink
-///   timed_stage.cpp stages with a timeout: calls apart from their boxes, the watchdog's expiry
 ///   consumer.cpp    next(); consumer_side's wait on the hand-off (the adaptive spin)
 ///   resume.cpp      resume_state: taking a pipeline_state, checking it, opening a resumed epoch,
 ///                   the state now
 ///   monitor.cpp     the monitor's tick: the watchdog, sampling, reports; stats()
+///   tuning.cpp      the tuner's intervals and what it moves
+/// runtime.cpp, graph.cpp, stage.cpp, consumer.cpp, monitor.cpp and tuning.cpp define
+/// pipeline_runtime's own methods, and no other file does. Each stage kind's state and body is a
+/// node of its own (stage_runtime.hpp's `stage_node`), which reaches the runtime through a
+/// `stage_host` (stage_host.hpp) only:
+///   renumber_node.hpp  batch, unbatch, flat_map's expansion (renumber.cpp), batch_by's window
+///                      (cost_batch.cpp)
+///   route_node.hpp     route (route.cpp) and a rejoining route's join (rejoin.cpp)
+///   call_nodes.hpp     tuned stages (tuned_stage.cpp), map_async (async_stage.cpp), stages with
+///                      a timeout (timed_stage.cpp)
 /// The parts the runtime composes, each with its own state and lock, none including flow_graph.h,
 /// each a class whose fields only its own methods write:
 ///   epoch_control.hpp, source_driver.hpp, consumer_side.hpp, resume_state.hpp, and the epoch's
@@ -43,10 +53,10 @@
 ///   timed_stage.cpp and tuned_stage.cpp; and one helper each:
 ///   admission.hpp, ledger.hpp, trace.*, call_ranges.* (NVTX), io_pool.*, worker_budget.*,
 ///   failure_log.*, quarantine_writer.*, input_label.hpp, deadlines.hpp, sequencer.hpp,
-///   handoff.hpp, stage_runtime.hpp (what one stage holds at run time), call_gate.hpp (the slots
-///   of map_async, tuned and timed stages), call_hook.hpp
-///   (the bookkeeping around every user call), attempts.hpp (the retry guard); flow.hpp's
-///   `launch` starts every call on a stage's I/O threads or the arena.
+///   handoff.hpp, stage_runtime.hpp (what every stage holds at run time), call_gate.hpp (the
+///   slots of the call nodes), call_hook.hpp (the bookkeeping around every user call),
+///   attempts.hpp (the retry guard); flow.hpp's `launch` starts every call on a stage's I/O
+///   threads or the arena.
 #pragma once
 
 #include <algorithm>
