@@ -21,6 +21,7 @@
 namespace ferry::detail {
 
 struct stage_runtime;
+class gated_node;  // call_nodes.hpp
 
 /// A stage kind's own state at run time, beside what every stage has (`stage_runtime`): a
 /// renumbering node's (renumber_node.hpp), a route's (route_node.hpp), or the gate of a tuned,
@@ -44,8 +45,6 @@ class stage_node {
     virtual void expire(std::chrono::steady_clock::time_point /*now*/) {}
     /// Whether the watchdog has deadlines to watch here (the monitor then ticks between epochs).
     [[nodiscard]] virtual bool watched() const noexcept { return false; }
-    /// Calls waiting for a slot inside the node (the monitor's queue in front of the stage).
-    [[nodiscard]] virtual std::size_t waiting() const { return 0; }
 };
 
 /// Where a stage's input comes from: what the monitor counts as sent toward it (monitor.cpp).
@@ -97,9 +96,10 @@ struct stage_runtime : stage_plan {
     /// flat_map: the renumbering node its outputs go out through (renumber_node.hpp).
     std::unique_ptr<stage_node> expansion;
     /// A tuned or map_async stage: `node`'s gate, whose limit the tuner moves (call_nodes.hpp).
-    class gated_node* gate = nullptr;
+    gated_node* gate = nullptr;
 
-    /// The calls it may run at once now: a tuned stage's moves (the tuner's set_limit).
+    /// The calls it may run at once now: a tuned stage's moves (the tuner's set_limit). Defined
+    /// in call_nodes.hpp, with the gate.
     [[nodiscard]] int limit() const noexcept;
     /// Its nodes, each asked alike (an epoch forgotten, the watchdog, an abort).
     template <class F>
