@@ -34,28 +34,8 @@ constexpr int length = 90;  ///< frames per file: three GOPs of 30
 constexpr int per_clip = 8;
 constexpr int stride = 2;  ///< a clip spans 15 frames
 
-struct coded {
-    std::string name;
-    std::string ext;
-    std::string codec;  ///< ffmpeg's output options for the video
-    /// Every packet has a presentation time, so a decoder may start at any keyframe; false:
-    /// frames are counted by decoding, and a pass decodes from the window's first packet.
-    bool timed = true;
-};
-
-const std::vector<coded> files{
-    {"mp4/h264, B-pyramid", ".mp4",
-     "-c:v libx264 -preset veryfast -bf 3 -x264-params b-pyramid=2 -g 30 -pix_fmt yuv420p"},
-    {"mkv/h264, open GOPs", ".mkv",
-     "-c:v libx264 -preset veryfast -bf 3 -x264-params "
-     "b-pyramid=2:open-gop=1:keyint=30:scenecut=0:b-adapt=0 -pix_fmt yuv420p"},
-    {"mp4/hevc, B-pyramid", ".mp4",
-     "-c:v libx265 -preset veryfast -x265-params log-level=none:bframes=3:b-pyramid=1 -g 30 "
-     "-pix_fmt yuv420p"},
-    {"mp4/mpeg4, B-frames", ".mp4", "-c:v mpeg4 -q:v 4 -bf 2 -g 30"},
-    {"webm/vp9", ".webm", "-c:v libvpx-vp9 -b:v 300k -g 30 -deadline realtime -cpu-used 8"},
-    {"avi/mpeg4, B-frames (dts only)", ".avi", "-c:v mpeg4 -q:v 4 -bf 2 -g 30", false},
-};
+/// The files: the B-frame matrix with a keyframe every 30 frames.
+const std::vector<video_test::coded_file> files = video_test::b_frame_matrix(30);
 
 std::filesystem::path file_of(std::size_t i) {
     return video_test::scratch("clips" + std::to_string(i) + files[i].ext);

@@ -41,27 +41,8 @@ constexpr int stride = 2;  ///< a clip spans 15 frames
 constexpr int batch_clips = 4;
 constexpr int items = 6;  ///< items (copies of one file) per pipeline
 
-struct coded {
-    std::string name;
-    std::string ext;
-    std::string codec;  ///< ffmpeg's output options for the video
-    /// Every packet has a presentation time; false: frames are counted by decoding.
-    bool timed = true;
-};
-
-const std::vector<coded> files{
-    {"mp4/h264, B-pyramid", ".mp4",
-     "-c:v libx264 -preset veryfast -bf 3 -x264-params b-pyramid=2 -g 15 -pix_fmt yuv420p"},
-    {"mkv/h264, open GOPs", ".mkv",
-     "-c:v libx264 -preset veryfast -bf 3 -x264-params "
-     "b-pyramid=2:open-gop=1:keyint=15:scenecut=0:b-adapt=0 -pix_fmt yuv420p"},
-    {"mp4/hevc, B-pyramid", ".mp4",
-     "-c:v libx265 -preset veryfast -x265-params log-level=none:bframes=3:b-pyramid=1 -g 15 "
-     "-pix_fmt yuv420p"},
-    {"webm/vp9", ".webm", "-c:v libvpx-vp9 -b:v 300k -g 15 -deadline realtime -cpu-used 8"},
-    {"mp4/mpeg4, B-frames", ".mp4", "-c:v mpeg4 -q:v 4 -bf 2 -g 15"},
-    {"avi/mpeg4, B-frames (dts only)", ".avi", "-c:v mpeg4 -q:v 4 -bf 2 -g 15", false},
-};
+/// The files: the B-frame matrix with a keyframe every 15 frames.
+const std::vector<video_test::coded_file> files = video_test::b_frame_matrix(15);
 
 std::filesystem::path file_of(std::size_t i) {
     return video_test::scratch("snapped" + std::to_string(i) + files[i].ext);

@@ -70,6 +70,25 @@ std::filesystem::path scratch(const std::string& name) {
     return dir() / name;
 }
 
+std::vector<coded_file> b_frame_matrix(int gop) {
+    const std::string g = std::to_string(gop);
+    return {
+        {"mp4/h264, B-pyramid", ".mp4",
+         "-c:v libx264 -preset veryfast -bf 3 -x264-params b-pyramid=2 -g " + g +
+             " -pix_fmt yuv420p"},
+        {"mkv/h264, open GOPs", ".mkv",
+         "-c:v libx264 -preset veryfast -bf 3 -x264-params b-pyramid=2:open-gop=1:keyint=" + g +
+             ":scenecut=0:b-adapt=0 -pix_fmt yuv420p"},
+        {"mp4/hevc, B-pyramid", ".mp4",
+         "-c:v libx265 -preset veryfast -x265-params log-level=none:bframes=3:b-pyramid=1 -g " + g +
+             " -pix_fmt yuv420p"},
+        {"mp4/mpeg4, B-frames", ".mp4", "-c:v mpeg4 -q:v 4 -bf 2 -g " + g},
+        {"webm/vp9", ".webm",
+         "-c:v libvpx-vp9 -b:v 300k -g " + g + " -deadline realtime -cpu-used 8"},
+        {"avi/mpeg4, B-frames (dts only)", ".avi", "-c:v mpeg4 -q:v 4 -bf 2 -g " + g, false},
+    };
+}
+
 void run_all(const std::vector<std::string>& commands) {
     // Each batch gets its own script and failure list, so that one batch's failures are never
     // read as another's.

@@ -30,6 +30,21 @@ struct video_spec {
     std::string extra{};      ///< more ffmpeg output options, e.g. "-movflags +faststart"
 };
 
+/// A file of the B-frame matrix that the clip tests run on: how the `ffmpeg` CLI encodes it.
+struct coded_file {
+    std::string name;
+    std::string ext;    ///< the container, by extension
+    std::string codec;  ///< ffmpeg's output options for the video
+    /// Every packet has a presentation time, so a decoder may start at any keyframe; false:
+    /// frames are counted by decoding, and a pass decodes from the window's first packet.
+    bool timed = true;
+};
+
+/// The B-frame matrix with a keyframe every `gop` frames: H.264 with a B-pyramid (MP4), H.264
+/// with a B-pyramid and open GOPs (Matroska), HEVC with a B-pyramid, MPEG-4 Part 2 with
+/// B-frames (MP4), VP9 (WebM), and MPEG-4 with B-frames in AVI (decode times only).
+std::vector<coded_file> b_frame_matrix(int gop);
+
 /// The file for `spec`, generated once per test run (cached by its settings) in a temporary
 /// directory removed at exit. Fails the test when ffmpeg fails.
 std::filesystem::path video_file(const video_spec& spec);
