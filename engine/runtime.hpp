@@ -374,6 +374,9 @@ inline const std::atomic<bool>& stage_host::aborting_flag() const noexcept {
 inline item_info stage_host::item_of(const box& m) const {
     return rt_->item_of(m);
 }
+inline int stage_host::threads_now() const noexcept {
+    return rt_->threads_now_.load(std::memory_order_relaxed);
+}
 inline void stage_host::run_stage(stage_runtime& st, msg m, const shard_writer& w) {
     rt_->run_stage(st, m, w);
 }

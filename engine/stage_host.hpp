@@ -43,6 +43,8 @@ class stage_host {
     [[nodiscard]] inline const std::atomic<bool>& aborting_flag() const noexcept;
     /// The `item_info` of `m` for a stage that asks for it (the current epoch's).
     [[nodiscard]] inline item_info item_of(const box& m) const;
+    /// The threads the pipeline works with now (a call's `call_share` divides them).
+    [[nodiscard]] inline int threads_now() const noexcept;
 
     // What a call comes to.
     /// A map / filter / flat_map stage's work on `m` (pipeline_runtime::run_stage).

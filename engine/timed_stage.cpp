@@ -145,6 +145,7 @@ void timed_node::run(const std::shared_ptr<timed_item>& it, int attempt, double 
             try {
                 const call_scope scope(&host_.stopping_flag(), &host_.aborting_flag(), &at->give_up,
                                        &st.counters.truncated, &st.counters.named);
+                const call_share share(host_.threads_now(), st.concurrency);
                 const item_scope item(it->info ? &*it->info : nullptr);
                 r.keep = invoke(st, it->input, r.out, r.children, consume);
             } catch (...) {

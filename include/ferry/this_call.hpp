@@ -54,9 +54,9 @@ FERRY_API void note_truncated() noexcept;
 FERRY_API void count(std::string_view name, std::uint64_t n = 1) noexcept;
 
 /// The running call's share of its pipeline's threads: the threads the pipeline works with now
-/// divided by its stage's concurrency, at least 1; 0 outside a map, filter or flat_map call
-/// (and in a call with a `timeout`). An op that can use threads of its own takes this many, so
-/// that a stage with fewer calls at once than the pipeline has threads still uses them: ferry's
+/// divided by its stage's concurrency, at least 1, on any executor and with a `timeout`; 0
+/// outside a map, filter or flat_map call. An op that can use threads of its own takes this many,
+/// so that a stage with fewer calls at once than the pipeline has threads still uses them: ferry's
 /// video decoder does (`video_decode_options::threads = 0`).
 [[nodiscard]] FERRY_API int cpu_share() noexcept;
 

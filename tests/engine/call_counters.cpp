@@ -2,7 +2,8 @@
 /// \file
 /// What a stage's calls count about themselves: results reported truncated
 /// (`this_call::note_truncated`) and counters by name (`this_call::count`), in `stage_stats` and
-/// on the stage's line of the printed stats.
+/// on the stage's line of the printed stats; and the share of the pipeline's threads a call may
+/// use (`this_call::cpu_share`).
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <future>
@@ -93,6 +94,32 @@ BOOST_AUTO_TEST_CASE(named_counts_are_summed_per_stage_and_printed) {
     BOOST_TEST(text.str().find("tens 20") != std::string::npos, text.str());
     BOOST_TEST(text.str().find("outside") == std::string::npos, text.str());
     BOOST_TEST(text.str().find("stage 'map#5'") == std::string::npos, text.str());
+}
+
+// A call's share of the pipeline's threads (this_call::cpu_share, what video decoders take as
+// their thread count) is the threads over the stage's concurrency, whatever runs the call: the
+// arena, the I/O threads, or either with a timeout; outside a call it is 0.
+BOOST_AUTO_TEST_CASE(a_call_gets_its_share_of_the_threads_with_every_executor) {
+    BOOST_TEST(ferry::this_call::cpu_share() == 0);
+    const auto share = [](int) { return ferry::this_call::cpu_share(); };
+    const auto timeout = std::chrono::seconds(30);
+    const std::vector<std::pair<std::string, ferry::stage_options>> stages{
+        {"arena, concurrency 1", {.concurrency = 1}},
+        {"arena, concurrency 2", {.concurrency = 2}},
+        {"I/O, concurrency 1", {.concurrency = 1, .executor = ferry::io}},
+        {"arena, concurrency 1, timeout", {.concurrency = 1, .timeout = timeout}},
+        {"arena, concurrency 2, timeout", {.concurrency = 2, .timeout = timeout}},
+        {"I/O, concurrency 1, timeout",
+         {.concurrency = 1, .executor = ferry::io, .timeout = timeout}},
+    };
+    const std::vector<int> want{2, 1, 2, 2, 1, 2};
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+        BOOST_TEST_CONTEXT(stages[i].first) {
+            auto p = ferry::from(iota(8)).map(share, stages[i].second).build({.threads = 2});
+            const auto got = drain(p);
+            BOOST_TEST(got == std::vector<int>(8, want[i]), boost::test_tools::per_element());
+        }
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
