@@ -74,7 +74,7 @@ struct route_sends {
 };
 
 /// Everything one stage needs at run time: what every stage has (its plan, counters, failure
-/// budget, feed), and its kind's own state in `node` and `renum`, made by graph.cpp. A map or
+/// budget, feed), and its kind's own state in `node` and `expansion`, made by graph.cpp. A map or
 /// filter stage called in the graph's node has neither.
 struct stage_runtime : stage_plan {
     explicit stage_runtime(stage_plan p) : stage_plan(std::move(p)), budget(spec.options) {}
