@@ -80,7 +80,7 @@ class FERRY_API call_counters {
 
 /// Set by the engine around each stage call: the flags whose being set means "give up" (the
 /// pipeline stopping, the epoch being abandoned, and for a call with a timeout its own flag).
-/// Restores the outer scope's flags at its end.
+/// Restores the outer scope's flags at its end. Neither copied nor moved: the thread points at it.
 class FERRY_API call_scope {
   public:
     /// `truncated`: the stage's counter for `this_call::note_truncated()`, `counters` its
@@ -94,11 +94,18 @@ class FERRY_API call_scope {
     call_scope& operator=(const call_scope&) = delete;
 
   private:
-    const std::atomic<bool>* previous_stopping_;
-    const std::atomic<bool>* previous_aborting_;
-    const std::atomic<bool>* previous_own_;
-    std::atomic<std::uint64_t>* previous_truncated_;
-    call_counters* previous_counters_;
+    friend bool this_call::stop_requested() noexcept;
+    friend void this_call::note_truncated() noexcept;
+    friend void this_call::count(std::string_view, std::uint64_t) noexcept;
+
+    // The scope itself holds the call's flags; a thread-local points at the innermost scope, so
+    // entering and leaving a call saves and restores one pointer (not five).
+    const std::atomic<bool>* stopping_;
+    const std::atomic<bool>* aborting_;
+    const std::atomic<bool>* own_;
+    std::atomic<std::uint64_t>* truncated_;
+    call_counters* counters_;
+    const call_scope* outer_;  ///< the scope this one hides (null: none)
 };
 
 /// Set by the engine around a stage's call, beside `call_scope`: what `this_call::cpu_share()`

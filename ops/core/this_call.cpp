@@ -8,12 +8,8 @@
 namespace ferry {
 namespace {
 
-// The engine's flags for the call running on this thread (null outside a call).
-thread_local const std::atomic<bool>* call_stopping = nullptr;
-thread_local const std::atomic<bool>* call_aborting = nullptr;
-thread_local const std::atomic<bool>* call_own = nullptr;
-thread_local std::atomic<std::uint64_t>* call_truncated = nullptr;
-thread_local detail::call_counters* call_counted = nullptr;
+// The innermost stage call running on this thread (null outside a call): its flags and counters.
+thread_local const detail::call_scope* current_call = nullptr;
 thread_local int call_cpu_share = 0;
 
 bool set(const std::atomic<bool>* flag) noexcept {
@@ -23,15 +19,20 @@ bool set(const std::atomic<bool>* flag) noexcept {
 }  // namespace
 
 bool this_call::stop_requested() noexcept {
-    return set(call_stopping) || set(call_aborting) || set(call_own);
+    const auto* c = current_call;
+    return c != nullptr && (set(c->stopping_) || set(c->aborting_) || set(c->own_));
 }
 
 void this_call::note_truncated() noexcept {
-    if (call_truncated != nullptr) call_truncated->fetch_add(1, std::memory_order_relaxed);
+    const auto* c = current_call;
+    if (c != nullptr && c->truncated_ != nullptr) {
+        c->truncated_->fetch_add(1, std::memory_order_relaxed);
+    }
 }
 
 void this_call::count(std::string_view name, std::uint64_t n) noexcept {
-    if (call_counted != nullptr) call_counted->add(name, n);
+    const auto* c = current_call;
+    if (c != nullptr && c->counters_ != nullptr) c->counters_->add(name, n);
 }
 
 int this_call::cpu_share() noexcept {
@@ -68,24 +69,17 @@ std::vector<std::pair<std::string, std::uint64_t>> detail::call_counters::snapsh
 detail::call_scope::call_scope(const std::atomic<bool>* stopping, const std::atomic<bool>* aborting,
                                const std::atomic<bool>* own, std::atomic<std::uint64_t>* truncated,
                                call_counters* counters) noexcept
-    : previous_stopping_(call_stopping),
-      previous_aborting_(call_aborting),
-      previous_own_(call_own),
-      previous_truncated_(call_truncated),
-      previous_counters_(call_counted) {
-    call_stopping = stopping;
-    call_aborting = aborting;
-    call_own = own;
-    call_truncated = truncated;
-    call_counted = counters;
+    : stopping_(stopping),
+      aborting_(aborting),
+      own_(own),
+      truncated_(truncated),
+      counters_(counters),
+      outer_(current_call) {
+    current_call = this;
 }
 
 detail::call_scope::~call_scope() {
-    call_stopping = previous_stopping_;
-    call_aborting = previous_aborting_;
-    call_own = previous_own_;
-    call_truncated = previous_truncated_;
-    call_counted = previous_counters_;
+    current_call = outer_;
 }
 
 }  // namespace ferry
