@@ -38,37 +38,20 @@ constexpr int stride = 2;  ///< a clip spans 15 frames
 const std::vector<video_test::coded_file> files = video_test::b_frame_matrix(30);
 
 std::filesystem::path file_of(std::size_t i) {
-    return video_test::scratch("clips" + std::to_string(i) + files[i].ext);
+    return video_test::matrix_file("clips", i, files);
 }
 
 /// The `ffmpeg` CLI's frames of file `i` (rgb24, every frame in presentation order).
 std::filesystem::path rgb_of(std::size_t i) {
-    return video_test::scratch("clips" + std::to_string(i) + ".rgb");
+    return video_test::matrix_rgb("clips", i);
 }
 
-/// Makes every file once per run: 90 frames of `testsrc2` at 64x48, 25 fps, and the CLI's frames
-/// of each, the reference that does not go through ferry.
+/// Makes every file once per run (video_test::make_matrix).
 void make_all() {
     static bool done = false;
     if (done) return;
     done = true;
-    std::vector<std::string> encode;
-    for (std::size_t i = 0; i < files.size(); ++i) {
-        encode.push_back(
-            "ffmpeg -hide_banner -loglevel error -nostdin -y -f lavfi -i "
-            "testsrc2=size=64x48:rate=25 "
-            "-frames:v " +
-            std::to_string(length) + " " + files[i].codec + " " + file_of(i).string());
-    }
-    video_test::run_all(encode);
-    std::vector<std::string> decode;
-    for (std::size_t i = 0; i < files.size(); ++i) {
-        decode.push_back("ffmpeg -hide_banner -loglevel quiet -nostdin -i " + file_of(i).string() +
-                         " -map 0:v:0 -vsync passthrough -sws_flags bilinear -f rawvideo "
-                         "-pix_fmt rgb24 -y " +
-                         rgb_of(i).string());
-    }
-    video_test::run_all(decode);
+    video_test::make_matrix("clips", files, length);
 }
 
 /// What a stage named "decode" delivered and counted for one `load_video(path, options)`.

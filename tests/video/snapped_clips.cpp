@@ -45,41 +45,25 @@ constexpr int items = 6;  ///< items (copies of one file) per pipeline
 const std::vector<video_test::coded_file> files = video_test::b_frame_matrix(15);
 
 std::filesystem::path file_of(std::size_t i) {
-    return video_test::scratch("snapped" + std::to_string(i) + files[i].ext);
+    return video_test::matrix_file("snapped", i, files);
 }
 std::filesystem::path rgb_of(std::size_t i) {
-    return video_test::scratch("snapped" + std::to_string(i) + ".rgb");
+    return video_test::matrix_rgb("snapped", i);
 }
 std::filesystem::path keys_of(std::size_t i) {
     return video_test::scratch("snapped" + std::to_string(i) + ".keys");
 }
 
-/// Makes every file once per run: 90 frames of `testsrc2` at 64x48, 25 fps; the ffmpeg CLI's
-/// frames of each (rgb24, presentation order) and ffprobe's `key_frame` flag of each frame.
+/// Makes every file once per run (video_test::make_matrix), with ffprobe's `key_frame` flag of
+/// each frame.
 void make_all() {
     static bool done = false;
     if (done) return;
     done = true;
-    std::vector<std::string> encode;
-    for (std::size_t i = 0; i < files.size(); ++i) {
-        encode.push_back(
-            "ffmpeg -hide_banner -loglevel error -nostdin -y -f lavfi -i "
-            "testsrc2=size=64x48:rate=25 -frames:v " +
-            std::to_string(length) + " " + files[i].codec + " " + file_of(i).string());
-    }
-    video_test::run_all(encode);
-    std::vector<std::string> decode;
-    for (std::size_t i = 0; i < files.size(); ++i) {
-        decode.push_back("ffmpeg -hide_banner -loglevel quiet -nostdin -i " + file_of(i).string() +
-                         " -map 0:v:0 -vsync passthrough -sws_flags bilinear -f rawvideo "
-                         "-pix_fmt rgb24 -y " +
-                         rgb_of(i).string());
-        decode.push_back(
-            "ffprobe -v quiet -select_streams v:0 -show_entries frame=key_frame -of "
-            "csv=p=0 " +
-            file_of(i).string() + " > " + keys_of(i).string());
-    }
-    video_test::run_all(decode);
+    video_test::make_matrix("snapped", files, length, [](std::size_t i) {
+        return "ffprobe -v quiet -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 " +
+               file_of(i).string() + " > " + keys_of(i).string();
+    });
 }
 
 /// ffprobe's keyframes of file `i`: the index of each frame it decodes with `key_frame` 1.

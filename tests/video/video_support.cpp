@@ -89,6 +89,38 @@ std::vector<coded_file> b_frame_matrix(int gop) {
     };
 }
 
+std::filesystem::path matrix_file(const std::string& prefix, std::size_t i,
+                                  const std::vector<coded_file>& files) {
+    return scratch(prefix + std::to_string(i) + files[i].ext);
+}
+
+std::filesystem::path matrix_rgb(const std::string& prefix, std::size_t i) {
+    return scratch(prefix + std::to_string(i) + ".rgb");
+}
+
+void make_matrix(const std::string& prefix, const std::vector<coded_file>& files, int length,
+                 const std::function<std::string(std::size_t)>& more) {
+    std::vector<std::string> encode;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        encode.push_back(
+            "ffmpeg -hide_banner -loglevel error -nostdin -y -f lavfi -i "
+            "testsrc2=size=64x48:rate=25 -frames:v " +
+            std::to_string(length) + " " + files[i].codec + " " +
+            matrix_file(prefix, i, files).string());
+    }
+    run_all(encode);
+    std::vector<std::string> decode;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        decode.push_back("ffmpeg -hide_banner -loglevel quiet -nostdin -i " +
+                         matrix_file(prefix, i, files).string() +
+                         " -map 0:v:0 -vsync passthrough -sws_flags bilinear -f rawvideo "
+                         "-pix_fmt rgb24 -y " +
+                         matrix_rgb(prefix, i).string());
+        if (more) decode.push_back(more(i));
+    }
+    run_all(decode);
+}
+
 void run_all(const std::vector<std::string>& commands) {
     // Each batch gets its own script and failure list, so that one batch's failures are never
     // read as another's.

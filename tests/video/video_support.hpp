@@ -11,6 +11,7 @@
 #include <ferry/bytes.hpp>
 #include <ferry/video.hpp>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +45,17 @@ struct coded_file {
 /// with a B-pyramid and open GOPs (Matroska), HEVC with a B-pyramid, MPEG-4 Part 2 with
 /// B-frames (MP4), VP9 (WebM), and MPEG-4 with B-frames in AVI (decode times only).
 std::vector<coded_file> b_frame_matrix(int gop);
+
+/// File `i` of a matrix made by `make_matrix` with `prefix`, and the ffmpeg CLI's frames of it.
+std::filesystem::path matrix_file(const std::string& prefix, std::size_t i,
+                                  const std::vector<coded_file>& files);
+std::filesystem::path matrix_rgb(const std::string& prefix, std::size_t i);
+
+/// Makes every file of `files` once: `length` frames of `testsrc2` at 64x48, 25 fps, encoded by
+/// the `ffmpeg` CLI, then the CLI's frames of each (rgb24, presentation order, bilinear), the
+/// reference that does not go through ferry, beside the commands `more(i)` gives for file `i`.
+void make_matrix(const std::string& prefix, const std::vector<coded_file>& files, int length,
+                 const std::function<std::string(std::size_t)>& more = {});
 
 /// The file for `spec`, generated once per test run (cached by its settings) in a temporary
 /// directory removed at exit. Fails the test when ffmpeg fails.
