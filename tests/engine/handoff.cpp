@@ -147,6 +147,20 @@ std::string handoff_report(const stress_result& r, std::uint64_t total) {
     return out.str();
 }
 
+/// Runs `handoff_stress` of 20000 messages through a ring of `capacity` in bursts of up to
+/// `burst_max`, and checks what a user of the hand-off relies on: nothing stalled (no lost
+/// wake-up), every message once and in order, and the sleep path taken (the point of the run).
+void check_stress(std::size_t capacity, int burst_max, std::uint32_t seed) {
+    constexpr std::uint64_t total = 20000;
+    const auto r = handoff_stress(capacity, total, burst_max, seed);
+    BOOST_TEST_MESSAGE(handoff_report(r, total));
+    BOOST_TEST_INFO(handoff_report(r, total));
+    BOOST_TEST(!r.stalled);
+    BOOST_TEST(r.received == total);
+    BOOST_TEST(r.misplaced == 0u);
+    BOOST_TEST(r.sleeps > 0u);
+}
+
 BOOST_AUTO_TEST_SUITE(engine)
 BOOST_AUTO_TEST_SUITE(handoff)
 
@@ -154,28 +168,13 @@ BOOST_AUTO_TEST_SUITE(handoff)
 // pairing of tail_ and sleeping_, now an asymmetric fence) is always woken, and every message
 // arrives once, in order.
 BOOST_AUTO_TEST_CASE(bursts_with_pauses_wake_the_sleeping_consumer_every_time) {
-    constexpr std::uint64_t total = 20000;
-    const auto r = handoff_stress(64, total, 8, 50);
-    BOOST_TEST_MESSAGE(handoff_report(r, total));
-    BOOST_TEST_INFO(handoff_report(r, total));
-    BOOST_TEST(!r.stalled);
-    BOOST_TEST(r.received == total);
-    BOOST_TEST(r.misplaced == 0u);
-    // The run exercised the sleep path, the point of the test.
-    BOOST_TEST(r.sleeps > 0u);
+    check_stress(64, 8, 50);
 }
 
 // Protects the overflow: bursts larger than the ring go through the overflow deque and its own
 // wake-up, and still arrive once, in order, with the ring's messages first.
 BOOST_AUTO_TEST_CASE(bursts_past_the_ring_arrive_in_order_and_wake_the_consumer) {
-    constexpr std::uint64_t total = 20000;
-    const auto r = handoff_stress(4, total, 24, 51);
-    BOOST_TEST_MESSAGE(handoff_report(r, total));
-    BOOST_TEST_INFO(handoff_report(r, total));
-    BOOST_TEST(!r.stalled);
-    BOOST_TEST(r.received == total);
-    BOOST_TEST(r.misplaced == 0u);
-    BOOST_TEST(r.sleeps > 0u);
+    check_stress(4, 24, 51);
 }
 
 // Protects the fast path: where the kernel offers private expedited membarrier, the hand-off uses
