@@ -54,4 +54,16 @@ thrown<E> expect_throw(F&& f, std::string_view context = {}) {
     return {};
 }
 
+/// `expect_throw<E>(f)`, and the message must contain `words`: records a failure naming both
+/// otherwise.
+template <class E, class F>
+thrown<E> expect_throw_saying(F&& f, const std::string& words) {
+    auto e = expect_throw<E>(std::forward<F>(f), "expected one saying '" + words + "'");
+    if (e) {
+        BOOST_TEST(e.what().find(words) != std::string::npos,
+                   "message '" << e.what() << "' lacks '" << words << "'");
+    }
+    return e;
+}
+
 }  // namespace ferry_test

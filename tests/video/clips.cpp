@@ -92,17 +92,6 @@ std::vector<std::uint8_t> clip_bytes(const ferry::video_clip& batch, int c) {
     return {from.data(), from.data() + from.size() * static_cast<std::size_t>(batch.clip_frames())};
 }
 
-/// Runs `f`, which must throw `E` whose message contains `words`.
-template <class E, class F>
-void check_throws(F&& f, const std::string& words) {
-    const auto e =
-        ferry_test::expect_throw<E>(std::forward<F>(f), "expected one saying '" + words + "'");
-    if (e) {
-        BOOST_TEST(e.what().find(words) != std::string::npos,
-                   "message '" << e.what() << "' lacks '" << words << "'");
-    }
-}
-
 /// A batch's clip starts: the window index of each clip's first frame.
 std::vector<std::int64_t> starts_of(const ferry::video_clip& batch) {
     std::vector<std::int64_t> s;
@@ -381,19 +370,19 @@ BOOST_AUTO_TEST_SUITE(bad_input)
 // decode; a start past them names the frame: never fewer clips than asked for.
 BOOST_AUTO_TEST_CASE(a_window_shorter_than_a_clip_is_a_decode_error_naming_the_counts) {
     const auto path = video_test::video_file({.frames = 20, .width = 32, .height = 32, .gop = 10});
-    check_throws<ferry::decode_error>(
+    ferry_test::expect_throw_saying<ferry::decode_error>(
         [&] {
             (void)ferry::ops::load_video(path, {.decode = {.select = ferry::frame_selection::clips(
                                                                2, 16, 2, ferry::item_info{})}});
         },
         "a clip of 16 frames at stride 2 spans 31 frames but the window has 20 frames that decode");
-    check_throws<ferry::decode_error>(
+    ferry_test::expect_throw_saying<ferry::decode_error>(
         [&] {
             (void)ferry::ops::load_video(
                 path, {.decode = {.select = ferry::frame_selection::clips_at({0, 10}, 8, 2)}});
         },
         "frame 20 is selected but the window has 20 frames that decode");
-    check_throws<ferry::decode_error>(
+    ferry_test::expect_throw_saying<ferry::decode_error>(
         [&] {
             (void)ferry::ops::load_video(
                 path, {.decode = {.select = ferry::frame_selection::clips_at({25}, 8, 2)}});
@@ -406,9 +395,10 @@ BOOST_AUTO_TEST_CASE(a_window_shorter_than_a_clip_is_a_decode_error_naming_the_c
 BOOST_AUTO_TEST_CASE(random_clips_without_an_item_are_refused_by_name) {
     const auto path = video_test::video_file({.frames = 20, .width = 32, .height = 32, .gop = 10});
     const ferry::video_options o{.decode = {.select = ferry::frame_selection::clips(2, 4)}};
-    check_throws<ferry::invalid_argument>([&] { (void)ferry::ops::load_video(path, o); },
-                                          "this call has none: call it in a stage whose callable "
-                                          "takes a const ferry::item_info&");
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [&] { (void)ferry::ops::load_video(path, o); },
+        "this call has none: call it in a stage whose callable "
+        "takes a const ferry::item_info&");
     const std::vector<std::filesystem::path> paths{path};
     auto pipe = ferry::from(paths)
                     .map(
@@ -431,16 +421,17 @@ BOOST_AUTO_TEST_CASE(random_clips_without_an_item_are_refused_by_name) {
 // Counts and strides that are not positive, more frames than a clip holds, no starts and negative
 // starts are refused by name.
 BOOST_AUTO_TEST_CASE(bad_clip_arguments_are_invalid_arguments) {
-    check_throws<ferry::invalid_argument>([] { (void)ferry::frame_selection::clips(0, 8, 2); },
-                                          "0 clips of 8 frames at stride 2: each must be positive");
-    check_throws<ferry::invalid_argument>([] { (void)ferry::frame_selection::clips(2, 8, 0); },
-                                          "2 clips of 8 frames at stride 0");
-    check_throws<ferry::invalid_argument>([] { (void)ferry::frame_selection::clips_at({}, 8, 2); },
-                                          "0 clips of 8 frames");
-    check_throws<ferry::invalid_argument>(
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [] { (void)ferry::frame_selection::clips(0, 8, 2); },
+        "0 clips of 8 frames at stride 2: each must be positive");
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [] { (void)ferry::frame_selection::clips(2, 8, 0); }, "2 clips of 8 frames at stride 0");
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [] { (void)ferry::frame_selection::clips_at({}, 8, 2); }, "0 clips of 8 frames");
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
         [] { (void)ferry::frame_selection::clips(1 << 20, 1 << 12, 1); },
         "1048576 clips of 4096 frames are more frames than a video_clip holds");
-    check_throws<ferry::invalid_argument>(
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
         [] {
             (void)ferry::frame_selection::clips_at({3, -1}, 8, 2);
         },

@@ -102,24 +102,6 @@ probed ffprobe(const std::filesystem::path& path) {
     return p;
 }
 
-/// Writes `path`'s bytes into the FIFO `fifo` from a thread (the open waits for the reader) and
-/// closes it, so the reader sees the end.
-std::thread feed_fifo(const std::filesystem::path& path, const std::filesystem::path& fifo) {
-    std::filesystem::remove(fifo);
-    BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    return std::thread([bytes = read_all(path), fifo] {
-        const int fd = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
-        if (fd < 0) return;
-        std::size_t at = 0;
-        while (at < bytes.size()) {
-            const ssize_t n = ::write(fd, bytes.span().data() + at, bytes.size() - at);
-            if (n <= 0) break;
-            at += static_cast<std::size_t>(n);
-        }
-        ::close(fd);
-    });
-}
-
 }  // namespace video_mpeg_ps_test
 
 using namespace video_mpeg_ps_test;
@@ -184,9 +166,9 @@ BOOST_DATA_TEST_CASE(a_clip_at_the_probed_end_is_the_files_last_frames, bdata::m
 BOOST_AUTO_TEST_CASE(through_a_fifo_the_duration_is_unknown) {
     const auto path = ps_file(cases[0]);
     const auto fifo = scratch("ps-probe.fifo");
-    auto writer = feed_fifo(path, fifo);
+    video_test::fifo_feed writer(path, fifo);
     const ferry::video_info info = ferry::ops::probe_video(fifo);
-    writer.join();
+    writer.finish();
     BOOST_TEST(info.duration == 0.0);
     BOOST_TEST(std::string(to_string(info.duration_from)) == "unknown");
     BOOST_TEST(info.frames == 0);
@@ -195,12 +177,11 @@ BOOST_AUTO_TEST_CASE(through_a_fifo_the_duration_is_unknown) {
     BOOST_TEST(info.width == 128);
     BOOST_TEST(info.frame_rate == 25.0);
 
-    writer = feed_fifo(path, fifo);
+    video_test::fifo_feed again(path, fifo);
     const auto clip =
         ferry::ops::load_video(fifo, {.decode = {.select = ferry::frame_selection::clip(8)}});
-    writer.join();
+    again.finish();
     BOOST_TEST(clip.frames() == 8);
-    std::filesystem::remove(fifo);
 }
 
 // Two program streams joined, the second's timestamps before the first's (files cut from

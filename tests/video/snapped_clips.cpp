@@ -154,57 +154,6 @@ void check_against_cli(const ferry::video_clip& b, const std::vector<std::uint8_
     }
 }
 
-/// A FIFO at `fifo` fed `path`'s bytes by a thread (SIGPIPE blocked: a reader that gives up makes
-/// its writes fail instead); `finish()` lets a writer still waiting for a reader go, and joins it.
-class fifo_feed {
-  public:
-    fifo_feed(const std::filesystem::path& path, const std::filesystem::path& fifo) : fifo_(fifo) {
-        std::filesystem::remove(fifo_);
-        BOOST_TEST_REQUIRE(::mkfifo(fifo_.c_str(), 0600) == 0);
-        writer_ = std::thread([bytes = video_test::read_all(path), f = fifo_] {
-            sigset_t pipe_signal;
-            sigemptyset(&pipe_signal);
-            sigaddset(&pipe_signal, SIGPIPE);
-            pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
-            const int fd = ::open(f.c_str(), O_WRONLY | O_CLOEXEC);
-            if (fd < 0) return;
-            std::size_t at = 0;
-            while (at < bytes.size()) {
-                const ssize_t n = ::write(fd, bytes.span().data() + at, bytes.size() - at);
-                if (n <= 0) break;
-                at += static_cast<std::size_t>(n);
-            }
-            ::close(fd);
-        });
-    }
-    void finish() {
-        if (!writer_.joinable()) return;
-        // A reader that never opened the FIFO leaves the writer in open(): one opens it now.
-        const int fd = ::open(fifo_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (fd >= 0) ::close(fd);
-        writer_.join();
-        std::filesystem::remove(fifo_);
-    }
-    ~fifo_feed() { finish(); }
-    fifo_feed(const fifo_feed&) = delete;
-    fifo_feed& operator=(const fifo_feed&) = delete;
-
-  private:
-    std::filesystem::path fifo_;
-    std::thread writer_;
-};
-
-/// Runs `f`, which must throw `E` whose message contains `words`.
-template <class E, class F>
-void check_throws(F&& f, const std::string& words) {
-    const auto e =
-        ferry_test::expect_throw<E>(std::forward<F>(f), "expected one saying '" + words + "'");
-    if (e) {
-        BOOST_TEST(e.what().find(words) != std::string::npos,
-                   "message '" << e.what() << "' lacks '" << words << "'");
-    }
-}
-
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(video)
 BOOST_AUTO_TEST_SUITE(snapped_clips)
@@ -372,14 +321,14 @@ BOOST_AUTO_TEST_CASE(snapped_clips_from_a_fifo_are_refused_by_name) {
     };
     for (std::size_t k = 0; k < refused.size(); ++k) {
         BOOST_TEST_CONTEXT("options " << k) {
-            fifo_feed feed(file, fifo);
-            check_throws<ferry::invalid_argument>(
+            video_test::fifo_feed feed(file, fifo);
+            ferry_test::expect_throw_saying<ferry::invalid_argument>(
                 [&] { (void)ferry::ops::load_video(fifo, refused[k]); }, why);
             feed.finish();
         }
     }
     // The message names the op and the FIFO.
-    fifo_feed feed(file, fifo);
+    video_test::fifo_feed feed(file, fifo);
     const auto e = ferry_test::expect_throw<ferry::invalid_argument>(
         [&] { (void)ferry::ops::load_video(fifo, refused[0]); });
     feed.finish();

@@ -42,17 +42,6 @@ video_spec long_h264() {
     return {.frames = 250, .width = 64, .height = 48};
 }
 
-/// Runs `f`, which must throw `E` whose message contains `word`.
-template <class E, class F>
-void check_throws(F&& f, const std::string& word) {
-    const auto e =
-        ferry_test::expect_throw<E>(std::forward<F>(f), "expected one mentioning '" + word + "'");
-    if (e) {
-        BOOST_TEST(e.what().find(word) != std::string::npos,
-                   "message '" << e.what() << "' lacks '" << word << "'");
-    }
-}
-
 const std::vector<video_spec> codecs{
     {.codec = "libx264", .ext = ".mp4"},
     {.codec = "libvpx-vp9", .ext = ".webm"},
@@ -192,11 +181,11 @@ BOOST_AUTO_TEST_CASE(resizes_and_converts_pixel_formats_while_decoding) {
 // pixel_format is shared with images, whose rgba video does not make: asking a clip or a decode
 // for it is an invalid_argument that names the formats video has, before anything is decoded.
 BOOST_AUTO_TEST_CASE(rgba_is_refused_by_name) {
-    check_throws<ferry::invalid_argument>(
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
         [] { ferry::video_clip clip(1, 4, 4, ferry::frame_format::rgba); },
         "format rgba is not one of video's (rgb, bgr, gray)");
     const auto path = video_file(codecs[0]);
-    check_throws<ferry::invalid_argument>(
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
         [&] {
             (void)ferry::ops::load_video(path,
                                          {.decode = {.select = ferry::frame_selection::uniform(2),
@@ -238,7 +227,7 @@ BOOST_AUTO_TEST_CASE(finds_the_video_stream_beside_audio) {
     BOOST_TEST(clip.frames() == 25);
     BOOST_TEST(frame_indices(clip) == iota(0, 25), boost::test_tools::per_element());
     const int audio_stream = ferry::ops::demux_video(path).stream() == 0 ? 1 : 0;
-    check_throws<ferry::decode_error>(
+    ferry_test::expect_throw_saying<ferry::decode_error>(
         [&] { (void)ferry::ops::demux_video(path, {.stream = audio_stream}); }, "not a video");
 }
 
@@ -288,18 +277,18 @@ BOOST_AUTO_TEST_CASE(to_tensor_moves_pixels_from_an_rvalue) {
 // A selection past the frames that decode is a decode_error naming the frame and the count.
 BOOST_AUTO_TEST_CASE(selection_past_the_end_is_a_decode_error) {
     const auto pkts = ferry::ops::demux_video(video_file(codecs[0]));
-    check_throws<ferry::decode_error>(
+    ferry_test::expect_throw_saying<ferry::decode_error>(
         [&] {
             (void)ferry::ops::decode_video(pkts, {.select = ferry::frame_selection::indices({50})});
         },
         "frame 50");
-    check_throws<ferry::decode_error>(
+    ferry_test::expect_throw_saying<ferry::decode_error>(
         [&] {
             (void)ferry::ops::decode_video(pkts, {.select = ferry::frame_selection::clip(10, 6)});
         },
         "window has 50 frames that decode");
-    check_throws<ferry::invalid_argument>([] { (void)ferry::frame_selection::uniform(0); },
-                                          "positive");
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [] { (void)ferry::frame_selection::uniform(0); }, "positive");
 }
 
 // load_video in a pipeline: paths in, one clip per path out, in order; a bad file is skipped
@@ -331,31 +320,32 @@ BOOST_AUTO_TEST_SUITE(bad_input)
 
 // Zero bytes, in memory or in a file, is a decode_error that says so.
 BOOST_AUTO_TEST_CASE(zero_bytes_is_a_decode_error) {
-    check_throws<ferry::decode_error>(
+    ferry_test::expect_throw_saying<ferry::decode_error>(
         [] { (void)ferry::ops::demux_video(std::span<const std::byte>{}); }, "empty input");
     const auto path = scratch("empty.mp4");
     { std::ofstream(path, std::ios::binary); }
-    check_throws<ferry::decode_error>([&] { (void)ferry::ops::load_video(path); }, "empty input");
+    ferry_test::expect_throw_saying<ferry::decode_error>(
+        [&] { (void)ferry::ops::load_video(path); }, "empty input");
 }
 
 // A missing file is an io_error naming the path and the system's reason.
 BOOST_AUTO_TEST_CASE(missing_file_is_an_io_error) {
-    check_throws<ferry::io_error>([] { (void)ferry::ops::demux_video("/nonexistent/x.mp4"); },
-                                  "No such file");
+    ferry_test::expect_throw_saying<ferry::io_error>(
+        [] { (void)ferry::ops::demux_video("/nonexistent/x.mp4"); }, "No such file");
 }
 
 // Bytes that are no container are a decode_error with FFmpeg's reason.
 BOOST_AUTO_TEST_CASE(not_a_container_is_a_decode_error_with_ffmpegs_reason) {
     const auto junk = ferry::bytes::from_string(std::string(4000, 'x'));
-    check_throws<ferry::decode_error>([&] { (void)ferry::ops::demux_video(junk); },
-                                      "Invalid data found");
+    ferry_test::expect_throw_saying<ferry::decode_error>(
+        [&] { (void)ferry::ops::demux_video(junk); }, "Invalid data found");
 }
 
 // An audio-only file has no video stream.
 BOOST_AUTO_TEST_CASE(audio_only_file_has_no_video_stream) {
     const auto path = tone_file({440}, 44100, 0.5, "flac", ".flac");
-    check_throws<ferry::decode_error>([&] { (void)ferry::ops::load_video(path); },
-                                      "no video stream");
+    ferry_test::expect_throw_saying<ferry::decode_error>(
+        [&] { (void)ferry::ops::load_video(path); }, "no video stream");
 }
 
 // Headers declaring 60000x60000 or 12000x12000 are refused before anything that size is
@@ -367,12 +357,12 @@ BOOST_AUTO_TEST_CASE(absurd_declared_resolution_is_refused) {
                                          " F25:1 Ip A1:1 C420jpeg\nFRAME\n" +
                                          std::string(1000, '\x80'));
     };
-    check_throws<ferry::decode_error>([&] { (void)ferry::ops::load_video(y4m(60000)); },
-                                      "60000x60000 is invalid");
-    check_throws<ferry::decode_error>([&] { (void)ferry::ops::load_video(y4m(12000)); },
-                                      "(max_pixels)");
+    ferry_test::expect_throw_saying<ferry::decode_error>(
+        [&] { (void)ferry::ops::load_video(y4m(60000)); }, "60000x60000 is invalid");
+    ferry_test::expect_throw_saying<ferry::decode_error>(
+        [&] { (void)ferry::ops::load_video(y4m(12000)); }, "(max_pixels)");
     // And a small limit refuses an ordinary clip.
-    check_throws<ferry::decode_error>(
+    ferry_test::expect_throw_saying<ferry::decode_error>(
         [] {
             (void)ferry::ops::load_video(video_file(codecs[0]), {.demux = {.max_pixels = 1000}});
         },
@@ -390,7 +380,7 @@ BOOST_AUTO_TEST_CASE(stalled_read_times_out_with_an_io_error) {
     const auto bytes = read_all(video_file(codecs[1]));
     BOOST_TEST_REQUIRE(::write(fd, bytes.data(), 3000) == 3000);
     const auto t0 = std::chrono::steady_clock::now();
-    check_throws<ferry::io_error>(
+    ferry_test::expect_throw_saying<ferry::io_error>(
         [&] {
             (void)ferry::ops::load_video(fifo,
                                          {.demux = {.timeout = std::chrono::milliseconds(300)}});

@@ -3,11 +3,15 @@
 /// Test media for the video and audio tests, generated with the `ffmpeg` CLI.
 #include "video_support.hpp"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -119,6 +123,36 @@ void make_matrix(const std::string& prefix, const std::vector<coded_file>& files
         if (more) decode.push_back(more(i));
     }
     run_all(decode);
+}
+
+fifo_feed::fifo_feed(const std::filesystem::path& path, const std::filesystem::path& fifo)
+    : fifo_(fifo) {
+    std::filesystem::remove(fifo_);
+    BOOST_TEST_REQUIRE(::mkfifo(fifo_.c_str(), 0600) == 0);
+    writer_ = std::thread([bytes = read_all(path), f = fifo_] {
+        sigset_t pipe_signal;
+        sigemptyset(&pipe_signal);
+        sigaddset(&pipe_signal, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
+        const int fd = ::open(f.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd < 0) return;
+        std::size_t at = 0;
+        while (at < bytes.size()) {
+            const ssize_t n = ::write(fd, bytes.span().data() + at, bytes.size() - at);
+            if (n <= 0) break;
+            at += static_cast<std::size_t>(n);
+        }
+        ::close(fd);
+    });
+}
+
+void fifo_feed::finish() {
+    if (!writer_.joinable()) return;
+    // A reader that never opened the FIFO leaves the writer in open(): one opens it now.
+    const int fd = ::open(fifo_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) ::close(fd);
+    writer_.join();
+    std::filesystem::remove(fifo_);
 }
 
 void run_all(const std::vector<std::string>& commands) {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace video_test {
@@ -56,6 +57,22 @@ std::filesystem::path matrix_rgb(const std::string& prefix, std::size_t i);
 /// reference that does not go through ferry, beside the commands `more(i)` gives for file `i`.
 void make_matrix(const std::string& prefix, const std::vector<coded_file>& files, int length,
                  const std::function<std::string(std::size_t)>& more = {});
+
+/// A FIFO at `fifo` fed `path`'s bytes by a thread (SIGPIPE blocked: a reader that gives up makes
+/// its writes fail instead); `finish()` lets a writer still waiting for a reader go, joins it and
+/// removes the FIFO.
+class fifo_feed {
+  public:
+    fifo_feed(const std::filesystem::path& path, const std::filesystem::path& fifo);
+    void finish();
+    ~fifo_feed() { finish(); }
+    fifo_feed(const fifo_feed&) = delete;
+    fifo_feed& operator=(const fifo_feed&) = delete;
+
+  private:
+    std::filesystem::path fifo_;
+    std::thread writer_;
+};
 
 /// The file for `spec`, generated once per test run (cached by its settings) in a temporary
 /// directory removed at exit. Fails the test when ffmpeg fails.
