@@ -86,6 +86,8 @@ struct alignas(64) box {
     /// An unordered pipeline's batch: the positions of its items (a single item's is its
     /// `source_index`, not listed).
     out_of_line<std::vector<std::uint64_t>> covers;
+    /// Next among the messages left for a serial_combiner's running thread (serial_combiner.hpp).
+    box* link = nullptr;
 
     /// Where a resume continues to deliver this box's output again.
     [[nodiscard]] resume_point start() const noexcept {

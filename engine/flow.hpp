@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime.hpp"
+#include "serial_combiner.hpp"
 
 namespace ferry::detail {
 
@@ -45,6 +46,7 @@ struct flow_parts {
     std::unique_ptr<flow::input_node<msg>> input;
     std::vector<std::unique_ptr<flow::graph_node>> nodes;
     std::deque<gateway> gateways;  ///< one per async node; stable addresses (stages keep them)
+    serial_combiner output;        ///< the output node's one-at-a-time body (graph.cpp)
 };
 
 template <class F>

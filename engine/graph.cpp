@@ -396,18 +396,23 @@ void pipeline_runtime::build_graph() {
     }
     close_route();
 
-    using out_t = flow::function_node<msg, flow::continue_msg>;
+    // The output: one body at a time (the sequencer, the hand-off's one producer), run by the
+    // thread that brings a message where no other runs it, without a task or TBB's gate per
+    // message (serial_combiner.hpp); `lightweight` calls the node's body on the sender's thread.
+    using out_t = flow::function_node<msg, flow::continue_msg, flow::lightweight>;
     auto out = std::make_unique<out_t>(
-        g, flow::serial, tsan_body([this](msg m) {
-            tsan_receive(this, m);
-            const tsan_scope order(output_seq_.get());
-            const tsan_scope producer(con_.out());  // the hand-off's producer-side state
-            output_seq_->push(m, [this](msg x) {
-                if (x->kind == msg_kind::gap) {
-                    retire_gap(x);
-                } else {
-                    deliver(x);
-                }
+        g, flow::unlimited, tsan_body([this](msg m) noexcept {
+            flow_->output.run(m, [this](msg x) noexcept {
+                tsan_receive(this, x);
+                const tsan_scope order(output_seq_.get());
+                const tsan_scope producer(con_.out());  // the hand-off's producer-side state
+                output_seq_->push(x, [this](msg y) {
+                    if (y->kind == msg_kind::gap) {
+                        retire_gap(y);
+                    } else {
+                        deliver(y);
+                    }
+                });
             });
             return flow::continue_msg();
         }));

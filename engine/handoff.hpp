@@ -17,8 +17,8 @@
 
 namespace ferry::detail {
 
-/// A single-producer, single-consumer queue of messages: the producer is the output node (a
-/// serial node, so one body at a time, though not always on the same thread), the consumer is
+/// A single-producer, single-consumer queue of messages: the producer is the output node's body
+/// (one at a time, serial_combiner.hpp, though not always on the same thread), the consumer is
 /// the thread in `next()`.
 ///
 /// Why not a mutex and a deque: the two sides run on different cores, and every cache line that
@@ -182,9 +182,9 @@ class handoff {
     /// one before it sleeps); false, and seq_cst on both sides, where membarrier is unavailable.
     const bool light_ = asymmetric_fence_ready();
 
-    // Producer's own. The output node is serial, but successive calls may run on different
-    // workers, ordered by TBB where TSan cannot see it: the output node's body acquires and
-    // releases this object's address (engine/tsan.hpp), as it does its sequencer's.
+    // Producer's own. The output node's body runs one at a time, but successive calls may run on
+    // different threads: the output node's body acquires and releases this object's address
+    // (engine/tsan.hpp), as it does its sequencer's.
     alignas(64) std::uint64_t tail_local_ = 0;
     std::uint64_t head_cached_ = 0;
     bool overflowing_ = false;

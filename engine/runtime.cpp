@@ -262,6 +262,7 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
             std::memory_order_relaxed);
     }
     output_seq_->clear();
+    flow_->output.clear();
     con_.reclaim();
     src_.reclaim();  // the graph is idle: no pull runs
     // What was still in the graph (in TBB's buffers, the sequencers, the hand-off, a call that

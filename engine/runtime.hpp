@@ -11,7 +11,8 @@
 ///    `async_node` whose calls complete through callbacks or the monitor's future poller.
 ///  * batch, batch_by, the expansion after flat_map, unbatch and the output are serial
 ///    renumbering nodes: a `sequencer` restores source order (unless unordered), then they start
-///    a new sequence space.
+///    a new sequence space. The output's body runs one at a time through a `serial_combiner`
+///    (no TBB gate, no task: serial_combiner.hpp), on whichever thread sends it a message.
 ///  * Every message is a pooled `box*`. Filtered and skipped items keep flowing as gaps so that
 ///    sequencers never wait for a number that will not come; every message the source emits
 ///    carries one credit (admission.hpp), so at most `in_flight` source items are ever inside the

@@ -14,7 +14,7 @@ namespace ferry::detail {
 /// Feeds messages of one sequence space to `process` in sequence order (ordered) or arrival order
 /// (unordered), with the epoch's `end` always last. Every seq 0..n-1 arrives exactly once —
 /// filtered and skipped items as gaps — so the buffer never waits for a number that will not
-/// come. Used only from a serial node, so it needs no locking.
+/// come. Used only from a serial node or the output's serial_combiner, so it needs no locking.
 class sequencer {
   public:
     explicit sequencer(bool ordered) : ordered_(ordered) {}

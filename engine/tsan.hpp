@@ -79,7 +79,8 @@ struct tsan_body {
     // const, because TBB calls some bodies through const references; `fn` is mutable so that a
     // body with state still works.
     template <class... Args>
-    decltype(auto) operator()(Args&&... args) const {
+    decltype(auto) operator()(Args&&... args) const
+        noexcept(noexcept(fn(std::forward<Args>(args)...))) {
         tsan_acquire(this);
         const released done{this};
         return fn(std::forward<Args>(args)...);
