@@ -4,6 +4,7 @@
 /// the bottleneck verdict (the failure log: stats_logger.cpp).
 // property_tree includes the deprecated <boost/bind.hpp>; keep its global placeholders quiet.
 #define BOOST_BIND_GLOBAL_PLACEHOLDERS
+#include <algorithm>
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 #include <boost/test/unit_test.hpp>
@@ -295,6 +296,7 @@ BOOST_AUTO_TEST_CASE(a_throwing_on_report_does_not_escape_a_ferry_thread) {
 BOOST_AUTO_TEST_CASE(busy_time_and_utilization_include_a_running_call) {
     waitable_count entered;
     waitable_count let_go;
+    const auto before_build = std::chrono::steady_clock::now();
     auto p = ferry::from(iota(1))
                  .map(
                      [&](int x) {
@@ -307,7 +309,10 @@ BOOST_AUTO_TEST_CASE(busy_time_and_utilization_include_a_running_call) {
     std::vector<int> got;
     std::thread consumer([&] { got = drain(p); });
     BOOST_TEST_REQUIRE(entered.wait_for(1));
-    std::this_thread::sleep_for(150ms);
+    // Utilization is sampled from the epoch's start, so the call must run longer than the time
+    // before it started (short on a quiet machine, not under a sanitizer on a loaded one).
+    const auto startup = std::chrono::steady_clock::now() - before_build;
+    std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(150ms, 3 * startup));
     const auto s = p.stats();
     let_go.add();
     consumer.join();
