@@ -2,6 +2,7 @@
 /// \file
 /// The source's pull: one credit, one box, one call of the user's cursor, one message out.
 
+#include "call_hook.hpp"
 #include "ferry/this_call.hpp"
 #include "input_label.hpp"
 #include "source_driver.hpp"
@@ -58,7 +59,7 @@ bool source_driver::pull(msg& out) {
     busy_.store(true, std::memory_order_relaxed);
     const shard_writer w = counters_.owned();  // the input node's body, in the arena
     const auto& name_item = spec_.describe;
-    const auto call = w.start_call(position);
+    call_hook call(w, position);
     bool got = false;
     bool excluded = false;
     try {
@@ -71,9 +72,11 @@ bool source_driver::pull(msg& out) {
             name_item(b->value, b->input.mut());
             excluded = spec_.excluded && spec_.excluded(*b->input);
         }
-        w.finish_call(call, got ? run.pos_ : span_log::no_item);
+        call.name_item(got ? run.pos_ : span_log::no_item);
+        call.end();
     } catch (...) {
-        w.finish_call(call);
+        call.name_item(span_log::no_item);
+        call.end();
         busy_.store(false, std::memory_order_relaxed);
         fail(run, b, position, w);
         admission_.issued();
