@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// What the retry policy needs between two attempts of a call: whether to try again, and a
-/// backoff sleep that a stop cuts short.
+/// What the retry policy needs between two attempts of a call: whether to try again, and how
+/// long to pause (the pause itself, which a stop cuts short: ferry/detail/stoppable_wait.hpp).
 #pragma once
 
 #include <algorithm>
@@ -10,24 +10,11 @@
 #include <thread>
 
 #include "ferry/detail/retry_schedule.hpp"
+#include "ferry/detail/stoppable_wait.hpp"
 #include "ferry/options.hpp"
 #include "ferry/this_call.hpp"
 
 namespace ferry::detail {
-
-/// Sleeps `d`, in slices of at most 10 ms, and returns early once the call should give up: a
-/// long backoff must not hold stop() or destruction.
-inline void sleep_unless_stopped(std::chrono::duration<double, std::milli> d) {
-    const auto until = std::chrono::steady_clock::now() +
-                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
-    for (;;) {
-        if (this_call::stop_requested()) return;
-        const auto now = std::chrono::steady_clock::now();
-        if (now >= until) return;
-        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-            until - now, std::chrono::milliseconds(10)));
-    }
-}
 
 /// A stage's policy as the one retry schedule (ferry/detail/retry_schedule.hpp). A stage asks
 /// `when` of every `std::exception` and retries anything else (`others::tested`), unlike

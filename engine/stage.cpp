@@ -56,7 +56,7 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
             break;
         }
         w.add(&counter_shard::retries);
-        sleep_unless_stopped(pause_before_retry(policy, attempt, err));
+        (void)wait_unless_stopped(pause_before_retry(policy, attempt, err));
         if (this_call::stop_requested()) break;  // stopped during the backoff: no more attempts
     }
     w.active(-1);

@@ -11,6 +11,7 @@
 
 #include "ferry/bytes.hpp"
 #include "ferry/detail/retry_schedule.hpp"
+#include "ferry/detail/stoppable_wait.hpp"
 #include "ferry/shards.hpp"
 #include "ferry/this_call.hpp"
 
@@ -25,24 +26,9 @@ using remote_pause = std::chrono::duration<double, std::milli>;
     return detail::retry_schedule::of(options.remote_retry, detail::retry_schedule::others::never);
 }
 
-/// Sleeps `pause` in slices of at most 10 ms, asking `this_call::stop_requested()` before each:
-/// false as soon as the call running on this thread should give up (the pipeline stopping or
-/// being destroyed, the epoch left early), true once the pause is over. A pause too long for the
-/// clock waits until then.
-inline bool wait_unless_stopped(remote_pause pause) {
-    constexpr double longest_ms = 1e12;  // about 30 years: the clock's nanoseconds still hold it
-    const double ms = pause.count() < longest_ms ? pause.count() : longest_ms;  // NaN: no pause
-    const auto until = std::chrono::steady_clock::now() +
-                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                           remote_pause(ms > 0 ? ms : 0.0));
-    for (;;) {
-        if (this_call::stop_requested()) return false;
-        const auto now = std::chrono::steady_clock::now();
-        if (now >= until) return true;
-        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-            until - now, std::chrono::milliseconds(10)));
-    }
-}
+/// The pause that a stop cuts short (ferry/detail/stoppable_wait.hpp): false once the call
+/// should give up, true once the pause is over.
+using detail::wait_unless_stopped;
 
 /// `read()`'s bytes, read again after each transient failure while `schedule` allows: attempt
 /// `k`'s failure `err` is followed by `wait(schedule.pause_after(k, err))`, then attempt `k + 1`.
