@@ -4,15 +4,12 @@
 /// long to pause (the pause itself, which a stop cuts short: ferry/detail/stoppable_wait.hpp).
 #pragma once
 
-#include <algorithm>
 #include <chrono>
 #include <exception>
-#include <thread>
 
 #include "ferry/detail/retry_schedule.hpp"
 #include "ferry/detail/stoppable_wait.hpp"
 #include "ferry/options.hpp"
-#include "ferry/this_call.hpp"
 
 namespace ferry::detail {
 

@@ -56,8 +56,11 @@ void pipeline_runtime::apply(stage_runtime& st, msg m, const shard_writer& w) {
             break;
         }
         w.add(&counter_shard::retries);
-        (void)wait_unless_stopped(pause_before_retry(policy, attempt, err));
-        if (this_call::stop_requested()) break;  // stopped during the backoff: no more attempts
+        // Stopped during the backoff (or as it ended): no more attempts.
+        if (!wait_unless_stopped(pause_before_retry(policy, attempt, err)) ||
+            this_call::stop_requested()) {
+            break;
+        }
     }
     w.active(-1);
     finish_call(st, m, w, err, keep);

@@ -120,7 +120,7 @@ void timed_node::run(const std::shared_ptr<timed_item>& it, int attempt, double 
         if (backoff_ms > 0) {
             const call_scope scope(&host_.stopping_flag(), &host_.aborting_flag(), &at->give_up,
                                    &st.counters.truncated, &st.counters.named);
-            (void)wait_unless_stopped(std::chrono::duration<double, std::milli>(backoff_ms));
+            wait_unless_stopped(std::chrono::duration<double, std::milli>(backoff_ms));
         }
         if (it->settled || host_.cancelling()) return;  // an abort lets go of the item
         const bool last = attempt >= policy.attempts;

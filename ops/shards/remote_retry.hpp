@@ -4,10 +4,8 @@
 /// `tar_options::remote_retry`), its pauses cut short when the pipeline stops.
 #pragma once
 
-#include <algorithm>
 #include <chrono>
 #include <exception>
-#include <thread>
 
 #include "ferry/bytes.hpp"
 #include "ferry/detail/retry_schedule.hpp"
