@@ -7,6 +7,8 @@
 
 #include "engine/serial_combiner.hpp"
 
+#include "support.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -27,9 +29,9 @@ std::vector<box> numbered_boxes(std::size_t n) {
     return boxes;
 }
 
-/// Waits until `flag` is set.
-void wait_for(const std::atomic<bool>& flag) {
-    while (!flag.load()) std::this_thread::yield();
+/// Whether `flag` came up within the suite's bounded wait (support.hpp's `wait_until`).
+bool set_in_time(const std::atomic<bool>& flag) {
+    return wait_until([&flag] { return flag.load(); });
 }
 
 BOOST_AUTO_TEST_SUITE(engine)
@@ -47,11 +49,11 @@ BOOST_AUTO_TEST_CASE(messages_left_while_the_body_runs_are_run_by_its_thread_old
         ran_on.push_back(std::this_thread::get_id());
         if (m->seq == 0) {
             first_running.store(true);
-            wait_for(others_left);
+            (void)set_in_time(others_left);  // late: the order below shows it
         }
     };
     std::thread runner([&] { c.run(&boxes[0], body); });
-    wait_for(first_running);
+    BOOST_TEST(set_in_time(first_running));
     // The body is busy with message 0: these three are left, and run() returns at once.
     for (std::size_t i = 1; i < 4; ++i) c.run(&boxes[i], body);
     const std::thread::id runner_id = runner.get_id();
@@ -86,7 +88,7 @@ BOOST_AUTO_TEST_CASE(four_threads_at_once_run_every_message_once_and_one_at_a_ti
     std::vector<std::thread> pool;
     for (std::size_t t = 0; t < threads; ++t) {
         pool.emplace_back([&, t] {
-            wait_for(go);
+            (void)set_in_time(go);
             for (std::size_t i = 0; i < per_thread; ++i) {
                 c.run(&boxes[t * per_thread + i], [&](msg m) noexcept {
                     if (inside.exchange(true)) overlaps.fetch_add(1);
