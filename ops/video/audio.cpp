@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "ffmpeg.hpp"
@@ -56,6 +57,8 @@ namespace ops {
 namespace {
 
 constexpr const char* op = "decode_audio";
+/// The most a window's samples get reserved at once; longer ones grow as they decode.
+constexpr std::uint64_t reserve_bytes = 16ULL << 20;
 
 struct layout_owner {
     AVChannelLayout layout{};
@@ -63,6 +66,48 @@ struct layout_owner {
     layout_owner(const layout_owner&) = delete;
     layout_owner& operator=(const layout_owner&) = delete;
     ~layout_owner() { av_channel_layout_uninit(&layout); }
+};
+
+/// The output's samples as they are decoded, channel-major in one `audio` with room for more
+/// (grown by doubling). What it holds is handed over without a copy when it fills the room
+/// exactly, as a window whose length was reserved does; copied to its size otherwise.
+class sample_store {
+  public:
+    sample_store(int channels, int rate) : channels_(channels), rate_(rate) {}
+
+    [[nodiscard]] std::int64_t size() const noexcept { return size_; }
+    [[nodiscard]] std::int64_t room() const noexcept { return buf_.samples() - size_; }
+    /// Where channel `c`'s next sample goes.
+    [[nodiscard]] float* end(int c) noexcept { return buf_.channel(c).data() + size_; }
+    /// The next `n` samples of every channel are written.
+    void commit(std::int64_t n) noexcept { size_ += n; }
+
+    /// Room for at least `n` more samples per channel.
+    void reserve(std::int64_t n) {
+        if (room() >= n) return;
+        audio bigger(channels_, std::max(size_ + n, 2 * buf_.samples()), rate_);
+        copy_to(bigger);
+        buf_ = std::move(bigger);
+    }
+
+    audio take() {
+        if (size_ == buf_.samples() && !buf_.empty()) return std::move(buf_);
+        audio out(channels_, size_, rate_);
+        copy_to(out);
+        return out;
+    }
+
+  private:
+    void copy_to(audio& to) const {
+        for (int c = 0; c < channels_ && size_ > 0; ++c) {
+            std::copy_n(buf_.channel(c).data(), size_, to.channel(c).data());
+        }
+    }
+
+    int channels_;
+    int rate_;
+    audio buf_;
+    std::int64_t size_ = 0;
 };
 
 class audio_decoder {
@@ -142,7 +187,8 @@ class audio_decoder {
         end_pos_ = opt_.end ? std::llround(*opt_.end * out_rate_)
                             : std::numeric_limits<std::int64_t>::max();
         frame_ = av::make_frame();
-        out_.resize(static_cast<std::size_t>(out_channels_));
+        out_.emplace(out_channels_, out_rate_);
+        dst_.resize(static_cast<std::size_t>(out_channels_));
     }
 
     void read_all() {
@@ -165,9 +211,8 @@ class audio_decoder {
     }
 
     [[nodiscard]] bool done() const { return base_known_ && base_ + total() >= end_pos_; }
-    [[nodiscard]] std::int64_t total() const {
-        return static_cast<std::int64_t>(out_.front().size());
-    }
+    /// Samples kept, per channel.
+    [[nodiscard]] std::int64_t total() const { return out_->size(); }
 
     void send(const AVPacket* pkt) {
         av::send_packet(ctx_.get(), pkt, frame_.get(), trouble_,
@@ -210,47 +255,86 @@ class audio_decoder {
             // Where the first decoded sample sits on the output's time line.
             const std::int64_t pts =
                 f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
-            base_ =
+            next_ =
                 pts != AV_NOPTS_VALUE ? std::llround(av::seconds(pts, time_base_) * out_rate_) : 0;
+            base_ = std::max(next_, start_pos_);
             base_known_ = true;
+            reserve_window();
         }
         convert(const_cast<const std::uint8_t**>(f->extended_data), f->nb_samples);
     }
 
+    /// A window's samples, when its end is known and its size reasonable, get their room at
+    /// once: written where they stay and handed over without a copy.
+    void reserve_window() {
+        if (!opt_.end || end_pos_ <= base_) return;
+        const auto bytes_per_sample = static_cast<std::uint64_t>(out_channels_) * sizeof(float);
+        const std::uint64_t cap_bytes =
+            std::min<std::uint64_t>(reserve_bytes, opt_.max_bytes > 0 ? opt_.max_bytes : ~0ULL);
+        std::int64_t limit = static_cast<std::int64_t>(cap_bytes / bytes_per_sample);
+        if (opt_.max_samples > 0) limit = std::min(limit, opt_.max_samples);
+        if (end_pos_ - base_ > limit) return;
+        out_->reserve(end_pos_ - base_);
+        exact_room_ = true;
+    }
+
+    /// Converts `samples` input samples (none: what the resampler holds) and keeps those of the
+    /// window, `[start_pos_, end_pos_)`; those before it are dropped as they come, so memory
+    /// stays bounded by the window even where the demuxer had to read from the beginning.
     void convert(const std::uint8_t** in, int samples) {
         const int room = swr_get_out_samples(swr_.get(), samples);
         if (room < 0) av::throw_decode(op, in_.name, "swresample failed", room);
-        const std::size_t at = out_.front().size();
-        std::vector<std::uint8_t*> dst(out_.size());
-        for (std::size_t c = 0; c < out_.size(); ++c) {
-            out_[c].resize(at + static_cast<std::size_t>(room));
-            dst[c] = reinterpret_cast<std::uint8_t*>(out_[c].data() + at);
+        const std::int64_t until_end = end_pos_ - next_;
+        int got = 0;
+        if (next_ >= start_pos_ && (out_->room() >= room || !exact_room_)) {
+            // In the window: straight into the output.
+            out_->reserve(room);
+            for (int c = 0; c < out_channels_; ++c) {
+                dst_[static_cast<std::size_t>(c)] = reinterpret_cast<std::uint8_t*>(out_->end(c));
+            }
+            got = resample(in, samples, room);
+            out_->commit(std::clamp<std::int64_t>(until_end, 0, got));
+        } else {
+            // Before the window, or its last samples where the room was reserved exactly.
+            const auto need = static_cast<std::size_t>(room) * dst_.size();
+            if (scratch_.size() < need) scratch_.resize(need);
+            for (std::size_t c = 0; c < dst_.size(); ++c) {
+                dst_[c] = reinterpret_cast<std::uint8_t*>(scratch_.data() + c * room);
+            }
+            got = resample(in, samples, room);
+            const std::int64_t from = std::clamp<std::int64_t>(start_pos_ - next_, 0, got);
+            const std::int64_t to = std::clamp<std::int64_t>(until_end, from, got);
+            if (to > from) {
+                out_->reserve(to - from);
+                for (int c = 0; c < out_channels_; ++c) {
+                    const float* src =
+                        reinterpret_cast<const float*>(dst_[static_cast<std::size_t>(c)]);
+                    std::copy(src + from, src + to, out_->end(c));
+                }
+                out_->commit(to - from);
+            }
         }
-        const int got = swr_convert(swr_.get(), dst.data(), room, in, samples);
-        if (got < 0) av::throw_decode(op, in_.name, "swresample failed", got);
-        for (auto& ch : out_) ch.resize(at + static_cast<std::size_t>(got));
-        // Samples before the window's start are dropped as they come, so memory stays bounded
-        // by the window even where the demuxer had to read from the beginning.
-        if (opt_.start > 0.0 && start_pos_ > base_) {
-            const std::int64_t drop = std::min(start_pos_ - base_, total());
-            for (auto& ch : out_) ch.erase(ch.begin(), ch.begin() + drop);
-            base_ += drop;
-        }
-        const std::int64_t kept = opt_.end ? std::min(total(), end_pos_ - base_) : total();
-        if (opt_.max_samples > 0 && kept > opt_.max_samples) {
+        next_ += got;
+        if (opt_.max_samples > 0 && total() > opt_.max_samples) {
             throw decode_error(std::string(op) + ": " + in_.name + ": more than " +
                                std::to_string(opt_.max_samples) +
                                " samples per channel (audio_options::max_samples)");
         }
         // What the samples held cost, every channel: the per-channel cap alone lets a small
         // file that declares many channels take gigabytes.
-        const auto held = static_cast<std::uint64_t>(total()) * out_.size() * sizeof(float);
+        const auto held = static_cast<std::uint64_t>(total()) * dst_.size() * sizeof(float);
         if (opt_.max_bytes > 0 && held > opt_.max_bytes) {
             throw decode_error(std::string(op) + ": " + in_.name + ": more than " +
                                std::to_string(opt_.max_bytes) + " bytes of samples (" +
-                               std::to_string(out_.size()) +
+                               std::to_string(dst_.size()) +
                                " channels; audio_options::max_bytes)");
         }
+    }
+
+    int resample(const std::uint8_t** in, int samples, int room) {
+        const int got = swr_convert(swr_.get(), dst_.data(), room, in, samples);
+        if (got < 0) av::throw_decode(op, in_.name, "swresample failed", got);
+        return got;
     }
 
     audio finish() {
@@ -265,19 +349,12 @@ class audio_decoder {
             throw decode_error(std::string(op) + ": " + in_.name + ": truncated: " + cut +
                                " (audio_options::strict)");
         }
-        const std::int64_t n = total();
-        const std::int64_t from = std::clamp<std::int64_t>(start_pos_ - base_, 0, n);
-        const std::int64_t to = opt_.end ? std::clamp<std::int64_t>(end_pos_ - base_, from, n) : n;
-        if (opt_.start > 0.0 && to == from) {
+        if (opt_.start > 0.0 && total() == 0) {
             av::throw_decode(
                 op, in_.name,
                 "no audio in the window starting at " + std::to_string(opt_.start) + " s", 0);
         }
-        audio out(out_channels_, to - from, out_rate_);
-        for (int c = 0; c < out_channels_; ++c) {
-            const auto& ch = out_[static_cast<std::size_t>(c)];
-            std::copy(ch.begin() + from, ch.begin() + to, out.channel(c).begin());
-        }
+        audio out = out_->take();
         if (!cut.empty()) {
             out.set_truncated(true);
             this_call::note_truncated();
@@ -302,7 +379,7 @@ class audio_decoder {
         const double declared = av::declared_end(fmt, st, true);
         if (declared < 0.0) return {};
         const double wanted = opt_.end ? std::min(declared, *opt_.end) : declared;
-        const double decoded = static_cast<double>(base_ + total()) / out_rate_;
+        const double decoded = static_cast<double>(next_) / out_rate_;
         // Lossy codecs prime and pad (an MP3's declared length runs up to three frames past its
         // last decoded sample): four frames of slack for them, a millisecond for lossless ones.
         const AVCodecDescriptor* desc = avcodec_descriptor_get(st->codecpar->codec_id);
@@ -331,11 +408,15 @@ class audio_decoder {
     int in_format_ = -1;
     std::int64_t start_pos_ = 0;
     std::int64_t end_pos_ = 0;
-    std::int64_t base_ = 0;
+    std::int64_t base_ = 0;  ///< the output time line's position of the first sample kept
+    std::int64_t next_ = 0;  ///< the position of the resampler's next sample
     bool base_known_ = false;
+    bool exact_room_ = false;  ///< the window's samples have their room, no more
     int max_frame_samples_ = 0;
     std::string read_error_;  ///< why reading stopped before the end (empty: it did not)
-    std::vector<std::vector<float>> out_;
+    std::optional<sample_store> out_;
+    std::vector<std::uint8_t*> dst_;  ///< swr_convert's output pointers, one per channel
+    std::vector<float> scratch_;      ///< samples outside the window, or past the room
     av::decode_trouble trouble_;
 };
 

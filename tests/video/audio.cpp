@@ -85,8 +85,17 @@ BOOST_AUTO_TEST_CASE(time_window_returns_exactly_its_samples) {
     BOOST_TEST(a.samples() == 33075);  // 0.75 s x 44100
     const auto full = ferry::ops::decode_audio(path);
     // The same samples as the whole file's, from 0.5 s on.
-    BOOST_TEST(
-        std::equal(a.channel(0).begin(), a.channel(0).end(), full.channel(0).begin() + 22050));
+    for (int c = 0; c < 2; ++c) {
+        BOOST_TEST(
+            std::equal(a.channel(c).begin(), a.channel(c).end(), full.channel(c).begin() + 22050));
+    }
+    // A window that runs past the data holds the rest of the file, every channel.
+    const auto tail = ferry::ops::decode_audio(path, {.start = 1.5, .end = 3.0});
+    BOOST_TEST_REQUIRE(tail.samples() == 22050);
+    for (int c = 0; c < 2; ++c) {
+        BOOST_TEST(std::equal(tail.channel(c).begin(), tail.channel(c).end(),
+                              full.channel(c).begin() + 66150));
+    }
     const auto r = ferry::ops::decode_audio(path, {.sample_rate = 16000, .start = 1.0, .end = 2.0});
     BOOST_TEST(r.samples() == 16000);
     BOOST_TEST(tone_frequency(r.channel(1), 16000) == 1000.0, boost::test_tools::tolerance(0.005));
