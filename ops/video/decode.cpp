@@ -3,12 +3,11 @@
 /// `decode_video` and `load_video`: the selected frames of a packet set, decoded with libavcodec
 /// (jumping from keyframe to keyframe where timestamps tell the frames apart, else in order from
 /// the first packet; frames no selected frame needs are skipped where the decoder can tell them,
-/// see frames.hpp) and scaled and converted by swscale straight into the clip's buffer.
+/// see frames.hpp) and scaled and converted by swscale straight into the clip's buffer
+/// (clip_writer.hpp).
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <type_traits>
 
+#include "clip_writer.hpp"
 #include "keyframes.hpp"
 #include "skip.hpp"
 
@@ -21,40 +20,10 @@ namespace {
 
 constexpr const char* decode_op = "decode_video";
 
-int sws_flags(scale_filter f) {
-    switch (f) {
-        case scale_filter::nearest:
-            return SWS_POINT;
-        case scale_filter::bilinear:
-            return SWS_BILINEAR;
-        case scale_filter::bicubic:
-            return SWS_BICUBIC;
-        case scale_filter::area:
-            return SWS_AREA;
-        case scale_filter::lanczos:
-            return SWS_LANCZOS;
-    }
-    return SWS_BILINEAR;
-}
-
-AVPixelFormat output_format(frame_format f) {
-    switch (f) {
-        case frame_format::rgb:
-            return AV_PIX_FMT_RGB24;
-        case frame_format::bgr:
-            return AV_PIX_FMT_BGR24;
-        case frame_format::gray:
-            return AV_PIX_FMT_GRAY8;
-        case frame_format::rgba:  // refused before a decoder is made (decode_packets)
-            return AV_PIX_FMT_RGBA;
-    }
-    return AV_PIX_FMT_RGB24;
-}
-
 class decoder {
   public:
     decoder(const ferry::detail::packets_state& s, const video_decode_options& opt)
-        : s_(s), opt_(opt), frame_(av::make_frame()) {}
+        : s_(s), opt_(opt), frame_(av::make_frame()), out_(opt, s.source) {}
     decoder(const decoder&) = delete;
     decoder& operator=(const decoder&) = delete;
     /// What the call decoded and kept, on its stage's line of the stats, failed or not (nothing
@@ -88,7 +57,7 @@ class decoder {
                 throw decode_error(std::string(decode_op) + ": " + s_.source +
                                    ": truncated: " + cut + " (video_decode_options::strict)");
             }
-            clip_.set_truncated(true);
+            out_.clip().set_truncated(true);
             if (note) this_call::note_truncated();
         }
         std::vector<double> times;
@@ -98,11 +67,11 @@ class decoder {
                 std::lower_bound(targets_.begin(), targets_.end(), i) - targets_.begin());
             times.push_back(av::seconds(times_[t], s_.time_base));
         }
-        clip_.set_frame_info(slots_, std::move(times), s_.frame_rate);
+        out_.clip().set_frame_info(slots_, std::move(times), s_.frame_rate);
         // clips and clips_at: the slots are the clips' frames, clip after clip.
-        if (opt_.select.clips() > 0) clip_.set_batch(opt_.select.clips());
+        if (opt_.select.clips() > 0) out_.clip().set_batch(opt_.select.clips());
         kept_ = static_cast<std::int64_t>(targets_.size());
-        return std::move(clip_);
+        return std::move(out_.clip());
     }
 
   private:
@@ -176,8 +145,7 @@ class decoder {
     /// of the window to come out (what the ffmpeg CLI gives). Where the demuxer did not count
     /// the frames so (it trusted the timestamps), a first pass counts them.
     void verified() {
-        clip_ = video_clip();
-        sws_.reset();
+        out_.reset();
         trouble_ = {};
         std::int64_t frames = static_cast<std::int64_t>(s_.frame_pts.size());
         std::vector<std::int64_t> counted_pts;
@@ -255,8 +223,7 @@ class decoder {
             },
             decode_op, returned_);
         if (in_order && !lost && next == targets_.size()) return true;
-        clip_ = video_clip();
-        sws_.reset();
+        out_.reset();
         trouble_ = counted;
         filled_.assign(targets_.size(), -1);
         return false;
@@ -330,92 +297,16 @@ class decoder {
         convert(f, t);
     }
 
+    /// Writes `f`, the decode of target `t`, into the clip.
     void convert(const AVFrame* f, std::size_t t) {
-        const auto pixels =
-            static_cast<std::uint64_t>(f->width) * static_cast<std::uint64_t>(f->height);
-        if (f->width <= 0 || f->height <= 0 || (opt_.max_pixels != 0 && pixels > opt_.max_pixels)) {
-            throw decode_error(std::string(decode_op) + ": " + s_.source + ": a frame of " +
-                               std::to_string(f->width) + "x" + std::to_string(f->height) +
-                               " is over the limit of " + std::to_string(opt_.max_pixels) +
-                               " pixels (max_pixels)");
-        }
-        if (clip_.empty()) allocate(f);
-        // A new scaler only when the frames' size or format change (mid-stream resolution
-        // changes are scaled to the clip's size like the rest).
-        if (!sws_ || f->width != src_width_ || f->height != src_height_ ||
-            f->format != src_format_) {
-            sws_.reset(sws_getContext(f->width, f->height, static_cast<AVPixelFormat>(f->format),
-                                      clip_.width(), clip_.height(), output_format(opt_.format),
-                                      sws_flags(opt_.filter), nullptr, nullptr, nullptr));
-            if (!sws_) {
-                const char* name = av_get_pix_fmt_name(static_cast<AVPixelFormat>(f->format));
-                throw decode_error(std::string(decode_op) + ": " + s_.source +
-                                   ": swscale cannot convert " +
-                                   (name != nullptr ? name : "unknown") + " frames of " +
-                                   std::to_string(f->width) + "x" + std::to_string(f->height));
-            }
-            src_width_ = f->width;
-            src_height_ = f->height;
-            src_format_ = f->format;
-            colour_ = -1;
-        }
-        // YUV -> RGB with the stream's own matrix and range (BT.601 when unspecified). Setting
-        // them rebuilds swscale's tables, so only when the frames' colour description changes.
-        const int colour =
-            static_cast<int>(f->colorspace) * 2 + (f->color_range == AVCOL_RANGE_JPEG ? 1 : 0);
-        if (colour != colour_) {
-            sws_setColorspaceDetails(sws_.get(), sws_getCoefficients(f->colorspace), colour & 1,
-                                     sws_getCoefficients(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
-            colour_ = colour;
-        }
-
-        // The first output slot of this frame gets the scaler's output directly; repeats copy.
-        std::size_t first = slots_.size();
-        for (std::size_t i = 0; i < slots_.size(); ++i) {
-            if (slots_[i] != targets_[t]) continue;
-            auto dst_frame = clip_.frame(static_cast<int>(i));
-            if (first == slots_.size()) {
-                first = i;
-                std::uint8_t* dst[4] = {dst_frame.data(), nullptr, nullptr, nullptr};
-                int stride[4] = {clip_.width() * clip_.channels(), 0, 0, 0};
-                const int ret =
-                    sws_scale(sws_.get(), f->data, f->linesize, 0, f->height, dst, stride);
-                if (ret <= 0) av::throw_decode(decode_op, s_.source, "swscale failed", ret);
-            } else {
-                const auto src = clip_.frame(static_cast<int>(first));
-                std::memcpy(dst_frame.data(), src.data(), src.size());
-            }
-        }
-        filled_[t] = static_cast<std::int64_t>(first);
-    }
-
-    void allocate(const AVFrame* f) {
-        const bool resize = opt_.resize.width > 0 && opt_.resize.height > 0;
-        const int w = resize ? opt_.resize.width : f->width;
-        const int h = resize ? opt_.resize.height : f->height;
-        const std::uint64_t bytes = static_cast<std::uint64_t>(w) * static_cast<std::uint64_t>(h) *
-                                    static_cast<std::uint64_t>(channels_of(opt_.format)) *
-                                    static_cast<std::uint64_t>(slots_.size());
-        if (opt_.max_bytes != 0 && bytes > opt_.max_bytes) {
-            throw invalid_argument(std::string(decode_op) + ": " + s_.source + ": " +
-                                   std::to_string(slots_.size()) + " frames of " +
-                                   std::to_string(w) + "x" + std::to_string(h) + " need " +
-                                   std::to_string(bytes) + " bytes, over max_bytes (" +
-                                   std::to_string(opt_.max_bytes) + ")");
-        }
-        clip_ = video_clip(static_cast<int>(slots_.size()), w, h, opt_.format);
+        filled_[t] = static_cast<std::int64_t>(out_.write(f, slots_, targets_[t]));
     }
 
     const ferry::detail::packets_state& s_;
     const video_decode_options& opt_;
     av::codec_ptr ctx_;
     av::frame_ptr frame_;
-    av::sws_ptr sws_;
-    int src_width_ = 0;
-    int src_height_ = 0;
-    int src_format_ = -1;
-    int colour_ = -1;  ///< colorspace * 2 + full range, as last set on the scaler
-    video_clip clip_;
+    av::clip_writer out_;
     std::vector<std::int64_t> slots_;
     std::vector<std::int64_t> targets_;
     std::vector<std::int64_t> filled_;
