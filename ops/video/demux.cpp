@@ -2,7 +2,7 @@
 /// \file
 /// `demux_video`: one video stream's packets in a time window, read through ferry's own
 /// AVIOContext, with the window's frames (counted by decoding where packets lack timestamps) and
-/// what cut the input short; and the `ferry::packets` accessors.
+/// what cut the input short.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,49 +15,6 @@
 #include "keyframes.hpp"
 
 namespace ferry {
-
-// --- packets -------------------------------------------------------------------------------------
-
-namespace {
-const std::string no_source;
-}
-
-bool packets::empty() const noexcept {
-    return !state_ || state_->packets.empty();
-}
-std::size_t packets::size() const noexcept {
-    return state_ ? state_->packets.size() : 0;
-}
-std::size_t packets::bytes() const noexcept {
-    return state_ ? state_->bytes : 0;
-}
-std::int64_t packets::frames() const noexcept {
-    return state_ ? static_cast<std::int64_t>(state_->frame_pts.size()) : 0;
-}
-int packets::stream() const noexcept {
-    return state_ ? state_->stream : -1;
-}
-std::string packets::codec() const {
-    return state_ ? avcodec_get_name(state_->params->codec_id) : "";
-}
-int packets::width() const noexcept {
-    return state_ ? state_->params->width : 0;
-}
-int packets::height() const noexcept {
-    return state_ ? state_->params->height : 0;
-}
-double packets::frame_rate() const noexcept {
-    return state_ ? state_->frame_rate : 0.0;
-}
-const std::string& packets::source() const noexcept {
-    return state_ ? state_->source : no_source;
-}
-bool packets::truncated() const noexcept {
-    return state_ && !state_->truncation.empty();
-}
-const std::string& packets::truncation() const noexcept {
-    return state_ ? state_->truncation : no_source;
-}
 
 // --- demux_video ---------------------------------------------------------------------------------
 
@@ -121,11 +78,16 @@ constexpr std::int64_t reorder_slack = 16;
 
 /// Reads the stream's packets into `state`; what reading saw.
 struct reading {
-    std::int64_t read = 0;      ///< packets of the stream read
-    bool stopped = false;       ///< the window's end or `max_frames` ended reading early
-    bool untimed = false;       ///< a frame's packet has no presentation timestamp
-    std::int64_t corrupt = -1;  ///< the first packet FFmpeg flagged incomplete (-1: none)
-    std::string error;          ///< why reading failed before the end (empty: it did not)
+    std::int64_t read = 0;  ///< packets of the stream read
+    bool stopped = false;   ///< the window's end or `max_frames` ended reading early
+    bool untimed = false;   ///< a frame's packet has no presentation timestamp
+    /// A packet after the first keyframe in decode order shows, inside the window, before it:
+    /// a leading picture of an open GOP, whose references precede the data read. Whether it
+    /// decodes depends on the codec (MPEG-2 and HEVC drop it), so decoding counts the frames.
+    bool leading = false;
+    std::int64_t before_key = 0;  ///< packets read before the first keyframe (dropped)
+    std::int64_t corrupt = -1;    ///< the first packet FFmpeg flagged incomplete (-1: none)
+    std::string error;            ///< why reading failed before the end (empty: it did not)
 };
 
 reading read_packets(const av::input& in, int index, const demux_options& opt,
@@ -133,8 +95,9 @@ reading read_packets(const av::input& in, int index, const demux_options& opt,
     AVFormatContext* fmt = in.format.get();
     reading r;
     auto pkt = av::make_packet();
-    std::int64_t after_start = 0;   // packets at or after the window's start (untimed rule)
-    std::vector<std::int64_t> nth;  // scratch for the max_frames test
+    std::int64_t after_start = 0;           // packets at or after the window's start (untimed rule)
+    std::vector<std::int64_t> nth;          // scratch for the max_frames test
+    std::int64_t key_pts = AV_NOPTS_VALUE;  // the first keyframe's presentation time
     for (;;) {
         av::check_cancelled(demux_op, in.name);
         const int ret = av_read_frame(fmt, pkt.get());
@@ -174,8 +137,15 @@ reading read_packets(const av::input& in, int index, const demux_options& opt,
         }
         // Decoding starts at a keyframe; what precedes the first one cannot be decoded.
         if (state.packets.empty() && (pkt->flags & AV_PKT_FLAG_KEY) == 0) {
+            ++r.before_key;
             av_packet_unref(pkt.get());
             continue;
+        }
+        if (state.packets.empty()) {
+            key_pts = pkt->pts;
+        } else if (pkt->pts != AV_NOPTS_VALUE && key_pts != AV_NOPTS_VALUE && pkt->pts < key_pts &&
+                   pkt->pts >= state.start_ts) {
+            r.leading = true;
         }
         if ((pkt->flags & AV_PKT_FLAG_CORRUPT) != 0 && r.corrupt < 0) r.corrupt = r.read - 1;
         // A packet an edit list discards is decoded (later frames may need it) but is no frame.
@@ -337,6 +307,8 @@ packets demux(av::input in, const demux_options& given, bool note, bool clip_sta
     reading r;
     av::decode_trouble trouble;
     std::int64_t last_decoded = AV_NOPTS_VALUE;  // the last frame's time, where counted by decoding
+    bool from_beginning = false;                 // the last read started at the stream's start
+    bool by_pts = false;  // the last read's frames are told apart by their timestamps
     for (int attempt = 0;; ++attempt) {
         const bool from_start = attempt == max_seeks;
         if (opt.start > 0.0) position(fmt, index, from_start ? min_ts : seek_to);
@@ -355,12 +327,16 @@ packets demux(av::input in, const demux_options& given, bool note, bool clip_sta
         const bool cut_short =
             !r.error.empty() || r.corrupt >= 0 ||
             (!r.stopped && opt.start <= 0.0 && st->nb_frames > 0 && r.read < st->nb_frames);
-        state->timed =
+        // Leading pictures are counted by decoding too, but only in the read that is kept: a
+        // read retried from an earlier keyframe drops them from the window.
+        by_pts =
             !r.untimed && !cut_short && std::adjacent_find(pts.begin(), pts.end()) == pts.end();
+        state->timed = by_pts && !r.leading;
+        from_beginning = opt.start <= 0.0 || from_start;
         std::int64_t first = AV_NOPTS_VALUE;  // the first frame's presentation time
         trouble = {};
         last_decoded = AV_NOPTS_VALUE;
-        if (!state->packets.empty() && !state->timed) {
+        if (!state->packets.empty() && !by_pts) {
             av::decode_extent extent;
             trouble = av::count_frames(*state, demux_op, extent);
             first = extent.first_ts;
@@ -401,6 +377,11 @@ packets demux(av::input in, const demux_options& given, bool note, bool clip_sta
                             first != AV_NOPTS_VALUE ? first : seek_to}) -
                   av_rescale_q(std::int64_t{1} << attempt, AVRational{1, 1}, tb);
     }
+    if (by_pts && !state->timed && !state->packets.empty()) {
+        av::decode_extent extent;
+        trouble = av::count_frames(*state, demux_op, extent);
+        last_decoded = extent.last_ts;
+    }
     auto& pts = state->frame_pts;
     if (state->frame_limit > 0 && static_cast<std::int64_t>(pts.size()) > state->frame_limit) {
         pts.resize(static_cast<std::size_t>(state->frame_limit));
@@ -435,6 +416,13 @@ packets demux(av::input in, const demux_options& given, bool note, bool clip_sta
               " frames, the data holds " + std::to_string(r.read);
     } else if (!r.stopped) {
         cut = short_of_declared(fmt, st, *state, opt, last_decoded);
+    }
+    if (cut.empty() && from_beginning && r.before_key > 0) {
+        // After a seek, packets before the keyframe are the previous GOP's; from the start of
+        // the stream they are frames whose keyframe the data does not hold (a capture or a
+        // segment cut at a byte offset).
+        cut = "the data starts " + std::to_string(r.before_key) +
+              " packets before its first keyframe, and their frames cannot be decoded";
     }
     if (cut.empty() && trouble.code != 0) cut = "damaged data was skipped" + trouble.reason();
     if (!cut.empty()) {

@@ -36,7 +36,7 @@ constexpr int frames = 24;
 constexpr std::size_t frame_bytes = std::size_t{width} * height * 3;
 
 /// How a file of the matrix is damaged after encoding.
-enum class damage { none, avi_frames_444, avi_frames_5, cut_at_70_percent, edit_list };
+enum class damage { none, avi_frames_444, avi_frames_5, cut_at_70_percent, edit_list, head_cut };
 
 struct sample {
     std::string name;   ///< the case's name, e.g. "mpg/mpeg2video"
@@ -46,7 +46,8 @@ struct sample {
     /// The file is cut or its header overstates its frames: ferry marks it truncated, and
     /// strict makes it an error.
     [[nodiscard]] bool truncated() const {
-        return harm == damage::avi_frames_444 || harm == damage::cut_at_70_percent;
+        return harm == damage::avi_frames_444 || harm == damage::cut_at_70_percent ||
+               harm == damage::head_cut;
     }
 };
 
@@ -91,6 +92,8 @@ const std::vector<sample> samples{
     {"mp4/h264 moov first, cut at 70%", ".mp4", x264 + " -movflags +faststart",
      damage::cut_at_70_percent},
     {"mp4/h264, an edit list discards 5 frames", ".mp4", x264, damage::edit_list},
+    {"ts/h264, the first 30% cut off (mid-GOP)", ".ts", x264, damage::head_cut},
+    {"ts/mpeg2video, the first 30% cut off (mid-GOP)", ".ts", mpeg2, damage::head_cut},
 };
 
 void write(const std::filesystem::path& path, const std::vector<std::uint8_t>& data) {
@@ -149,6 +152,13 @@ void make_all() {
             write(file_of(i), data);
         } else if (s.harm == damage::cut_at_70_percent) {
             data.resize(data.size() * 7 / 10);
+            write(file_of(i), data);
+        } else if (s.harm == damage::head_cut) {
+            // At a transport packet's boundary (188 bytes), inside the first GOP: the stream
+            // starts with frames whose references, and a packet whose start, are gone, as a
+            // capture or segment cut at a byte offset does.
+            const std::size_t cut = data.size() * 3 / 10 / 188 * 188;
+            data.erase(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(cut));
             write(file_of(i), data);
         }
         decode.push_back("ffmpeg -hide_banner -loglevel quiet -nostdin -i " + file_of(i).string() +
@@ -318,6 +328,57 @@ BOOST_DATA_TEST_CASE(windows_agree_with_the_whole_file, bdata::make(intact_sampl
             BOOST_TEST(std::memcmp(window.frame(t).data(), ref.data() + at, frame_bytes) == 0,
                        "window frame " << t << " differs from ffmpeg's frame " << inside[t]);
         }
+    }
+}
+
+/// The samples cut at the front, mid-GOP.
+std::vector<std::size_t> head_cut_samples() {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        if (samples[i].harm == damage::head_cut) out.push_back(i);
+    }
+    return out;
+}
+
+// A file cut at the front, mid-GOP (an MPEG-2 one with open GOPs, whose first keyframe is
+// followed by B-frames that show before it and need the GOP cut away): a window that starts
+// before the first keyframe holds what ffmpeg decodes from there, not the packets' count, and
+// says why it is short.
+BOOST_DATA_TEST_CASE(a_window_before_the_first_keyframe_of_a_cut_file,
+                     bdata::make(head_cut_samples()), i) {
+    const sample& s = samples[i];
+    BOOST_TEST_CONTEXT(s.name) {
+        const auto path = make(i);
+        const auto ref = reference(i);
+        const auto n = static_cast<int>(ref.size() / frame_bytes);
+        const auto whole = ferry::ops::decode_video(ferry::ops::demux_video(path));
+        BOOST_TEST_REQUIRE(whole.frames() == n);
+        BOOST_TEST(whole.truncated());
+        const double start = std::max(0.01, whole.timestamps().front() - 0.2);
+        const double end = whole.timestamps().front() + 0.3;
+        const auto pkts = ferry::ops::demux_video(path, {.start = start, .end = end});
+        std::vector<std::int64_t> inside;
+        for (int t = 0; t < n; ++t) {
+            const double at = whole.timestamps()[static_cast<std::size_t>(t)];
+            if (at >= start - 1e-6 && at < end - 1e-6) inside.push_back(t);
+        }
+        BOOST_TEST_REQUIRE(inside.size() >= 7U);
+        BOOST_TEST(inside.front() == 0);
+        BOOST_TEST(pkts.frames() == static_cast<std::int64_t>(inside.size()));
+        const auto window = ferry::ops::decode_video(pkts);
+        BOOST_TEST_REQUIRE(window.frames() == static_cast<int>(inside.size()));
+        for (int t = 0; t < window.frames(); ++t) {
+            const auto at =
+                static_cast<std::size_t>(inside[static_cast<std::size_t>(t)]) * frame_bytes;
+            BOOST_TEST(std::memcmp(window.frame(t).data(), ref.data() + at, frame_bytes) == 0,
+                       "window frame " << t << " differs from ffmpeg's frame " << inside[t]);
+        }
+        // From the start of the file: the packets before the keyframe are named.
+        const auto e = ferry_test::expect_throw<ferry::decode_error>(
+            [&] { (void)ferry::ops::demux_video(path, {.strict = true}); });
+        BOOST_TEST(e.what().find("packets before its first keyframe, and their frames cannot be "
+                                 "decoded") != std::string::npos,
+                   e.what());
     }
 }
 
