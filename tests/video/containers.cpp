@@ -94,6 +94,8 @@ const std::vector<sample> samples{
     {"mp4/h264, an edit list discards 5 frames", ".mp4", x264, damage::edit_list},
     {"ts/h264, the first 30% cut off (mid-GOP)", ".ts", x264, damage::head_cut},
     {"ts/mpeg2video, the first 30% cut off (mid-GOP)", ".ts", mpeg2, damage::head_cut},
+    {"ts/h264 with open GOPs, the first 30% cut off (mid-GOP)", ".ts",
+     x264 + " -x264-params open-gop=1", damage::head_cut},
 };
 
 void write(const std::filesystem::path& path, const std::vector<std::uint8_t>& data) {
@@ -340,7 +342,7 @@ std::vector<std::size_t> head_cut_samples() {
     return out;
 }
 
-// A file cut at the front, mid-GOP (an MPEG-2 one with open GOPs, whose first keyframe is
+// A file cut at the front, mid-GOP (H.264 and MPEG-2 with open GOPs, whose first keyframe is
 // followed by B-frames that show before it and need the GOP cut away): a window that starts
 // before the first keyframe holds what ffmpeg decodes from there, not the packets' count, and
 // says why it is short.
