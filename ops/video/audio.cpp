@@ -115,9 +115,10 @@ class audio_decoder {
     audio_decoder(av::input in, const audio_options& opt) : in_(std::move(in)), opt_(opt) {}
 
     audio run() {
+        av::check_window(op, opt_.start, opt_.end);
         if (opt_.end && *opt_.end <= opt_.start) {
-            throw invalid_argument(std::string(op) + ": end " + std::to_string(*opt_.end) +
-                                   " s is not after start " + std::to_string(opt_.start) + " s");
+            throw invalid_argument(std::string(op) + ": end " + av::seconds_text(*opt_.end) +
+                                   " is not after start " + av::seconds_text(opt_.start));
         }
         if (opt_.sample_rate < 0 || opt_.channels < 0) {
             throw invalid_argument(std::string(op) + ": sample_rate " +
@@ -127,7 +128,7 @@ class audio_decoder {
         open_stream();
         if (opt_.start > 0.0) {
             const AVRational tb = in_.format->streams[index_]->time_base;
-            const auto ts = static_cast<std::int64_t>(std::floor(opt_.start / av_q2d(tb)));
+            const auto ts = av::saturate(std::floor(opt_.start / av_q2d(tb)));
             av_seek_frame(in_.format.get(), index_, ts, AVSEEK_FLAG_BACKWARD);
             av::take_log_line();
         }
@@ -183,8 +184,8 @@ class audio_decoder {
                              0);
         }
         av_channel_layout_default(&out_layout_.layout, out_channels_);
-        start_pos_ = opt_.start > 0.0 ? std::llround(opt_.start * out_rate_) : 0;
-        end_pos_ = opt_.end ? std::llround(*opt_.end * out_rate_)
+        start_pos_ = opt_.start > 0.0 ? av::saturate(std::round(opt_.start * out_rate_)) : 0;
+        end_pos_ = opt_.end ? av::saturate(std::round(*opt_.end * out_rate_))
                             : std::numeric_limits<std::int64_t>::max();
         frame_ = av::make_frame();
         out_.emplace(out_channels_, out_rate_);
@@ -255,8 +256,9 @@ class audio_decoder {
             // Where the first decoded sample sits on the output's time line.
             const std::int64_t pts =
                 f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
-            next_ =
-                pts != AV_NOPTS_VALUE ? std::llround(av::seconds(pts, time_base_) * out_rate_) : 0;
+            next_ = pts != AV_NOPTS_VALUE
+                        ? av::saturate(std::round(av::seconds(pts, time_base_) * out_rate_))
+                        : 0;
             base_ = std::max(next_, start_pos_);
             base_known_ = true;
             reserve_window();
@@ -350,9 +352,9 @@ class audio_decoder {
                                " (audio_options::strict)");
         }
         if (opt_.start > 0.0 && total() == 0) {
-            av::throw_decode(
-                op, in_.name,
-                "no audio in the window starting at " + std::to_string(opt_.start) + " s", 0);
+            av::throw_decode(op, in_.name,
+                             "no audio in the window starting at " + av::seconds_text(opt_.start),
+                             0);
         }
         audio out = out_->take();
         if (!cut.empty()) {

@@ -25,13 +25,7 @@ constexpr const char* demux_op = "demux_video";
 
 /// The first timestamp in `tb` at or after `t` seconds (a microsecond of slack for rounding).
 std::int64_t to_ts(double t, AVRational tb) {
-    return static_cast<std::int64_t>(std::ceil((t - 1e-6) / av_q2d(tb)));
-}
-
-std::string seconds_text(double s) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3f s", s);
-    return text;
+    return av::saturate(std::ceil((t - 1e-6) / av_q2d(tb)));
 }
 
 /// The video stream to read: `opt.stream`, or FFmpeg's best one. Others are discarded.
@@ -267,9 +261,10 @@ std::pair<double, std::optional<std::int64_t>> snapped_start(const av::keyframe_
 packets demux(av::input in, const demux_options& given, bool note, bool clip_starts,
               const std::function<av::input()>& reopen) {
     demux_options opt = given;
+    av::check_window(demux_op, opt.start, opt.end);
     if (opt.end && *opt.end <= opt.start) {
-        throw invalid_argument(std::string(demux_op) + ": end " + seconds_text(*opt.end) +
-                               " is not after start " + seconds_text(opt.start));
+        throw invalid_argument(std::string(demux_op) + ": end " + av::seconds_text(*opt.end) +
+                               " is not after start " + av::seconds_text(opt.start));
     }
     AVFormatContext* fmt = in.format.get();
     const int index = select_stream(in, opt);
@@ -390,8 +385,8 @@ packets demux(av::input in, const demux_options& given, bool note, bool clip_sta
     if (pts.empty()) {
         std::string what = "no decodable video frames";
         if (windowed) {
-            what += " in the window [" + seconds_text(opt.start) + ", " +
-                    (opt.end ? seconds_text(*opt.end) : std::string("end")) + ")";
+            what += " in the window [" + av::seconds_text(opt.start) + ", " +
+                    (opt.end ? av::seconds_text(*opt.end) : std::string("end")) + ")";
         }
         what += trouble.reason();
         if (!r.error.empty()) {

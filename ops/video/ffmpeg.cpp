@@ -12,9 +12,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <new>
 
@@ -279,6 +281,31 @@ std::string input::read_failure(const char* op, const std::string& what, int cod
     std::string why = error_text(code);
     if (std::string line = take_log_line(); !line.empty()) why += " (FFmpeg: " + line + ")";
     return why;
+}
+
+std::int64_t saturate(double ticks) noexcept {
+    // 2^63 is exact in a double; every double below it converts.
+    constexpr double limit = 9223372036854775808.0;
+    if (ticks >= limit) return std::numeric_limits<std::int64_t>::max();
+    if (ticks < -limit) return std::numeric_limits<std::int64_t>::min();
+    return static_cast<std::int64_t>(ticks);
+}
+
+std::string seconds_text(double s) {
+    char text[32];
+    std::snprintf(text, sizeof text, std::abs(s) < 1e9 ? "%.3f s" : "%g s", s);
+    return text;
+}
+
+void check_window(const char* op, double start, const std::optional<double>& end) {
+    if (!std::isfinite(start)) {
+        throw invalid_argument(std::string(op) + ": start " + seconds_text(start) +
+                               " is not a finite time");
+    }
+    if (end && !std::isfinite(*end)) {
+        throw invalid_argument(std::string(op) + ": end " + seconds_text(*end) +
+                               " is not a finite time; leave end unset for the stream's end");
+    }
 }
 
 double declared_end(const AVFormatContext* fmt, const AVStream* st, bool container_too) {

@@ -257,6 +257,20 @@ inline double seconds(std::int64_t ts, AVRational tb) {
     return static_cast<double>(ts) * av_q2d(tb);
 }
 
+/// "1.500 s" (milliseconds), or "1e+300 s" for values too large for that.
+std::string seconds_text(double s);
+
+/// `ticks` (a count of time-base units or samples, already rounded) as an integer, saturating:
+/// past int64's range it is that range's end, so a start or end of 1e300 s is "past all data"
+/// rather than undefined behaviour. `ticks` is not NaN (`check_window`).
+std::int64_t saturate(double ticks) noexcept;
+
+/// A window's start and end in seconds as the user gave them: NaN or an infinity is a
+/// `ferry::invalid_argument` naming `op` and the value ("decode_audio: end inf s is not a
+/// finite time; leave end unset for the stream's end"). Finite values, however large, are left
+/// to the window's own checks (an end not after the start, a window past the data).
+void check_window(const char* op, double start, const std::optional<double>& end);
+
 }  // namespace ferry::ops::av
 
 namespace ferry::ops {

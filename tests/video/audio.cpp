@@ -10,11 +10,14 @@
 #include <ferry/error.hpp>
 #include <ferry/ferry.hpp>
 #include <ferry/video.hpp>
+#include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "../support/damaged_copies.hpp"
+#include "../support/expect.hpp"
 #include "video_support.hpp"
 
 namespace bdata = boost::unit_test::data;
@@ -99,6 +102,36 @@ BOOST_AUTO_TEST_CASE(time_window_returns_exactly_its_samples) {
     const auto r = ferry::ops::decode_audio(path, {.sample_rate = 16000, .start = 1.0, .end = 2.0});
     BOOST_TEST(r.samples() == 16000);
     BOOST_TEST(tone_frequency(r.channel(1), 16000) == 1000.0, boost::test_tools::tolerance(0.005));
+}
+
+// A window's start and end come from user code (a duration times a random number, which is NaN
+// where the duration is unknown): NaN and infinities are invalid_arguments naming the value, and
+// finite times however large are windows like any other (past the data: a decode_error; an end
+// past the data: the rest of the stream), never a silently empty or whole result.
+BOOST_AUTO_TEST_CASE(non_finite_and_huge_windows_are_named_or_clipped) {
+    const auto path = stereo("flac", ".flac");
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity();
+    const auto bad = [&](double start, std::optional<double> end, const std::string& words) {
+        ferry_test::expect_throw_saying<ferry::invalid_argument>(
+            [&] { (void)ferry::ops::decode_audio(path, {.start = start, .end = end}); }, words);
+    };
+    bad(nan, {}, "decode_audio: start nan s is not a finite time");
+    bad(inf, {}, "decode_audio: start inf s is not a finite time");
+    bad(-inf, 1.0, "decode_audio: start -inf s is not a finite time");
+    bad(0.0, nan, "decode_audio: end nan s is not a finite time; leave end unset");
+    bad(0.5, inf, "decode_audio: end inf s is not a finite time; leave end unset");
+    ferry_test::expect_throw_saying<ferry::decode_error>(
+        [&] { (void)ferry::ops::decode_audio(path, {.start = 1e300}); },
+        "no audio in the window starting at 1e+300 s");
+    // An end whose sample count overflows 64 bits at 48 kHz: the rest of the stream.
+    const auto whole = ferry::ops::decode_audio(path, {.sample_rate = 48000});
+    for (const double end : {1e15, 1e300}) {
+        const auto a = ferry::ops::decode_audio(path, {.sample_rate = 48000, .end = end});
+        BOOST_TEST(a.samples() == whole.samples());
+        BOOST_TEST(std::equal(a.data().begin(), a.data().end(), whole.data().begin()));
+        BOOST_TEST(!a.truncated());
+    }
 }
 
 // The audio of a video file, from memory.

@@ -17,6 +17,7 @@
 #include <ferry/ferry.hpp>
 #include <ferry/video.hpp>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -289,6 +290,33 @@ BOOST_AUTO_TEST_CASE(selection_past_the_end_is_a_decode_error) {
         "window has 50 frames that decode");
     ferry_test::expect_throw_saying<ferry::invalid_argument>(
         [] { (void)ferry::frame_selection::uniform(0); }, "positive");
+}
+
+// A window's start and end come from user code: NaN and infinities are invalid_arguments naming
+// the value; a start of 1e300 s is a window past the data (a decode_error saying so, not the
+// file's first frames), and an end of 1e300 s reads to the stream's end.
+BOOST_AUTO_TEST_CASE(non_finite_and_huge_windows_are_named_or_clipped) {
+    const auto path = video_file(codecs[0]);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity();
+    const auto load = [&](double start, std::optional<double> end) {
+        return ferry::ops::load_video(path,
+                                      {.demux = {.start = start, .end = end},
+                                       .decode = {.select = ferry::frame_selection::clip(4, 2)}});
+    };
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [&] { (void)load(nan, {}); }, "demux_video: start nan s is not a finite time");
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [&] { (void)load(inf, {}); }, "demux_video: start inf s is not a finite time");
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [&] { (void)load(0.0, nan); }, "demux_video: end nan s is not a finite time");
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [&] { (void)load(0.0, inf); },
+        "demux_video: end inf s is not a finite time; leave end unset for the stream's end");
+    ferry_test::expect_throw_saying<ferry::decode_error>(
+        [&] { (void)load(1e300, {}); }, "no decodable video frames in the window [1e+300 s, end)");
+    BOOST_TEST(ferry::ops::demux_video(path, {.end = 1e300}).frames() == 50);
+    BOOST_TEST(frame_indices(load(1.0, 1e300)) == (std::vector<int>{25, 27, 29, 31}));
 }
 
 // load_video in a pipeline: paths in, one clip per path out, in order; a bad file is skipped
