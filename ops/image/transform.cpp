@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "bilinear.hpp"
@@ -71,8 +72,13 @@ image resample(const image& img, const crop_box& box, int width, int height, int
 }
 
 /// Python's round(): halves go to the even neighbour (torchvision's crop arithmetic uses it).
+/// Saturating: a value past int's range (a huge or infinite scale or ratio makes one) is that
+/// range's end, which no crop fits, rather than an out-of-range cast.
 int round_half_even(double v) {
-    return static_cast<int>(std::nearbyint(v));
+    const double r = std::nearbyint(v);
+    if (!(r < 2147483647.0)) return std::numeric_limits<int>::max();  // NaN too
+    if (r < -2147483648.0) return std::numeric_limits<int>::min();
+    return static_cast<int>(r);
 }
 
 /// A uniform double in [0, 1) from the generator's raw 64 bits: the same on every standard
@@ -247,9 +253,10 @@ crop_box random_resized_crop_box(image_size size, std::mt19937_64& rng,
     if (size.width <= 0 || size.height <= 0) {
         throw invalid_argument("random_resized_crop: the image size is not positive");
     }
-    if (!(smin > 0 && smin <= smax && rmin > 0 && rmin <= rmax)) {
+    if (!(smin > 0 && smin <= smax && rmin > 0 && rmin <= rmax && std::isfinite(smax) &&
+          std::isfinite(rmax))) {
         throw invalid_argument(
-            "random_resized_crop: scale and ratio must be positive ranges with min <= max");
+            "random_resized_crop: scale and ratio must be finite positive ranges with min <= max");
     }
     // torchvision's RandomResizedCrop.get_params, step for step.
     const double area = static_cast<double>(size.width) * size.height;

@@ -6,6 +6,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <iostream>
+#include <limits>
+#include <utility>
+#include <vector>
 
 #include "roi_support.hpp"
 
@@ -142,6 +145,43 @@ BOOST_AUTO_TEST_CASE(decode_random_resized_crop_reports_bad_input) {
     const file_bytes cut(f.begin(), f.begin() + 100);
     BOOST_CHECK_THROW((void)ferry::ops::decode_random_resized_crop(as_span(cut), 10, 10, rng),
                       ferry::decode_error);
+}
+
+// scale and ratio come from user code: NaN, infinite or reversed ranges are invalid_arguments,
+// and finite but absurd ones (a crop of 1e300 times the image's area, a ratio of 1e-300) give a
+// box inside the image (the tries fail, the fallback crops the centre), not an overflowing cast.
+BOOST_AUTO_TEST_CASE(random_resized_crop_box_refuses_non_finite_ranges_and_clips_huge_ones) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity();
+    using range = std::pair<double, double>;
+    for (const auto& [scale, ratio] :
+         std::vector<std::pair<range, range>>{{{0.08, inf}, {0.75, 1.33}},
+                                              {{0.08, 1.0}, {0.75, inf}},
+                                              {{nan, 1.0}, {0.75, 1.33}},
+                                              {{0.08, 1.0}, {0.75, nan}},
+                                              {{0.5, 0.1}, {0.75, 1.33}},
+                                              {{0.08, 1.0}, {0.0, 1.33}}}) {
+        std::mt19937_64 rng(1);
+        BOOST_CHECK_EXCEPTION((void)ferry::ops::random_resized_crop_box(
+                                  {640, 480}, rng, {.scale = scale, .ratio = ratio}),
+                              ferry::invalid_argument, [](const ferry::invalid_argument& e) {
+                                  return std::string(e.what()).find("finite positive ranges") !=
+                                         std::string::npos;
+                              });
+    }
+    for (const auto& [scale, ratio] :
+         std::vector<std::pair<range, range>>{{{1e300, 1e300}, {0.75, 1.33}},
+                                              {{0.08, 1.0}, {1e-300, 1e-300}},
+                                              {{0.08, 1.0}, {1e300, 1e300}},
+                                              {{1e-300, 1e-300}, {0.75, 1.33}}}) {
+        std::mt19937_64 rng(1);
+        const auto box =
+            ferry::ops::random_resized_crop_box({640, 480}, rng, {.scale = scale, .ratio = ratio});
+        BOOST_TEST((box.width >= 1 && box.height >= 1 && box.x >= 0 && box.y >= 0 &&
+                    box.x + box.width <= 640 && box.y + box.height <= 480),
+                   "scale " << scale.first << " ratio " << ratio.first << ": box " << box.x << ","
+                            << box.y << " " << box.width << "x" << box.height);
+    }
 }
 
 // random_resized_crop_box is torchvision's RandomResizedCrop.get_params step for step: for fixed
