@@ -309,12 +309,14 @@ void check_window(const char* op, double start, const std::optional<double>& end
 }
 
 double declared_end(const AVFormatContext* fmt, const AVStream* st, bool container_too) {
+    // Where nothing stated a length, FFmpeg fills the streams' durations from the bit rate too
+    // (raw ADTS, MPEG elementary streams): a guess, not a declaration.
+    if (fmt->duration_estimation_method == AVFMT_DURATION_FROM_BITRATE) return -1.0;
     if (st->duration != AV_NOPTS_VALUE && st->duration > 0) {
         const std::int64_t first = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
         return seconds(first + st->duration, st->time_base);
     }
-    if (container_too && fmt->duration != AV_NOPTS_VALUE && fmt->duration > 0 &&
-        fmt->duration_estimation_method != AVFMT_DURATION_FROM_BITRATE) {
+    if (container_too && fmt->duration != AV_NOPTS_VALUE && fmt->duration > 0) {
         const std::int64_t first = fmt->start_time != AV_NOPTS_VALUE ? fmt->start_time : 0;
         return static_cast<double>(first + fmt->duration) / AV_TIME_BASE;
     }

@@ -231,7 +231,8 @@ struct input {
 inline constexpr const char* cut_short_prefix = "the input is cut short: ";
 
 /// Where `st` ends, in seconds, as its container declares it: the stream's own duration, else
-/// (with `container_too`) the container's unless it is a guess from the bit rate; -1 when none.
+/// (with `container_too`) the container's; -1 when none, or when FFmpeg guessed the lengths from
+/// the bit rate (`AVFMT_DURATION_FROM_BITRATE`: it fills the streams' durations then too).
 double declared_end(const AVFormatContext* fmt, const AVStream* st, bool container_too);
 
 /// Opens `source` and reads the container header (`avformat_open_input` only): zero bytes, an
