@@ -194,10 +194,11 @@ decode is a ferry.DecodeError.
             }
             o.decode.filter = scale_filter_of(filter);
             if (filter != "bilinear") args.push_back("filter='" + filter + "'");
-            if (!(start >= 0.0) || !std::isfinite(start) || (end && !(*end > start))) {
+            if (!(start >= 0.0) || !std::isfinite(start) ||
+                (end && !(*end > start && std::isfinite(*end)))) {
                 throw ferry::invalid_argument(
-                    "load_video(start=..., end=...): the window is start >= 0 seconds up to an "
-                    "end after it, got start " +
+                    "load_video(start=..., end=...): the window is start >= 0 seconds up to a "
+                    "finite end after it (None: the stream's end), got start " +
                     std::to_string(start) + (end ? ", end " + std::to_string(*end) : ""));
             }
             o.demux.start = start;

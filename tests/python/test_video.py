@@ -203,6 +203,10 @@ def test_bad_options_are_value_errors():
         video.load_video(filter="cubic")
     with pytest.raises(ValueError, match="the window is start"):
         video.load_video(start=2.0, end=1.0)
+    for start, end in [(float("nan"), None), (float("inf"), None), (0.0, float("inf")),
+                       (0.0, float("nan"))]:
+        with pytest.raises(ValueError, match="up to a finite end after it"):
+            video.load_video(start=start, end=end)
     with pytest.raises(ValueError, match="positive"):
         video.FrameSelection.uniform(0)
 
