@@ -82,7 +82,8 @@ struct audio_options {
     /// Output channels; 0 keeps the stream's. Down- and up-mixing use FFmpeg's default layouts
     /// (1 mono, 2 stereo, ...).
     int channels = 0;
-    /// The stream to read; -1: FFmpeg's best audio stream.
+    /// The stream to read; -1: FFmpeg's best audio stream (other negative values are a
+    /// `ferry::invalid_argument`).
     int stream = -1;
     /// Window in seconds: `[start, end)`; none: the whole stream.
     double start = 0.0;

@@ -126,15 +126,16 @@ class FERRY_API frame_selection {
 /// How `demux_video` reads a container.
 struct demux_options {
     /// The stream to read (an index into the container's streams); -1: FFmpeg's best video
-    /// stream.
+    /// stream. Other negative values are a `ferry::invalid_argument`.
     int stream = -1;
     /// Window start in seconds (stream timestamps): the demuxer seeks to the keyframe at or
     /// before it; frames before it are decoded if needed but never returned.
     double start = 0.0;
     /// Window end in seconds (exclusive); none: to the end of the stream.
     std::optional<double> end{};
-    /// Stop reading once this many frames at or after `start` are certain (0: no limit).
-    /// `load_video` derives it from the frame selection when left at 0.
+    /// Stop reading once this many frames at or after `start` are certain (0: no limit;
+    /// negative: a `ferry::invalid_argument`). `load_video` derives it from the frame selection
+    /// when left at 0.
     std::int64_t max_frames = 0;
     /// A read that delivers no data for this long fails with `ferry::io_error` (a stalled pipe
     /// or FIFO, or a FIFO no writer opens; FFmpeg's own loops are interrupted through an
@@ -182,8 +183,9 @@ struct video_decode_options {
     /// inside a stage call, the pipeline's threads divided by the stage's concurrency (at least
     /// 1, at most 16: `this_call::cpu_share()`), so that a stage with fewer calls at once than
     /// threads still uses them and one clip's latency falls; outside a stage call, 1. A number
-    /// is used as given. Inside a stage call the stage counts the threads of each call's
-    /// decoder as `decoder threads` (over the calls: threads per clip).
+    /// up to 64 is used as given; more is a `ferry::invalid_argument`. Inside a stage call the
+    /// stage counts the threads of each call's decoder as `decoder threads` (over the calls:
+    /// threads per clip).
     int threads = 0;
     /// Frames larger than this (as decoded) are refused.
     std::uint64_t max_pixels = 64'000'000;

@@ -116,6 +116,10 @@ class audio_decoder {
 
     audio run() {
         av::check_window(op, opt_.start, opt_.end);
+        if (opt_.stream < -1) {
+            throw invalid_argument(std::string(op) + ": stream " + std::to_string(opt_.stream) +
+                                   " must be -1 (FFmpeg's best) or a stream's index");
+        }
         if (opt_.end && *opt_.end <= opt_.start) {
             throw invalid_argument(std::string(op) + ": end " + av::seconds_text(*opt_.end) +
                                    " is not after start " + av::seconds_text(opt_.start));

@@ -3,6 +3,7 @@
 /// `clip_writer`: decoded frames scaled and converted by swscale into the clip's buffer.
 #include "clip_writer.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ferry::ops::av {
@@ -102,19 +103,31 @@ void clip_writer::prepare_scaler(const AVFrame* f) {
     }
 }
 
+void clip_writer::fit(std::uint64_t frames, int w, int h) const {
+    std::uint64_t bytes = 0;
+    const bool over =
+        __builtin_mul_overflow(static_cast<std::uint64_t>(w) * static_cast<std::uint64_t>(h) *
+                                   static_cast<std::uint64_t>(channels_of(opt_.format)),
+                               frames, &bytes);
+    if (opt_.max_bytes != 0 && (over || bytes > opt_.max_bytes)) {
+        throw invalid_argument(std::string(op) + ": " + source_ + ": " + std::to_string(frames) +
+                               " frames of " + std::to_string(w) + "x" + std::to_string(h) +
+                               " need " + (over ? "more than 2^64" : std::to_string(bytes)) +
+                               " bytes, over max_bytes (" + std::to_string(opt_.max_bytes) + ")");
+    }
+}
+
+void clip_writer::check_size(std::uint64_t frames, int width, int height) const {
+    const bool resize = opt_.resize.width > 0 && opt_.resize.height > 0;
+    fit(frames, resize ? opt_.resize.width : std::max(width, 1),
+        resize ? opt_.resize.height : std::max(height, 1));
+}
+
 void clip_writer::allocate(const AVFrame* f, std::size_t frames) {
     const bool resize = opt_.resize.width > 0 && opt_.resize.height > 0;
     const int w = resize ? opt_.resize.width : f->width;
     const int h = resize ? opt_.resize.height : f->height;
-    const std::uint64_t bytes = static_cast<std::uint64_t>(w) * static_cast<std::uint64_t>(h) *
-                                static_cast<std::uint64_t>(channels_of(opt_.format)) *
-                                static_cast<std::uint64_t>(frames);
-    if (opt_.max_bytes != 0 && bytes > opt_.max_bytes) {
-        throw invalid_argument(std::string(op) + ": " + source_ + ": " + std::to_string(frames) +
-                               " frames of " + std::to_string(w) + "x" + std::to_string(h) +
-                               " need " + std::to_string(bytes) + " bytes, over max_bytes (" +
-                               std::to_string(opt_.max_bytes) + ")");
-    }
+    fit(frames, w, h);
     clip_ = video_clip(static_cast<int>(frames), w, h, opt_.format);
 }
 

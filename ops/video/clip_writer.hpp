@@ -26,6 +26,11 @@ class clip_writer {
     /// `max_bytes` and a format swscale cannot convert throw.
     std::size_t write(const AVFrame* f, const std::vector<std::int64_t>& slots, std::int64_t frame);
 
+    /// Refuses, before any frame is decoded, a clip of `frames` frames that cannot fit
+    /// `max_bytes` at the resize target, else at `width` x `height` (the stream's declared size;
+    /// 1 x 1 where it declares none). The same error `write` gives at the first frame.
+    void check_size(std::uint64_t frames, int width, int height) const;
+
     [[nodiscard]] video_clip& clip() noexcept { return clip_; }
     /// Back to no clip and no scaler, for a decode that starts over.
     void reset() {
@@ -35,6 +40,8 @@ class clip_writer {
 
   private:
     void allocate(const AVFrame* f, std::size_t frames);
+    /// `frames` frames of `w` x `h` at the output format, in bytes; over `max_bytes` throws.
+    void fit(std::uint64_t frames, int w, int h) const;
     void prepare_scaler(const AVFrame* f);
 
     const video_decode_options& opt_;

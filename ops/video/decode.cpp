@@ -84,6 +84,8 @@ class decoder {
                 return av::snapped_frame(*s_.snap_keys, s_.time_base, times, start);
             };
         }
+        out_.check_size(av::slot_count(opt_.select, static_cast<std::int64_t>(times.size())),
+                        s_.params->width, s_.params->height);
         slots_ = av::select_frames(opt_.select, static_cast<std::int64_t>(times.size()), decode_op,
                                    s_.source, s_.truncation, snap);
         // The distinct frames to decode, ascending; each fills one or more output slots.
@@ -329,6 +331,9 @@ class decoder {
 /// More decoder threads than this gain nothing on a clip's few dozen frames (each frame thread
 /// adds a frame of delay and a frame of memory).
 constexpr int max_auto_threads = 16;
+/// More than this is a mistake, not a setting: FFmpeg would start each one (and fail once the
+/// process may start no more).
+constexpr int max_threads = 64;
 
 /// `video_decode_options::threads = 0`: the call's share of its pipeline's threads
 /// (`this_call::cpu_share()`), 1 outside a stage call.
@@ -354,10 +359,10 @@ video_clip decode_packets(const packets& pkts, const video_decode_options& optio
         throw invalid_argument(std::string(decode_op) +
                                ": format rgba is not one of video's (rgb, bgr, gray)");
     }
-    if (options.threads < 0) {
+    if (options.threads < 0 || options.threads > max_threads) {
         throw invalid_argument(std::string(decode_op) + ": threads " +
-                               std::to_string(options.threads) +
-                               " must be 0 (ferry chooses) or more");
+                               std::to_string(options.threads) + " must be 0 (ferry chooses) to " +
+                               std::to_string(max_threads));
     }
     video_decode_options o = options;
     if (o.threads == 0) o.threads = decoder_threads();

@@ -234,6 +234,32 @@ std::vector<std::int64_t> select_frames(const frame_selection& sel, std::int64_t
     return out;
 }
 
+std::uint64_t slot_count(const frame_selection& sel, std::int64_t frames) noexcept {
+    const auto n = [](std::int64_t v) {
+        return static_cast<std::uint64_t>(std::max<std::int64_t>(v, 0));
+    };
+    std::uint64_t starts = 1;
+    switch (sel.mode()) {
+        case frame_selection::kind::all:
+            return n(frames);
+        case frame_selection::kind::indices:
+            return sel.frames().size();
+        case frame_selection::kind::uniform:
+        case frame_selection::kind::clip:
+            return n(sel.count());
+        case frame_selection::kind::clips:
+            starts = n(sel.clips());
+            break;
+        case frame_selection::kind::clips_at:
+            starts = sel.frames().size();
+            break;
+    }
+    std::uint64_t out = 0;
+    return __builtin_mul_overflow(starts, n(sel.count()), &out)
+               ? std::numeric_limits<std::uint64_t>::max()
+               : out;
+}
+
 codec_ptr open_decoder(const ferry::detail::packets_state& s, int threads, std::uint64_t max_pixels,
                        const char* op) {
     const AVCodec* codec = avcodec_find_decoder(s.params->codec_id);

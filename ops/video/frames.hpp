@@ -29,6 +29,10 @@ std::vector<std::int64_t> select_frames(const frame_selection& sel, std::int64_t
                                         const char* op, const std::string& source,
                                         const std::string& truncation, const start_snap& snap = {});
 
+/// How many output slots `sel` fills over a window of `frames` frames, counted without making
+/// them (a `uniform(1000000000)` must be refused before its slots take 8 GB), saturating.
+std::uint64_t slot_count(const frame_selection& sel, std::int64_t frames) noexcept;
+
 /// A decoder for `s`'s stream with `threads` threads and FFmpeg's own `max_pixels` check.
 codec_ptr open_decoder(const ferry::detail::packets_state& s, int threads, std::uint64_t max_pixels,
                        const char* op);

@@ -217,9 +217,9 @@ decode is a ferry.DecodeError.
             }
             o.demux.max_frames = max_frames;
             o.demux.timeout = video_timeout_of(timeout);
-            if (threads < 0) {
+            if (threads < 0 || threads > 64) {
                 throw ferry::invalid_argument(
-                    "load_video(threads=...): decoder threads are 0 (ferry chooses) or more, "
+                    "load_video(threads=...): decoder threads are 0 (ferry chooses) to 64, "
                     "got " +
                     std::to_string(threads));
             }

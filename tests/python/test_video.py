@@ -297,5 +297,6 @@ def test_decoder_threads_default_to_ferrys_choice(clip):
     assert "threads" not in repr(video.load_video())
     assert "threads=3" in repr(video.load_video(threads=3))
     assert np.array_equal(np.asarray(video.load_video(threads=3)(path)), ref)
-    with pytest.raises(ferry.InvalidArgument, match="threads are 0 \\(ferry chooses\\) or more"):
-        video.load_video(threads=-1)
+    for threads in (-1, 65):
+        with pytest.raises(ferry.InvalidArgument, match="threads are 0 \\(ferry chooses\\) to 64"):
+            video.load_video(threads=threads)

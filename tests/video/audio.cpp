@@ -121,6 +121,9 @@ BOOST_AUTO_TEST_CASE(non_finite_and_huge_windows_are_named_or_clipped) {
     bad(-inf, 1.0, "decode_audio: start -inf s is not a finite time");
     bad(0.0, nan, "decode_audio: end nan s is not a finite time; leave end unset");
     bad(0.5, inf, "decode_audio: end inf s is not a finite time; leave end unset");
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [&] { (void)ferry::ops::decode_audio(path, {.stream = -3}); },
+        "decode_audio: stream -3 must be -1 (FFmpeg's best) or a stream's index");
     ferry_test::expect_throw_saying<ferry::decode_error>(
         [&] { (void)ferry::ops::decode_audio(path, {.start = 1e300}); },
         "no audio in the window starting at 1e+300 s");

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "../support/expect.hpp"
 #include "video_support.hpp"
 
 namespace bdata = boost::unit_test::data;
@@ -411,8 +412,12 @@ BOOST_AUTO_TEST_CASE(chooses_decoder_threads_from_the_stages_share) {
         BOOST_FAIL("threads -1 was accepted");
     } catch (const ferry::invalid_argument& e) {
         BOOST_TEST(std::string(e.what()) ==
-                   "decode_video: threads -1 must be 0 (ferry chooses) or more");
+                   "decode_video: threads -1 must be 0 (ferry chooses) to 64");
     }
+    // Nor is a count FFmpeg would start thread by thread until the process may start no more.
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [&] { (void)ferry::ops::load_video(path, {.decode = {.select = select, .threads = 65}}); },
+        "decode_video: threads 65 must be 0 (ferry chooses) to 64");
 }
 
 BOOST_AUTO_TEST_SUITE_END()  // skipping

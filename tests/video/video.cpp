@@ -319,6 +319,39 @@ BOOST_AUTO_TEST_CASE(non_finite_and_huge_windows_are_named_or_clipped) {
     BOOST_TEST(frame_indices(load(1.0, 1e300)) == (std::vector<int>{25, 27, 29, 31}));
 }
 
+// Options that cannot mean anything are invalid_arguments naming them, before a byte is read;
+// a selection whose clip cannot fit max_bytes is refused before its slots are made (uniform of a
+// billion frames would take 8 GB for the slots alone).
+BOOST_AUTO_TEST_CASE(meaningless_options_are_refused_by_name) {
+    const auto path = video_file(codecs[0]);
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [&] { (void)ferry::ops::demux_video(path, {.stream = -7}); },
+        "demux_video: stream -7 must be -1 (FFmpeg's best) or a stream's index");
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [&] { (void)ferry::ops::demux_video(path, {.max_frames = -1}); },
+        "demux_video: max_frames -1 must be 0 (no limit) or more");
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [&] {
+            (void)ferry::ops::load_video(
+                path, {.decode = {.select = ferry::frame_selection::uniform(1'000'000'000)}});
+        },
+        "decode_video: " + path.string() +
+            ": 1000000000 frames of 96x64 need 18432000000000 bytes, over max_bytes (4294967296)");
+    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+        [&] {
+            (void)ferry::ops::load_video(
+                path, {.decode = {.select = ferry::frame_selection::clips_at(
+                                      std::vector<std::int64_t>(1000, 0), 1'000'000, 1),
+                                  .resize = {8, 8}}});
+        },
+        "1000000000 frames of 8x8 need 192000000000 bytes, over max_bytes");
+    // Within the cap, a uniform selection longer than the window repeats frames as linspace does.
+    const auto repeated =
+        ferry::ops::load_video(path, {.decode = {.select = ferry::frame_selection::uniform(99)}});
+    BOOST_TEST(repeated.frames() == 99);
+    BOOST_TEST(frame_index(repeated, 98) == 49);
+}
+
 // load_video in a pipeline: paths in, one clip per path out, in order; a bad file is skipped
 // and recorded.
 BOOST_AUTO_TEST_CASE(loads_clips_in_a_pipeline_and_skips_bad_files) {
