@@ -57,6 +57,9 @@ namespace ops {
 namespace {
 
 constexpr const char* op = "decode_audio";
+/// The output time line's ends: a window without an end ends here (2^62 samples, 3 million
+/// years at 48 kHz).
+constexpr std::int64_t far = std::int64_t{1} << 62;
 /// The most a window's samples get reserved at once; longer ones grow as they decode.
 constexpr std::uint64_t reserve_bytes = 16ULL << 20;
 
@@ -188,9 +191,8 @@ class audio_decoder {
                              0);
         }
         av_channel_layout_default(&out_layout_.layout, out_channels_);
-        start_pos_ = opt_.start > 0.0 ? av::saturate(std::round(opt_.start * out_rate_)) : 0;
-        end_pos_ = opt_.end ? av::saturate(std::round(*opt_.end * out_rate_))
-                            : std::numeric_limits<std::int64_t>::max();
+        start_pos_ = opt_.start > 0.0 ? position(opt_.start) : 0;
+        end_pos_ = opt_.end ? position(*opt_.end) : far;
         frame_ = av::make_frame();
         out_.emplace(out_channels_, out_rate_);
         dst_.resize(static_cast<std::size_t>(out_channels_));
@@ -260,14 +262,18 @@ class audio_decoder {
             // Where the first decoded sample sits on the output's time line.
             const std::int64_t pts =
                 f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
-            next_ = pts != AV_NOPTS_VALUE
-                        ? av::saturate(std::round(av::seconds(pts, time_base_) * out_rate_))
-                        : 0;
+            next_ = pts != AV_NOPTS_VALUE ? position(av::seconds(pts, time_base_)) : 0;
             base_ = std::max(next_, start_pos_);
             base_known_ = true;
             reserve_window();
         }
         convert(const_cast<const std::uint8_t**>(f->extended_data), f->nb_samples);
+    }
+
+    /// `seconds` on the output's time line, in samples, within ±`far` (a hostile timestamp
+    /// saturates there, so sums and differences of positions and counts cannot overflow).
+    [[nodiscard]] std::int64_t position(double seconds) const noexcept {
+        return std::clamp(av::saturate(std::round(seconds * out_rate_)), -far, far);
     }
 
     /// A window's samples, when its end is known and its size reasonable, get their room at
