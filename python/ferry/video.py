@@ -5,6 +5,8 @@ without the GIL.
 load_video(*, select=FrameSelection.all(), format='rgb', resize=None, ...): a path (str or
     os.PathLike) or bytes -> ferry.Tensor, the clip as uint8 frames x height x width x channels.
 FrameSelection: which frames (all(), indices([...]), uniform(n), clip(n, stride)).
+decode_audio(*, sample_rate=0, channels=0, start=0.0, end=None, ...): a path or bytes ->
+    ferry.Tensor, the audio as float32 channels x samples, resampled by swresample.
 """
 from ferry import _ferry
 
@@ -16,5 +18,6 @@ if not _ferry.has_video:
 
 FrameSelection = _ferry.video.FrameSelection
 load_video = _ferry.video.load_video
+decode_audio = _ferry.video.decode_audio
 
-__all__ = ["FrameSelection", "load_video"]
+__all__ = ["FrameSelection", "load_video", "decode_audio"]

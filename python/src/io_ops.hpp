@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// The optional components' faces in Python: `ferry.video` (load_video), `ferry.http` (read_url,
+/// The optional components' faces in Python: `ferry.video` (load_video, decode_audio), `ferry.http` (read_url,
 /// list_objects) and `ferry.shards` (tar_samples and the ops on its samples), each compiled only
 /// where its C++ component is built (FERRY_VIDEO, FERRY_HTTP, FERRY_SHARDS).
 #pragma once
@@ -25,6 +25,8 @@ namespace py = pybind11;
 #ifdef FERRY_PYTHON_VIDEO
 /// Registers `FrameSelection` and the `load_video(...)` factory in `video` (video_ops.cpp).
 void bind_video_ops(py::module_& video);
+/// Registers the `decode_audio(...)` factory in `video` (audio_ops.cpp).
+void bind_audio_ops(py::module_& video);
 #endif
 
 #ifdef FERRY_PYTHON_HTTP

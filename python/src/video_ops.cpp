@@ -71,7 +71,9 @@ std::chrono::milliseconds video_timeout_of(double seconds) {
             "load_video(timeout=...): timeout is a positive number of seconds, got " +
             std::to_string(seconds));
     }
-    return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000.0)));
+    // Past a billion seconds (31 years) a timeout is no limit.
+    return std::chrono::milliseconds(
+        static_cast<std::int64_t>(std::ceil(std::min(seconds, 1e9) * 1000.0)));
 }
 
 std::string selection_text(const ferry::frame_selection& s) {

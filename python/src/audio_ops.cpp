@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// `ferry.video.decode_audio(...)`: the factory of a native op from a path or bytes to the
+/// audio as a ferry.Tensor of float32, channels x samples (ferry::ops::decode_audio).
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "convert.hpp"
+#include "ferry/audio.hpp"
+#include "ferry/error.hpp"
+#include "io_ops.hpp"
+
+namespace ferry::python {
+namespace {
+
+constexpr const char* op_name = "decode_audio";
+
+ferry::tensor decode(value&& v, const ferry::audio_options& o) {
+    if (v.holds<std::string>()) {
+        return ferry::ops::decode_audio(std::filesystem::path(v.as<std::string>()), o).to_tensor();
+    }
+    if (v.holds<ferry::bytes>())
+        return ferry::ops::decode_audio(v.as<ferry::bytes>(), o).to_tensor();
+    if (v.holds<py_ref>()) {
+        bool is_path = false;
+        {
+            gil_hold gil;
+            is_path = PyUnicode_Check(v.as<py_ref>().get()) != 0 ||
+                      PyObject_HasAttrString(v.as<py_ref>().get(), "__fspath__") != 0;
+        }
+        if (is_path) {
+            return ferry::ops::decode_audio(std::filesystem::path(take_path(std::move(v), op_name)),
+                                            o)
+                .to_tensor();
+        }
+        return ferry::ops::decode_audio(take_bytes(std::move(v), op_name), o).to_tensor();
+    }
+    throw ferry::invalid_argument(
+        "decode_audio expects a path (str or os.PathLike) or bytes (ferry.Bytes or a bytes-like "
+        "object), got " +
+        kind_of(v));
+}
+
+/// `what`'s value must be `lo` or more (and at most `hi`).
+void require(const char* what, std::int64_t v, std::int64_t lo, std::int64_t hi,
+             const char* meaning) {
+    if (v < lo || v > hi) {
+        throw ferry::invalid_argument(std::string("decode_audio(") + what + "=...): " + meaning +
+                                      ", got " + std::to_string(v));
+    }
+}
+
+}  // namespace
+
+void bind_audio_ops(py::module_& video) {
+    video.def(
+        "decode_audio",
+        [](int sample_rate, int channels, double start, const std::optional<double>& end,
+           int stream, double timeout, std::int64_t max_samples, std::uint64_t max_bytes,
+           bool strict) {
+            ferry::audio_options o;
+            std::vector<std::string> args;
+            // swresample's limits: rates up to 768 kHz are in use (DXD), channels up to 64.
+            require("sample_rate", sample_rate, 0, 768'000,
+                    "the rate is 0 (the stream's) to 768000 Hz");
+            require("channels", channels, 0, 64, "channels are 0 (the stream's) to 64");
+            require("stream", stream, -1, 1 << 20, "stream is -1 (FFmpeg's best) or an index");
+            require("max_samples", max_samples, 0, std::numeric_limits<std::int64_t>::max(),
+                    "max_samples is 0 (no cap) or more");
+            if (!(start >= 0.0) || !std::isfinite(start) ||
+                (end && !(*end > start && std::isfinite(*end)))) {
+                throw ferry::invalid_argument(
+                    "decode_audio(start=..., end=...): the window is start >= 0 seconds up to a "
+                    "finite end after it (None: the stream's end), got start " +
+                    std::to_string(start) + (end ? ", end " + std::to_string(*end) : ""));
+            }
+            if (!(timeout > 0.0) || !std::isfinite(timeout)) {
+                throw ferry::invalid_argument(
+                    "decode_audio(timeout=...): timeout is a positive number of seconds, got " +
+                    std::to_string(timeout));
+            }
+            o.sample_rate = sample_rate;
+            if (sample_rate != 0) args.push_back("sample_rate=" + std::to_string(sample_rate));
+            o.channels = channels;
+            if (channels != 0) args.push_back("channels=" + std::to_string(channels));
+            o.start = start;
+            if (start != 0.0) {
+                args.push_back("start=" + py::repr(py::float_(start)).cast<std::string>());
+            }
+            o.end = end;
+            if (end) args.push_back("end=" + py::repr(py::float_(*end)).cast<std::string>());
+            o.stream = stream;
+            if (stream != -1) args.push_back("stream=" + std::to_string(stream));
+            // Past a billion seconds (31 years) a timeout is no limit.
+            o.timeout = std::chrono::milliseconds(
+                static_cast<std::int64_t>(std::ceil(std::min(timeout, 1e9) * 1000.0)));
+            o.max_samples = max_samples;
+            o.max_bytes = max_bytes;
+            o.strict = strict;
+            if (strict) args.push_back("strict=True");
+            std::string name = "decode_audio(";
+            for (std::size_t i = 0; i < args.size(); ++i) name += (i ? ", " : "") + args[i];
+            name += ")";
+            return py::cast(py_op{std::make_shared<const native_op>(native_op{
+                std::move(name), [o](value&& v) { return value(decode(std::move(v), o)); }})});
+        },
+        py::kw_only(), py::arg("sample_rate") = 0, py::arg("channels") = 0, py::arg("start") = 0.0,
+        py::arg("end") = py::none(), py::arg("stream") = -1, py::arg("timeout") = 10.0,
+        py::arg("max_samples") = ferry::audio_options{}.max_samples,
+        py::arg("max_bytes") = ferry::audio_options{}.max_bytes, py::arg("strict") = false,
+        R"doc(
+A native op: ferry::ops::decode_audio on a path (str or os.PathLike: read from the file) or bytes
+(ferry.Bytes or a bytes-like object: read from memory), giving the audio as a ferry.Tensor of
+float32, channels x samples (numpy.asarray(x) and torch.from_dlpack(x) share it). The keywords are
+ferry::audio_options' fields: sample_rate (Hz; 0 keeps the stream's; swresample converts),
+channels (0 keeps the stream's; 1 mixes down, 2 up or down with FFmpeg's default layouts), start
+and end (the window in seconds; end None: to the stream's end; exactly (end - start) x rate
+samples where the stream holds them), stream (-1: FFmpeg's best audio stream), timeout (seconds a
+read may deliver nothing), max_samples (per channel) and max_bytes (all channels) (more is a
+ferry.DecodeError, refused as it decodes), strict (a cut or damaged file is a ferry.DecodeError
+instead of the samples that decode). Errors: ferry.IOError (missing file, stalled read),
+ferry.DecodeError (no audio stream, not a container, over a limit, no audio in the window),
+naming the file.)doc");
+}
+
+}  // namespace ferry::python
