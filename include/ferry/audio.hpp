@@ -85,7 +85,10 @@ struct audio_options {
     /// The stream to read; -1: FFmpeg's best audio stream (other negative values are a
     /// `ferry::invalid_argument`).
     int stream = -1;
-    /// Window in seconds: `[start, end)`; none: the whole stream.
+    /// Window in seconds: `[start, end)`; none: the whole stream. Times are the stream's
+    /// timestamps, as `demux_options`' are: a window holds `(end - start) x rate` samples where
+    /// the stream has samples all through it, those inside it otherwise (an MP3's first sample
+    /// is often at 0.025-0.05 s, after the encoder's delay FFmpeg skips).
     double start = 0.0;
     std::optional<double> end{};
     /// As `demux_options::timeout`.

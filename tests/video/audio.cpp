@@ -137,6 +137,28 @@ BOOST_AUTO_TEST_CASE(non_finite_and_huge_windows_are_named_or_clipped) {
     }
 }
 
+// Windows are in the stream's timestamps: an MP3's first sample sits after the encoder's delay,
+// which FFmpeg skips (its start time, 0.025-0.05 s), so a window from 0 holds the samples from
+// there on, and one starting after it holds its full length.
+BOOST_AUTO_TEST_CASE(windows_are_in_stream_time_from_the_first_sample) {
+    const auto path = tone_file({440}, 22050, 3.0, "libmp3lame", ".mp3");
+    const auto start_file = scratch("mp3-start.txt");
+    run_all({"ffprobe -v error -show_entries stream=start_time -of csv=p=0 " + path.string() +
+             " > " + start_file.string()});
+    const auto starts = probed_times_in(start_file);
+    BOOST_TEST_REQUIRE(starts.size() == 1U);
+    const double first = starts[0];
+    BOOST_TEST(first > 0.02);
+    BOOST_TEST(first < 0.06);
+    const auto from_zero = ferry::ops::decode_audio(path, {.sample_rate = 16000, .end = 2.0});
+    BOOST_TEST(static_cast<double>(from_zero.samples()) == (2.0 - first) * 16000,
+               boost::test_tools::tolerance(1.0 / 16000));
+    BOOST_TEST(!from_zero.truncated());
+    const auto inside =
+        ferry::ops::decode_audio(path, {.sample_rate = 16000, .start = 0.5, .end = 2.5});
+    BOOST_TEST(inside.samples() == 32000);
+}
+
 // The audio of a video file, from memory.
 BOOST_AUTO_TEST_CASE(decodes_the_audio_of_a_video_file_from_memory) {
     const auto bytes = read_all(video_file({.frames = 25, .with_audio = true}));
