@@ -77,10 +77,10 @@ class FERRY_API audio {
 
 /// How `decode_audio` decodes.
 struct audio_options {
-    /// Output rate in Hz; 0 keeps the stream's.
+    /// Output rate in Hz; 0 keeps the stream's. At most 768000.
     int sample_rate = 0;
     /// Output channels; 0 keeps the stream's. Down- and up-mixing use FFmpeg's default layouts
-    /// (1 mono, 2 stereo, ...).
+    /// (1 mono, 2 stereo, ...). At most 64 (swresample's limit).
     int channels = 0;
     /// The stream to read; -1: FFmpeg's best audio stream (other negative values are a
     /// `ferry::invalid_argument`).

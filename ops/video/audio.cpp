@@ -57,6 +57,8 @@ namespace ops {
 namespace {
 
 constexpr const char* op = "decode_audio";
+constexpr int max_rate = 768'000;  ///< the highest output rate asked for
+constexpr int max_channels = 64;   ///< swresample's most channels (SWR_CH_MAX)
 /// The output time line's ends: a window without an end ends here (2^62 samples, 3 million
 /// years at 48 kHz).
 constexpr std::int64_t far = std::int64_t{1} << 62;
@@ -127,10 +129,13 @@ class audio_decoder {
             throw invalid_argument(std::string(op) + ": end " + av::seconds_text(*opt_.end) +
                                    " is not after start " + av::seconds_text(opt_.start));
         }
-        if (opt_.sample_rate < 0 || opt_.channels < 0) {
-            throw invalid_argument(std::string(op) + ": sample_rate " +
-                                   std::to_string(opt_.sample_rate) + " and channels " +
-                                   std::to_string(opt_.channels) + " must be >= 0");
+        // swresample's limits: rates up to 768 kHz are in use (DXD), channels up to 64.
+        if (opt_.sample_rate < 0 || opt_.sample_rate > max_rate || opt_.channels < 0 ||
+            opt_.channels > max_channels) {
+            throw invalid_argument(
+                std::string(op) + ": sample_rate " + std::to_string(opt_.sample_rate) +
+                " and channels " + std::to_string(opt_.channels) + " must be 0 (the stream's) to " +
+                std::to_string(max_rate) + " Hz and " + std::to_string(max_channels));
         }
         open_stream();
         if (opt_.start > 0.0) {

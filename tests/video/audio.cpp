@@ -124,6 +124,14 @@ BOOST_AUTO_TEST_CASE(non_finite_and_huge_windows_are_named_or_clipped) {
     ferry_test::expect_throw_saying<ferry::invalid_argument>(
         [&] { (void)ferry::ops::decode_audio(path, {.stream = -3}); },
         "decode_audio: stream -3 must be -1 (FFmpeg's best) or a stream's index");
+    for (const auto& [rate, channels] :
+         {std::pair{2'000'000'000, 1}, std::pair{16000, 65}, std::pair{-1, 0}}) {
+        ferry_test::expect_throw_saying<ferry::invalid_argument>(
+            [&] {
+                (void)ferry::ops::decode_audio(path, {.sample_rate = rate, .channels = channels});
+            },
+            "must be 0 (the stream's) to 768000 Hz and 64");
+    }
     ferry_test::expect_throw_saying<ferry::decode_error>(
         [&] { (void)ferry::ops::decode_audio(path, {.start = 1e300}); },
         "no audio in the window starting at 1e+300 s");
