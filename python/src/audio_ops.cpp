@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "convert.hpp"
@@ -26,29 +27,8 @@ namespace {
 constexpr const char* op_name = "decode_audio";
 
 ferry::tensor decode(value&& v, const ferry::audio_options& o) {
-    if (v.holds<std::string>()) {
-        return ferry::ops::decode_audio(std::filesystem::path(v.as<std::string>()), o).to_tensor();
-    }
-    if (v.holds<ferry::bytes>())
-        return ferry::ops::decode_audio(v.as<ferry::bytes>(), o).to_tensor();
-    if (v.holds<py_ref>()) {
-        bool is_path = false;
-        {
-            gil_hold gil;
-            is_path = PyUnicode_Check(v.as<py_ref>().get()) != 0 ||
-                      PyObject_HasAttrString(v.as<py_ref>().get(), "__fspath__") != 0;
-        }
-        if (is_path) {
-            return ferry::ops::decode_audio(std::filesystem::path(take_path(std::move(v), op_name)),
-                                            o)
-                .to_tensor();
-        }
-        return ferry::ops::decode_audio(take_bytes(std::move(v), op_name), o).to_tensor();
-    }
-    throw ferry::invalid_argument(
-        "decode_audio expects a path (str or os.PathLike) or bytes (ferry.Bytes or a bytes-like "
-        "object), got " +
-        kind_of(v));
+    return std::visit([&](const auto& in) { return ferry::ops::decode_audio(in, o).to_tensor(); },
+                      take_path_or_bytes(std::move(v), op_name));
 }
 
 /// `what`'s value must be `lo` or more (and at most `hi`).

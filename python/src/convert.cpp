@@ -131,6 +131,26 @@ std::string take_path(value&& v, std::string_view op) {
                                   kind_of(v));
 }
 
+std::variant<std::filesystem::path, ferry::bytes> take_path_or_bytes(value&& v,
+                                                                     std::string_view op) {
+    if (v.holds<std::string>()) return std::filesystem::path(std::move(v.as<std::string>()));
+    if (v.holds<ferry::bytes>()) return std::move(v.as<ferry::bytes>());
+    if (v.holds<py_ref>()) {
+        bool is_path = false;
+        {
+            gil_hold gil;
+            is_path = PyUnicode_Check(v.as<py_ref>().get()) != 0 ||
+                      PyObject_HasAttrString(v.as<py_ref>().get(), "__fspath__") != 0;
+        }
+        if (is_path) return std::filesystem::path(take_path(std::move(v), op));
+        return take_bytes(std::move(v), op);
+    }
+    throw ferry::invalid_argument(std::string(op) +
+                                  " expects a path (str or os.PathLike) or bytes (ferry.Bytes or "
+                                  "a bytes-like object), got " +
+                                  kind_of(v));
+}
+
 ferry::bytes take_bytes(value&& v, std::string_view op) {
     if (v.holds<ferry::bytes>()) return std::move(v.as<ferry::bytes>());
     if (v.holds<py_ref>()) {

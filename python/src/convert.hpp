@@ -7,8 +7,10 @@
 
 #include <pybind11/pybind11.h>
 
+#include <filesystem>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "value.hpp"
 
@@ -39,6 +41,14 @@ namespace py = pybind11;
 /// protocol (bytes, bytearray, memoryview; read with the GIL). Throws `ferry::invalid_argument`
 /// naming what it got.
 [[nodiscard]] ferry::bytes take_bytes(value&& v, std::string_view op);
+
+/// What an op that reads a file or memory (load_video, decode_audio) was given: a path (a
+/// string, or a Python str or os.PathLike, read with the GIL) or bytes (ferry's, or a copy of a
+/// Python object with the buffer protocol). Throws `ferry::invalid_argument` naming `op` and
+/// what it got ("load_video expects a path (str or os.PathLike) or bytes (ferry.Bytes or a
+/// bytes-like object), got an int").
+[[nodiscard]] std::variant<std::filesystem::path, ferry::bytes> take_path_or_bytes(
+    value&& v, std::string_view op);
 
 /// The elements of a batch for op `op`: a list or tuple value, or a Python list or tuple (converted
 /// with `from_python`, with the GIL). Throws `ferry::invalid_argument` naming what it got.

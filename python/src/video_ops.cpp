@@ -110,28 +110,8 @@ std::string selection_text(const ferry::frame_selection& s) {
 /// The clip `load_video` makes of `v`: a path (a str, or a Python str or os.PathLike) is read by
 /// FFmpeg from the file, bytes (ferry.Bytes, or any bytes-like object) from memory.
 ferry::tensor load_clip(value&& v, const ferry::video_options& o) {
-    if (v.holds<std::string>()) {
-        return ferry::ops::load_video(std::filesystem::path(v.as<std::string>()), o).to_tensor();
-    }
-    if (v.holds<ferry::bytes>()) return ferry::ops::load_video(v.as<ferry::bytes>(), o).to_tensor();
-    if (v.holds<py_ref>()) {
-        bool is_path = false;
-        {
-            gil_hold gil;
-            is_path = PyUnicode_Check(v.as<py_ref>().get()) != 0 ||
-                      PyObject_HasAttrString(v.as<py_ref>().get(), "__fspath__") != 0;
-        }
-        if (is_path) {
-            return ferry::ops::load_video(
-                       std::filesystem::path(take_path(std::move(v), "load_video")), o)
-                .to_tensor();
-        }
-        return ferry::ops::load_video(take_bytes(std::move(v), "load_video"), o).to_tensor();
-    }
-    throw ferry::invalid_argument(
-        "load_video expects a path (str or os.PathLike) or bytes (ferry.Bytes or a bytes-like "
-        "object), got " +
-        kind_of(v));
+    return std::visit([&](const auto& in) { return ferry::ops::load_video(in, o).to_tensor(); },
+                      take_path_or_bytes(std::move(v), "load_video"));
 }
 
 }  // namespace
