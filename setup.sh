@@ -26,7 +26,8 @@
 #   FERRY_RELEASE_SUITES=1   the unit suites in build/ (Release) too
 #   FERRY_SHARED=1  build ferry's shared libraries (build-shared/) and run the package tests that
 #                   depend on the linkage against them, the .deb packages' test among them
-#   FERRY_TSAN=1    also build build-tsan/ and run the engine, cuda and http tests under TSan
+#   FERRY_TSAN=1    also build build-tsan/ and run the engine, cuda, http and video tests under
+#                   TSan
 #   FERRY_SOAK=1    also run the tests labelled "soak" (long runs) in build/
 #   FERRY_SHARED_SUITE=1   in build-shared/, build and run the whole suite (every test, example
 #                   and consumer then links only what ferry's shared libraries export)
@@ -353,14 +354,14 @@ test_mode() {
 
     if [[ "$full" == 1 || "${FERRY_TSAN:-0}" == 1 ]]; then
         sanitizer_build build-tsan thread -DFERRY_UNIT_TESTS=ON -DFERRY_MPI=OFF -DFERRY_TORCH=OFF
-        step "ctest build-tsan/ -L 'engine|cuda|http' (TSan)"
-        # tests/tsan.supp: races in uninstrumented libtbb's own task objects, none of ferry's.
+        step "ctest build-tsan/ -L 'engine|cuda|http|video' (TSan)"
+        # tests/tsan.supp: races inside uninstrumented libtbb and FFmpeg, none of ferry's.
         local tsan_options="halt_on_error=1:second_deadlock_stack=1"
         tsan_options+=":suppressions=$root/tests/tsan.supp"
         TSAN_OPTIONS="${TSAN_OPTIONS:-$tsan_options}" \
-            ctest --test-dir build-tsan -L 'engine|cuda|http' --output-on-failure --no-tests=error \
-            -j "$jobs"
-        done_parts+=("tsan: engine, cuda (host side), http")
+            ctest --test-dir build-tsan -L 'engine|cuda|http|video' --output-on-failure \
+            --no-tests=error -j "$jobs"
+        done_parts+=("tsan: engine, cuda (host side), http, video")
     fi
 
     if [[ "${FERRY_SOAK:-0}" == 1 ]]; then
