@@ -145,7 +145,8 @@ struct decode_options {
     /// Apply the EXIF orientation (a JPEG's APP1 segment, a PNG's eXIf chunk), so the image
     /// comes out the way it is meant to be seen.
     bool apply_orientation = true;
-    /// Images whose header declares more pixels than this are refused before any allocation.
+    /// Images whose header declares more pixels than this are refused before any allocation,
+    /// and so is a `resize` or `reduce_to` target larger than this (`ferry::invalid_argument`).
     std::uint64_t max_pixels = 128'000'000;
     /// Corrupt or truncated data the decoder could paper over (libjpeg's warnings, e.g.
     /// "Premature end of JPEG file") is an error. False accepts such images, partly grey, the

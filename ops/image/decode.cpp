@@ -2,6 +2,7 @@
 /// \file
 /// `decode_image` and `probe_image`: format sniffing, the pixel limit, EXIF orientation, the
 /// reduced-scale decode and the final resize; and the `ferry::image` value type.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <type_traits>
@@ -193,11 +194,21 @@ bool set(image_size s) {
     return s.width > 0 && s.height > 0;
 }
 
-void check_size_option(image_size s, const char* name) {
+void check_size_option(image_size s, const char* name, std::uint64_t max_pixels) {
     if ((s.width != 0 || s.height != 0) && !set(s)) {
         throw invalid_argument(std::string("decode_image: decode_options::") + name + " = {" +
                                std::to_string(s.width) + ", " + std::to_string(s.height) +
                                "} must be positive (or {0, 0} for none)");
+    }
+    // The output is held to the limit the input is: a typo'd target would otherwise allocate
+    // whatever it asks for (100000 x 100000 RGB is 30 GB).
+    const auto pixels = static_cast<std::uint64_t>(std::max(s.width, 0)) *
+                        static_cast<std::uint64_t>(std::max(s.height, 0));
+    if (max_pixels != 0 && pixels > max_pixels) {
+        throw invalid_argument(std::string("decode_image: decode_options::") + name + " = {" +
+                               std::to_string(s.width) + ", " + std::to_string(s.height) + "} is " +
+                               std::to_string(pixels) + " pixels, over max_pixels (" +
+                               std::to_string(max_pixels) + ")");
     }
 }
 
@@ -222,8 +233,8 @@ namespace {
 /// decode_image; with `into` (and `options.resize`), a JPEG resized from the decoder's rows is
 /// written there instead and the image returned is empty.
 image decode(std::span<const std::byte> data, const decode_options& options, std::uint8_t* into) {
-    check_size_option(options.resize, "resize");
-    check_size_option(options.reduce_to, "reduce_to");
+    check_size_option(options.resize, "resize", options.max_pixels);
+    check_size_option(options.reduce_to, "reduce_to", options.max_pixels);
     if (!(options.scale_slack >= 0 && options.scale_slack <= 0.5)) {
         throw invalid_argument("decode_image: scale_slack " + std::to_string(options.scale_slack) +
                                " is outside [0, 0.5]");

@@ -293,6 +293,33 @@ BOOST_AUTO_TEST_CASE(max_pixels_counts_the_stored_size_not_the_reduced_one) {
         ferry::decode_error);
 }
 
+// The output is held to max_pixels as the input is: a resize or reduce_to target over it (a typo
+// that would allocate 30 GB) is an invalid_argument before anything is decoded.
+BOOST_AUTO_TEST_CASE(a_target_over_max_pixels_is_refused_before_decoding) {
+    for (const auto& [name, options] : std::vector<std::pair<std::string, ferry::decode_options>>{
+             {"resize", {.resize = {100000, 100000}}},
+             {"reduce_to", {.reduce_to = {100000, 100000}}}}) {
+        const std::string msg =
+            expect_throw<ferry::invalid_argument>(
+                [&] { (void)decode_image(as_span(large_jpeg()), options); }, name)
+                .what();
+        BOOST_TEST(msg == "decode_image: decode_options::" + name +
+                              " = {100000, 100000} is 10000000000 pixels, over max_pixels "
+                              "(128000000)");
+    }
+    // A target of exactly max_pixels is taken; one row more is not.
+    const auto size = ferry::ops::probe_image(as_span(large_jpeg())).oriented_size();
+    const auto cap =
+        static_cast<std::uint64_t>(size.width) * static_cast<std::uint64_t>(size.height);
+    const auto at_cap = decode_image(as_span(large_jpeg()),
+                                     {.resize = {size.width, size.height}, .max_pixels = cap});
+    BOOST_TEST((at_cap.width() == size.width && at_cap.height() == size.height));
+    BOOST_CHECK_THROW(
+        (void)decode_image(as_span(large_jpeg()),
+                           {.resize = {size.width, size.height + 1}, .max_pixels = cap}),
+        ferry::invalid_argument);
+}
+
 // strict = false accepts a truncated JPEG: full size, and the rows that were there are right.
 BOOST_AUTO_TEST_CASE(lenient_decoding_returns_a_truncated_jpeg_at_full_size) {
     const file_bytes& full = large_jpeg();
