@@ -120,15 +120,7 @@ class audio_decoder {
     audio_decoder(av::input in, const audio_options& opt) : in_(std::move(in)), opt_(opt) {}
 
     audio run() {
-        av::check_window(op, opt_.start, opt_.end);
-        if (opt_.stream < -1) {
-            throw invalid_argument(std::string(op) + ": stream " + std::to_string(opt_.stream) +
-                                   " must be -1 (FFmpeg's best) or a stream's index");
-        }
-        if (opt_.end && *opt_.end <= opt_.start) {
-            throw invalid_argument(std::string(op) + ": end " + av::seconds_text(*opt_.end) +
-                                   " is not after start " + av::seconds_text(opt_.start));
-        }
+        av::check_window(op, opt_.start, opt_.end, opt_.stream);
         // swresample's limits: rates up to 768 kHz are in use (DXD), channels up to 64.
         if (opt_.sample_rate < 0 || opt_.sample_rate > max_rate || opt_.channels < 0 ||
             opt_.channels > max_channels) {

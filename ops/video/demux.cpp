@@ -261,18 +261,10 @@ std::pair<double, std::optional<std::int64_t>> snapped_start(const av::keyframe_
 packets demux(av::input in, const demux_options& given, bool note, bool clip_starts,
               const std::function<av::input()>& reopen) {
     demux_options opt = given;
-    av::check_window(demux_op, opt.start, opt.end);
-    if (opt.stream < -1) {
-        throw invalid_argument(std::string(demux_op) + ": stream " + std::to_string(opt.stream) +
-                               " must be -1 (FFmpeg's best) or a stream's index");
-    }
+    av::check_window(demux_op, opt.start, opt.end, opt.stream);
     if (opt.max_frames < 0) {
         throw invalid_argument(std::string(demux_op) + ": max_frames " +
                                std::to_string(opt.max_frames) + " must be 0 (no limit) or more");
-    }
-    if (opt.end && *opt.end <= opt.start) {
-        throw invalid_argument(std::string(demux_op) + ": end " + av::seconds_text(*opt.end) +
-                               " is not after start " + av::seconds_text(opt.start));
     }
     AVFormatContext* fmt = in.format.get();
     const int index = select_stream(in, opt);

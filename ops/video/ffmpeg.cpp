@@ -297,7 +297,7 @@ std::string seconds_text(double s) {
     return text;
 }
 
-void check_window(const char* op, double start, const std::optional<double>& end) {
+void check_window(const char* op, double start, const std::optional<double>& end, int stream) {
     if (!std::isfinite(start)) {
         throw invalid_argument(std::string(op) + ": start " + seconds_text(start) +
                                " is not a finite time");
@@ -305,6 +305,14 @@ void check_window(const char* op, double start, const std::optional<double>& end
     if (end && !std::isfinite(*end)) {
         throw invalid_argument(std::string(op) + ": end " + seconds_text(*end) +
                                " is not a finite time; leave end unset for the stream's end");
+    }
+    if (end && *end <= start) {
+        throw invalid_argument(std::string(op) + ": end " + seconds_text(*end) +
+                               " is not after start " + seconds_text(start));
+    }
+    if (stream < -1) {
+        throw invalid_argument(std::string(op) + ": stream " + std::to_string(stream) +
+                               " must be -1 (FFmpeg's best) or a stream's index");
     }
 }
 

@@ -266,11 +266,12 @@ std::string seconds_text(double s);
 /// rather than undefined behaviour. `ticks` is not NaN (`check_window`).
 std::int64_t saturate(double ticks) noexcept;
 
-/// A window's start and end in seconds as the user gave them: NaN or an infinity is a
-/// `ferry::invalid_argument` naming `op` and the value ("decode_audio: end inf s is not a
-/// finite time; leave end unset for the stream's end"). Finite values, however large, are left
-/// to the window's own checks (an end not after the start, a window past the data).
-void check_window(const char* op, double start, const std::optional<double>& end);
+/// The options both ops read a stream's window and index from, as the user gave them, each
+/// refused as a `ferry::invalid_argument` naming `op` and the value: a start or end that is NaN
+/// or infinite ("decode_audio: end inf s is not a finite time; leave end unset for the stream's
+/// end"), an end not after the start, a stream below -1. Finite times, however large, are left
+/// to the window's own checks (a window past the data).
+void check_window(const char* op, double start, const std::optional<double>& end, int stream);
 
 }  // namespace ferry::ops::av
 

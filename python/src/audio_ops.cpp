@@ -81,9 +81,7 @@ void bind_audio_ops(py::module_& video) {
             if (end) args.push_back("end=" + py::repr(py::float_(*end)).cast<std::string>());
             o.stream = stream;
             if (stream != -1) args.push_back("stream=" + std::to_string(stream));
-            // Past a billion seconds (31 years) a timeout is no limit.
-            o.timeout = std::chrono::milliseconds(
-                static_cast<std::int64_t>(std::ceil(std::min(timeout, 1e9) * 1000.0)));
+            o.timeout = ceil_millis(timeout);
             o.max_samples = max_samples;
             o.max_bytes = max_bytes;
             o.strict = strict;

@@ -74,7 +74,7 @@ ferry::stage_options stage_options_of(const std::string& where, const py::object
             throw ferry::invalid_argument(where + ": timeout is seconds above 0 (or None), got " +
                                           std::to_string(s));
         }
-        o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(s * 1000)));
+        o.timeout = ceil_millis(s);
     }
     if (!name.is_none()) o.name = name.cast<std::string>();
     o.max_failures = max_failures;

@@ -3,7 +3,10 @@
 /// `to_python`, `from_python` and the native ops' readers of values.
 #include "convert.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstdint>
 #include <memory>
 #include <utility>
 
@@ -129,6 +132,11 @@ std::string take_path(value&& v, std::string_view op) {
     }
     throw ferry::invalid_argument(std::string(op) + " expects a path (str or os.PathLike), got " +
                                   kind_of(v));
+}
+
+std::chrono::milliseconds ceil_millis(double seconds) noexcept {
+    return std::chrono::milliseconds(
+        static_cast<std::int64_t>(std::ceil(std::min(seconds, 1e9) * 1000.0)));
 }
 
 std::variant<std::filesystem::path, ferry::bytes> take_path_or_bytes(value&& v,

@@ -7,6 +7,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -49,6 +50,11 @@ namespace py = pybind11;
 /// bytes-like object), got an int").
 [[nodiscard]] std::variant<std::filesystem::path, ferry::bytes> take_path_or_bytes(
     value&& v, std::string_view op);
+
+/// Seconds as Python gave them (finite and checked by the caller), as milliseconds rounded up:
+/// what a timeout option takes. Past a billion seconds (31 years) it is a billion seconds,
+/// which no timeout reaches, rather than a conversion past int64.
+[[nodiscard]] std::chrono::milliseconds ceil_millis(double seconds) noexcept;
 
 /// The elements of a batch for op `op`: a list or tuple value, or a Python list or tuple (converted
 /// with `from_python`, with the GIL). Throws `ferry::invalid_argument` naming what it got.

@@ -33,7 +33,7 @@ std::chrono::milliseconds http_millis_of(double seconds, const char* what, bool 
                                       "number of seconds" + (zero_ok ? " (0: no limit)" : "") +
                                       ", got " + std::to_string(seconds));
     }
-    return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000.0)));
+    return ceil_millis(seconds);
 }
 
 /// Headers as Python gives them: a list of "Name: value" strings or a dict {name: value}.

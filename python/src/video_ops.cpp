@@ -71,9 +71,7 @@ std::chrono::milliseconds video_timeout_of(double seconds) {
             "load_video(timeout=...): timeout is a positive number of seconds, got " +
             std::to_string(seconds));
     }
-    // Past a billion seconds (31 years) a timeout is no limit.
-    return std::chrono::milliseconds(
-        static_cast<std::int64_t>(std::ceil(std::min(seconds, 1e9) * 1000.0)));
+    return ceil_millis(seconds);
 }
 
 std::string selection_text(const ferry::frame_selection& s) {
