@@ -67,11 +67,19 @@ class FERRY_API audio {
     /// Set by the decoder.
     void set_truncated(bool truncated) noexcept { truncated_ = truncated; }
 
+    /// Samples per channel of silence at the end, added to reach `audio_options::samples`
+    /// (0: every sample decoded). A model can mask them: the decoded ones are the first
+    /// `samples() - padded()`.
+    [[nodiscard]] std::int64_t padded() const noexcept { return padded_; }
+    /// Set by the decoder.
+    void set_padded(std::int64_t padded) noexcept { padded_ = padded; }
+
   private:
     detail::owned_buffer<> buf_{};
     detail::moved_to_zero<int> channels_{};
     detail::moved_to_zero<std::int64_t> samples_{};
     detail::moved_to_zero<int> sample_rate_{};
+    detail::moved_to_zero<std::int64_t> padded_{};
     bool truncated_ = false;
 };
 
@@ -91,6 +99,15 @@ struct audio_options {
     /// is often at 0.025-0.05 s, after the encoder's delay FFmpeg skips).
     double start = 0.0;
     std::optional<double> end{};
+    /// Exactly this many samples per channel (0: as many as decode), so that windows batch
+    /// into one tensor (SPDL's `num_frames`): the first `samples` of the window, followed by
+    /// silence (zeros) where it holds fewer (a window that runs past the stream's end, a short
+    /// file, an MP3's first 0.025-0.05 s). Decoding stops once they are kept.
+    /// `audio::padded()` says how many are silence and the stage counts them (`padded
+    /// samples`); a window with no audio at all is still a `decode_error`, never all silence.
+    /// At most `max_samples`, and within `max_bytes` for every output channel; negative is a
+    /// `ferry::invalid_argument`.
+    std::int64_t samples = 0;
     /// As `demux_options::timeout`.
     std::chrono::milliseconds timeout{10'000};
     /// More output samples (per channel) than this are refused (default: 1 hour at 48 kHz).

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "ffmpeg.hpp"
+#include "sample_store.hpp"
 
 namespace ferry {
 
@@ -38,6 +39,7 @@ static_assert(std::is_nothrow_move_constructible_v<audio> &&
 buffer audio::release() noexcept {
     channels_ = 0;
     samples_ = 0;
+    padded_ = 0;
     return buf_.release();
 }
 
@@ -73,48 +75,6 @@ struct layout_owner {
     ~layout_owner() { av_channel_layout_uninit(&layout); }
 };
 
-/// The output's samples as they are decoded, channel-major in one `audio` with room for more
-/// (grown by doubling). What it holds is handed over without a copy when it fills the room
-/// exactly, as a window whose length was reserved does; copied to its size otherwise.
-class sample_store {
-  public:
-    sample_store(int channels, int rate) : channels_(channels), rate_(rate) {}
-
-    [[nodiscard]] std::int64_t size() const noexcept { return size_; }
-    [[nodiscard]] std::int64_t room() const noexcept { return buf_.samples() - size_; }
-    /// Where channel `c`'s next sample goes.
-    [[nodiscard]] float* end(int c) noexcept { return buf_.channel(c).data() + size_; }
-    /// The next `n` samples of every channel are written.
-    void commit(std::int64_t n) noexcept { size_ += n; }
-
-    /// Room for at least `n` more samples per channel.
-    void reserve(std::int64_t n) {
-        if (room() >= n) return;
-        audio bigger(channels_, std::max(size_ + n, 2 * buf_.samples()), rate_);
-        copy_to(bigger);
-        buf_ = std::move(bigger);
-    }
-
-    audio take() {
-        if (size_ == buf_.samples() && !buf_.empty()) return std::move(buf_);
-        audio out(channels_, size_, rate_);
-        copy_to(out);
-        return out;
-    }
-
-  private:
-    void copy_to(audio& to) const {
-        for (int c = 0; c < channels_ && size_ > 0; ++c) {
-            std::copy_n(buf_.channel(c).data(), size_, to.channel(c).data());
-        }
-    }
-
-    int channels_;
-    int rate_;
-    audio buf_;
-    std::int64_t size_ = 0;
-};
-
 class audio_decoder {
   public:
     audio_decoder(av::input in, const audio_options& opt) : in_(std::move(in)), opt_(opt) {}
@@ -128,6 +88,12 @@ class audio_decoder {
                 std::string(op) + ": sample_rate " + std::to_string(opt_.sample_rate) +
                 " and channels " + std::to_string(opt_.channels) + " must be 0 (the stream's) to " +
                 std::to_string(max_rate) + " Hz and " + std::to_string(max_channels));
+        }
+        const std::int64_t most = opt_.max_samples > 0 ? std::min(opt_.max_samples, far) : far;
+        if (opt_.samples < 0 || opt_.samples > most) {
+            throw invalid_argument(std::string(op) + ": samples " + std::to_string(opt_.samples) +
+                                   " must be 0 (as many as decode) to " + std::to_string(most) +
+                                   (opt_.max_samples > 0 ? " (max_samples)" : ""));
         }
         open_stream();
         if (opt_.start > 0.0) {
@@ -188,6 +154,15 @@ class audio_decoder {
                              0);
         }
         av_channel_layout_default(&out_layout_.layout, out_channels_);
+        // A fixed length's bytes are known now: refused before decoding, not as it fills.
+        const long double fixed_bytes =
+            static_cast<long double>(opt_.samples) * out_channels_ * sizeof(float);
+        if (opt_.max_bytes > 0 && fixed_bytes > static_cast<long double>(opt_.max_bytes)) {
+            throw decode_error(
+                std::string(op) + ": " + in_.name + ": " + std::to_string(opt_.samples) +
+                " samples of " + std::to_string(out_channels_) + " channels take more than " +
+                std::to_string(opt_.max_bytes) + " bytes (audio_options::samples, max_bytes)");
+        }
         start_pos_ = opt_.start > 0.0 ? position(opt_.start) : 0;
         end_pos_ = opt_.end ? position(*opt_.end) : far;
         frame_ = av::make_frame();
@@ -262,6 +237,8 @@ class audio_decoder {
             next_ = pts != AV_NOPTS_VALUE ? position(av::seconds(pts, time_base_)) : 0;
             base_ = std::max(next_, start_pos_);
             base_known_ = true;
+            // A fixed length ends the output there, whatever the window's end.
+            if (opt_.samples > 0) end_pos_ = std::min(end_pos_, base_ + opt_.samples);
             reserve_window();
         }
         convert(const_cast<const std::uint8_t**>(f->extended_data), f->nb_samples);
@@ -273,17 +250,22 @@ class audio_decoder {
         return std::clamp(av::saturate(std::round(seconds * out_rate_)), -far, far);
     }
 
-    /// A window's samples, when its end is known and its size reasonable, get their room at
-    /// once: written where they stay and handed over without a copy.
+    /// The output's samples, when their number is known (`samples`, or the window's) and
+    /// reasonable, get their room at once: written where they stay and handed over without a
+    /// copy.
     void reserve_window() {
-        if (!opt_.end || end_pos_ <= base_) return;
+        std::int64_t want = opt_.samples;
+        if (want == 0) {
+            if (!opt_.end || end_pos_ <= base_) return;
+            want = end_pos_ - base_;
+        }
         const auto bytes_per_sample = static_cast<std::uint64_t>(out_channels_) * sizeof(float);
         const std::uint64_t cap_bytes =
             std::min<std::uint64_t>(reserve_bytes, opt_.max_bytes > 0 ? opt_.max_bytes : ~0ULL);
         std::int64_t limit = static_cast<std::int64_t>(cap_bytes / bytes_per_sample);
         if (opt_.max_samples > 0) limit = std::min(limit, opt_.max_samples);
-        if (end_pos_ - base_ > limit) return;
-        out_->reserve(end_pos_ - base_);
+        if (want > limit) return;
+        out_->reserve(want);
         exact_room_ = true;
     }
 
@@ -358,12 +340,19 @@ class audio_decoder {
             throw decode_error(std::string(op) + ": " + in_.name + ": truncated: " + cut +
                                " (audio_options::strict)");
         }
-        if (opt_.start > 0.0 && total() == 0) {
+        // Padding a window that holds nothing would make up a whole window of silence.
+        if ((opt_.start > 0.0 || opt_.samples > 0) && total() == 0) {
             av::throw_decode(op, in_.name,
                              "no audio in the window starting at " + av::seconds_text(opt_.start),
                              0);
         }
+        const std::int64_t padded = std::max<std::int64_t>(opt_.samples - total(), 0);
+        if (padded > 0) {
+            out_->pad(padded);
+            this_call::count("padded samples", static_cast<std::uint64_t>(padded));
+        }
         audio out = out_->take();
+        out.set_padded(padded);
         if (!cut.empty()) {
             out.set_truncated(true);
             this_call::note_truncated();
@@ -423,7 +412,7 @@ class audio_decoder {
     bool exact_room_ = false;  ///< the window's samples have their room, no more
     int max_frame_samples_ = 0;
     std::string read_error_;  ///< why reading stopped before the end (empty: it did not)
-    std::optional<sample_store> out_;
+    std::optional<detail::sample_store> out_;
     std::vector<std::uint8_t*> dst_;  ///< swr_convert's output pointers, one per channel
     std::vector<float> scratch_;      ///< samples outside the window, or past the room
     av::decode_trouble trouble_;

@@ -4,6 +4,7 @@
 /// audio as a ferry.Tensor of float32, channels x samples (ferry::ops::decode_audio).
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -46,8 +47,8 @@ void bind_audio_ops(py::module_& video) {
     video.def(
         "decode_audio",
         [](int sample_rate, int channels, double start, const std::optional<double>& end,
-           int stream, double timeout, std::int64_t max_samples, std::uint64_t max_bytes,
-           bool strict) {
+           std::int64_t samples, int stream, double timeout, std::int64_t max_samples,
+           std::uint64_t max_bytes, bool strict) {
             ferry::audio_options o;
             std::vector<std::string> args;
             // swresample's limits: rates up to 768 kHz are in use (DXD), channels up to 64.
@@ -57,6 +58,10 @@ void bind_audio_ops(py::module_& video) {
             require("stream", stream, -1, 1 << 20, "stream is -1 (FFmpeg's best) or an index");
             require("max_samples", max_samples, 0, std::numeric_limits<std::int64_t>::max(),
                     "max_samples is 0 (no cap) or more");
+            require("samples", samples, 0,
+                    max_samples > 0 ? std::min(max_samples, std::int64_t{1} << 62)
+                                    : std::int64_t{1} << 62,
+                    "samples is 0 (as many as decode) up to max_samples");
             if (!(start >= 0.0) || !std::isfinite(start) ||
                 (end && !(*end > start && std::isfinite(*end)))) {
                 throw ferry::invalid_argument(
@@ -79,6 +84,8 @@ void bind_audio_ops(py::module_& video) {
             }
             o.end = end;
             if (end) args.push_back("end=" + py::repr(py::float_(*end)).cast<std::string>());
+            o.samples = samples;
+            if (samples != 0) args.push_back("samples=" + std::to_string(samples));
             o.stream = stream;
             if (stream != -1) args.push_back("stream=" + std::to_string(stream));
             o.timeout = ceil_millis(timeout);
@@ -93,8 +100,8 @@ void bind_audio_ops(py::module_& video) {
                 std::move(name), [o](value&& v) { return value(decode(std::move(v), o)); }})});
         },
         py::kw_only(), py::arg("sample_rate") = 0, py::arg("channels") = 0, py::arg("start") = 0.0,
-        py::arg("end") = py::none(), py::arg("stream") = -1, py::arg("timeout") = 10.0,
-        py::arg("max_samples") = ferry::audio_options{}.max_samples,
+        py::arg("end") = py::none(), py::arg("samples") = 0, py::arg("stream") = -1,
+        py::arg("timeout") = 10.0, py::arg("max_samples") = ferry::audio_options{}.max_samples,
         py::arg("max_bytes") = ferry::audio_options{}.max_bytes, py::arg("strict") = false,
         R"doc(
 A native op: ferry::ops::decode_audio on a path (str or os.PathLike: read from the file) or bytes
@@ -103,7 +110,9 @@ float32, channels x samples (numpy.asarray(x) and torch.from_dlpack(x) share it)
 ferry::audio_options' fields: sample_rate (Hz; 0 keeps the stream's; swresample converts),
 channels (0 keeps the stream's; 1 mixes down, 2 up or down with FFmpeg's default layouts), start
 and end (the window in seconds; end None: to the stream's end; exactly (end - start) x rate
-samples where the stream holds them), stream (-1: FFmpeg's best audio stream), timeout (seconds a
+samples where the stream holds them), samples (0: as many as decode; more: exactly that many per
+channel, the window's first ones followed by silence where it holds fewer, so that windows
+collate into one tensor; the stage counts the silence as "padded samples"), stream (-1: FFmpeg's best audio stream), timeout (seconds a
 read may deliver nothing), max_samples (per channel) and max_bytes (all channels) (more is a
 ferry.DecodeError, refused as it decodes), strict (a cut or damaged file is a ferry.DecodeError
 instead of the samples that decode). Errors: ferry.IOError (missing file, stalled read),

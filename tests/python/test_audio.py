@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import ferry
+from ferry import ops
 
 if ferry._ferry.has_video:
     from ferry import video
@@ -83,6 +84,43 @@ def test_windows_resample_and_mix_to_exact_lengths(tone):
         "<ferry op decode_audio(sample_rate=16000, channels=1, start=0.5, end=1.25)>")
 
 
+# samples=N gives every window exactly N samples: one that runs past the file's end holds ffmpeg's
+# samples, then silence; windows of one length collate into one tensor, where the same windows
+# without it do not; the stage counts the silence as "padded samples".
+@needs_video
+def test_windows_of_a_fixed_length_collate(tone):
+    path, ref = tone
+    op = video.decode_audio(start=1.5, end=2.5, samples=44100)
+    assert repr(op) == "<ferry op decode_audio(start=1.5, end=2.5, samples=44100)>"
+    tail = np.asarray(op(path))
+    assert tail.shape == (2, 44100)
+    np.testing.assert_array_equal(tail[:, :22050], ref[:, 66150:])
+    assert not tail[:, 22050:].any()
+    starts = [0.0, 0.5, 1.25, 1.75]
+
+    with (ferry.source(starts)
+          .map(lambda s: video.decode_audio(start=s, end=s + 1, samples=44100)(path),
+               name="audio")
+          .batch(4).map(ops.collate).build(threads=1)) as pipe:
+        [batch] = list(pipe)
+        [audio] = [st for st in pipe.stats().stages if st.name == "audio"]
+    got = np.asarray(batch)
+    assert got.shape == (4, 2, 44100)
+    for i, s in enumerate(starts):
+        first = int(s * RATE)
+        kept = min(RATE, RATE * SECONDS - first)
+        np.testing.assert_array_equal(got[i, :, :kept], ref[:, first:first + kept])
+        assert not got[i, :, kept:].any()
+    assert audio.counters["padded samples"] == 11025 + 33075
+    with (ferry.source(starts)
+          .map(lambda s: video.decode_audio(start=s, end=s + 1)(path))
+          .batch(4).map(ops.collate, on_error="skip").build(threads=1,
+                                                           max_epoch_failure_rate=1.0)) as pipe:
+        assert list(pipe) == []
+        [failure] = pipe.failures()
+    assert "collate" in failure.message, failure.message
+
+
 # A missing file is an io failure, junk a decode failure naming FFmpeg's reason, an int a failure
 # naming what the op expects; a window past the data a DecodeError saying so.
 @needs_video
@@ -114,6 +152,8 @@ def test_bad_inputs_fail_naming_them(tone, tmp_path):
     ({"channels": 65}, "channels are 0 \\(the stream's\\) to 64, got 65"),
     ({"stream": -2}, "stream is -1"),
     ({"max_samples": -1}, "max_samples is 0"),
+    ({"samples": -1}, "samples is 0 \\(as many as decode\\) up to max_samples, got -1"),
+    ({"samples": 1001, "max_samples": 1000}, "up to max_samples, got 1001"),
     ({"start": float("nan")}, "up to a finite end after it"),
     ({"start": 2.0, "end": 1.0}, "up to a finite end after it"),
     ({"end": float("inf")}, "up to a finite end after it"),
