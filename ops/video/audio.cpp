@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 
 #include "ffmpeg.hpp"
@@ -96,7 +97,7 @@ class audio_decoder {
                                    (opt_.max_samples > 0 ? " (max_samples)" : ""));
         }
         open_stream();
-        if (opt_.start > 0.0) {
+        if (opt_.start > 0.0 && seeks_to_the_sample()) {
             const AVRational tb = in_.format->streams[index_]->time_base;
             const auto ts = av::saturate(std::floor(opt_.start / av_q2d(tb)));
             av_seek_frame(in_.format.get(), index_, ts, AVSEEK_FLAG_BACKWARD);
@@ -107,6 +108,16 @@ class audio_decoder {
     }
 
   private:
+    /// False where a seek lands with the wrong times: FFmpeg 5.1's Ogg demuxer gives the FLAC
+    /// packets after a seek into a page of several the times of the packets after them (one
+    /// FLAC block, ~0.1 s, late: every sample of the window shifted). There the window is
+    /// decoded from the start, the samples before it dropped as they come.
+    [[nodiscard]] bool seeks_to_the_sample() const {
+        const AVFormatContext* fmt = in_.format.get();
+        return !(fmt->iformat != nullptr && std::string_view(fmt->iformat->name) == "ogg" &&
+                 fmt->streams[index_]->codecpar->codec_id == AV_CODEC_ID_FLAC);
+    }
+
     void open_stream() {
         AVFormatContext* fmt = in_.format.get();
         index_ = opt_.stream;
