@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -76,6 +77,21 @@ struct layout_owner {
     ~layout_owner() { av_channel_layout_uninit(&layout); }
 };
 
+/// Containers whose header gives an audio stream's parameters and whose seeks need no packets
+/// read before: FLAC, MP4/M4A/MOV, Matroska/WebM and Ogg. Their windows were checked the same
+/// bit for bit, intact and cut, with and without `avformat_find_stream_info`. Not WAV: its
+/// 16-bit PCM streams are probed for S/PDIF-wrapped AC-3 or DTS over their first packets, which
+/// find_stream_info does once and a seek before it would restart over 2500 packets. Not AVI:
+/// without an index (a cut file) its seeks rely on the packets find_stream_info reads. Not raw
+/// MP3 or ADTS, whose rate comes from the first frame, nor MPEG-TS, whose streams appear as it
+/// reads.
+bool header_suffices(const AVInputFormat* format) {
+    static constexpr std::string_view names[] = {"flac", "mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm",
+                                                 "ogg"};
+    return format != nullptr &&
+           std::find(std::begin(names), std::end(names), format->name) != std::end(names);
+}
+
 class audio_decoder {
   public:
     audio_decoder(av::input in, const audio_options& opt) : in_(std::move(in)), opt_(opt) {}
@@ -118,7 +134,40 @@ class audio_decoder {
                  fmt->streams[index_]->codecpar->codec_id == AV_CODEC_ID_FLAC);
     }
 
-    void open_stream() {
+    /// Opens the decoder from the container's header, without `avformat_find_stream_info`,
+    /// which reads packets until it has decoded what the header leaves out of every stream (in
+    /// an MP4 or Matroska file with video, a video frame). True where the container's header
+    /// suffices (`header_suffices`), the stream is certain (the one asked for, or the file's
+    /// only audio stream) and the decoder, opened on the header's parameters alone, knows the
+    /// rate and channels; false (nothing kept) otherwise.
+    bool open_from_header() {
+        const AVFormatContext* fmt = in_.format.get();
+        if (!header_suffices(fmt->iformat) || (fmt->ctx_flags & AVFMTCTX_NOHEADER) != 0) {
+            return false;
+        }
+        if (opt_.stream >= static_cast<int>(fmt->nb_streams)) return false;
+        if (opt_.stream >= 0) {
+            pick_stream();
+        } else {
+            // Of several, FFmpeg's best is chosen by what find_stream_info decodes of each (and
+            // av_find_best_stream passes over a stream whose header lacks the rate).
+            int audio_streams = 0;
+            for (unsigned i = 0; i < fmt->nb_streams; ++i) {
+                if (fmt->streams[i]->codecpar->codec_type != AVMEDIA_TYPE_AUDIO) continue;
+                index_ = static_cast<int>(i);
+                ++audio_streams;
+            }
+            if (audio_streams != 1) return false;
+        }
+        if (open_decoder(false) && ctx_->sample_rate > 0 && ctx_->ch_layout.nb_channels > 0) {
+            return true;
+        }
+        ctx_.reset();
+        return false;
+    }
+
+    /// `index_`: the stream asked for (an error unless it is audio), or FFmpeg's best.
+    void pick_stream() {
         AVFormatContext* fmt = in_.format.get();
         index_ = opt_.stream;
         if (index_ >= 0) {
@@ -134,26 +183,49 @@ class audio_decoder {
             index_ = av_find_best_stream(fmt, AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
             if (index_ < 0) in_.fail(op, "no audio stream", index_);
         }
-        for (unsigned i = 0; i < fmt->nb_streams; ++i) {
-            if (static_cast<int>(i) != index_) fmt->streams[i]->discard = AVDISCARD_ALL;
-        }
-        const AVStream* st = fmt->streams[index_];
+    }
+
+    /// The stream's decoder, opened on its parameters: false where it cannot be and `must`
+    /// is false; a `decode_error` naming the codec where it must.
+    bool open_decoder(bool must) {
+        const AVStream* st = in_.format->streams[index_];
         const AVCodec* codec = avcodec_find_decoder(st->codecpar->codec_id);
         if (codec == nullptr) {
+            if (!must) return false;
             throw decode_error(std::string(op) + ": " + in_.name + ": no decoder for codec " +
                                avcodec_get_name(st->codecpar->codec_id));
         }
         ctx_.reset(avcodec_alloc_context3(codec));
         if (!ctx_) throw std::bad_alloc();
-        if (const int ret = avcodec_parameters_to_context(ctx_.get(), st->codecpar); ret < 0) {
-            av::throw_decode(op, in_.name, "bad codec parameters", ret);
+        int ret = avcodec_parameters_to_context(ctx_.get(), st->codecpar);
+        if (ret < 0 && must) av::throw_decode(op, in_.name, "bad codec parameters", ret);
+        if (ret >= 0) {
+            ctx_->pkt_timebase = st->time_base;
+            ctx_->thread_count = 1;
+            ret = avcodec_open2(ctx_.get(), codec, nullptr);
+            if (ret < 0 && must) {
+                av::throw_decode(op, in_.name,
+                                 std::string("cannot open the ") + codec->name + " decoder", ret);
+            }
         }
-        ctx_->pkt_timebase = st->time_base;
-        ctx_->thread_count = 1;
-        if (const int ret = avcodec_open2(ctx_.get(), codec, nullptr); ret < 0) {
-            av::throw_decode(op, in_.name,
-                             std::string("cannot open the ") + codec->name + " decoder", ret);
+        // A failed attempt's log line is not the reason for a later error.
+        if (ret < 0) av::take_log_line();
+        return ret >= 0;
+    }
+
+    /// The stream and its decoder: from the container's header alone where that suffices, else
+    /// after `avformat_find_stream_info`.
+    void open_stream() {
+        if (!open_from_header()) {
+            av::read_stream_info(in_, op);
+            pick_stream();
+            open_decoder(true);
         }
+        AVFormatContext* fmt = in_.format.get();
+        for (unsigned i = 0; i < fmt->nb_streams; ++i) {
+            if (static_cast<int>(i) != index_) fmt->streams[i]->discard = AVDISCARD_ALL;
+        }
+        const AVStream* st = fmt->streams[index_];
         time_base_ = st->time_base;
         out_rate_ = opt_.sample_rate > 0 ? opt_.sample_rate : ctx_->sample_rate;
         out_channels_ = opt_.channels > 0 ? opt_.channels : ctx_->ch_layout.nb_channels;
@@ -436,14 +508,16 @@ namespace detail {
 audio decode_audio_fn::operator()(const std::filesystem::path& path,
                                   const audio_options& options) const {
     return audio_decoder(
-               av::open_input(av::open_file(path, options.timeout, op), path.string(), op), options)
+               av::open_container(av::open_file(path, options.timeout, op), path.string(), op),
+               options)
         .run();
 }
 
 audio decode_audio_fn::operator()(std::span<const std::byte> data,
                                   const audio_options& options) const {
-    return audio_decoder(av::open_input(av::open_memory(data, options.timeout, op), "<memory>", op),
-                         options)
+    return audio_decoder(
+               av::open_container(av::open_memory(data, options.timeout, op), "<memory>", op),
+               options)
         .run();
 }
 

@@ -366,11 +366,15 @@ input open_container(std::unique_ptr<byte_source> source, std::string name, cons
     return in;
 }
 
-input open_input(std::unique_ptr<byte_source> source, std::string name, const char* op) {
-    input in = open_container(std::move(source), std::move(name), op);
+void read_stream_info(input& in, const char* op) {
     if (const int ret = avformat_find_stream_info(in.format.get(), nullptr); ret < 0) {
         in.fail(op, "cannot read the stream information", ret);
     }
+}
+
+input open_input(std::unique_ptr<byte_source> source, std::string name, const char* op) {
+    input in = open_container(std::move(source), std::move(name), op);
+    read_stream_info(in, op);
     return in;
 }
 

@@ -239,6 +239,11 @@ double declared_end(const AVFormatContext* fmt, const AVStream* st, bool contain
 /// unknown format and a corrupt header are `decode_error`s; a stall is an `io_error`.
 input open_container(std::unique_ptr<byte_source> source, std::string name, const char* op);
 
+/// Reads the stream information the header leaves out (`avformat_find_stream_info`: packets
+/// are read, and some decoded, until each stream's parameters are known), failing as
+/// `open_input` does.
+void read_stream_info(input& in, const char* op);
+
 /// Opens `source` and reads the stream headers (`avformat_open_input` +
 /// `avformat_find_stream_info`). Zero bytes, an unknown format and corrupt headers are
 /// `decode_error`s; a stall is an `io_error`.

@@ -3,7 +3,7 @@
 /// audio_loading: windows per second of audio training's usual sample (a few seconds from a
 /// random start, resampled to 16 kHz mono float) through ferry's `decode_audio`, against a
 /// hand-written libav loop making the same calls on as many threads, for WAV, FLAC, MP3 and AAC,
-/// at concurrency 1 and 2 (--concurrency).
+/// and for the AAC track of an MP4 file with H.264 video, at concurrency 1 and 2 (--concurrency).
 ///
 /// The files: generated once with the ffmpeg CLI (a tone with noise, 44.1 kHz stereo, --seconds
 /// long), one per codec and --files index, read once to warm the page cache. Every variant loads
@@ -79,6 +79,10 @@ constexpr codec_case codecs[] = {
     {"FLAC", "flac", "-c:a flac"},
     {"MP3 (128 kb/s)", "mp3", "-c:a libmp3lame -b:a 128k"},
     {"AAC (128 kb/s)", "m4a", "-c:a aac -b:a 128k"},
+    // The audio of a video file: the same AAC beside a 360p H.264 stream.
+    {"AAC in MP4 with video", "mp4",
+     "-f lavfi -i testsrc2=size=640x360:rate=30 -shortest -map 0:a -map 1:v -c:a aac -b:a 128k "
+     "-c:v libx264 -preset veryfast -g 60"},
 };
 
 struct sample {
