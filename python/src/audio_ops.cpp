@@ -27,9 +27,15 @@ namespace {
 
 constexpr const char* op_name = "decode_audio";
 
-ferry::tensor decode(value&& v, const ferry::audio_options& o) {
-    return std::visit([&](const auto& in) { return ferry::ops::decode_audio(in, o).to_tensor(); },
-                      take_path_or_bytes(std::move(v), op_name));
+/// The audio as a tensor; with `with_length`, the tuple (tensor, samples decoded per channel:
+/// those before `samples`' silence).
+value decode(value&& v, const ferry::audio_options& o, bool with_length) {
+    ferry::audio a = std::visit([&](const auto& in) { return ferry::ops::decode_audio(in, o); },
+                                take_path_or_bytes(std::move(v), op_name));
+    const std::int64_t decoded = a.samples() - a.padded();
+    ferry::tensor t = std::move(a).to_tensor();
+    if (!with_length) return value(std::move(t));
+    return value(value_tuple{{value(std::move(t)), value(decoded)}});
 }
 
 /// `what`'s value must be `lo` or more (and at most `hi`).
@@ -48,7 +54,7 @@ void bind_audio_ops(py::module_& video) {
         "decode_audio",
         [](int sample_rate, int channels, double start, const std::optional<double>& end,
            std::int64_t samples, int stream, double timeout, std::int64_t max_samples,
-           std::uint64_t max_bytes, bool strict) {
+           std::uint64_t max_bytes, bool strict, bool with_length) {
             ferry::audio_options o;
             std::vector<std::string> args;
             // swresample's limits: rates up to 768 kHz are in use (DXD), channels up to 64.
@@ -93,16 +99,19 @@ void bind_audio_ops(py::module_& video) {
             o.max_bytes = max_bytes;
             o.strict = strict;
             if (strict) args.push_back("strict=True");
+            if (with_length) args.push_back("with_length=True");
             std::string name = "decode_audio(";
             for (std::size_t i = 0; i < args.size(); ++i) name += (i ? ", " : "") + args[i];
             name += ")";
             return py::cast(py_op{std::make_shared<const native_op>(native_op{
-                std::move(name), [o](value&& v) { return value(decode(std::move(v), o)); }})});
+                std::move(name),
+                [o, with_length](value&& v) { return decode(std::move(v), o, with_length); }})});
         },
         py::kw_only(), py::arg("sample_rate") = 0, py::arg("channels") = 0, py::arg("start") = 0.0,
         py::arg("end") = py::none(), py::arg("samples") = 0, py::arg("stream") = -1,
         py::arg("timeout") = 10.0, py::arg("max_samples") = ferry::audio_options{}.max_samples,
         py::arg("max_bytes") = ferry::audio_options{}.max_bytes, py::arg("strict") = false,
+        py::arg("with_length") = false,
         R"doc(
 A native op: ferry::ops::decode_audio on a path (str or os.PathLike: read from the file) or bytes
 (ferry.Bytes or a bytes-like object: read from memory), giving the audio as a ferry.Tensor of
@@ -114,7 +123,9 @@ samples where the stream holds them), samples (0: as many as decode; more: exact
 channel, the window's first ones followed by silence where it holds fewer, so that windows
 collate into one tensor; the stage counts the silence as "padded samples"), stream (-1: FFmpeg's best audio stream), timeout (seconds a
 read may deliver nothing), max_samples (per channel) and max_bytes (all channels) (more is a
-ferry.DecodeError, refused as it decodes), strict (a cut or damaged file is a ferry.DecodeError
+ferry.DecodeError, refused as it decodes), with_length (the op gives the tuple (audio, n): n the
+samples per channel that decoded, before samples' silence, so that collate gives the batch and
+its lengths, as a CTC loss or a mask needs), strict (a cut or damaged file is a ferry.DecodeError
 instead of the samples that decode). Errors: ferry.IOError (missing file, stalled read),
 ferry.DecodeError (no audio stream, not a container, over a limit, no audio in the window),
 naming the file.)doc");

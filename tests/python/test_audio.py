@@ -112,6 +112,18 @@ def test_windows_of_a_fixed_length_collate(tone):
         np.testing.assert_array_equal(got[i, :, :kept], ref[:, first:first + kept])
         assert not got[i, :, kept:].any()
     assert audio.counters["padded samples"] == 11025 + 33075
+    # with_length: each window with the samples that decoded, collated into their lengths.
+    op = video.decode_audio(start=1.5, end=2.5, samples=44100, with_length=True)
+    assert repr(op).endswith("samples=44100, with_length=True)>")
+    alone, n = op(path)
+    assert n == 22050 and np.asarray(alone).shape == (2, 44100)
+    with (ferry.source(starts)
+          .map(lambda s: video.decode_audio(start=s, end=s + 1, samples=44100,
+                                            with_length=True)(path))
+          .batch(4).map(ops.collate).build(threads=1)) as pipe:
+        [(batch, lengths)] = list(pipe)
+    assert np.asarray(lengths).tolist() == [44100, 44100, 33075, 11025]
+    np.testing.assert_array_equal(np.asarray(batch), got)
     with (ferry.source(starts)
           .map(lambda s: video.decode_audio(start=s, end=s + 1)(path))
           .batch(4).map(ops.collate, on_error="skip").build(threads=1,
