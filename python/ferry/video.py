@@ -7,6 +7,9 @@ load_video(*, select=FrameSelection.all(), format='rgb', resize=None, ...): a pa
 FrameSelection: which frames (all(), indices([...]), uniform(n), clip(n, stride)).
 decode_audio(*, sample_rate=0, channels=0, start=0.0, end=None, ...): a path or bytes ->
     ferry.Tensor, the audio as float32 channels x samples, resampled by swresample.
+probe_video(source, *, keyframes=False, require_video=True, ...): a path or bytes -> VideoInfo
+    (duration, frame rate, frame count, every stream as a StreamInfo, keyframe times), called
+    directly, not passed to map.
 """
 from ferry import _ferry
 
@@ -19,5 +22,8 @@ if not _ferry.has_video:
 FrameSelection = _ferry.video.FrameSelection
 load_video = _ferry.video.load_video
 decode_audio = _ferry.video.decode_audio
+probe_video = _ferry.video.probe_video
+VideoInfo = _ferry.video.VideoInfo
+StreamInfo = _ferry.video.StreamInfo
 
-__all__ = ["FrameSelection", "load_video", "decode_audio"]
+__all__ = ["FrameSelection", "load_video", "decode_audio", "probe_video", "VideoInfo", "StreamInfo"]

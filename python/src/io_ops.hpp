@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// The optional components' faces in Python: `ferry.video` (load_video, decode_audio), `ferry.http` (read_url,
-/// list_objects) and `ferry.shards` (tar_samples and the ops on its samples), each compiled only
-/// where its C++ component is built (FERRY_VIDEO, FERRY_HTTP, FERRY_SHARDS).
+/// The optional components' faces in Python: `ferry.video` (load_video, decode_audio,
+/// probe_video), `ferry.http` (read_url, list_objects) and `ferry.shards` (tar_samples and the
+/// ops on its samples), each compiled only where its C++ component is built (FERRY_VIDEO,
+/// FERRY_HTTP, FERRY_SHARDS).
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -27,6 +28,8 @@ namespace py = pybind11;
 void bind_video_ops(py::module_& video);
 /// Registers the `decode_audio(...)` factory in `video` (audio_ops.cpp).
 void bind_audio_ops(py::module_& video);
+/// Registers `probe_video`, `VideoInfo` and `StreamInfo` in `video` (probe_ops.cpp).
+void bind_probe_ops(py::module_& video);
 #endif
 
 #ifdef FERRY_PYTHON_HTTP

@@ -64,6 +64,7 @@ PYBIND11_MODULE(_ferry, m) {
     py::module_ video = m.def_submodule("video", "Native video ops (ferry::video).");
     ferry::python::bind_video_ops(video);
     ferry::python::bind_audio_ops(video);
+    ferry::python::bind_probe_ops(video);
     m.attr("has_video") = true;
 #else
     m.attr("has_video") = false;
