@@ -1,61 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// `decode_audio`: an audio stream decoded with libavcodec and resampled by libswresample to
-/// float32 planar at the requested rate and channel count, within an optional window; and the
-/// `ferry::audio` value type.
+/// float32 planar at the requested rate and channel count, within an optional window.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <iterator>
 #include <limits>
 #include <optional>
-#include <string_view>
-#include <type_traits>
 
+#include "audio_stream.hpp"
 #include "ffmpeg.hpp"
 #include "sample_store.hpp"
 
 namespace ferry {
-
-// --- audio ---------------------------------------------------------------------------------------
-
-audio::audio(int channels, std::int64_t samples, int sample_rate)
-    : channels_(channels), samples_(samples), sample_rate_(sample_rate) {
-    if (channels <= 0 || sample_rate <= 0 || samples < 0) {
-        throw invalid_argument("audio: " + std::to_string(channels) + " channels of " +
-                               std::to_string(samples) + " samples at " +
-                               std::to_string(sample_rate) + " Hz is not a valid size");
-    }
-    std::size_t bytes = 0;
-    if (__builtin_mul_overflow(static_cast<std::size_t>(channels) * sizeof(float),
-                               static_cast<std::size_t>(samples), &bytes)) {
-        throw invalid_argument("audio: size overflows");
-    }
-    buf_ = detail::owned_buffer<>(bytes);
-}
-
-// Moves stay noexcept (std::vector<audio> moves, rather than copies, when it grows).
-static_assert(std::is_nothrow_move_constructible_v<audio> &&
-              std::is_nothrow_move_assignable_v<audio>);
-
-buffer audio::release() noexcept {
-    channels_ = 0;
-    samples_ = 0;
-    padded_ = 0;
-    return buf_.release();
-}
-
-tensor audio::to_tensor() && {
-    if (empty()) throw invalid_argument("audio::to_tensor: the audio is empty");
-    std::vector<std::int64_t> shape{channels_, samples_};
-    return tensor(release(), dtype::f32, std::move(shape));
-}
-
-tensor audio::to_tensor() const& {
-    return audio(*this).to_tensor();
-}
-
-// --- decode_audio --------------------------------------------------------------------------------
 
 namespace ops {
 namespace {
@@ -76,21 +33,6 @@ struct layout_owner {
     layout_owner& operator=(const layout_owner&) = delete;
     ~layout_owner() { av_channel_layout_uninit(&layout); }
 };
-
-/// Containers whose header gives an audio stream's parameters and whose seeks need no packets
-/// read before: FLAC, MP4/M4A/MOV, Matroska/WebM and Ogg. Their windows were checked the same
-/// bit for bit, intact and cut, with and without `avformat_find_stream_info`. Not WAV: its
-/// 16-bit PCM streams are probed for S/PDIF-wrapped AC-3 or DTS over their first packets, which
-/// find_stream_info does once and a seek before it would restart over 2500 packets. Not AVI:
-/// without an index (a cut file) its seeks rely on the packets find_stream_info reads. Not raw
-/// MP3 or ADTS, whose rate comes from the first frame, nor MPEG-TS, whose streams appear as it
-/// reads.
-bool header_suffices(const AVInputFormat* format) {
-    static constexpr std::string_view names[] = {"flac", "mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm",
-                                                 "ogg"};
-    return format != nullptr &&
-           std::find(std::begin(names), std::end(names), format->name) != std::end(names);
-}
 
 class audio_decoder {
   public:
@@ -113,7 +55,7 @@ class audio_decoder {
                                    (opt_.max_samples > 0 ? " (max_samples)" : ""));
         }
         open_stream();
-        if (opt_.start > 0.0 && seeks_to_the_sample()) {
+        if (opt_.start > 0.0 && av::seeks_to_the_sample(in_, index_)) {
             const AVRational tb = in_.format->streams[index_]->time_base;
             const auto ts = av::saturate(std::floor(opt_.start / av_q2d(tb)));
             av_seek_frame(in_.format.get(), index_, ts, AVSEEK_FLAG_BACKWARD);
@@ -124,103 +66,12 @@ class audio_decoder {
     }
 
   private:
-    /// False where a seek lands with the wrong times: FFmpeg 5.1's Ogg demuxer gives the FLAC
-    /// packets after a seek into a page of several the times of the packets after them (one
-    /// FLAC block, ~0.1 s, late: every sample of the window shifted). There the window is
-    /// decoded from the start, the samples before it dropped as they come.
-    [[nodiscard]] bool seeks_to_the_sample() const {
-        const AVFormatContext* fmt = in_.format.get();
-        return !(fmt->iformat != nullptr && std::string_view(fmt->iformat->name) == "ogg" &&
-                 fmt->streams[index_]->codecpar->codec_id == AV_CODEC_ID_FLAC);
-    }
-
-    /// Opens the decoder from the container's header, without `avformat_find_stream_info`,
-    /// which reads packets until it has decoded what the header leaves out of every stream (in
-    /// an MP4 or Matroska file with video, a video frame). True where the container's header
-    /// suffices (`header_suffices`), the stream is certain (the one asked for, or the file's
-    /// only audio stream) and the decoder, opened on the header's parameters alone, knows the
-    /// rate and channels; false (nothing kept) otherwise.
-    bool open_from_header() {
-        const AVFormatContext* fmt = in_.format.get();
-        if (!header_suffices(fmt->iformat) || (fmt->ctx_flags & AVFMTCTX_NOHEADER) != 0) {
-            return false;
-        }
-        if (opt_.stream >= static_cast<int>(fmt->nb_streams)) return false;
-        if (opt_.stream >= 0) {
-            pick_stream();
-        } else {
-            // Of several, FFmpeg's best is chosen by what find_stream_info decodes of each (and
-            // av_find_best_stream passes over a stream whose header lacks the rate).
-            int audio_streams = 0;
-            for (unsigned i = 0; i < fmt->nb_streams; ++i) {
-                if (fmt->streams[i]->codecpar->codec_type != AVMEDIA_TYPE_AUDIO) continue;
-                index_ = static_cast<int>(i);
-                ++audio_streams;
-            }
-            if (audio_streams != 1) return false;
-        }
-        if (open_decoder(false) && ctx_->sample_rate > 0 && ctx_->ch_layout.nb_channels > 0) {
-            return true;
-        }
-        ctx_.reset();
-        return false;
-    }
-
-    /// `index_`: the stream asked for (an error unless it is audio), or FFmpeg's best.
-    void pick_stream() {
-        AVFormatContext* fmt = in_.format.get();
-        index_ = opt_.stream;
-        if (index_ >= 0) {
-            if (index_ >= static_cast<int>(fmt->nb_streams)) {
-                throw invalid_argument(std::string(op) + ": " + in_.name + ": stream " +
-                                       std::to_string(index_) + " does not exist");
-            }
-            if (fmt->streams[index_]->codecpar->codec_type != AVMEDIA_TYPE_AUDIO) {
-                throw decode_error(std::string(op) + ": " + in_.name + ": stream " +
-                                   std::to_string(index_) + " is not an audio stream");
-            }
-        } else {
-            index_ = av_find_best_stream(fmt, AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
-            if (index_ < 0) in_.fail(op, "no audio stream", index_);
-        }
-    }
-
-    /// The stream's decoder, opened on its parameters: false where it cannot be and `must`
-    /// is false; a `decode_error` naming the codec where it must.
-    bool open_decoder(bool must) {
-        const AVStream* st = in_.format->streams[index_];
-        const AVCodec* codec = avcodec_find_decoder(st->codecpar->codec_id);
-        if (codec == nullptr) {
-            if (!must) return false;
-            throw decode_error(std::string(op) + ": " + in_.name + ": no decoder for codec " +
-                               avcodec_get_name(st->codecpar->codec_id));
-        }
-        ctx_.reset(avcodec_alloc_context3(codec));
-        if (!ctx_) throw std::bad_alloc();
-        int ret = avcodec_parameters_to_context(ctx_.get(), st->codecpar);
-        if (ret < 0 && must) av::throw_decode(op, in_.name, "bad codec parameters", ret);
-        if (ret >= 0) {
-            ctx_->pkt_timebase = st->time_base;
-            ctx_->thread_count = 1;
-            ret = avcodec_open2(ctx_.get(), codec, nullptr);
-            if (ret < 0 && must) {
-                av::throw_decode(op, in_.name,
-                                 std::string("cannot open the ") + codec->name + " decoder", ret);
-            }
-        }
-        // A failed attempt's log line is not the reason for a later error.
-        if (ret < 0) av::take_log_line();
-        return ret >= 0;
-    }
-
     /// The stream and its decoder: from the container's header alone where that suffices, else
     /// after `avformat_find_stream_info`.
     void open_stream() {
-        if (!open_from_header()) {
-            av::read_stream_info(in_, op);
-            pick_stream();
-            open_decoder(true);
-        }
+        auto [index, decoder] = av::open_audio_stream(in_, opt_.stream, op);
+        index_ = index;
+        ctx_ = std::move(decoder);
         AVFormatContext* fmt = in_.format.get();
         for (unsigned i = 0; i < fmt->nb_streams; ++i) {
             if (static_cast<int>(i) != index_) fmt->streams[i]->discard = AVDISCARD_ALL;
