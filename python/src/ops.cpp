@@ -59,10 +59,11 @@ ferry::tensor collate_ints(const value_list& items) {
     return out;
 }
 
-/// Whether `v` is a list of fields to collate position by position: a list value (a labelled
-/// item) or a Python list or tuple (a type check: no GIL needed, the holder keeps the object).
+/// Whether `v` is a list of fields to collate position by position: a list or tuple value (a
+/// labelled item, a native op's tuple, `zip`'s pair) or a Python list or tuple (a type check: no
+/// GIL needed, the holder keeps the object).
 bool holds_fields(const value& v) {
-    if (v.holds<value_list>()) return true;
+    if (v.holds<value_list>() || v.holds<value_tuple>()) return true;
     if (!v.holds<py_ref>()) return false;
     PyObject* o = v.as<py_ref>().get();
     return PyList_Check(o) != 0 || PyTuple_Check(o) != 0;
@@ -72,6 +73,7 @@ bool holds_fields(const value& v) {
 /// native), with the GIL.
 value_list take_fields(value&& v) {
     if (v.holds<value_list>()) return std::move(v.as<value_list>());
+    if (v.holds<value_tuple>()) return std::move(v.as<value_tuple>().items);
     gil_hold gil;
     value_list out;
     for (auto x : py::reinterpret_borrow<py::sequence>(v.as<py_ref>().get())) {

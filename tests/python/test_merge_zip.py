@@ -133,6 +133,13 @@ def test_zip_pairs_items_into_tuples():
         assert list(pipe) == [x * 1000 + 100 + i for i, x in enumerate(reference)]
     with ferry.zip(ferry.zip(range(3), ["x", "y", "z"]), range(10, 13)).build() as pipe:
         assert list(pipe) == [((0, "x"), 10), ((1, "y"), 11), ((2, "z"), 12)]
+    # ops.collate takes a batch of zip's tuples field by field, as of Python tuples.
+    import numpy as np
+    from ferry import ops
+    with ferry.zip(range(4), range(10, 14)).batch(4).map(ops.collate).build() as pipe:
+        [(left, right)] = list(pipe)
+    assert np.asarray(left).tolist() == [0, 1, 2, 3]
+    assert np.asarray(right).tolist() == [10, 11, 12, 13]
 
 
 # A zip resumes exactly: each part reopened at the saved position.
