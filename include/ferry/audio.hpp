@@ -15,6 +15,7 @@
 #include "ferry/bytes.hpp"
 #include "ferry/detail/owned_buffer.hpp"
 #include "ferry/export.hpp"
+#include "ferry/item.hpp"
 #include "ferry/tensor.hpp"
 
 namespace ferry {
@@ -74,12 +75,19 @@ class FERRY_API audio {
     /// Set by the decoder.
     void set_padded(std::int64_t padded) noexcept { padded_ = padded; }
 
+    /// The stream time of the first sample, in seconds: a window's start, or where the stream's
+    /// samples begin when that is later (an MP3's encoder delay); where `random_window` drew it.
+    [[nodiscard]] double start() const noexcept { return start_; }
+    /// Set by the decoder.
+    void set_start(double start) noexcept { start_ = start; }
+
   private:
     detail::owned_buffer<> buf_{};
     detail::moved_to_zero<int> channels_{};
     detail::moved_to_zero<std::int64_t> samples_{};
     detail::moved_to_zero<int> sample_rate_{};
     detail::moved_to_zero<std::int64_t> padded_{};
+    detail::moved_to_zero<double> start_{};
     bool truncated_ = false;
 };
 
@@ -108,6 +116,20 @@ struct audio_options {
     /// At most `max_samples`, and within `max_bytes` for every output channel; negative is a
     /// `ferry::invalid_argument`.
     std::int64_t samples = 0;
+    /// A window of this many seconds at a random start drawn for each item (0: none; `start` and
+    /// `end` must then be left unset): uniformly from the stream's first sample to its end less
+    /// the window (the whole stream where it is shorter), with the numbers of the stage call's
+    /// item (`ferry::item_rng`, as `frame_selection::clips`), so the same item of the same epoch
+    /// gets the same window whatever the threads, the world size or the resume point.
+    /// `audio::start()` says where it fell. The end is the one the header declares, else
+    /// FFmpeg's estimate from the bit rate (raw MP3 or AAC streams: a window may then run past
+    /// the data; `samples` pads it); a stream whose length nothing gives (an Ogg file read from
+    /// a pipe) is a `decode_error`. Outside a stage whose callable takes a `const
+    /// ferry::item_info&`, set `item`, or it is an `invalid_argument`.
+    double random_window = 0.0;
+    /// The item whose numbers `random_window` draws from, for a call outside a stage (none: the
+    /// stage call's item).
+    std::optional<item_info> item{};
     /// As `demux_options::timeout`.
     std::chrono::milliseconds timeout{10'000};
     /// More output samples (per channel) than this are refused (default: 1 hour at 48 kHz).

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <random>
 
 #include "audio_stream.hpp"
 #include "ffmpeg.hpp"
@@ -25,6 +26,9 @@ constexpr int max_channels = 64;   ///< swresample's most channels (SWR_CH_MAX)
 constexpr std::int64_t far = std::int64_t{1} << 62;
 /// The most a window's samples get reserved at once; longer ones grow as they decode.
 constexpr std::uint64_t reserve_bytes = 16ULL << 20;
+/// Mixed into the item's first number so that a random window's start is not the number the
+/// caller's own `item_rng(info)` gives first.
+constexpr std::uint64_t window_stream = 0x617564696f5f7769ULL;  // "audio_wi"
 
 struct layout_owner {
     AVChannelLayout layout{};
@@ -54,10 +58,14 @@ class audio_decoder {
                                    " must be 0 (as many as decode) to " + std::to_string(most) +
                                    (opt_.max_samples > 0 ? " (max_samples)" : ""));
         }
+        const item_info* item = check_random_window();
         open_stream();
-        if (opt_.start > 0.0 && av::seeks_to_the_sample(in_, index_)) {
+        if (item != nullptr) draw_window(*item);
+        start_pos_ = start_ > 0.0 ? position(start_) : 0;
+        end_pos_ = end_ ? position(*end_) : far;
+        if (start_ > 0.0 && av::seeks_to_the_sample(in_, index_)) {
             const AVRational tb = in_.format->streams[index_]->time_base;
-            const auto ts = av::saturate(std::floor(opt_.start / av_q2d(tb)));
+            const auto ts = av::saturate(std::floor(start_ / av_q2d(tb)));
             av_seek_frame(in_.format.get(), index_, ts, AVSEEK_FLAG_BACKWARD);
             av::take_log_line();
         }
@@ -66,6 +74,74 @@ class audio_decoder {
     }
 
   private:
+    /// The item `random_window` draws from (null without one), or an `invalid_argument` for a
+    /// window that cannot be drawn.
+    [[nodiscard]] const item_info* check_random_window() const {
+        const double w = opt_.random_window;
+        if (w == 0.0) return nullptr;
+        if (!(w > 0.0) || !std::isfinite(w)) {
+            throw invalid_argument(std::string(op) + ": random_window " + av::seconds_text(w) +
+                                   " is not a positive length (0: no random window)");
+        }
+        if (opt_.start != 0.0 || opt_.end) {
+            throw invalid_argument(std::string(op) +
+                                   ": random_window draws the window's start; leave start and "
+                                   "end unset");
+        }
+        const item_info* info = opt_.item ? &*opt_.item : ferry::detail::current_item();
+        if (info == nullptr) {
+            throw invalid_argument(
+                std::string(op) + ": " + in_.name +
+                ": random_window draws its start from the item's numbers (item_rng), and this "
+                "call has none: call it in a stage whose callable takes a const "
+                "ferry::item_info&, or set audio_options::item");
+        }
+        return info;
+    }
+
+    /// `start_` and `end_` for `random_window`: the start drawn uniformly from the stream's
+    /// first sample to its end less the window, with `item`'s numbers.
+    void draw_window(const item_info& item) {
+        const AVFormatContext* fmt = in_.format.get();
+        const AVStream* st = fmt->streams[index_];
+        double end = stream_end(fmt, st);
+        if (end < 0.0) {
+            // The header path did not ask FFmpeg for an estimate: ask now (the packets it reads
+            // are kept for the decoder).
+            av::read_stream_info(in_, op);
+            end = stream_end(fmt, st);
+        }
+        const double first =
+            st->start_time != AV_NOPTS_VALUE ? av::seconds(st->start_time, st->time_base) : 0.0;
+        if (!(end > first)) {
+            av::throw_decode(op, in_.name,
+                             "random_window needs the stream's length, and nothing gives it "
+                             "(a stream read from a pipe that states none)",
+                             0);
+        }
+        random_engine rng(item_rng(item)() ^ window_stream);
+        const double last = end - opt_.random_window;
+        start_ = last > first ? std::uniform_real_distribution<double>(first, last)(rng) : first;
+        end_ = start_ + opt_.random_window;
+    }
+
+    /// The stream's end in seconds: as its header declares it, else as FFmpeg estimates it from
+    /// the bit rate; -1 where neither is known.
+    static double stream_end(const AVFormatContext* fmt, const AVStream* st) {
+        if (const double declared = av::declared_end(fmt, st, true); declared >= 0.0) {
+            return declared;
+        }
+        if (st->duration != AV_NOPTS_VALUE && st->duration > 0) {
+            const std::int64_t first = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
+            return av::seconds(first + st->duration, st->time_base);
+        }
+        if (fmt->duration != AV_NOPTS_VALUE && fmt->duration > 0) {
+            const std::int64_t first = fmt->start_time != AV_NOPTS_VALUE ? fmt->start_time : 0;
+            return static_cast<double>(first + fmt->duration) / AV_TIME_BASE;
+        }
+        return -1.0;
+    }
+
     /// The stream and its decoder: from the container's header alone where that suffices, else
     /// after `avformat_find_stream_info`.
     void open_stream() {
@@ -97,8 +173,6 @@ class audio_decoder {
                 " samples of " + std::to_string(out_channels_) + " channels take more than " +
                 std::to_string(opt_.max_bytes) + " bytes (audio_options::samples, max_bytes)");
         }
-        start_pos_ = opt_.start > 0.0 ? position(opt_.start) : 0;
-        end_pos_ = opt_.end ? position(*opt_.end) : far;
         frame_ = av::make_frame();
         out_.emplace(out_channels_, out_rate_);
         dst_.resize(static_cast<std::size_t>(out_channels_));
@@ -190,7 +264,7 @@ class audio_decoder {
     void reserve_window() {
         std::int64_t want = opt_.samples;
         if (want == 0) {
-            if (!opt_.end || end_pos_ <= base_) return;
+            if (!end_ || end_pos_ <= base_) return;
             want = end_pos_ - base_;
         }
         const auto bytes_per_sample = static_cast<std::uint64_t>(out_channels_) * sizeof(float);
@@ -275,10 +349,9 @@ class audio_decoder {
                                " (audio_options::strict)");
         }
         // Padding a window that holds nothing would make up a whole window of silence.
-        if ((opt_.start > 0.0 || opt_.samples > 0) && total() == 0) {
+        if ((start_ > 0.0 || opt_.samples > 0) && total() == 0) {
             av::throw_decode(op, in_.name,
-                             "no audio in the window starting at " + av::seconds_text(opt_.start),
-                             0);
+                             "no audio in the window starting at " + av::seconds_text(start_), 0);
         }
         const std::int64_t padded = std::max<std::int64_t>(opt_.samples - total(), 0);
         if (padded > 0) {
@@ -287,6 +360,7 @@ class audio_decoder {
         }
         audio out = out_->take();
         out.set_padded(padded);
+        out.set_start(static_cast<double>(base_) / out_rate_);
         if (!cut.empty()) {
             out.set_truncated(true);
             this_call::note_truncated();
@@ -310,7 +384,7 @@ class audio_decoder {
         const AVStream* st = fmt->streams[index_];
         const double declared = av::declared_end(fmt, st, true);
         if (declared < 0.0) return {};
-        const double wanted = opt_.end ? std::min(declared, *opt_.end) : declared;
+        const double wanted = end_ ? std::min(declared, *end_) : declared;
         const double decoded = static_cast<double>(next_) / out_rate_;
         // Lossy codecs prime and pad (an MP3's declared length runs up to three frames past its
         // last decoded sample): four frames of slack for them, a millisecond for lossless ones.
@@ -328,6 +402,8 @@ class audio_decoder {
     av::input in_;
     const audio_options& opt_;
     int index_ = -1;
+    double start_ = opt_.start;  ///< the window: as asked, or drawn (random_window)
+    std::optional<double> end_ = opt_.end;
     av::codec_ptr ctx_;
     av::frame_ptr frame_;
     av::swr_ptr swr_;

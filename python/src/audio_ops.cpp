@@ -27,15 +27,25 @@ namespace {
 
 constexpr const char* op_name = "decode_audio";
 
-/// The audio as a tensor; with `with_length`, the tuple (tensor, samples decoded per channel:
-/// those before `samples`' silence).
-value decode(value&& v, const ferry::audio_options& o, bool with_length) {
+/// What the op gives besides the audio.
+struct extras {
+    bool length = false;  ///< the samples per channel that decoded (before `samples`' silence)
+    bool start = false;   ///< the first sample's position on the stream's time line, in samples
+};
+
+/// The audio as a tensor; with `extras`, the tuple (tensor, [length], [start]).
+value decode(value&& v, const ferry::audio_options& o, extras with) {
     ferry::audio a = std::visit([&](const auto& in) { return ferry::ops::decode_audio(in, o); },
                                 take_path_or_bytes(std::move(v), op_name));
     const std::int64_t decoded = a.samples() - a.padded();
+    const std::int64_t first = std::llround(a.start() * a.sample_rate());
     ferry::tensor t = std::move(a).to_tensor();
-    if (!with_length) return value(std::move(t));
-    return value(value_tuple{{value(std::move(t)), value(decoded)}});
+    if (with.length && with.start) {
+        return value(value_tuple{{value(std::move(t)), value(decoded), value(first)}});
+    }
+    if (with.length) return value(value_tuple{{value(std::move(t)), value(decoded)}});
+    if (with.start) return value(value_tuple{{value(std::move(t)), value(first)}});
+    return value(std::move(t));
 }
 
 /// `what`'s value must be `lo` or more (and at most `hi`).
@@ -53,8 +63,9 @@ void bind_audio_ops(py::module_& video) {
     video.def(
         "decode_audio",
         [](int sample_rate, int channels, double start, const std::optional<double>& end,
-           std::int64_t samples, int stream, double timeout, std::int64_t max_samples,
-           std::uint64_t max_bytes, bool strict, bool with_length) {
+           std::int64_t samples, double random_window, int stream, double timeout,
+           std::int64_t max_samples, std::uint64_t max_bytes, bool strict, bool with_length,
+           bool with_start) {
             ferry::audio_options o;
             std::vector<std::string> args;
             // swresample's limits: rates up to 768 kHz are in use (DXD), channels up to 64.
@@ -75,6 +86,14 @@ void bind_audio_ops(py::module_& video) {
                     "finite end after it (None: the stream's end), got start " +
                     std::to_string(start) + (end ? ", end " + std::to_string(*end) : ""));
             }
+            if (!(random_window >= 0.0) || !std::isfinite(random_window) ||
+                (random_window > 0.0 && (start != 0.0 || end))) {
+                throw ferry::invalid_argument(
+                    "decode_audio(random_window=...): random_window is 0 (none) or a positive "
+                    "length in seconds, with start and end left unset, got " +
+                    std::to_string(random_window) +
+                    (random_window > 0.0 && (start != 0.0 || end) ? " with a window given" : ""));
+            }
             if (!(timeout > 0.0) || !std::isfinite(timeout)) {
                 throw ferry::invalid_argument(
                     "decode_audio(timeout=...): timeout is a positive number of seconds, got " +
@@ -92,6 +111,11 @@ void bind_audio_ops(py::module_& video) {
             if (end) args.push_back("end=" + py::repr(py::float_(*end)).cast<std::string>());
             o.samples = samples;
             if (samples != 0) args.push_back("samples=" + std::to_string(samples));
+            o.random_window = random_window;
+            if (random_window != 0.0) {
+                args.push_back("random_window=" +
+                               py::repr(py::float_(random_window)).cast<std::string>());
+            }
             o.stream = stream;
             if (stream != -1) args.push_back("stream=" + std::to_string(stream));
             o.timeout = ceil_millis(timeout);
@@ -100,18 +124,24 @@ void bind_audio_ops(py::module_& video) {
             o.strict = strict;
             if (strict) args.push_back("strict=True");
             if (with_length) args.push_back("with_length=True");
+            if (with_start) args.push_back("with_start=True");
             std::string name = "decode_audio(";
             for (std::size_t i = 0; i < args.size(); ++i) name += (i ? ", " : "") + args[i];
             name += ")";
-            return py::cast(py_op{std::make_shared<const native_op>(native_op{
-                std::move(name),
-                [o, with_length](value&& v) { return decode(std::move(v), o, with_length); }})});
+            return py::cast(py_op{std::make_shared<const native_op>(
+                native_op{std::move(name),
+                          [o, with = extras{with_length, with_start}](value&& v) {
+                              return decode(std::move(v), o, with);
+                          },
+                          // A random window draws its start from the item of the stage's call.
+                          random_window > 0.0})});
         },
         py::kw_only(), py::arg("sample_rate") = 0, py::arg("channels") = 0, py::arg("start") = 0.0,
-        py::arg("end") = py::none(), py::arg("samples") = 0, py::arg("stream") = -1,
-        py::arg("timeout") = 10.0, py::arg("max_samples") = ferry::audio_options{}.max_samples,
+        py::arg("end") = py::none(), py::arg("samples") = 0, py::arg("random_window") = 0.0,
+        py::arg("stream") = -1, py::arg("timeout") = 10.0,
+        py::arg("max_samples") = ferry::audio_options{}.max_samples,
         py::arg("max_bytes") = ferry::audio_options{}.max_bytes, py::arg("strict") = false,
-        py::arg("with_length") = false,
+        py::arg("with_length") = false, py::arg("with_start") = false,
         R"doc(
 A native op: ferry::ops::decode_audio on a path (str or os.PathLike: read from the file) or bytes
 (ferry.Bytes or a bytes-like object: read from memory), giving the audio as a ferry.Tensor of
@@ -119,13 +149,17 @@ float32, channels x samples (numpy.asarray(x) and torch.from_dlpack(x) share it)
 ferry::audio_options' fields: sample_rate (Hz; 0 keeps the stream's; swresample converts),
 channels (0 keeps the stream's; 1 mixes down, 2 up or down with FFmpeg's default layouts), start
 and end (the window in seconds; end None: to the stream's end; exactly (end - start) x rate
-samples where the stream holds them), samples (0: as many as decode; more: exactly that many per
+samples where the stream holds them), random_window (seconds: a window of that length at a start
+drawn per item from its numbers, uniformly over the stream, the same on every run; in a pipeline
+only; start and end unset), samples (0: as many as decode; more: exactly that many per
 channel, the window's first ones followed by silence where it holds fewer, so that windows
 collate into one tensor; the stage counts the silence as "padded samples"), stream (-1: FFmpeg's best audio stream), timeout (seconds a
 read may deliver nothing), max_samples (per channel) and max_bytes (all channels) (more is a
 ferry.DecodeError, refused as it decodes), with_length (the op gives the tuple (audio, n): n the
 samples per channel that decoded, before samples' silence, so that collate gives the batch and
-its lengths, as a CTC loss or a mask needs), strict (a cut or damaged file is a ferry.DecodeError
+its lengths, as a CTC loss or a mask needs), with_start (the tuple ends with the first sample's
+position on the stream's time line, in samples at the output rate: where a random window fell),
+strict (a cut or damaged file is a ferry.DecodeError
 instead of the samples that decode). Errors: ferry.IOError (missing file, stalled read),
 ferry.DecodeError (no audio stream, not a container, over a limit, no audio in the window),
 naming the file.)doc");

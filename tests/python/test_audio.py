@@ -124,6 +124,13 @@ def test_windows_of_a_fixed_length_collate(tone):
         [(batch, lengths)] = list(pipe)
     assert np.asarray(lengths).tolist() == [44100, 44100, 33075, 11025]
     np.testing.assert_array_equal(np.asarray(batch), got)
+    # The native op's tuples collate natively too (no Python stage between them).
+    with (ferry.source([path] * 3)
+          .map(video.decode_audio(start=1.5, samples=44100, with_length=True))
+          .batch(3).map(ops.collate).build(threads=1)) as pipe:
+        [(batch, lengths)] = list(pipe)
+    assert np.asarray(lengths).tolist() == [22050] * 3
+    np.testing.assert_array_equal(np.asarray(batch)[:, :, :22050], np.stack([ref[:, 66150:]] * 3))
     with (ferry.source(starts)
           .map(lambda s: video.decode_audio(start=s, end=s + 1)(path))
           .batch(4).map(ops.collate, on_error="skip").build(threads=1,
@@ -131,6 +138,31 @@ def test_windows_of_a_fixed_length_collate(tone):
         assert list(pipe) == []
         [failure] = pipe.failures()
     assert "collate" in failure.message, failure.message
+
+
+# random_window=0.5 in a pipeline: each item's window starts where its numbers put it (with_start
+# says where, in samples), holds ffmpeg's samples from there, and is the same on a second run;
+# called outside a pipeline, there is no item to draw from.
+@needs_video
+def test_random_windows_are_the_items_and_ffmpegs_samples(tone):
+    path, ref = tone
+    op = video.decode_audio(random_window=0.5, with_length=True, with_start=True)
+    assert repr(op) == ("<ferry op decode_audio(random_window=0.5, with_length=True, "
+                        "with_start=True)>")
+
+    def run():
+        with ferry.source([path] * 12).map(op, concurrency=2).build(threads=2) as pipe:
+            return list(pipe)
+
+    first, again = run(), run()
+    starts = [s for _, _, s in first]
+    assert starts == [s for _, _, s in again]
+    assert len(set(starts)) >= 10
+    for audio, n, s in first:
+        assert n == RATE // 2 and 0 <= s <= RATE * SECONDS - RATE // 2
+        np.testing.assert_array_equal(np.asarray(audio), ref[:, s:s + n])
+    with pytest.raises(ValueError, match="random_window draws its start from the item's numbers"):
+        op(path)
 
 
 # A missing file is an io failure, junk a decode failure naming FFmpeg's reason, an int a failure
@@ -166,6 +198,8 @@ def test_bad_inputs_fail_naming_them(tone, tmp_path):
     ({"max_samples": -1}, "max_samples is 0"),
     ({"samples": -1}, "samples is 0 \\(as many as decode\\) up to max_samples, got -1"),
     ({"samples": 1001, "max_samples": 1000}, "up to max_samples, got 1001"),
+    ({"random_window": -1.0}, "random_window is 0 \\(none\\) or a positive length"),
+    ({"random_window": 1.0, "start": 2.0}, "with a window given"),
     ({"start": float("nan")}, "up to a finite end after it"),
     ({"start": 2.0, "end": 1.0}, "up to a finite end after it"),
     ({"end": float("inf")}, "up to a finite end after it"),
