@@ -104,13 +104,7 @@ class audio_decoder {
     void draw_window(const item_info& item) {
         const AVFormatContext* fmt = in_.format.get();
         const AVStream* st = fmt->streams[index_];
-        double end = stream_end(fmt, st);
-        if (end < 0.0) {
-            // The header path did not ask FFmpeg for an estimate: ask now (the packets it reads
-            // are kept for the decoder).
-            av::read_stream_info(in_, op);
-            end = stream_end(fmt, st);
-        }
+        const double end = av::stream_end(fmt, st);
         const double first =
             st->start_time != AV_NOPTS_VALUE ? av::seconds(st->start_time, st->time_base) : 0.0;
         if (!(end > first)) {
@@ -125,27 +119,11 @@ class audio_decoder {
         end_ = start_ + opt_.random_window;
     }
 
-    /// The stream's end in seconds: as its header declares it, else as FFmpeg estimates it from
-    /// the bit rate; -1 where neither is known.
-    static double stream_end(const AVFormatContext* fmt, const AVStream* st) {
-        if (const double declared = av::declared_end(fmt, st, true); declared >= 0.0) {
-            return declared;
-        }
-        if (st->duration != AV_NOPTS_VALUE && st->duration > 0) {
-            const std::int64_t first = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
-            return av::seconds(first + st->duration, st->time_base);
-        }
-        if (fmt->duration != AV_NOPTS_VALUE && fmt->duration > 0) {
-            const std::int64_t first = fmt->start_time != AV_NOPTS_VALUE ? fmt->start_time : 0;
-            return static_cast<double>(first + fmt->duration) / AV_TIME_BASE;
-        }
-        return -1.0;
-    }
-
     /// The stream and its decoder: from the container's header alone where that suffices, else
     /// after `avformat_find_stream_info`.
     void open_stream() {
-        auto [index, decoder] = av::open_audio_stream(in_, opt_.stream, op);
+        auto [index, decoder] =
+            av::open_audio_stream(in_, opt_.stream, opt_.random_window > 0.0, op);
         index_ = index;
         ctx_ = std::move(decoder);
         AVFormatContext* fmt = in_.format.get();

@@ -4,6 +4,7 @@
 #include "audio_stream.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -77,7 +78,7 @@ codec_ptr open_decoder(input& in, int index, bool must, const char* op) {
 /// `avformat_find_stream_info`, which reads packets until it has decoded what the header leaves
 /// out of every stream (in an MP4 or Matroska file with video, a video frame): empty where the
 /// header does not suffice.
-audio_stream from_header(input& in, int stream, const char* op) {
+audio_stream from_header(input& in, int stream, bool need_end, const char* op) {
     const AVFormatContext* fmt = in.format.get();
     if (!header_suffices(fmt->iformat) || (fmt->ctx_flags & AVFMTCTX_NOHEADER) != 0 ||
         stream >= static_cast<int>(fmt->nb_streams)) {
@@ -97,6 +98,7 @@ audio_stream from_header(input& in, int stream, const char* op) {
         }
         if (audio_streams != 1) return {};
     }
+    if (need_end && stream_end(fmt, fmt->streams[out.index]) < 0.0) return {};
     out.decoder = open_decoder(in, out.index, false, op);
     if (!out.decoder || out.decoder->sample_rate <= 0 || out.decoder->ch_layout.nb_channels <= 0) {
         return {};
@@ -106,13 +108,26 @@ audio_stream from_header(input& in, int stream, const char* op) {
 
 }  // namespace
 
-audio_stream open_audio_stream(input& in, int stream, const char* op) {
-    audio_stream out = from_header(in, stream, op);
+audio_stream open_audio_stream(input& in, int stream, bool need_end, const char* op) {
+    audio_stream out = from_header(in, stream, need_end, op);
     if (out.decoder) return out;
     read_stream_info(in, op);
     out.index = pick_stream(in, stream, op);
     out.decoder = open_decoder(in, out.index, true, op);
     return out;
+}
+
+double stream_end(const AVFormatContext* fmt, const AVStream* st) {
+    if (const double declared = declared_end(fmt, st, true); declared >= 0.0) return declared;
+    if (st->duration != AV_NOPTS_VALUE && st->duration > 0) {
+        const std::int64_t first = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
+        return seconds(first + st->duration, st->time_base);
+    }
+    if (fmt->duration != AV_NOPTS_VALUE && fmt->duration > 0) {
+        const std::int64_t first = fmt->start_time != AV_NOPTS_VALUE ? fmt->start_time : 0;
+        return static_cast<double>(first + fmt->duration) / AV_TIME_BASE;
+    }
+    return -1.0;
 }
 
 bool seeks_to_the_sample(const input& in, int index) {

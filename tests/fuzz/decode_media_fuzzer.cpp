@@ -7,8 +7,10 @@
 /// counts as a crash, and so do a crash, a leak, an out-of-bounds access and an allocation past
 /// libFuzzer's limit. The last byte also picks the
 /// options (the whole input is decoded, so the seed files stay valid media): the frame
-/// selection, scaling, pixel format, a time window, decoder threads, and the audio's rate and
-/// channels. FFmpeg itself is not instrumented; ferry's glue around it is.
+/// selection, scaling, pixel format, a time window, decoder threads, and the audio's rate,
+/// channels, fixed length and random window. FFmpeg itself is not instrumented; ferry's glue around
+/// it is.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -94,6 +96,14 @@ void fuzz_audio(std::span<const std::byte> bytes, std::uint8_t selector) {
     if ((selector & 0x02) != 0) o.channels = 1;
     if ((selector & 0x04) != 0) o.start = 0.01;
     if ((selector & 0x08) != 0) o.end = 0.03;
+    if ((selector & 0x10) != 0) o.samples = 300;  // a fixed length: cut or padded to it
+    if ((selector & 0x20) != 0) {
+        // A random window of the stream's declared (or estimated) length, from a fixed item.
+        o.start = 0.0;
+        o.end.reset();
+        o.random_window = 0.02;
+        o.item = ferry::item_info{.epoch = 1, .index = 7, .position = 7, .seed = 3};
+    }
     try {
         const ferry::audio a = ferry::ops::decode_audio(bytes, o);
         if (a.channels() <= 0 || a.sample_rate() <= 0 ||
@@ -101,6 +111,11 @@ void fuzz_audio(std::span<const std::byte> bytes, std::uint8_t selector) {
                 static_cast<std::size_t>(a.channels()) * static_cast<std::size_t>(a.samples())) {
             std::abort();
         }
+        if (o.samples > 0 &&
+            (a.samples() != o.samples || a.padded() < 0 || a.padded() >= o.samples)) {
+            std::abort();  // exactly the length, and some of it decoded
+        }
+        if (!std::isfinite(a.start())) std::abort();
         touch(a.data());
     } catch (const ferry::decode_error&) {
     }
