@@ -30,18 +30,6 @@ bool silent(std::span<const float> s) {
     return std::all_of(s.begin(), s.end(), [](float x) { return x == 0.0F; });
 }
 
-/// The stage named `stage`'s counter `name` (0: not counted).
-std::uint64_t counter(const ferry::pipeline_stats& stats, const std::string& stage,
-                      const std::string& name) {
-    for (const auto& st : stats.stages) {
-        if (st.name != stage) continue;
-        for (const auto& [n, v] : st.counters) {
-            if (n == name) return v;
-        }
-    }
-    return 0;
-}
-
 BOOST_AUTO_TEST_SUITE(ops)
 BOOST_AUTO_TEST_SUITE(audio)
 BOOST_AUTO_TEST_SUITE(fixed_length)
@@ -153,7 +141,7 @@ BOOST_AUTO_TEST_CASE(windows_of_one_length_collate_into_one_tensor) {
         BOOST_TEST((t.shape() == std::vector<std::int64_t>{4, 1, 16000}));
     }
     BOOST_TEST(batches == 1);
-    BOOST_TEST(counter(pipe.stats(), "decode", "padded samples") == short_by);
+    BOOST_TEST(stage_counter(pipe.stats(), "decode", "padded samples") == short_by);
 }
 
 BOOST_AUTO_TEST_SUITE(bad_input)

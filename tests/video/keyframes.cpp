@@ -109,18 +109,6 @@ std::vector<double> probed_keyframes(std::size_t i) {
     return keys;
 }
 
-/// The value of the stage counter `name` in a pipeline's stats (0 when not counted).
-std::uint64_t counter(const ferry::pipeline_stats& stats, const std::string& stage,
-                      const std::string& name) {
-    for (const auto& st : stats.stages) {
-        if (st.name != stage) continue;
-        for (const auto& [key, n] : st.counters) {
-            if (key == name) return n;
-        }
-    }
-    return 0;
-}
-
 /// What a stage named "decode" running `load_video` on each of `paths` gave and counted.
 struct loaded {
     std::vector<ferry::video_clip> clips;
@@ -139,8 +127,8 @@ loaded load_in_stage(const std::vector<std::filesystem::path>& paths,
     loaded out;
     for (ferry::video_clip& clip : pipe) out.clips.push_back(std::move(clip));
     BOOST_TEST_REQUIRE(out.clips.size() == paths.size());
-    out.decoded = counter(pipe.stats(), "decode", "frames decoded");
-    out.lists_read = counter(pipe.stats(), "decode", "keyframe lists read");
+    out.decoded = stage_counter(pipe.stats(), "decode", "frames decoded");
+    out.lists_read = stage_counter(pipe.stats(), "decode", "keyframe lists read");
     return out;
 }
 

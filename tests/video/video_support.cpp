@@ -180,6 +180,17 @@ std::vector<std::uint8_t> bytes_of(const std::filesystem::path& path) {
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+std::uint64_t stage_counter(const ferry::pipeline_stats& stats, const std::string& stage,
+                            const std::string& name) {
+    for (const auto& st : stats.stages) {
+        if (st.name != stage) continue;
+        for (const auto& [key, n] : st.counters) {
+            if (key == name) return n;
+        }
+    }
+    return 0;
+}
+
 std::filesystem::path video_file(const video_spec& s) {
     const std::string key = s.codec + s.ext + "-" + std::to_string(s.frames) + "-" +
                             std::to_string(s.width) + "x" + std::to_string(s.height) + "-" +

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <ferry/bytes.hpp>
+#include <ferry/stats.hpp>
 #include <ferry/video.hpp>
 #include <filesystem>
 #include <functional>
@@ -113,6 +114,11 @@ void run_all(const std::vector<std::string>& commands);
 
 /// The whole file as bytes (empty when it cannot be read).
 std::vector<std::uint8_t> bytes_of(const std::filesystem::path& path);
+
+/// The value of the counter `name` of the stage named `stage` in a pipeline's stats (0 when not
+/// counted).
+std::uint64_t stage_counter(const ferry::pipeline_stats& stats, const std::string& stage,
+                            const std::string& name);
 
 /// The frame times ffprobe wrote to `path` (`-show_entries frame=..._time -of csv=p=0`): one
 /// per frame in seconds, NaN for its "N/A" lines; side data's commas and blank lines skipped.
