@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Fixtures of the Python package's suite: image files made with Pillow, and child interpreters
-for what must be seen from outside (signals, shutdown)."""
+"""Fixtures of the Python package's suite: image files made with Pillow, child interpreters for
+what must be seen from outside (signals, shutdown), and the mark of the tests that need
+ferry.video and FFmpeg's command-line tools."""
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -9,6 +11,16 @@ import textwrap
 import numpy as np
 import pytest
 from PIL import Image
+
+def video_mark(tool, what):
+    """The mark of a test that needs ferry.video and FFmpeg's CLI `tool` (its references are
+    `what`), saying why it is skipped where it cannot run (pytest -rs shows it)."""
+    import ferry
+    return pytest.mark.skipif(
+        not ferry._ferry.has_video or shutil.which(tool) is None,
+        reason="ferry.video is not built (FERRY_VIDEO=OFF)" if not ferry._ferry.has_video else
+        f"the {tool} CLI is not installed (Debian: ffmpeg): the references are {what}")
+
 
 # How long a child interpreter may take before the test calls it hung. Generous: a hang bound,
 # not a speed check.

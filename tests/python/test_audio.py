@@ -4,21 +4,18 @@ paths and from bytes, resampled and mixed as asked, windows of exactly their len
 chain that takes no GIL per item; bad files, wrong inputs and meaningless options are failures
 that name them."""
 import gc
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
+from conftest import video_mark
 
 import ferry
 from ferry import ops
 
 if ferry._ferry.has_video:
     from ferry import video
-needs_video = pytest.mark.skipif(
-    not ferry._ferry.has_video or shutil.which("ffmpeg") is None,
-    reason="ferry.video is not built (FERRY_VIDEO=OFF)" if not ferry._ferry.has_video else
-    "the ffmpeg CLI is not installed (Debian: ffmpeg): the references are its samples")
+needs_video = video_mark("ffmpeg", "its samples")
 
 FFMPEG = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y"]
 RATE, SECONDS = 44100, 2

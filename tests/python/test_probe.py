@@ -3,19 +3,16 @@
 size, codecs, every stream, keyframe times), from paths and from bytes; audio-only files with
 require_video=False; bad inputs and options are failures that name them."""
 import json
-import shutil
 import subprocess
 
 import pytest
+from conftest import video_mark
 
 import ferry
 
 if ferry._ferry.has_video:
     from ferry import video
-needs_video = pytest.mark.skipif(
-    not ferry._ferry.has_video or shutil.which("ffprobe") is None,
-    reason="ferry.video is not built (FERRY_VIDEO=OFF)" if not ferry._ferry.has_video else
-    "the ffprobe CLI is not installed (Debian: ffmpeg): the references are its readings")
+needs_video = video_mark("ffprobe", "its readings")
 
 FFMPEG = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y"]
 

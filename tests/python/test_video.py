@@ -4,23 +4,18 @@ rule tests/video/containers.cpp holds the C++ op to), from paths and from bytes,
 selection, in a native chain that takes no GIL per item; bad files and wrong inputs are failures
 that name them. And a build without a component says which CMake option builds it."""
 import gc
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
-from conftest import run_child
+from conftest import run_child, video_mark
 
 import ferry
 from ferry import ops
 
 if ferry._ferry.has_video:
     from ferry import video
-# Each case that decodes says why it is skipped where it cannot run (pytest -rs shows it).
-needs_video = pytest.mark.skipif(
-    not ferry._ferry.has_video or shutil.which("ffmpeg") is None,
-    reason="ferry.video is not built (FERRY_VIDEO=OFF)" if not ferry._ferry.has_video else
-    "the ffmpeg CLI is not installed (Debian: ffmpeg): the references are its frames")
+needs_video = video_mark("ffmpeg", "its frames")
 
 WIDTH, HEIGHT, FRAMES = 64, 48, 24
 FFMPEG = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y"]
