@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -107,9 +108,38 @@ std::string selection_text(const ferry::frame_selection& s) {
 
 /// The clip `load_video` makes of `v`: a path (a str, or a Python str or os.PathLike) is read by
 /// FFmpeg from the file, bytes (ferry.Bytes, or any bytes-like object) from memory.
-ferry::tensor load_clip(value&& v, const ferry::video_options& o) {
-    return std::visit([&](const auto& in) { return ferry::ops::load_video(in, o).to_tensor(); },
-                      take_path_or_bytes(std::move(v), "load_video"));
+/// What the op gives besides the clip.
+struct clip_extras {
+    bool indices = false;  ///< each frame's index in the window, int64
+    bool times = false;    ///< each frame's presentation time in seconds, float64
+};
+
+/// `values`, one per frame of `clip`, as a tensor of `type` shaped as its frames: `[frames]`,
+/// or `[clips, frames]` for a batch.
+template <class T>
+ferry::tensor per_frame(const std::vector<T>& values, ferry::dtype type,
+                        const ferry::video_clip& clip) {
+    std::vector<std::int64_t> shape{static_cast<std::int64_t>(values.size())};
+    if (clip.batch()) shape = {clip.clips(), clip.clip_frames()};
+    ferry::tensor t(type, std::move(shape));
+    std::memcpy(t.data(), values.data(), values.size() * sizeof(T));
+    return t;
+}
+
+/// The clip as a tensor; with `extras`, the tuple (clip, [indices], [times]).
+value load_clip(value&& v, const ferry::video_options& o, clip_extras with) {
+    ferry::video_clip c = std::visit([&](const auto& in) { return ferry::ops::load_video(in, o); },
+                                     take_path_or_bytes(std::move(v), "load_video"));
+    if (!with.indices && !with.times) return value(std::move(c).to_tensor());
+    ferry::tensor indices = per_frame(c.indices(), ferry::dtype::i64, c);
+    ferry::tensor times = per_frame(c.timestamps(), ferry::dtype::f64, c);
+    ferry::tensor clip = std::move(c).to_tensor();
+    if (with.indices && with.times) {
+        return value(value_tuple{
+            {value(std::move(clip)), value(std::move(indices)), value(std::move(times))}});
+    }
+    return value(value_tuple{
+        {value(std::move(clip)), value(with.indices ? std::move(indices) : std::move(times))}});
 }
 
 }  // namespace
@@ -158,7 +188,7 @@ decode is a ferry.DecodeError.
            const std::optional<video_size>& resize, const std::string& filter, double start,
            const std::optional<double>& end, int stream, std::int64_t max_frames, double timeout,
            int threads, std::uint64_t max_pixels, std::uint64_t max_bytes, bool strict,
-           bool skip_nonref, bool snap_to_keyframe) {
+           bool skip_nonref, bool snap_to_keyframe, bool with_indices, bool with_times) {
             ferry::video_options o;
             std::vector<std::string> args;
             o.decode.select = select;
@@ -215,21 +245,27 @@ decode is a ferry.DecodeError.
             if (!skip_nonref) args.push_back("skip_nonref=False");
             o.demux.snap_to_keyframe = snap_to_keyframe;
             if (snap_to_keyframe) args.push_back("snap_to_keyframe=True");
+            if (with_indices) args.push_back("with_indices=True");
+            if (with_times) args.push_back("with_times=True");
             std::string name = "load_video(";
             for (std::size_t i = 0; i < args.size(); ++i) name += (i ? ", " : "") + args[i];
             name += ")";
             // Random clips draw their starts from the item of the stage's call.
             const bool wants_item = select.mode() == ferry::frame_selection::kind::clips;
-            return py::cast(py_op{std::make_shared<const native_op>(native_op{
-                std::move(name), [o](value&& v) { return value(load_clip(std::move(v), o)); },
-                wants_item})});
+            return py::cast(py_op{std::make_shared<const native_op>(
+                native_op{std::move(name),
+                          [o, with = clip_extras{with_indices, with_times}](value&& v) {
+                              return load_clip(std::move(v), o, with);
+                          },
+                          wants_item})});
         },
         py::kw_only(), py::arg("select") = ferry::frame_selection::all(), py::arg("format") = "rgb",
         py::arg("resize") = py::none(), py::arg("filter") = "bilinear", py::arg("start") = 0.0,
         py::arg("end") = py::none(), py::arg("stream") = -1, py::arg("max_frames") = 0,
         py::arg("timeout") = 10.0, py::arg("threads") = 0, py::arg("max_pixels") = 64'000'000ULL,
         py::arg("max_bytes") = 4ULL << 30, py::arg("strict") = false, py::arg("skip_nonref") = true,
-        py::arg("snap_to_keyframe") = false,
+        py::arg("snap_to_keyframe") = false, py::arg("with_indices") = false,
+        py::arg("with_times") = false,
         R"doc(
 A native op: ferry::ops::load_video on a path (str or os.PathLike: read from the file) or bytes
 (ferry.Bytes or a bytes-like object: read from memory), giving the clip as a ferry.Tensor of
@@ -246,7 +282,10 @@ concurrency, so a stage with fewer calls than threads decodes each on several), 
 that decode), skip_nonref (frames no selected frame needs are not decoded; False decodes every
 frame from the keyframe: the same pixels, slower), snap_to_keyframe (the window's start, and each start of
 FrameSelection.clips and clips_at, moves back to the keyframe at or before it, so no frame before
-a clip is decoded: faster, but clips start only on keyframes — randomness traded for speed). Errors: ferry.IOError (missing file, stalled read), ferry.DecodeError (not a
+a clip is decoded: faster, but clips start only on keyframes — randomness traded for speed),
+with_indices and with_times (the op gives the tuple (clip, [indices], [times]): each frame's index
+in the window, int64, and presentation time in seconds, float64, shaped frames, or clips x frames:
+where random clips fell, for labels that follow time). Errors: ferry.IOError (missing file, stalled read), ferry.DecodeError (not a
 video, too few frames for the selection, over a limit), naming the file.)doc");
 }
 

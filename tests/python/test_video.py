@@ -139,6 +139,26 @@ def test_clips_are_the_clips_loaded_alone(clip):
             np.testing.assert_array_equal(c, np.asarray(alone))
         at = video.load_video(select=video.FrameSelection.clips_at(starts, 4, 2))(path)
         np.testing.assert_array_equal(np.asarray(at), batch)
+    # with_indices and with_times say where the clips fell: each frame's index in the window and
+    # its time (25 fps from 0), the frames ffmpeg gives at those indices.
+    op = video.load_video(select=video.FrameSelection.clips(3, 4, 2), with_indices=True,
+                          with_times=True)
+    assert repr(op).endswith("with_indices=True, with_times=True)>")
+    with ferry.source([path] * 2).map(op).build(threads=1) as pipe:
+        got = list(pipe)
+    for (batch, indices, times), same in zip(got, first):
+        batch, indices, times = np.asarray(batch), np.asarray(indices), np.asarray(times)
+        np.testing.assert_array_equal(batch, same)
+        assert indices.dtype == np.int64 and indices.shape == (3, 4)
+        assert times.dtype == np.float64 and times.shape == (3, 4)
+        assert (np.diff(indices, axis=1) == 2).all()
+        np.testing.assert_array_equal(batch, ref[indices])
+        np.testing.assert_allclose(times, indices / 25, atol=1e-9)
+    clip_op = video.load_video(select=video.FrameSelection.clip(4, 3), start=0.2,
+                               with_indices=True)
+    frames, indices = clip_op(path)
+    assert np.asarray(indices).tolist() == [0, 3, 6, 9]
+    np.testing.assert_array_equal(np.asarray(frames), ref[[5, 8, 11, 14]])
 
 
 # format and resize act inside the decode step: BGR is RGB reversed, gray has one channel, and a
