@@ -122,10 +122,12 @@ struct audio_options {
     /// item (`ferry::item_rng`, as `frame_selection::clips`), so the same item of the same epoch
     /// gets the same window whatever the threads, the world size or the resume point.
     /// `audio::start()` says where it fell. The end is the one the header declares, else
-    /// FFmpeg's estimate from the bit rate (raw MP3 or AAC streams: a window may then run past
-    /// the data; `samples` pads it); a stream whose length nothing gives (an Ogg file read from
-    /// a pipe) is a `decode_error`. Outside a stage whose callable takes a `const
-    /// ferry::item_info&`, set `item`, or it is an `invalid_argument`.
+    /// FFmpeg's estimate from the bit rate (raw MP3 or AAC streams); a window drawn past the
+    /// data (a cut file, an overestimated length) is decoded again as the window that ends where
+    /// the data ends, and the stage counts it (`windows past the data`), so no item is lost; a
+    /// stream whose length nothing gives (an Ogg file read from a pipe) is a `decode_error`.
+    /// Outside a stage whose callable takes a `const ferry::item_info&`, set `item`, or it is an
+    /// `invalid_argument`.
     double random_window = 0.0;
     /// The item whose numbers `random_window` draws from, for a call outside a stage (none: the
     /// stage call's item).

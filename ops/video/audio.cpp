@@ -38,6 +38,13 @@ struct layout_owner {
     ~layout_owner() { av_channel_layout_uninit(&layout); }
 };
 
+/// A random window drawn past the data (a length the header overstates, a cut file, or one
+/// estimated from the bit rate): where the data ends, in seconds, for a second pass that ends
+/// the window there rather than losing the item.
+struct past_the_data {
+    double end;
+};
+
 class audio_decoder {
   public:
     audio_decoder(av::input in, const audio_options& opt) : in_(std::move(in)), opt_(opt) {}
@@ -326,6 +333,9 @@ class audio_decoder {
             throw decode_error(std::string(op) + ": " + in_.name + ": truncated: " + cut +
                                " (audio_options::strict)");
         }
+        if (opt_.random_window > 0.0 && total() == 0) {
+            throw past_the_data{static_cast<double>(next_) / out_rate_};
+        }
         // Padding a window that holds nothing would make up a whole window of silence.
         if ((start_ > 0.0 || opt_.samples > 0) && total() == 0) {
             av::throw_decode(op, in_.name,
@@ -410,20 +420,44 @@ class audio_decoder {
 
 namespace detail {
 
+namespace {
+
+/// Decodes what `open()` opens. A random window drawn past the data is decoded again as the
+/// window of the same length that ends where the data ends (the same item gets the same one),
+/// counted as `windows past the data`.
+template <class Open>
+audio decode(const Open& open, const audio_options& options) {
+    try {
+        return audio_decoder(open(), options).run();
+    } catch (const past_the_data& past) {
+        this_call::count("windows past the data");
+        audio_options again = options;
+        again.random_window = 0.0;
+        again.item.reset();
+        again.start = std::max(0.0, past.end - options.random_window);
+        again.end = again.start + options.random_window;
+        return audio_decoder(open(), again).run();
+    }
+}
+
+}  // namespace
+
 audio decode_audio_fn::operator()(const std::filesystem::path& path,
                                   const audio_options& options) const {
-    return audio_decoder(
-               av::open_container(av::open_file(path, options.timeout, op), path.string(), op),
-               options)
-        .run();
+    return decode(
+        [&] {
+            return av::open_container(av::open_file(path, options.timeout, op), path.string(), op);
+        },
+        options);
 }
 
 audio decode_audio_fn::operator()(std::span<const std::byte> data,
                                   const audio_options& options) const {
-    return audio_decoder(
-               av::open_container(av::open_memory(data, options.timeout, op), "<memory>", op),
-               options)
-        .run();
+    return decode(
+        [&] {
+            return av::open_container(av::open_memory(data, options.timeout, op), "<memory>", op);
+        },
+        options);
 }
 
 }  // namespace detail

@@ -125,7 +125,46 @@ BOOST_AUTO_TEST_CASE(a_stream_shorter_than_the_window_is_all_of_it) {
 
 BOOST_AUTO_TEST_SUITE(bad_input)
 
-// Lengths that are not one, a window given twice, a call with no item, and a stream whose length
+// A FLAC file cut to 60% still declares 4 s: windows drawn past its data are not lost but end
+// where the data ends (the same window for the same item, in a pipeline or not), hold the tone
+// there, and are counted as `windows past the data`; windows inside the data are as drawn.
+BOOST_AUTO_TEST_CASE(windows_drawn_past_a_cut_files_data_end_at_the_data) {
+    const auto good = read_all(tone());
+    const auto cut = ferry::bytes(std::span(good.data(), good.size() * 6 / 10));
+    const auto data = ferry::ops::decode_audio(cut);
+    BOOST_TEST_REQUIRE(data.truncated());
+    const double data_end = data.duration();
+    BOOST_TEST_REQUIRE(data_end > 0.5);
+    BOOST_TEST_REQUIRE(data_end < 3.0);
+    const std::vector<ferry::bytes> items(24, cut);
+    auto pipe = ferry::from(items)
+                    .map(
+                        [](const ferry::bytes& b, const ferry::item_info&) {
+                            return ferry::ops::decode_audio(b, {.random_window = 0.2});
+                        },
+                        {.name = "audio"})
+                    .build({.threads = 1});
+    std::uint64_t i = 0;
+    std::uint64_t clamped = 0;
+    for (const ferry::audio& a : pipe) {
+        BOOST_TEST_CONTEXT("item " << i << ", start " << a.start()) {
+            BOOST_TEST(a.samples() == rate / 5);
+            BOOST_TEST(a.start() + 0.2 <= data_end + 1.0 / rate);
+            BOOST_TEST(off_the_tone(a) < 2.0 / 32768);
+            clamped += std::abs(a.start() + 0.2 - data_end) < 1.0 / rate ? 1 : 0;
+            const ferry::item_info item{.index = i, .position = i};
+            BOOST_TEST(
+                ferry::ops::decode_audio(cut, {.random_window = 0.2, .item = item}).start() ==
+                a.start());
+        }
+        ++i;
+    }
+    BOOST_TEST(i == 24U);
+    // Starts are drawn over [0, 3.8 s] and the data ends before 3 s: some land past it.
+    BOOST_TEST(clamped >= 3U);
+    BOOST_TEST(stage_counter(pipe.stats(), "audio", "windows past the data") == clamped);
+}
+
 // nothing gives are named.
 BOOST_AUTO_TEST_CASE(windows_that_cannot_be_drawn_are_named) {
     const ferry::item_info item{};
