@@ -12,6 +12,9 @@
 namespace ferry::ops::av {
 namespace {
 
+/// How much of a WAV file's data FFmpeg probes for a codec other than its header's.
+constexpr std::int64_t wav_probe_bytes = 32 << 10;
+
 /// Containers whose header gives an audio stream's parameters and whose seeks need no packets
 /// read before: FLAC, MP4/M4A/MOV, Matroska/WebM and Ogg. Their windows were checked the same
 /// bit for bit, intact and cut, with and without `avformat_find_stream_info`. Not WAV: its
@@ -111,6 +114,13 @@ audio_stream from_header(input& in, int stream, bool need_end, const char* op) {
 audio_stream open_audio_stream(input& in, int stream, bool need_end, const char* op) {
     audio_stream out = from_header(in, stream, need_end, op);
     if (out.decoder) return out;
+    if (in.format->iformat != nullptr && std::string_view(in.format->iformat->name) == "wav") {
+        // FFmpeg probes a WAV's 16-bit PCM for another codec in disguise (DTS, AC-3) over its
+        // first 32 packets, running every demuxer's probe at each doubling of 128 KiB: 4.4 of a
+        // 4 s window's 6.2 ms. 32 KiB hold many frames of any codec it finds there (a DTS
+        // frame is 2 KiB), and the header's own S/PDIF check of the first 64 KiB stays.
+        in.format->probesize = wav_probe_bytes;
+    }
     read_stream_info(in, op);
     out.index = pick_stream(in, stream, op);
     out.decoder = open_decoder(in, out.index, true, op);
