@@ -49,81 +49,9 @@ import random
 import statistics
 import subprocess
 import sys
-import threading
-import time
 
 import compare_plot
-
-PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def descendants(root):
-    """`root` and all its descendants' pids, from a scan of /proc."""
-    children = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-            children.setdefault(ppid, []).append(int(name))
-        except (OSError, ValueError, IndexError):
-            continue
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
-
-
-def rss_bytes(pids):
-    """Resident bytes of `pids` (those still alive), from /proc/PID/statm."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/statm") as f:
-                total += int(f.read().split()[1]) * PAGE
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
-
-
-def run_one(cmd):
-    """Runs `cmd`, sampling its process tree's RSS; returns its JSON line plus tree_rss_mb."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = [0]
-    done = threading.Event()
-
-    def sample():
-        # Reading a few statm files every 5 ms is cheap; scanning all of /proc for new workers
-        # is not (on two cores it took CPU from the loader being measured): that is done every
-        # 50 ms. DataLoader workers start with the iterator and live to the end of the run.
-        tree, n = [proc.pid], 0
-        while not done.is_set():
-            if n % 10 == 0:
-                tree = descendants(proc.pid)
-            n += 1
-            peak[0] = max(peak[0], rss_bytes(tree))
-            done.wait(0.005)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    out, err = proc.communicate()
-    done.set()
-    sampler.join()
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err}")
-    r = json.loads(out.strip().splitlines()[-1])
-    # The sampler can miss a short peak; the process's own high-water mark bounds it from below.
-    r["tree_rss_mb"] = max(peak[0], r["max_rss_kb"] * 1024) / 1e6
-    return r
-
-
-def median_range(values):
-    return statistics.median(values), min(values), max(values)
-
+from measure import median_range, run_one
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__,

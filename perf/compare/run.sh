@@ -3,6 +3,10 @@
 # perf/compare in one command, from the repository root, on Debian 12 (as root for apt-get):
 #
 #   bash perf/compare/run.sh [compare.py options, e.g. --images 2000 --reps 3]
+#   bash perf/compare/run.sh audio [audio_compare.py options, e.g. --windows 256 --reps 3]
+#
+# The second runs audio_compare.py (ferry's decode_audio against PyTorch's DataLoader with
+# torchaudio), which needs python3-torchaudio too and the Python package, not the C++ runners.
 #
 # Installs what is missing (ferry's build dependencies via setup.sh deps, and Debian's
 # python3-torch, python3-torchvision, python3-pil, python3-matplotlib), builds compare_runner in
@@ -14,7 +18,13 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 bash setup.sh deps
+audio=0
+if [[ "${1:-}" == audio ]]; then
+    audio=1
+    shift
+fi
 python_packages=(python3-torch python3-torchvision python3-pil python3-matplotlib)
+((audio == 0)) || python_packages=(python3-torch python3-torchaudio)
 missing=()
 for p in "${python_packages[@]}"; do
     dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed' || missing+=("$p")
@@ -29,6 +39,10 @@ fi
 
 export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_PERF=ON >/dev/null
+if ((audio)); then
+    cmake --build build --parallel "$(nproc)" --target ferry_python
+    exec /usr/bin/python3 perf/compare/audio_compare.py --python-package build/python "$@"
+fi
 targets=(compare_runner photo_set_gen)
 # compare_runner_torch exists where CMake found libtorch (setup.sh deps installs libtorch-dev).
 [[ -d build/perf/compare/CMakeFiles/compare_runner_torch.dir ]] && targets+=(compare_runner_torch)
