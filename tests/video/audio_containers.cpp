@@ -141,6 +141,34 @@ BOOST_DATA_TEST_CASE(cut_files_keep_the_windows_that_remain, bdata::make(cases()
     BOOST_TEST(mismatches_near(w.channel(0), want, rate / 2, c.slack) == 0U);
 }
 
+// A WAV file whose 16-bit PCM is DTS in disguise (as CD rips of DTS discs are): FFmpeg's codec
+// probe finds DTS (decode_audio gives it 32 KiB of the data, the CLI 128 KiB), and the samples
+// are the CLI's DTS decode, not the PCM noise the bytes would be.
+BOOST_AUTO_TEST_CASE(a_wav_file_holding_dts_decodes_as_dts) {
+    const auto dts = scratch("audio-container-x.dts");
+    const auto wav = scratch("audio-container-dts.wav");
+    const std::string ff = "ffmpeg -hide_banner -loglevel error -nostdin -y ";
+    run_all({ff + "-f lavfi -i sine=frequency=440:sample_rate=" + std::to_string(rate) +
+             ":duration=2 -ac 2 -c:a dca -strict -2 " + dts.string()});
+    run_all({ff + "-f s16le -ar " + std::to_string(rate) + " -ac 2 -i " + dts.string() +
+             " -c:a copy " + wav.string()});
+    run_all({ff + "-i " + wav.string() + " -f f32le -c:a pcm_f32le " + wav.string() + ".f32"});
+    const auto interleaved = cli_samples(wav);  // left, right, left, ...
+    BOOST_TEST_REQUIRE(interleaved.size() > static_cast<std::size_t>(2 * rate));
+    const auto a = ferry::ops::decode_audio(wav);
+    BOOST_TEST_REQUIRE(a.channels() == 2);
+    BOOST_TEST_REQUIRE(2 * static_cast<std::size_t>(a.samples()) == interleaved.size());
+    for (int c = 0; c < 2; ++c) {
+        std::vector<float> want;
+        for (std::size_t i = static_cast<std::size_t>(c); i < interleaved.size(); i += 2) {
+            want.push_back(interleaved[i]);
+        }
+        BOOST_TEST(mismatches(a.channel(c), want, 0) == 0U, "channel " << c);
+    }
+    // The tone, not noise: DTS decoded, not its bytes read as PCM.
+    BOOST_TEST(tone_frequency(a.channel(0), rate) == 440.0, boost::test_tools::tolerance(0.01));
+}
+
 BOOST_AUTO_TEST_SUITE_END()  // containers
 BOOST_AUTO_TEST_SUITE_END()  // audio
 BOOST_AUTO_TEST_SUITE_END()  // ops
