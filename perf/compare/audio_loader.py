@@ -31,21 +31,12 @@ import time
 
 import torch
 
+from measure import cpu_seconds, resident_kb
+
 RATE = 16000
 SECONDS = 4.0
 SAMPLES = int(RATE * SECONDS)
 BATCH = 32
-
-
-def cpu_seconds():
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def resident_kb():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 def ferry_batches(paths, windows, threads):

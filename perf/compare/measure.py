@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """How perf/compare's scripts measure a loader run as its own process: its JSON line, and the peak
-resident memory of its whole process tree (DataLoader workers included), sampled from /proc."""
+resident memory of its whole process tree (DataLoader workers included), sampled from /proc; and,
+inside a loader, its CPU time and resident memory."""
 import json
 import os
+import resource
 import statistics
 import subprocess
 import threading
@@ -76,3 +78,19 @@ def run_one(cmd):
 
 def median_range(values):
     return statistics.median(values), min(values), max(values)
+
+
+def cpu_seconds(children=True):
+    """This process's CPU seconds (user + system), and its reaped children's with `children`."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    total = me.ru_utime + me.ru_stime
+    if children:
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        total += kids.ru_utime + kids.ru_stime
+    return total
+
+
+def resident_kb():
+    """This process's resident memory now, in KiB."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE // 1024

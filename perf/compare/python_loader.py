@@ -28,18 +28,10 @@ import torch
 import ferry
 from ferry import image, ops
 
+from measure import cpu_seconds, resident_kb
+
 BATCH = 32
 SIDE = 224
-
-
-def cpu_seconds():
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    return me.ru_utime + me.ru_stime
-
-
-def resident_kb():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 def main():
@@ -52,7 +44,7 @@ def main():
     args = ap.parse_args()
     paths = sorted(os.path.join(args.data, n) for n in os.listdir(args.data) if n.endswith(".jpg"))
     base_kb = resident_kb()
-    cpu0 = cpu_seconds()
+    cpu0 = cpu_seconds(children=False)
     t0 = time.perf_counter()
     b = (ferry.source(paths)
          .map(ops.read_file, concurrency=2, executor="io", name="read")
@@ -73,7 +65,7 @@ def main():
     if images != len(paths):
         print(f"python_loader: delivered {images} of {len(paths)} images", file=sys.stderr)
         return 1
-    cpu = cpu_seconds() - cpu0
+    cpu = cpu_seconds(children=False) - cpu0
     name = "python-" + args.runner + ("-pystage" if args.python_stage else "")
     print(json.dumps({"runner": name, "threads": args.threads, "images": images,
                       "seconds": round(seconds, 4), "first_batch_s": round(first, 4),

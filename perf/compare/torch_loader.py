@@ -24,6 +24,8 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
 
+from measure import cpu_seconds, resident_kb
+
 
 class JpegFolder(Dataset):
     def __init__(self, paths):
@@ -41,17 +43,6 @@ class JpegFolder(Dataset):
         with open(self.paths[i], "rb") as f:
             img = Image.open(f).convert("RGB")
         return self.transform(img)
-
-
-def cpu_seconds():
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def resident_kb():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 def main():
