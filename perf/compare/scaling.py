@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import median_range, run_one  # noqa: E402
+from measure import median_range, run_one  # noqa: E402
 
 LOADERS = [("ferry-roi-fast", "ferry, region decode, fast IDCT"),
            ("ferry-slots-fast", "ferry, region decode into batch slots, fast IDCT"),
