@@ -2,6 +2,7 @@
 """Fixtures of the Python package's suite: image files made with Pillow, child interpreters for
 what must be seen from outside (signals, shutdown), and the mark of the tests that need
 ferry.video and FFmpeg's command-line tools."""
+import gc
 import os
 import shutil
 import subprocess
@@ -20,6 +21,18 @@ def video_mark(tool, what):
         not ferry._ferry.has_video or shutil.which(tool) is None,
         reason="ferry.video is not built (FERRY_VIDEO=OFF)" if not ferry._ferry.has_video else
         f"the {tool} CLI is not installed (Debian: ffmpeg): the references are {what}")
+
+
+def run_counting_gil(builder, threads=2):
+    """Builds `builder` with `threads` and runs it to its end: its items, and how many times ferry's
+    threads took the GIL meanwhile (another test's pipeline freed now would count its takes, so
+    garbage is collected first)."""
+    import ferry
+    gc.collect()
+    before = ferry._ferry._gil_acquisitions()
+    with builder.build(threads=threads) as pipe:
+        items = list(pipe)
+    return items, ferry._ferry._gil_acquisitions() - before
 
 
 # How long a child interpreter may take before the test calls it hung. Generous: a hang bound,

@@ -3,12 +3,11 @@
 paths and from bytes, resampled and mixed as asked, windows of exactly their length, in a native
 chain that takes no GIL per item; bad files, wrong inputs and meaningless options are failures
 that name them."""
-import gc
 import subprocess
 
 import numpy as np
 import pytest
-from conftest import video_mark
+from conftest import run_counting_gil, video_mark
 
 import ferry
 from ferry import ops
@@ -49,11 +48,9 @@ def frequency(x, rate):
 @needs_video
 def test_whole_files_are_ffmpegs_samples(tone):
     path, ref = tone
-    gc.collect()  # another test's pipeline freed now would count its GIL takes here
-    before = ferry._ferry._gil_acquisitions()
-    with ferry.source([path] * 3).map(video.decode_audio(), concurrency=2).build(threads=2) as p:
-        got = list(p)
-    assert ferry._ferry._gil_acquisitions() - before == 0
+    got, gil_takes = run_counting_gil(
+        ferry.source([path] * 3).map(video.decode_audio(), concurrency=2))
+    assert gil_takes == 0
     assert len(got) == 3
     for a in got:
         assert isinstance(a, ferry.Tensor) and a.shape == (2, RATE * SECONDS)

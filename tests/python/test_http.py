@@ -4,7 +4,6 @@ server started and stopped by the test; a 404 is a failure naming the URL and th
 password or token of a URL reaches a failure, an error or the stats; read_url(**options) sends
 its headers and shows only their names; list_objects lists an S3 prefix from a local store and
 its URLs read back; tar shards are read remotely by range requests."""
-import gc
 import http.server
 import io
 import re
@@ -12,6 +11,7 @@ import tarfile
 import threading
 
 import pytest
+from conftest import run_counting_gil
 
 import ferry
 
@@ -91,14 +91,10 @@ def store():
 # threads; the chain from the list to the loop takes the GIL for no item.
 def test_read_url_reads_a_list_of_urls_natively(store):
     urls = [f"{store.url}/f{i}.bin" for i in range(40)]
-    gc.collect()  # another test's pipeline freed now would count its GIL takes here
-    before = ferry._ferry._gil_acquisitions()
-    with (ferry.source(urls)
-          .map(fhttp.read_url, concurrency=4, executor="io")
-          .build(threads=2)) as pipe:
-        got = [bytes(b) for b in pipe]
-    assert ferry._ferry._gil_acquisitions() - before == 0
-    assert got == [store.files[f"/f{i}.bin"] for i in range(40)]
+    got, gil_takes = run_counting_gil(
+        ferry.source(urls).map(fhttp.read_url, concurrency=4, executor="io"))
+    assert gil_takes == 0
+    assert [bytes(b) for b in got] == [store.files[f"/f{i}.bin"] for i in range(40)]
     assert isinstance(fhttp.read_url, ferry.Op) and repr(fhttp.read_url) == "<ferry op read_url>"
     # Called from Python, the op fetches one URL now.
     assert bytes(fhttp.read_url(urls[3])) == store.files["/f3.bin"]

@@ -3,12 +3,12 @@
 and members natively, its damage fails the sample that holds it (named <shard>#<key>) and not the
 epoch, the sample ops read members and labels without the GIL, and a pipeline over it resumes
 exactly."""
-import gc
 import io
 import itertools
 import tarfile
 
 import pytest
+from conftest import run_counting_gil
 
 import ferry
 
@@ -84,13 +84,9 @@ def member_bytes_of(paths, path, key):
 # source and the loop): labelled gives the labelled item [bytes, int(cls)].
 def test_sample_ops_read_members_and_labels_without_the_gil(three_shards):
     paths, order = three_shards
-    gc.collect()  # another test's pipeline freed now would count its GIL takes here
-    before = ferry._ferry._gil_acquisitions()
-    with (ferry.source(shards.tar_samples(paths))
-          .map(shards.labelled("bin", "cls"), concurrency=2)
-          .build(threads=2)) as pipe:
-        labelled = list(pipe)
-    assert ferry._ferry._gil_acquisitions() - before == 0
+    labelled, gil_takes = run_counting_gil(
+        ferry.source(shards.tar_samples(paths)).map(shards.labelled("bin", "cls"), concurrency=2))
+    assert gil_takes == 0
     assert [[bytes(b), label] for b, label in labelled] == [
         [member_bytes_of(paths, p, k), int(member_bytes(paths.index(p), k, "cls"))]
         for p, k in order]

@@ -3,12 +3,11 @@
 rule tests/video/containers.cpp holds the C++ op to), from paths and from bytes, for each frame
 selection, in a native chain that takes no GIL per item; bad files and wrong inputs are failures
 that name them. And a build without a component says which CMake option builds it."""
-import gc
 import subprocess
 
 import numpy as np
 import pytest
-from conftest import run_child, video_mark
+from conftest import run_child, run_counting_gil, video_mark
 
 import ferry
 from ferry import ops
@@ -53,11 +52,9 @@ def clip(tmp_path_factory):
 @needs_video
 def test_all_frames_equal_ffmpegs(clip):
     path, ref = clip
-    gc.collect()  # another test's pipeline freed now would count its GIL takes here
-    before = ferry._ferry._gil_acquisitions()
-    with ferry.source([path] * 3).map(video.load_video(), concurrency=2).build(threads=2) as pipe:
-        clips = list(pipe)
-    assert ferry._ferry._gil_acquisitions() - before == 0
+    clips, gil_takes = run_counting_gil(
+        ferry.source([path] * 3).map(video.load_video(), concurrency=2))
+    assert gil_takes == 0
     assert len(clips) == 3
     for c in clips:
         assert isinstance(c, ferry.Tensor) and c.shape == (FRAMES, HEIGHT, WIDTH, 3)
