@@ -76,6 +76,7 @@ readonly packages=(
     libopenmpi-dev openmpi-bin
     libtorch-dev libgloo-dev
     python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch python3-pytest
+    python3-torchvision python3-av
     python3-pip python3-setuptools python3-wheel
     clang libclang-rt-14-dev
 )

@@ -4,9 +4,12 @@
 #
 #   bash perf/compare/run.sh [compare.py options, e.g. --images 2000 --reps 3]
 #   bash perf/compare/run.sh audio [audio_compare.py options, e.g. --windows 256 --reps 3]
+#   bash perf/compare/run.sh video [video_compare.py options, e.g. --clips 64 --reps 3]
 #
 # The second runs audio_compare.py (ferry's decode_audio against PyTorch's DataLoader with
-# torchaudio), which needs python3-torchaudio too and the Python package, not the C++ runners.
+# torchaudio), which needs python3-torchaudio too and the Python package, not the C++ runners;
+# the third video_compare.py (ferry's load_video against the DataLoader with PyAV and
+# torchvision.io.read_video), which needs python3-av and python3-torchvision.
 #
 # Installs what is missing (ferry's build dependencies via setup.sh deps, and Debian's
 # python3-torch, python3-torchvision, python3-pil, python3-matplotlib), builds compare_runner in
@@ -18,13 +21,16 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 bash setup.sh deps
-audio=0
-if [[ "${1:-}" == audio ]]; then
-    audio=1
+media=""
+if [[ "${1:-}" == audio || "${1:-}" == video ]]; then
+    media="$1"
     shift
 fi
-python_packages=(python3-torch python3-torchvision python3-pil python3-matplotlib)
-((audio == 0)) || python_packages=(python3-torch python3-torchaudio)
+case "$media" in
+    audio) python_packages=(python3-torch python3-torchaudio) ;;
+    video) python_packages=(python3-torch python3-torchvision python3-av) ;;
+    *) python_packages=(python3-torch python3-torchvision python3-pil python3-matplotlib) ;;
+esac
 missing=()
 for p in "${python_packages[@]}"; do
     dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed' || missing+=("$p")
@@ -39,9 +45,9 @@ fi
 
 export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_PERF=ON >/dev/null
-if ((audio)); then
+if [[ -n "$media" ]]; then
     cmake --build build --parallel "$(nproc)" --target ferry_python
-    exec /usr/bin/python3 perf/compare/audio_compare.py --python-package build/python "$@"
+    exec /usr/bin/python3 "perf/compare/${media}_compare.py" --python-package build/python "$@"
 fi
 targets=(compare_runner photo_set_gen)
 # compare_runner_torch exists where CMake found libtorch (setup.sh deps installs libtorch-dev).
