@@ -21,6 +21,7 @@
 #include "ferry/audio.hpp"
 #include "ferry/error.hpp"
 #include "io_ops.hpp"
+#include "media_item.hpp"
 
 namespace ferry::python {
 namespace {
@@ -34,9 +35,24 @@ struct extras {
 };
 
 /// The audio as a tensor; with `extras`, the tuple (tensor, [length], [start]).
-value decode(value&& v, const ferry::audio_options& o, extras with) {
-    ferry::audio a = std::visit([&](const auto& in) { return ferry::ops::decode_audio(in, o); },
-                                take_path_or_bytes(std::move(v), op_name));
+value decode(value&& v, const ferry::audio_options& options, extras with) {
+    media_item item = take_media_item(std::move(v), op_name);
+    const ferry::audio_options* o = &options;
+    ferry::audio_options windowed;
+    if (item.windowed) {  // the item's window replaces the op's
+        if (options.random_window > 0.0) {
+            throw ferry::invalid_argument(
+                std::string(op_name) +
+                ": random_window draws each item's window; this item gives its own (source, "
+                "start, end): give the op one or the other");
+        }
+        windowed = options;
+        windowed.start = item.start;
+        windowed.end = item.end;
+        o = &windowed;
+    }
+    ferry::audio a =
+        std::visit([&](const auto& in) { return ferry::ops::decode_audio(in, *o); }, item.source);
     const std::int64_t decoded = a.samples() - a.padded();
     const std::int64_t first = std::llround(a.start() * a.sample_rate());
     ferry::tensor t = std::move(a).to_tensor();
@@ -144,8 +160,9 @@ void bind_audio_ops(py::module_& video) {
         py::arg("with_length") = false, py::arg("with_start") = false,
         R"doc(
 A native op: ferry::ops::decode_audio on a path (str or os.PathLike: read from the file) or bytes
-(ferry.Bytes or a bytes-like object: read from memory), giving the audio as a ferry.Tensor of
-float32, channels x samples (numpy.asarray(x) and torch.from_dlpack(x) share it). The keywords are
+(ferry.Bytes or a bytes-like object: read from memory), or a tuple (source, start) or (source,
+start, end) in seconds: the item's own window, which replaces the op's start and end; giving
+the audio as a ferry.Tensor of float32, channels x samples (numpy.asarray(x) and torch.from_dlpack(x) share it). The keywords are
 ferry::audio_options' fields: sample_rate (Hz; 0 keeps the stream's; swresample converts),
 channels (0 keeps the stream's; 1 mixes down, 2 up or down with FFmpeg's default layouts), start
 and end (the window in seconds; end None: to the stream's end; exactly (end - start) x rate

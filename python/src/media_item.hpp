@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// What a media op (`load_video`, `decode_audio`) reads from its input: a path or bytes, or a
+/// tuple `(source, start)` / `(source, start, end)` naming the item's own window in seconds (an
+/// annotated segment of a long recording, a clip's interval in a Kinetics-style list).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string_view>
+#include <variant>
+
+#include "value.hpp"
+
+namespace ferry::python {
+
+/// A media op's input: the source, and the window the item gives where it is a tuple.
+struct media_item {
+    std::variant<std::filesystem::path, ferry::bytes> source;
+    bool windowed = false;      ///< the item was a tuple: `start` and `end` replace the op's
+    double start = 0.0;         ///< seconds, 0 or more
+    std::optional<double> end;  ///< seconds after `start`; none: to the stream's end
+};
+
+/// `v` as a media op's input: a path or bytes (`take_path_or_bytes`), or a tuple of two or three
+/// (a Python tuple, or a native one from `ferry.zip`): the source, the start in seconds (an int
+/// or a float, finite, 0 or more), and the end (None: to the stream's end; else finite and after
+/// the start). The GIL is taken only to read Python objects. Throws `ferry::invalid_argument`
+/// naming `op` and what was wrong ("load_video: the item's window (source, start, end) ends at
+/// 2 s, not after its start 3 s").
+[[nodiscard]] media_item take_media_item(value&& v, std::string_view op);
+
+}  // namespace ferry::python
