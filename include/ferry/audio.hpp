@@ -116,16 +116,18 @@ struct audio_options {
     /// At most `max_samples`, and within `max_bytes` for every output channel; negative is a
     /// `ferry::invalid_argument`.
     std::int64_t samples = 0;
-    /// A window of this many seconds at a random start drawn for each item (0: none; `start` and
-    /// `end` must then be left unset): uniformly from the stream's first sample to its end less
-    /// the window (the whole stream where it is shorter), with the numbers of the stage call's
-    /// item (`ferry::item_rng`, as `frame_selection::clips`), so the same item of the same epoch
-    /// gets the same window whatever the threads, the world size or the resume point.
-    /// `audio::start()` says where it fell. The end is the one the header declares, else
+    /// A window of this many seconds at a random start drawn for each item (0: none): uniformly
+    /// from the stream's first sample to its end less the window (the whole stream where it is
+    /// shorter), or inside `[start, end)` where they are given (a segment of a long recording;
+    /// the window does not leave it, and is all of it where it is shorter), with the numbers of
+    /// the stage call's item (`ferry::item_rng`, as `frame_selection::clips`), so the same item
+    /// of the same epoch gets the same window whatever the threads, the world size or the resume
+    /// point. `audio::start()` says where it fell. The end is the one the header declares, else
     /// FFmpeg's estimate from the bit rate (raw MP3 or AAC streams); a window drawn past the
     /// data (a cut file, an overestimated length) is decoded again as the window that ends where
     /// the data ends, and the stage counts it (`windows past the data`), so no item is lost; a
-    /// stream whose length nothing gives (an Ogg file read from a pipe) is a `decode_error`.
+    /// stream whose length nothing gives (an Ogg file read from a pipe, without an `end`), or a
+    /// span that holds none of the stream, is a `decode_error`.
     /// Outside a stage whose callable takes a `const ferry::item_info&`, set `item`, or it is an
     /// `invalid_argument`.
     double random_window = 0.0;

@@ -90,11 +90,6 @@ class audio_decoder {
             throw invalid_argument(std::string(op) + ": random_window " + av::seconds_text(w) +
                                    " is not a positive length (0: no random window)");
         }
-        if (opt_.start != 0.0 || opt_.end) {
-            throw invalid_argument(std::string(op) +
-                                   ": random_window draws the window's start; leave start and "
-                                   "end unset");
-        }
         const item_info* info = opt_.item ? &*opt_.item : ferry::detail::current_item();
         if (info == nullptr) {
             throw invalid_argument(
@@ -106,24 +101,40 @@ class audio_decoder {
         return info;
     }
 
-    /// `start_` and `end_` for `random_window`: the start drawn uniformly from the stream's
-    /// first sample to its end less the window, with `item`'s numbers.
+    /// `start_` and `end_` for `random_window`: the start drawn uniformly, with `item`'s numbers,
+    /// from the span's first sample to its end less the window; the span is the stream, or the
+    /// part of it `start` and `end` give (a segment), which the window does not leave.
     void draw_window(const item_info& item) {
         const AVFormatContext* fmt = in_.format.get();
         const AVStream* st = fmt->streams[index_];
-        const double end = av::stream_end(fmt, st);
-        const double first =
+        const double stream_end = av::stream_end(fmt, st);
+        const double stream_first =
             st->start_time != AV_NOPTS_VALUE ? av::seconds(st->start_time, st->time_base) : 0.0;
-        if (!(end > first)) {
+        const bool known = stream_end > stream_first;
+        if (!known && !opt_.end) {
             av::throw_decode(op, in_.name,
                              "random_window needs the stream's length, and nothing gives it "
                              "(a stream read from a pipe that states none)",
                              0);
         }
+        const double first = std::max(stream_first, opt_.start);
+        const double stop = !opt_.end ? stream_end
+                            : known   ? std::min(stream_end, *opt_.end)
+                                      : *opt_.end;
+        if (!(stop > first)) {
+            av::throw_decode(
+                op, in_.name,
+                "random_window: the span from " + av::seconds_text(opt_.start) + " to " +
+                    (opt_.end ? av::seconds_text(*opt_.end) : std::string("the end")) +
+                    " holds none of the stream" +
+                    (known ? ", which ends at " + av::seconds_text(stream_end) : std::string()),
+                0);
+        }
         random_engine rng(item_rng(item)() ^ window_stream);
-        const double last = end - opt_.random_window;
+        const double last = stop - opt_.random_window;
         start_ = last > first ? std::uniform_real_distribution<double>(first, last)(rng) : first;
         end_ = start_ + opt_.random_window;
+        if (opt_.end) end_ = std::min(*end_, *opt_.end);  // a segment's window stays inside it
     }
 
     /// The stream and its decoder: from the container's header alone where that suffices, else
@@ -434,8 +445,9 @@ audio decode(const Open& open, const audio_options& options) {
         audio_options again = options;
         again.random_window = 0.0;
         again.item.reset();
-        again.start = std::max(0.0, past.end - options.random_window);
+        again.start = std::max(options.start, past.end - options.random_window);
         again.end = again.start + options.random_window;
+        if (options.end) again.end = std::min(*again.end, *options.end);
         return audio_decoder(open(), again).run();
     }
 }

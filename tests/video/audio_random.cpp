@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// decode_audio's random windows (`audio_options::random_window`): drawn for each item from its
-/// numbers, the same on every run and at every concurrency, spread over the stream, holding the
-/// samples the tone has there; a stream shorter than the window, and uses that cannot draw one.
+/// numbers, the same on every run and at every concurrency, spread over the stream or the span
+/// `start` and `end` give, holding the samples the tone has there; a stream shorter than the
+/// window, and uses that cannot draw one.
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -123,6 +124,52 @@ BOOST_AUTO_TEST_CASE(a_stream_shorter_than_the_window_is_all_of_it) {
     BOOST_TEST(padded.padded() == 6 * rate);
 }
 
+// With `start` and `end`, the window is drawn inside that span (an utterance's segment of a
+// long recording) and does not leave it: 48 items' 0.5 s windows start in [1, 2] s, hold the tone
+// there and spread over the span; a span shorter than the window is all of it (padded with
+// `samples`); `end` alone bounds the span's end, `start` alone its start.
+BOOST_AUTO_TEST_CASE(windows_are_drawn_inside_start_and_end) {
+    std::vector<double> starts;
+    for (std::uint64_t i = 0; i < 48; ++i) {
+        const ferry::item_info item{.index = i, .position = i};
+        const auto a = ferry::ops::decode_audio(
+            tone(), {.start = 1.0, .end = 2.5, .random_window = 0.5, .item = item});
+        BOOST_TEST_CONTEXT("item " << i << ", start " << a.start()) {
+            BOOST_TEST(a.start() >= 1.0);
+            BOOST_TEST(a.start() <= 2.0);
+            BOOST_TEST(a.samples() == rate / 2);
+            BOOST_TEST(off_the_tone(a) < 2.0 / 32768);
+        }
+        starts.push_back(a.start());
+    }
+    BOOST_TEST(*std::min_element(starts.begin(), starts.end()) < 1.2);
+    BOOST_TEST(*std::max_element(starts.begin(), starts.end()) > 1.8);
+    const ferry::item_info item{.index = 7, .position = 7};
+    const auto short_span = ferry::ops::decode_audio(
+        tone(), {.start = 1.0, .end = 1.25, .random_window = 0.5, .item = item});
+    BOOST_TEST(short_span.start() == 1.0);
+    const auto span = ferry::ops::decode_audio(tone(), {.start = 1.0, .end = 1.25});
+    BOOST_TEST(short_span.samples() == span.samples());
+    BOOST_TEST(std::equal(short_span.data().begin(), short_span.data().end(), span.data().begin(),
+                          span.data().end()));
+    const auto padded = ferry::ops::decode_audio(
+        tone(),
+        {.start = 1.0, .end = 1.25, .samples = rate / 2, .random_window = 0.5, .item = item});
+    BOOST_TEST(padded.samples() == rate / 2);
+    BOOST_TEST(padded.padded() == rate / 2 - span.samples());
+    for (std::uint64_t i = 0; i < 16; ++i) {
+        const ferry::item_info it{.index = i, .position = i};
+        const auto head =
+            ferry::ops::decode_audio(tone(), {.end = 1.0, .random_window = 0.5, .item = it});
+        BOOST_TEST(head.start() + 0.5 <= 1.0 + 1.0 / rate);
+        BOOST_TEST(head.samples() == rate / 2);
+        const auto tail =
+            ferry::ops::decode_audio(tone(), {.start = 3.0, .random_window = 0.5, .item = it});
+        BOOST_TEST(tail.start() >= 3.0);
+        BOOST_TEST(tail.samples() == rate / 2);
+    }
+}
+
 BOOST_AUTO_TEST_SUITE(bad_input)
 
 // A FLAC file cut to 60% still declares 4 s: windows drawn past its data are not lost but end
@@ -173,12 +220,13 @@ BOOST_AUTO_TEST_CASE(windows_that_cannot_be_drawn_are_named) {
             [&] { (void)ferry::ops::decode_audio(tone(), {.random_window = w, .item = item}); },
             "is not a positive length (0: no random window)");
     }
-    ferry_test::expect_throw_saying<ferry::invalid_argument>(
+    ferry_test::expect_throw_saying<ferry::decode_error>(
         [&] {
-            (void)ferry::ops::decode_audio(tone(),
-                                           {.start = 1.0, .random_window = 1.0, .item = item});
+            (void)ferry::ops::decode_audio(
+                tone(), {.start = 5.0, .end = 6.0, .random_window = 1.0, .item = item});
         },
-        "decode_audio: random_window draws the window's start; leave start and end unset");
+        "random_window: the span from 5.000 s to 6.000 s holds none of the stream, which ends at "
+        "4.000 s");
     ferry_test::expect_throw_saying<ferry::invalid_argument>(
         [&] { (void)ferry::ops::decode_audio(tone(), {.random_window = 1.0}); },
         "random_window draws its start from the item's numbers (item_rng), and this call has "
