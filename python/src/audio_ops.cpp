@@ -39,13 +39,7 @@ value decode(value&& v, const ferry::audio_options& options, extras with) {
     media_item item = take_media_item(std::move(v), op_name);
     const ferry::audio_options* o = &options;
     ferry::audio_options windowed;
-    if (item.windowed) {  // the item's window replaces the op's
-        if (options.random_window > 0.0) {
-            throw ferry::invalid_argument(
-                std::string(op_name) +
-                ": random_window draws each item's window; this item gives its own (source, "
-                "start, end): give the op one or the other");
-        }
+    if (item.windowed) {  // the item's window replaces the op's (random_window draws in it)
         windowed = options;
         windowed.start = item.start;
         windowed.end = item.end;
@@ -102,13 +96,11 @@ void bind_audio_ops(py::module_& video) {
                     "finite end after it (None: the stream's end), got start " +
                     std::to_string(start) + (end ? ", end " + std::to_string(*end) : ""));
             }
-            if (!(random_window >= 0.0) || !std::isfinite(random_window) ||
-                (random_window > 0.0 && (start != 0.0 || end))) {
+            if (!(random_window >= 0.0) || !std::isfinite(random_window)) {
                 throw ferry::invalid_argument(
                     "decode_audio(random_window=...): random_window is 0 (none) or a positive "
-                    "length in seconds, with start and end left unset, got " +
-                    std::to_string(random_window) +
-                    (random_window > 0.0 && (start != 0.0 || end) ? " with a window given" : ""));
+                    "length in seconds, got " +
+                    std::to_string(random_window));
             }
             if (!(timeout > 0.0) || !std::isfinite(timeout)) {
                 throw ferry::invalid_argument(
@@ -167,8 +159,8 @@ ferry::audio_options' fields: sample_rate (Hz; 0 keeps the stream's; swresample 
 channels (0 keeps the stream's; 1 mixes down, 2 up or down with FFmpeg's default layouts), start
 and end (the window in seconds; end None: to the stream's end; exactly (end - start) x rate
 samples where the stream holds them), random_window (seconds: a window of that length at a start
-drawn per item from its numbers, uniformly over the stream, the same on every run; in a pipeline
-only; start and end unset), samples (0: as many as decode; more: exactly that many per
+drawn per item from its numbers, uniformly over the stream, or over [start, end) where they are
+given and inside it, the same on every run; in a pipeline only), samples (0: as many as decode; more: exactly that many per
 channel, the window's first ones followed by silence where it holds fewer, so that windows
 collate into one tensor; the stage counts the silence as "padded samples"), stream (-1: FFmpeg's best audio stream), timeout (seconds a
 read may deliver nothing), max_samples (per channel) and max_bytes (all channels) (more is a

@@ -147,9 +147,35 @@ def test_bad_item_windows_fail_naming_them(media):
         assert failures[i].code == "invalid_argument", failures[i]
         assert failures[i].message.startswith("load_video: "), failures[i].message
         assert message in failures[i].message, failures[i].message
-    # decode_audio names itself; random_window draws a window, so an item's window is refused.
+    # decode_audio names itself.
     with pytest.raises(ferry.InvalidArgument, match="^decode_audio: .* not after its start"):
         video.decode_audio()((wav, 1.0, 1.0))
-    with pytest.raises(ferry.InvalidArgument, match="^decode_audio: random_window draws each "
-                       r"item's window; this item gives its own \(source, start, end\)"):
-        video.decode_audio(random_window=0.25)((wav, 0.5, 1.0))
+
+
+# random_window draws each item's window inside the item's own span and stays in it: 0.25 s
+# windows of (wav, 0.5, 1.5) start in [0.5, 1.25] s and are ffmpeg's samples there; a span
+# shorter than the window is all of it, padded to samples=; a span past the stream fails its
+# item naming the span.
+@needs_video
+def test_random_windows_fall_inside_the_items_span(media):
+    _, _, wav, ref = media
+    op = video.decode_audio(random_window=0.25, samples=4000, with_length=True, with_start=True)
+    items = [(wav, 0.5, 1.5)] * 24 + [(wav, 1.0, 1.1), (wav, 3.0, 4.0)]
+    with (ferry.source(items).map(op, on_error="skip", name="audio")
+          .build(threads=2, max_epoch_failure_rate=1.0)) as pipe:
+        got = list(pipe)
+        failures = pipe.failures()
+    assert len(got) == 25
+    starts = []
+    for audio, length, start in got[:24]:
+        assert 8000 <= start <= 20000 and length == 4000, (start, length)
+        np.testing.assert_array_equal(np.asarray(audio), ref[:, start:start + 4000])
+        starts.append(start)
+    assert min(starts) < 10000 and max(starts) > 18000 and len(set(starts)) > 16
+    audio, length, start = got[24]
+    assert start == 16000 and length == 1600
+    np.testing.assert_array_equal(np.asarray(audio)[:, :1600], ref[:, 16000:17600])
+    assert not np.asarray(audio)[:, 1600:].any()
+    [failure] = failures
+    assert failure.item == 25 and failure.code == "decode"
+    assert "the span from 3.000 s to 4.000 s holds none of the stream" in failure.message
