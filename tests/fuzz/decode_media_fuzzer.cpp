@@ -98,9 +98,8 @@ void fuzz_audio(std::span<const std::byte> bytes, std::uint8_t selector) {
     if ((selector & 0x08) != 0) o.end = 0.03;
     if ((selector & 0x10) != 0) o.samples = 300;  // a fixed length: cut or padded to it
     if ((selector & 0x20) != 0) {
-        // A random window of the stream's declared (or estimated) length, from a fixed item.
-        o.start = 0.0;
-        o.end.reset();
+        // A random window of the stream's declared (or estimated) length, from a fixed item;
+        // with bits 0x04 and 0x08, drawn inside the span they give.
         o.random_window = 0.02;
         o.item = ferry::item_info{.epoch = 1, .index = 7, .position = 7, .seed = 3};
     }
