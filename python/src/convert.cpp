@@ -50,6 +50,7 @@ py::object to_python(value&& v) {
             return py::reinterpret_steal<py::object>(o);
         }
         py::object operator()(std::int64_t& i) const { return py::int_(i); }
+        py::object operator()(double& d) const { return py::float_(d); }
         py::object operator()(value_list& l) const {
             py::list out(l.size());
             for (std::size_t i = 0; i < l.size(); ++i) {
@@ -111,6 +112,20 @@ value source_element(py::handle o) {
             return value(static_cast<std::int64_t>(i));
         }
         PyErr_Clear();
+    }
+    if (PyFloat_CheckExact(o.ptr()) != 0) return value(PyFloat_AS_DOUBLE(o.ptr()));
+    if (PyTuple_CheckExact(o.ptr()) != 0) {
+        // A tuple of plain data (str, int, float, None, such tuples) becomes native; one holding
+        // anything else stays the Python tuple.
+        value_tuple t;
+        const Py_ssize_t n = PyTuple_GET_SIZE(o.ptr());
+        t.items.reserve(static_cast<std::size_t>(n));
+        for (Py_ssize_t i = 0; i < n; ++i) {
+            value e = source_element(PyTuple_GET_ITEM(o.ptr(), i));
+            if (e.holds<py_ref>()) return from_python(o);
+            t.items.push_back(std::move(e));
+        }
+        return value(std::move(t));
     }
     return from_python(o);
 }

@@ -30,8 +30,9 @@ namespace py = pybind11;
 [[nodiscard]] value from_python(py::handle o);
 
 /// What a source makes of one of its Python elements: `from_python`, but a `str` becomes a
-/// `std::string` and an `int` that fits 64 bits an `std::int64_t`, so that native stages read
-/// paths and indices without the GIL. The caller holds the GIL.
+/// `std::string`, an `int` that fits 64 bits an `std::int64_t`, a `float` a `double`, and a
+/// tuple of such elements (or None, or such tuples) a `value_tuple`, so that native stages read
+/// paths, indices and `(path, start, end)` segments without the GIL. The caller holds the GIL.
 [[nodiscard]] value source_element(py::handle o);
 
 /// The path in `v` for op `op`: a string, or a Python str or os.PathLike (read with the GIL).

@@ -33,6 +33,7 @@ std::string seconds_text(double s) {
 std::optional<double> seconds_of(value&& v, std::string_view op, const char* which, bool none_ok) {
     if (v.holds<std::monostate>() && none_ok) return std::nullopt;
     if (v.holds<std::int64_t>()) return static_cast<double>(v.as<std::int64_t>());
+    if (v.holds<double>()) return v.as<double>();
     if (v.holds<py_ref>()) {
         gil_hold gil;
         PyObject* o = v.as<py_ref>().get();

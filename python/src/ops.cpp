@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -44,17 +45,22 @@ std::vector<ferry::tensor> batch_tensors(value_list& items) {
 
 value collate_value(value&& v);
 
-/// A batch of ints as one int64 tensor of shape (n), as torch's default_collate makes of labels.
-ferry::tensor collate_ints(const value_list& items) {
-    ferry::tensor out(ferry::dtype::i64, {static_cast<std::int64_t>(items.size())});
-    auto* data = out.data_as<std::int64_t>();
+/// A batch of ints (floats) as one int64 (float64) tensor of shape (n), as torch's
+/// default_collate makes of labels (and of Python floats).
+template <class T>
+ferry::tensor collate_numbers(const value_list& items) {
+    constexpr bool ints = std::is_same_v<T, std::int64_t>;
+    ferry::tensor out(ints ? ferry::dtype::i64 : ferry::dtype::f64,
+                      {static_cast<std::int64_t>(items.size())});
+    auto* data = out.data_as<T>();
     for (std::size_t i = 0; i < items.size(); ++i) {
-        if (!items[i].holds<std::int64_t>()) {
+        if (!items[i].holds<T>()) {
             throw ferry::invalid_argument(
-                "collate expects a list of ints, all of one kind; element 0 is an int, element " +
+                std::string("collate expects a list of ") + (ints ? "ints" : "floats") +
+                ", all of one kind; element 0 is " + (ints ? "an int" : "a float") + ", element " +
                 std::to_string(i) + " is " + kind_of(items[i]));
         }
-        data[i] = items[i].as<std::int64_t>();
+        data[i] = items[i].as<T>();
     }
     return out;
 }
@@ -112,7 +118,8 @@ value collate_value(value&& v) {
     value_list items = take_list(std::move(v), "collate");
     if (items.empty()) throw ferry::invalid_argument("collate: the batch is empty");
     if (holds_fields(items.front())) return collate_fields(items);
-    if (items.front().holds<std::int64_t>()) return value(collate_ints(items));
+    if (items.front().holds<std::int64_t>()) return value(collate_numbers<std::int64_t>(items));
+    if (items.front().holds<double>()) return value(collate_numbers<double>(items));
     if (items.front().holds<std::string>()) {
         // Names or paths beside the data stay a list, as in torch's default_collate.
         for (std::size_t i = 0; i < items.size(); ++i) {

@@ -20,12 +20,16 @@
 namespace ferry::python {
 namespace {
 
-/// The source of a `ferry::from(...)` builder, its elements named by their str or int.
+/// The source of a `ferry::from(...)` builder, its elements named by their str or int (a
+/// tuple's by its first element: a segment's path).
 template <class B>
 detail::source_spec named(const B& b) {
     auto described = b.describe([](const value& v) -> std::string {
-        if (v.holds<std::string>()) return v.as<std::string>();
-        if (v.holds<std::int64_t>()) return std::to_string(v.as<std::int64_t>());
+        const value& named = v.holds<value_tuple>() && !v.as<value_tuple>().items.empty()
+                                 ? v.as<value_tuple>().items.front()
+                                 : v;
+        if (named.holds<std::string>()) return named.as<std::string>();
+        if (named.holds<std::int64_t>()) return std::to_string(named.as<std::int64_t>());
         return {};
     });
     return detail::source_access::source(described);

@@ -31,7 +31,7 @@ struct value_sizer {
     std::size_t operator()(const value_tuple& t) const { return (*this)(t.items); }
     template <class T>
     std::size_t operator()(const T&) const {
-        return 0;  // nothing (None), an int, a Python object (its size is Python's)
+        return 0;  // nothing (None), a number, a Python object (its size is Python's)
     }
 };
 
@@ -73,6 +73,7 @@ std::string kind_of(const value& v) {
         std::string operator()(const ferry::tensor&) const { return "a tensor"; }
         std::string operator()(const std::string&) const { return "a str"; }
         std::string operator()(const std::int64_t&) const { return "an int"; }
+        std::string operator()(const double&) const { return "a float"; }
         std::string operator()(const value_list&) const { return "a list"; }
         std::string operator()(const value_tuple&) const { return "a tuple"; }
     };

@@ -91,12 +91,13 @@ struct value_tuple {
 
 /// What travels between the stages of a Python pipeline: nothing (`None`), a Python object, or
 /// one of ferry's native values, which native ops use without the GIL. Sources turn `str` into
-/// `std::string` and `int` into `std::int64_t` (a path list or a `range` never touches Python
-/// again); a Python stage's result stays a Python object unless it is a `ferry.Tensor`,
-/// `ferry.Image` or `ferry.Bytes`, which become native again without a copy.
+/// `std::string`, `int` into `std::int64_t`, `float` into `double` and a tuple of those (and
+/// None) into a `value_tuple` (a path list, a `range` or a list of `(path, start, end)` segments
+/// never touches Python again); a Python stage's result stays a Python object unless it is a
+/// `ferry.Tensor`, `ferry.Image` or `ferry.Bytes`, which become native again without a copy.
 struct value {
     std::variant<std::monostate, py_ref, ferry::bytes, ferry::image, ferry::tensor, std::string,
-                 std::int64_t, value_list, value_tuple>
+                 std::int64_t, double, value_list, value_tuple>
         v;
 
     value() = default;

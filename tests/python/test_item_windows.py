@@ -8,7 +8,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import video_mark
+from conftest import run_counting_gil, video_mark
 
 import ferry
 
@@ -101,6 +101,29 @@ def test_random_clips_fall_inside_the_items_window(media):
         np.testing.assert_array_equal(np.asarray(indices), frame - round(start * FPS))
 
 
+# A list of (path, start, end) segments becomes native when the source is made: the chain takes
+# the GIL for no item, and a failing item is named by its path.
+@needs_video
+def test_segment_lists_take_no_gil_per_item(media):
+    clip, ref, wav, samples = media
+    segments = [(wav, 0.25 * i, 0.25 * i + 0.5) for i in range(6)]
+    got, gil_takes = run_counting_gil(
+        ferry.source(segments).map(video.decode_audio(), concurrency=2, executor="io"))
+    assert gil_takes == 0
+    for i, a in enumerate(got):
+        np.testing.assert_array_equal(np.asarray(a), samples[:, 4000 * i:4000 * i + 8000])
+    clips, gil_takes = run_counting_gil(
+        ferry.source([(clip, 0.4, 0.6), (clip, 1, 1.2)]).map(video.load_video()))
+    assert gil_takes == 0
+    np.testing.assert_array_equal(np.asarray(clips[1]), ref[25:30])
+    with (ferry.source([(wav, 0.0, 0.5), ("missing.wav", 0.0, 0.5)])
+          .map(video.decode_audio(), on_error="skip")
+          .build(threads=1, max_epoch_failure_rate=1.0)) as pipe:
+        assert len(list(pipe)) == 1
+        [failure] = pipe.failures()
+    assert failure.input == "missing.wav" and failure.code == "io"
+
+
 # decode_audio reads the item's window: ffmpeg's samples of [start, end), the same as the op made
 # with start= and end=; with samples=n, n of them (the rest silence past the file's end).
 @needs_video
@@ -129,9 +152,9 @@ def test_bad_item_windows_fail_naming_them(media):
            ((clip, -0.5), "starts at -0.5 s: a start is 0 or more seconds"),
            ((clip, 1.0, 0.5), "ends at 0.5 s, not after its start 1 s"),
            ((clip, 1.0, float("nan")), "ends at nan s, not after its start 1 s"),
-           ((clip, "1.0"), "has a Python str for its start, not a number of seconds"),
+           ((clip, "1.0"), "has a str for its start, not a number of seconds"),
            ((clip, True), "has a Python bool for its start, not a number of seconds"),
-           ((clip, 0.0, "end"), "has a Python str for its end, not a number of seconds or None"),
+           ((clip, 0.0, "end"), "has a str for its end, not a number of seconds or None"),
            ((clip, 0, 1, 2), "got a tuple of 4")]
     items = [(clip, 0.0, 0.2)] + [b for b, _ in bad] + [(clip, 0.4, 0.6)]
     with (ferry.source(items)

@@ -133,6 +133,32 @@ def test_failed_labelled_item_is_named_by_its_path(folder):
     assert failure.code == "decode"
 
 
+# A source's tuples of plain data (str, int, float, None, such tuples) are native values: a
+# Python stage gets them back equal, as tuples, and collate makes ints an int64 tensor and floats
+# a float64 one; a tuple holding anything else stays the Python tuple, the very object.
+def test_plain_tuples_from_a_source_are_native_and_come_back_equal():
+    marker = object()
+    items = [("a.wav", 3, 0.5, None, (1, 2.5)), ("b.wav", -1, 2.0, None, (3, 4.0)),
+             ("c.wav", 2**70, 1.0), ("d.wav", marker), 1.5]
+    with ferry.source(items).map(lambda x: x).build(threads=1) as pipe:
+        got = list(pipe)
+    assert got == items and type(got[0]) is tuple and type(got[0][4]) is tuple
+    assert got[3][1] is marker
+    assert type(got[4]) is float
+    segments = [(path, label, start, pair) for path, label, start, _, pair in items[:2]]
+    with ferry.source(segments).batch(2).map(ops.collate).build(threads=1) as pipe:
+        [(paths, ints, floats, (firsts, seconds))] = list(pipe)
+    assert paths == ["a.wav", "b.wav"]
+    assert ints.dtype == "i64" and np.asarray(ints).tolist() == [3, -1]
+    assert floats.dtype == "f64" and np.asarray(floats).tolist() == [0.5, 2.0]
+    assert np.asarray(firsts).tolist() == [1, 3] and np.asarray(seconds).tolist() == [2.5, 4.0]
+    with pytest.raises(ferry.StageError) as e:
+        list(ferry.source([0.5, 1]).batch(2).map(ops.collate).build(threads=1))
+    assert str(e.value.__cause__) == (
+        "collate expects a list of floats, all of one kind; element 0 is a float, element 1 is "
+        "an int")
+
+
 # collate takes a batch of tuples as torch's default_collate does: position by position, arrays
 # stacked, ints an int64 tensor, str a list; and refuses one whose elements do not line up,
 # naming the odd element.
