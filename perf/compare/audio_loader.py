@@ -31,7 +31,7 @@ import time
 
 import torch
 
-from measure import cpu_seconds, resident_kb
+from measure import cpu_seconds, drain, resident_kb
 
 RATE = 16000
 SECONDS = 4.0
@@ -105,19 +105,8 @@ def main():
         batches = ferry_batches(paths, args.windows, args.threads)
     else:
         batches = torch_batches(paths, args.windows, args.workers)
-    first = None
-    windows = 0
-    for b in batches:
-        if first is None:
-            first = time.perf_counter() - t0
-        if tuple(b.shape[1:]) != (1, SAMPLES) or b.dtype != torch.float32:
-            print(f"audio_loader: a batch of {tuple(b.shape)} {b.dtype}", file=sys.stderr)
-            return 1
-        windows += b.shape[0]
-    seconds = time.perf_counter() - t0
-    if windows != args.windows:
-        print(f"audio_loader: delivered {windows} of {args.windows} windows", file=sys.stderr)
-        return 1
+    windows, first, seconds = drain(batches, t0, (1, SAMPLES), torch.float32, args.windows,
+                                    "audio_loader", "windows")
     print(json.dumps({"loader": args.loader,
                       "parallel": args.threads if args.loader == "ferry" else args.workers,
                       "windows": windows, "seconds": round(seconds, 4),

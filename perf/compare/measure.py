@@ -8,6 +8,7 @@ import resource
 import statistics
 import subprocess
 import threading
+import time
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -88,6 +89,23 @@ def cpu_seconds(children=True):
         kids = resource.getrusage(resource.RUSAGE_CHILDREN)
         total += kids.ru_utime + kids.ru_stime
     return total
+
+
+def drain(batches, t0, item_shape, dtype, expected, loader, what):
+    """Runs a loader's `batches` to their end: (items, seconds from `t0` to the first batch, seconds
+    from `t0` to the end). Exits naming `loader` where a batch's items are not `item_shape` of
+    `dtype`, or where the items are not `expected` (`what`: "windows", "clips")."""
+    first, items = None, 0
+    for b in batches:
+        if first is None:
+            first = time.perf_counter() - t0
+        if tuple(b.shape[1:]) != item_shape or b.dtype != dtype:
+            raise SystemExit(f"{loader}: a batch of {tuple(b.shape)} {b.dtype}")
+        items += b.shape[0]
+    seconds = time.perf_counter() - t0
+    if items != expected:
+        raise SystemExit(f"{loader}: delivered {items} of {expected} {what}")
+    return items, first, seconds
 
 
 def resident_kb():

@@ -42,7 +42,7 @@ import time
 
 import torch
 
-from measure import cpu_seconds, resident_kb
+from measure import cpu_seconds, drain, resident_kb
 
 FRAMES = 16
 STRIDE = 2
@@ -184,19 +184,8 @@ def main():
     else:
         batches = torch_batches(paths, args.clips, args.workers, args.loader, args.backend, counts,
                                 starts)
-    first = None
-    clips = 0
-    for b in batches:
-        if first is None:
-            first = time.perf_counter() - t0
-        if tuple(b.shape[1:]) != (FRAMES, SIZE, SIZE, 3) or b.dtype != torch.uint8:
-            print(f"video_loader: a batch of {tuple(b.shape)} {b.dtype}", file=sys.stderr)
-            return 1
-        clips += b.shape[0]
-    seconds = time.perf_counter() - t0
-    if clips != args.clips:
-        print(f"video_loader: delivered {clips} of {args.clips} clips", file=sys.stderr)
-        return 1
+    clips, first, seconds = drain(batches, t0, (FRAMES, SIZE, SIZE, 3), torch.uint8, args.clips,
+                                  "video_loader", "clips")
     if args.loader == "ferry" and starts is not None and drawn != starts:
         print(f"video_loader: ferry drew the starts {drawn}, not {starts}", file=sys.stderr)
         return 1
