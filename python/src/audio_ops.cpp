@@ -152,8 +152,9 @@ void bind_audio_ops(py::module_& video) {
         py::arg("with_length") = false, py::arg("with_start") = false,
         R"doc(
 A native op: ferry::ops::decode_audio on a path (str or os.PathLike: read from the file) or bytes
-(ferry.Bytes or a bytes-like object: read from memory), or a tuple (source, start) or (source,
-start, end) in seconds: the item's own window, which replaces the op's start and end; giving
+(ferry.Bytes or a bytes-like object: read from memory), or a tuple (source, start, end) in
+seconds (end None: to the stream's end): the item's own window, which replaces the op's start
+and end; giving
 the audio as a ferry.Tensor of float32, channels x samples (numpy.asarray(x) and torch.from_dlpack(x) share it). The keywords are
 ferry::audio_options' fields: sample_rate (Hz; 0 keeps the stream's; swresample converts),
 channels (0 keeps the stream's; 1 mixes down, 2 up or down with FFmpeg's default layouts), start

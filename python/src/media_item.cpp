@@ -78,15 +78,20 @@ media_item take_media_item(value&& v, std::string_view op) {
         out.source = take_path_or_bytes(std::move(v), op);
         return out;
     }
-    if (items->size() != 2 && items->size() != 3) {
-        bad_item(op, "a tuple item is (source, start) or (source, start, end), got a tuple of " +
-                         std::to_string(items->size()));
+    if (items->size() != 3) {
+        bad_item(op,
+                 "a tuple item is the window (source, start, end) (end None: to the stream's "
+                 "end), got a tuple of " +
+                     std::to_string(items->size()) +
+                     (items->size() == 2 ? " (a pair (x, label) keeps its label where its label "
+                                           "is an int)"
+                                         : ""));
     }
     media_item out;
     out.source = take_path_or_bytes(std::move((*items)[0]), op);
     out.windowed = true;
     out.start = *seconds_of(std::move((*items)[1]), op, "start", false);
-    if (items->size() == 3) out.end = seconds_of(std::move((*items)[2]), op, "end", true);
+    out.end = seconds_of(std::move((*items)[2]), op, "end", true);
     if (!std::isfinite(out.start) || out.start < 0.0) {
         bad_item(op, "the item's window (source, start, end) starts at " + seconds_text(out.start) +
                          ": a start is 0 or more seconds");

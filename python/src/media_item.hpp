@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// What a media op (`load_video`, `decode_audio`) reads from its input: a path or bytes, or a
-/// tuple `(source, start)` / `(source, start, end)` naming the item's own window in seconds (an
-/// annotated segment of a long recording, a clip's interval in a Kinetics-style list).
+/// tuple `(source, start, end)` naming the item's own window in seconds (an annotated segment of
+/// a long recording, a clip's interval in a Kinetics-style list). Three elements, always: a pair
+/// `(path, label)` is a labelled item, which the stage maps keeping its label (ops.cpp).
 #pragma once
 
 #include <filesystem>
@@ -22,10 +23,10 @@ struct media_item {
     std::optional<double> end;  ///< seconds after `start`; none: to the stream's end
 };
 
-/// `v` as a media op's input: a path or bytes (`take_path_or_bytes`), or a tuple of two or three
-/// (a Python tuple, or a native one from `ferry.zip`): the source, the start in seconds (an int
-/// or a float, finite, 0 or more), and the end (None: to the stream's end; else finite and after
-/// the start). The GIL is taken only to read Python objects. Throws `ferry::invalid_argument`
+/// `v` as a media op's input: a path or bytes (`take_path_or_bytes`), or a tuple of three (a
+/// source's native tuple, or a Python one): the source, the start in seconds (an int or a float,
+/// finite, 0 or more), and the end (None: to the stream's end; else finite and after the
+/// start). The GIL is taken only to read Python objects. Throws `ferry::invalid_argument`
 /// naming `op` and what was wrong ("load_video: the item's window (source, start, end) ends at
 /// 2 s, not after its start 3 s").
 [[nodiscard]] media_item take_media_item(value&& v, std::string_view op);

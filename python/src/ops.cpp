@@ -157,18 +157,26 @@ std::shared_ptr<const native_op> make_op(std::string name, std::function<value(v
         native_op{std::move(name), std::move(fn), false, takes_lists});
 }
 
-/// Whether `v` is a labelled item: the list [x, label] with an int label and an x that is not a
-/// list (what ferry.sources.image_folder's source gives).
-bool is_labelled(const value& v) {
-    if (!v.holds<value_list>()) return false;
-    const auto& l = v.as<value_list>();
-    return l.size() == 2 && l[1].holds<std::int64_t>() && !l[0].holds<value_list>();
+/// The elements of a list or tuple value, or null.
+value_list* elements(value& v) {
+    if (v.holds<value_list>()) return &v.as<value_list>();
+    if (v.holds<value_tuple>()) return &v.as<value_tuple>().items;
+    return nullptr;
+}
+
+/// Whether `v` is a labelled item: the list [x, label] (what ferry.sources.image_folder's source
+/// gives) or the tuple (x, label) (a source's `(path, label)` pairs, `zip`'s), with an int label
+/// and an x that is not a list.
+bool is_labelled(value& v) {
+    const value_list* l = elements(v);
+    return l != nullptr && l->size() == 2 && (*l)[1].holds<std::int64_t>() &&
+           !(*l)[0].holds<value_list>();
 }
 
 /// `op` on `v`; a per-item op given a labelled item maps its x and keeps its label.
 value apply_op(const native_op& op, value&& v) {
     if (op.takes_lists || !is_labelled(v)) return op.fn(std::move(v));
-    auto& pair = v.as<value_list>();
+    value_list& pair = *elements(v);
     pair[0] = op.fn(std::move(pair[0]));
     return std::move(v);
 }

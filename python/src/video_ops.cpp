@@ -278,8 +278,9 @@ decode is a ferry.DecodeError.
         py::arg("with_times") = false,
         R"doc(
 A native op: ferry::ops::load_video on a path (str or os.PathLike: read from the file) or bytes
-(ferry.Bytes or a bytes-like object: read from memory), or a tuple (source, start) or (source,
-start, end) in seconds: the item's own window, which replaces the op's start and end; giving
+(ferry.Bytes or a bytes-like object: read from memory), or a tuple (source, start, end) in
+seconds (end None: to the stream's end): the item's own window, which replaces the op's start
+and end; giving
 the clip as a ferry.Tensor of uint8, frames x height x width x channels (clips x frames x height x width x channels for
 FrameSelection.clips and clips_at; torch.from_dlpack(x) shares it). The keywords are
 ferry::video_options' fields, flat: select (a FrameSelection; all frames by default), format

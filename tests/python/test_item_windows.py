@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""An item's own window: load_video and decode_audio take a tuple (source, start) or (source,
-start, end) in seconds, as an annotated segment list gives them, and load that window of the
-source: the frames and samples the ffmpeg CLI decodes there, the same as the op made with start=
-and end=; random clips fall inside the item's window; a window that means nothing fails its item
+"""An item's own window: load_video and decode_audio take a tuple (source, start, end) in seconds
+(end None: to the stream's end), as an annotated segment list gives them, and load that window of
+the source: the frames and samples the ffmpeg CLI decodes there, the same as the op made with
+start= and end=; random clips and random audio windows fall inside it; a pair (x, label) keeps
+its label; a segment list takes no GIL per item; a window that means nothing fails its item
 naming what is wrong, and the other items go on."""
 import subprocess
 
@@ -46,13 +47,13 @@ def media(tmp_path_factory):
     return clip, frames, wav, samples
 
 
-# Items (path, start), (path, start, end), (path, start, None) and a plain path, in one chain: each
-# clip is ffmpeg's frames of its window ([start, end), frame k at k / 25 s), and the same as the op
-# made with that start= and end=.
+# Items (path, start, end), (path, start, None) and a plain path, in one chain: each clip is
+# ffmpeg's frames of its window ([start, end), frame k at k / 25 s), and the same as the op made
+# with that start= and end=.
 @needs_video
 def test_each_items_window_gives_ffmpegs_frames_there(media):
     clip, ref, _, _ = media
-    items = [(clip, 0.4), (clip, 0.4, 1.2), (clip, 1, None), clip, (clip, 0.0, 0.2)]
+    items = [(clip, 0.4, None), (clip, 0.4, 1.2), (clip, 1, None), clip, (clip, 0.0, 0.2)]
     want = [range(10, FRAMES), range(10, 30), range(25, FRAMES), range(0, FRAMES), range(0, 5)]
     with ferry.source(items).map(video.load_video(), name="video").build(threads=1) as pipe:
         got = [np.asarray(c) for c in pipe]
@@ -64,18 +65,27 @@ def test_each_items_window_gives_ffmpegs_frames_there(media):
 
 
 # The item's window replaces the op's: an op made with start=1.0 loads (path, 0.0, 0.2) from 0.
-# A native tuple (ferry.zip of paths and int starts) is an item window too.
+# A pair (x, label) with an int label is a labelled item, natively and without the GIL: the op
+# loads x (a path or a window) and the label stays beside the clip; ferry.zip of paths and labels
+# makes such pairs. A pair is never read as a window.
 @needs_video
-def test_the_items_window_replaces_the_ops_and_native_tuples_work(media):
+def test_the_items_window_replaces_the_ops_and_pairs_keep_their_labels(media):
     clip, ref, _, _ = media
     op = video.load_video(select=video.FrameSelection.clip(3, 2), start=1.0)
     np.testing.assert_array_equal(np.asarray(op((clip, 0.0, 0.2))), ref[[0, 2, 4]])
     np.testing.assert_array_equal(np.asarray(op(clip)), ref[[25, 27, 29]])
+    labelled = [(clip, 3), ((clip, 0.0, 0.2), 7)]
+    got, gil_takes = run_counting_gil(ferry.source(labelled).map(op))
+    assert gil_takes == 0
+    assert [type(x) for x in got] == [tuple, tuple] and [y for _, y in got] == [3, 7]
+    np.testing.assert_array_equal(np.asarray(got[0][0]), ref[[25, 27, 29]])
+    np.testing.assert_array_equal(np.asarray(got[1][0]), ref[[0, 2, 4]])
     zipped = ferry.zip(ferry.source([clip, clip]), ferry.source([0, 1]))
     with zipped.map(op).build(threads=1) as pipe:
-        got = [np.asarray(c) for c in pipe]
-    np.testing.assert_array_equal(got[0], ref[[0, 2, 4]])
-    np.testing.assert_array_equal(got[1], ref[[25, 27, 29]])
+        got = list(pipe)
+    assert [y for _, y in got] == [0, 1]
+    for c, _ in got:
+        np.testing.assert_array_equal(np.asarray(c), ref[[25, 27, 29]])
 
 
 # FrameSelection.clips draws its starts inside each item's window: every frame's time lies in
@@ -129,7 +139,7 @@ def test_segment_lists_take_no_gil_per_item(media):
 @needs_video
 def test_audio_items_give_their_windows_samples(media):
     _, _, wav, ref = media
-    items = [(wav, 0.5, 1.25), (wav, 1.5), (wav, 1.75, None)]
+    items = [(wav, 0.5, 1.25), (wav, 1.5, None), (wav, 1.75, None)]
     with ferry.source(items).map(video.decode_audio(), name="audio").build(threads=1) as pipe:
         got = [np.asarray(a) for a in pipe]
     np.testing.assert_array_equal(got[0], ref[:, 8000:20000])
@@ -137,7 +147,7 @@ def test_audio_items_give_their_windows_samples(media):
     np.testing.assert_array_equal(got[2], ref[:, 28000:])
     np.testing.assert_array_equal(
         got[0], np.asarray(video.decode_audio(start=0.5, end=1.25)(wav)))
-    fixed = np.asarray(video.decode_audio(samples=8000)((wav, 1.75)))
+    fixed = np.asarray(video.decode_audio(samples=8000)((wav, 1.75, None)))
     assert fixed.shape == (1, 8000)
     np.testing.assert_array_equal(fixed[:, :4000], ref[:, 28000:])
     assert not fixed[:, 4000:].any()
@@ -148,12 +158,15 @@ def test_audio_items_give_their_windows_samples(media):
 @needs_video
 def test_bad_item_windows_fail_naming_them(media):
     clip, ref, wav, _ = media
-    bad = [((clip,), "a tuple item is (source, start) or (source, start, end), got a tuple of 1"),
-           ((clip, -0.5), "starts at -0.5 s: a start is 0 or more seconds"),
+    bad = [((clip,), "a tuple item is the window (source, start, end) (end None: to the "
+                     "stream's end), got a tuple of 1"),
+           ((clip, 0.5), "got a tuple of 2 (a pair (x, label) keeps its label where its label "
+                         "is an int)"),
+           ((clip, -0.5, None), "starts at -0.5 s: a start is 0 or more seconds"),
            ((clip, 1.0, 0.5), "ends at 0.5 s, not after its start 1 s"),
            ((clip, 1.0, float("nan")), "ends at nan s, not after its start 1 s"),
-           ((clip, "1.0"), "has a str for its start, not a number of seconds"),
-           ((clip, True), "has a Python bool for its start, not a number of seconds"),
+           ((clip, "1.0", None), "has a str for its start, not a number of seconds"),
+           ((clip, True, None), "has a Python bool for its start, not a number of seconds"),
            ((clip, 0.0, "end"), "has a str for its end, not a number of seconds or None"),
            ((clip, 0, 1, 2), "got a tuple of 4")]
     items = [(clip, 0.0, 0.2)] + [b for b, _ in bad] + [(clip, 0.4, 0.6)]
