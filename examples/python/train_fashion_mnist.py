@@ -16,7 +16,6 @@ import gzip
 import struct
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -24,6 +23,7 @@ from torch import nn
 
 import ferry
 from ferry import image, ops
+from training import fit, report
 
 FASHION_SOURCE = Path("/usr/share/datasets/fashion-mnist")
 FASHION_CLASSES = ["t-shirt_top", "trouser", "pullover", "dress", "coat", "sandal", "shirt",
@@ -32,10 +32,10 @@ FASHION_CLASSES = ["t-shirt_top", "trouser", "pullover", "dress", "coat", "sanda
 MEAN, STD = 0.2860, 0.3530
 
 
-def unpack_split(prefix, out):
-    """Writes one IDX split (images and labels) as out/<class>/<index>.png."""
+def read_split(prefix):
+    """One IDX split of Debian's Fashion-MNIST ("train" or "t10k"): (images n x 28 x 28 uint8,
+    labels n uint8)."""
     import numpy as np
-    from PIL import Image
 
     with gzip.open(FASHION_SOURCE / f"{prefix}-images-idx3-ubyte.gz") as f:
         magic, n, rows, cols = struct.unpack(">IIII", f.read(16))
@@ -46,7 +46,15 @@ def unpack_split(prefix, out):
     if magic != 0x803 or label_magic != 0x801 or label_count != n or \
             pixels.size < n * rows * cols:
         raise RuntimeError(f"unexpected IDX headers in {FASHION_SOURCE}")
-    pixels = pixels[:n * rows * cols].reshape(n, rows, cols)
+    return pixels[:n * rows * cols].reshape(n, rows, cols), labels
+
+
+def unpack_split(prefix, out):
+    """Writes one IDX split (images and labels) as out/<class>/<index>.png."""
+    from PIL import Image
+
+    pixels, labels = read_split(prefix)
+    n = len(labels)
     for c in FASHION_CLASSES:
         (out / c).mkdir(parents=True, exist_ok=True)
     for i in range(n):
@@ -105,18 +113,6 @@ def to_model(images, labels):
     return x.sub_(MEAN).div_(STD), torch.from_dlpack(labels)
 
 
-def evaluate(model, pipe):
-    model.eval()
-    correct = total = 0
-    with torch.no_grad():
-        for images, labels in pipe:
-            x, y = to_model(images, labels)
-            correct += (model(x).argmax(1) == y).sum().item()
-            total += y.numel()
-    model.train()
-    return correct / max(total, 1)
-
-
 def subset(files, n):
     """At most n of files, every class represented: an evenly strided slice of the listing
     (which goes class by class)."""
@@ -151,39 +147,12 @@ def main():
     torch.manual_seed(args.seed)
     model = Net(len(train.classes))
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
-    loss_fn = nn.CrossEntropyLoss()
     train_pipe = pipeline(train, args.batch, args.threads,
                           ferry.Sampling(shuffle=True, seed=args.seed))
     test_pipe = pipeline(test, 256, args.threads)
 
-    accuracy = 0.0
-    for epoch in range(1, args.epochs + 1):
-        start = time.perf_counter()
-        seen = 0
-        loss_sum = 0.0
-        for images, labels in train_pipe:  # one epoch, a new permutation each time
-            x, y = to_model(images, labels)
-            optimizer.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            optimizer.step()
-            seen += y.numel()
-            loss_sum += loss.item() * y.numel()
-        seconds = time.perf_counter() - start
-        accuracy = evaluate(model, test_pipe)
-        print(f"epoch {epoch}/{args.epochs}  loss {loss_sum / max(seen, 1):.4f}  "
-              f"test accuracy {accuracy:.4f}  {seen / seconds:.0f} img/s", flush=True)
-
-    print(train_pipe.stats())
-    failures = train_pipe.failures() + test_pipe.failures()
-    print(f"failures: {len(failures)}")
-    for f in failures[:5]:
-        print(f"  {f.stage}: {f.input}: {f.message}")
-    print(f"final test accuracy {accuracy:.4f}")
-    train_pipe.close()
-    test_pipe.close()
-    return 0 if not failures else 1
-
+    accuracy = fit(model, optimizer, train_pipe, test_pipe, to_model, args.epochs, "img", 4)
+    return report(train_pipe, test_pipe, accuracy, 4)
 
 if __name__ == "__main__":
     sys.exit(main())
