@@ -37,16 +37,14 @@ struct extras {
 /// The audio as a tensor; with `extras`, the tuple (tensor, [length], [start]).
 value decode(value&& v, const ferry::audio_options& options, extras with) {
     media_item item = take_media_item(std::move(v), op_name);
-    const ferry::audio_options* o = &options;
-    ferry::audio_options windowed;
-    if (item.windowed) {  // the item's window replaces the op's (random_window draws in it)
-        windowed = options;
-        windowed.start = item.start;
-        windowed.end = item.end;
-        o = &windowed;
-    }
+    ferry::audio_options scratch;
+    const ferry::audio_options& o =
+        item_options(item, options, scratch, [](auto& copy, double start, auto end) {
+            copy.start = start;  // the item's window replaces the op's (random_window draws in it)
+            copy.end = end;
+        });
     ferry::audio a =
-        std::visit([&](const auto& in) { return ferry::ops::decode_audio(in, *o); }, item.source);
+        std::visit([&](const auto& in) { return ferry::ops::decode_audio(in, o); }, item.source);
     const std::int64_t decoded = a.samples() - a.padded();
     const std::int64_t first = std::llround(a.start() * a.sample_rate());
     ferry::tensor t = std::move(a).to_tensor();
@@ -154,15 +152,15 @@ void bind_audio_ops(py::module_& video) {
 A native op: ferry::ops::decode_audio on a path (str or os.PathLike: read from the file) or bytes
 (ferry.Bytes or a bytes-like object: read from memory), or a tuple (source, start, end) in
 seconds (end None: to the stream's end): the item's own window, which replaces the op's start
-and end; giving
-the audio as a ferry.Tensor of float32, channels x samples (numpy.asarray(x) and torch.from_dlpack(x) share it). The keywords are
+and end; giving the audio as a ferry.Tensor of float32, channels x samples (numpy.asarray(x) and
+torch.from_dlpack(x) share it). The keywords are
 ferry::audio_options' fields: sample_rate (Hz; 0 keeps the stream's; swresample converts),
 channels (0 keeps the stream's; 1 mixes down, 2 up or down with FFmpeg's default layouts), start
 and end (the window in seconds; end None: to the stream's end; exactly (end - start) x rate
 samples where the stream holds them), random_window (seconds: a window of that length at a start
 drawn per item from its numbers, uniformly over the stream, or over [start, end) where they are
-given and inside it, the same on every run; in a pipeline only), samples (0: as many as decode; more: exactly that many per
-channel, the window's first ones followed by silence where it holds fewer, so that windows
+given and inside it, the same on every run; in a pipeline only), samples (0: as many as decode;
+more: exactly that many per channel, the window's first ones followed by silence where it holds fewer, so that windows
 collate into one tensor; the stage counts the silence as "padded samples"), stream (-1: FFmpeg's best audio stream), timeout (seconds a
 read may deliver nothing), max_samples (per channel) and max_bytes (all channels) (more is a
 ferry.DecodeError, refused as it decodes), with_length (the op gives the tuple (audio, n): n the

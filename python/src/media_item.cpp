@@ -61,11 +61,8 @@ std::optional<value_list> tuple_items(value& v) {
     value_list items;
     const Py_ssize_t n = PyTuple_GET_SIZE(o);
     items.reserve(static_cast<std::size_t>(n));
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        py::handle e(PyTuple_GET_ITEM(o, i));
-        // The source as a source element (a str becomes a native string); the rest as they are.
-        items.push_back(i == 0 ? source_element(e) : from_python(e));
-    }
+    // As a source reads them: a str, an int or a float becomes native, read here once.
+    for (Py_ssize_t i = 0; i < n; ++i) items.push_back(source_element(PyTuple_GET_ITEM(o, i)));
     return items;
 }
 

@@ -31,4 +31,15 @@ struct media_item {
 /// 2 s, not after its start 3 s").
 [[nodiscard]] media_item take_media_item(value&& v, std::string_view op);
 
+/// The options a media op runs `item` with: `options`, or where the item gives its own window a
+/// copy of them in `scratch` with that window set by `set_window(copy, start, end)`.
+template <class Options, class SetWindow>
+[[nodiscard]] const Options& item_options(const media_item& item, const Options& options,
+                                          Options& scratch, SetWindow&& set_window) {
+    if (!item.windowed) return options;
+    scratch = options;
+    set_window(scratch, item.start, item.end);
+    return scratch;
+}
+
 }  // namespace ferry::python

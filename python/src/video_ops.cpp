@@ -130,16 +130,14 @@ ferry::tensor per_frame(const std::vector<T>& values, ferry::dtype type,
 /// The clip as a tensor; with `extras`, the tuple (clip, [indices], [times]).
 value load_clip(value&& v, const ferry::video_options& options, clip_extras with) {
     media_item item = take_media_item(std::move(v), "load_video");
-    const ferry::video_options* o = &options;
-    ferry::video_options windowed;
-    if (item.windowed) {  // the item's window replaces the op's
-        windowed = options;
-        windowed.demux.start = item.start;
-        windowed.demux.end = item.end;
-        o = &windowed;
-    }
+    ferry::video_options scratch;
+    const ferry::video_options& o =
+        item_options(item, options, scratch, [](auto& copy, double start, auto end) {
+            copy.demux.start = start;  // the item's window replaces the op's
+            copy.demux.end = end;
+        });
     ferry::video_clip c =
-        std::visit([&](const auto& in) { return ferry::ops::load_video(in, *o); }, item.source);
+        std::visit([&](const auto& in) { return ferry::ops::load_video(in, o); }, item.source);
     if (!with.indices && !with.times) return value(std::move(c).to_tensor());
     ferry::tensor indices = per_frame(c.indices(), ferry::dtype::i64, c);
     ferry::tensor times = per_frame(c.timestamps(), ferry::dtype::f64, c);
@@ -280,9 +278,9 @@ decode is a ferry.DecodeError.
 A native op: ferry::ops::load_video on a path (str or os.PathLike: read from the file) or bytes
 (ferry.Bytes or a bytes-like object: read from memory), or a tuple (source, start, end) in
 seconds (end None: to the stream's end): the item's own window, which replaces the op's start
-and end; giving
-the clip as a ferry.Tensor of uint8, frames x height x width x channels (clips x frames x height x width x channels for
-FrameSelection.clips and clips_at; torch.from_dlpack(x) shares it). The keywords are
+and end; giving the clip as a ferry.Tensor of uint8, frames x height x width x channels (clips x
+frames x height x width x channels for FrameSelection.clips and clips_at; torch.from_dlpack(x)
+shares it). The keywords are
 ferry::video_options' fields, flat: select (a FrameSelection; all frames by default), format
 ('rgb', 'bgr', 'gray'), resize ((height, width) or an int: frames scaled by swscale inside the
 decode step), filter (swscale's 'nearest', 'bilinear', 'bicubic', 'area', 'lanczos'), start and
