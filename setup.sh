@@ -10,9 +10,11 @@
 #                        build in build/ (libraries, examples, benchmarks, the torch and mpi
 #                        suites, the Python package) and its tests (examples, package, perf,
 #                        torch, mpi, python, the tuner's wall-clock cases, alone); the unit
-#                        suites (core, engine, image, video, http, shards, cuda) built once under
-#                        AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/: libraries
-#                        -O1, the suites' files -O0, unity builds) and run there; the
+#                        suites (core, engine, image, video, http, shards, cuda) and the
+#                        Python package built once more under AddressSanitizer +
+#                        UndefinedBehaviorSanitizer (build-asan/: libraries -O1, the suites'
+#                        files -O0, unity builds) and run there (the package's suite with the
+#                        runtime preloaded into python3); the
 #                        decode_image, redact, decode_media, tar_samples, listing and
 #                        pipeline_state fuzzers (clang, libFuzzer, build-fuzz/) for 33, 4, 20, 8,
 #                        5 and 4 s, two at a time; every build through ccache; exits non-zero on
@@ -26,8 +28,8 @@
 #   FERRY_RELEASE_SUITES=1   the unit suites in build/ (Release) too
 #   FERRY_SHARED=1  build ferry's shared libraries (build-shared/) and run the package tests that
 #                   depend on the linkage against them, the .deb packages' test among them
-#   FERRY_TSAN=1    also build build-tsan/ and run the engine, cuda, http and video tests under
-#                   TSan
+#   FERRY_TSAN=1    also build build-tsan/ and run the engine, cuda, http, video and Python
+#                   tests under TSan
 #   FERRY_SOAK=1    also run the tests labelled "soak" (long runs) in build/
 #   FERRY_SHARED_SUITE=1   in build-shared/, build and run the whole suite (every test, example
 #                   and consumer then links only what ferry's shared libraries export)
@@ -49,6 +51,13 @@ readonly started="$SECONDS"
 
 # A new build tree gets Ninja; an existing one keeps the generator it was made with.
 export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"
+
+# The Python package is built for Debian's python3, which has numpy and torch (a python3 earlier
+# on PATH, pyenv's say, may have neither): in build/ and in the sanitized builds, whose suites
+# include the package's.
+python=()
+[[ -x /usr/bin/python3 ]] && python=(-DPython3_EXECUTABLE=/usr/bin/python3)
+readonly python
 
 # -D options every build here is configured with: ccache as the compiler launcher (set after
 # deps, which installs it).
@@ -156,10 +165,6 @@ release_build() {
     done
     (($#)) && shift
     build=("$@")
-    # The Python package is built for Debian's python3, which has numpy and torch (a python3
-    # earlier on PATH, pyenv's say, may have neither).
-    local python=()
-    [[ -x /usr/bin/python3 ]] && python=(-DPython3_EXECUTABLE=/usr/bin/python3)
     step "configure build/ (Release, tests and examples on${configure[*]:+, ${configure[*]}})"
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" -DFERRY_UNITY_TESTS=ON \
         -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=ON -DFERRY_BUILD_PERF=ON "${python[@]}" \
@@ -181,7 +186,7 @@ sanitizer_build() {
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
         -DFERRY_TEST_CXX_FLAGS=-O0 -DCMAKE_UNITY_BUILD=ON -DFERRY_UNITY_TESTS=ON "${launcher[@]}" \
         -DCMAKE_CXX_COMPILER="$cxx" -DFERRY_SANITIZE="$sanitizers" \
-        -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF "$@"
+        -DFERRY_BUILD_TESTS=ON -DFERRY_BUILD_EXAMPLES=OFF -DFERRY_BUILD_PERF=OFF "${python[@]}" "$@"
     step "build $dir/"
     cmake --build "$dir" --parallel "$jobs"
 }
@@ -222,7 +227,7 @@ test_mode() {
     # ASan + UBSan: every unit suite. Not the mpi tests (LeakSanitizer reports Open MPI's own
     # allocations that it keeps past MPI_Finalize, in every rank) and, but with FERRY_FULL=1, not
     # libtorch's (its headers double the sanitized build's time; the torch suite ran in build/).
-    local asan_torch=OFF asan_labels='core|engine|image|video|cuda|http|shards'
+    local asan_torch=OFF asan_labels='core|engine|image|video|cuda|http|shards|python'
     if [[ "$full" == 1 ]]; then
         asan_torch=AUTO
         asan_labels+='|torch'
@@ -324,8 +329,6 @@ test_mode() {
     # FERRY_SHARED_SUITE=1 builds and runs every test and example against them instead.
     if [[ "${FERRY_SHARED_SUITE:-0}" == 1 ]]; then
         step "configure build-shared/ (Release, BUILD_SHARED_LIBS=ON, every test)"
-        local python=()
-        [[ -x /usr/bin/python3 ]] && python=(-DPython3_EXECUTABLE=/usr/bin/python3)
         cmake -S . -B build-shared -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
             "${launcher[@]}" \
             -DFERRY_BUILD_TESTS=ON -DFERRY_UNIT_TESTS=ON -DFERRY_BUILD_EXAMPLES=ON \
@@ -355,14 +358,14 @@ test_mode() {
 
     if [[ "$full" == 1 || "${FERRY_TSAN:-0}" == 1 ]]; then
         sanitizer_build build-tsan thread -DFERRY_UNIT_TESTS=ON -DFERRY_MPI=OFF -DFERRY_TORCH=OFF
-        step "ctest build-tsan/ -L 'engine|cuda|http|video' (TSan)"
-        # tests/tsan.supp: races inside uninstrumented libtbb and FFmpeg, none of ferry's.
+        step "ctest build-tsan/ -L 'engine|cuda|http|video|python' (TSan)"
+        # tests/tsan.supp: races inside uninstrumented libtbb, FFmpeg and glibc, none of ferry's.
         local tsan_options="halt_on_error=1:second_deadlock_stack=1"
         tsan_options+=":suppressions=$root/tests/tsan.supp"
         TSAN_OPTIONS="${TSAN_OPTIONS:-$tsan_options}" \
-            ctest --test-dir build-tsan -L 'engine|cuda|http|video' --output-on-failure \
+            ctest --test-dir build-tsan -L 'engine|cuda|http|video|python' --output-on-failure \
             --no-tests=error -j "$jobs"
-        done_parts+=("tsan: engine, cuda (host side), http, video")
+        done_parts+=("tsan: engine, cuda (host side), http, video, python")
     fi
 
     if [[ "${FERRY_SOAK:-0}" == 1 ]]; then

@@ -13,6 +13,23 @@ import numpy as np
 import pytest
 from PIL import Image
 
+# Under the sanitizers (FERRY_SANITIZE; tests/python/CMakeLists.txt) this interpreter runs with
+# the sanitizer's runtime preloaded, named again in FERRY_TEST_PRELOAD. The tools the tests run
+# (ffmpeg, ffprobe) must not inherit it, or the sanitizer would report on them; child
+# interpreters, which import ferry, get it back (child_env).
+if os.environ.get("FERRY_TEST_PRELOAD"):
+    os.environ.pop("LD_PRELOAD", None)
+
+
+def child_env(**extra):
+    """The environment of a child interpreter that imports ferry: this one's, with its package
+    path and, under the sanitizers, their runtime preloaded; plus `extra`."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), **extra)
+    if env.get("FERRY_TEST_PRELOAD"):
+        env["LD_PRELOAD"] = env["FERRY_TEST_PRELOAD"]
+    return env
+
+
 def video_mark(tool, what):
     """The mark of a test that needs ferry.video and FFmpeg's CLI `tool` (its references are
     `what`), saying why it is skipped where it cannot run (pytest -rs shows it)."""
@@ -78,10 +95,8 @@ def run_child(code, timeout=CHILD_TIMEOUT, **kwargs):
     """Runs `code` in a child interpreter (this one, with ferry on its path); returns the
     CompletedProcess, its output as text. A child still running at `timeout` is killed and the
     test fails: it hung."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     try:
-        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=child_env(),
                               capture_output=True, text=True, timeout=timeout, **kwargs)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"the child interpreter hung (killed after {timeout} s); its output: "

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import CHILD_TIMEOUT, run_child
+from conftest import CHILD_TIMEOUT, child_env, run_child
 
 
 # SIGINT while the loop waits on a source that never delivers (a FIFO without a writer): the
@@ -35,8 +35,7 @@ print("next epoch:", list(pipe), flush=True)
 pipe.close()
 print("closed", pipe.closed, flush=True)
 """
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-c", code], env=child_env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline() == "waiting\n"
