@@ -18,6 +18,7 @@
 #include "source_names.hpp"
 #include "stats.hpp"
 #include "this_call.hpp"
+#include "thread_state.hpp"
 #include "tuning.hpp"
 #include "value.hpp"
 
@@ -35,6 +36,9 @@ PYBIND11_MODULE(_ferry, m) {
     m.def("_gil_acquisitions", &ferry::python::gil_hold::acquisitions,
           "Diagnostics: how many times ferry's threads took the GIL since import (a native "
           "chain takes it for no item; a Python stage once per call).");
+    m.def("_kept_thread_states", &ferry::python::kept_thread_states,
+          "Diagnostics: the Python thread states ferry's threads keep now (one per thread that "
+          "called Python, until it ends and another thread deletes its state).");
     ferry::python::bind_errors(m);
     ferry::python::bind_arrays(m);
     ferry::python::bind_stats(m);

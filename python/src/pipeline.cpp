@@ -11,6 +11,7 @@
 #include "convert.hpp"
 #include "ferry/error.hpp"
 #include "ferry/pipeline_state.hpp"
+#include "thread_state.hpp"
 
 namespace ferry::python {
 namespace {
@@ -45,6 +46,7 @@ void close_all() {
         registry().clear();
     }
     for (auto& p : open) p->close();
+    stop_keeping_thread_states();
 }
 
 }  // namespace

@@ -19,16 +19,17 @@
 #include "ferry/bytes.hpp"
 #include "ferry/image.hpp"
 #include "ferry/tensor.hpp"
+#include "thread_state.hpp"
 
 namespace ferry::python {
 
-/// Holds `PyGILState_Ensure` for its lifetime (re-entrant: a thread that has the GIL keeps it).
-/// What engine threads use to touch Python: they are not Python threads, and may hold the GIL
-/// only for the call at hand (python/README.md, "The GIL"). Each time it had to take the GIL it
-/// counts one `acquisitions()`: how the tests see that a native chain takes none per item.
+/// Holds the GIL for its lifetime (`gil_ensure`; re-entrant: a thread that has the GIL keeps
+/// it). What engine threads use to touch Python: they are not Python threads, and may hold the
+/// GIL only for the call at hand (python/README.md, "The GIL"). Each time it had to take the GIL
+/// it counts one `acquisitions()`: how the tests see that a native chain takes none per item.
 class gil_hold {
   public:
-    gil_hold() noexcept : state_(PyGILState_Ensure()) {
+    gil_hold() noexcept : state_(gil_ensure()) {
         if (state_ == PyGILState_UNLOCKED) taken_.fetch_add(1, std::memory_order_relaxed);
     }
     ~gil_hold() { PyGILState_Release(state_); }
