@@ -122,46 +122,76 @@ bool pipeline_runtime::next(any_value& out) {
             }
             continue;
         }
-        switch (m->kind) {
-            case msg_kind::value:
-                if (plan_.memory_budget > 0 && tuner_ != nullptr) measure_output(*m);
-                out = std::move(m->value);
-                res_.delivered(*m);
-                // Only this thread writes these (under the epoch mutex): no locked instruction.
-                bump_owned(recorder_.counts.delivered, m->items);
-                bump_owned(recorder_.counts.outputs, 1);
-                con_.take_back(m);
-                if (con_.awaiting_first()) {
-                    con_.note_first_output(clock::now().time_since_epoch().count() - ctl_.start());
-                }
-                if (con_.starting()) {
-                    end_start();
-                } else if (con_.credits() >= plan_.credit_batch || admission_.parked()) {
-                    // A parked source waits for these credits: a batch is for a source that runs.
-                    flush_consumer_credits();
-                }
+        switch (take(m, out)) {
+            case next_poll::value:
                 return true;
-            case msg_kind::end: {
-                con_.take_back(m);
-                flush_consumer_credits();
-                // Most items failed: the epoch ends with an error, not as a short success.
-                const std::exception_ptr failed = epoch_failure();
-                finish_epoch();
-                if (failed) {
-                    ctl_.set_fatal(failed);
-                    std::rethrow_exception(ctl_.fatal());
-                }
+            case next_poll::end:
                 return false;
-            }
-            case msg_kind::error:
-                ctl_.set_fatal(m->error);
-                abort_epoch_locked();
-                std::rethrow_exception(ctl_.fatal());
-            case msg_kind::gap:
-                retire_gap(m);
+            case next_poll::not_ready:
                 break;
         }
     }
+}
+
+next_poll pipeline_runtime::try_next(any_value& out) {
+    std::unique_lock control(ctl_.mutex(), std::try_to_lock);
+    if (!control.owns_lock()) return next_poll::not_ready;
+    // What next() does before it takes a message (an error to rethrow, the tuner's verdict, a
+    // stop, an epoch to start, the first output's start-up) stays next()'s.
+    if (ctl_.fatal() || tuner_ != nullptr || ctl_.stopping() || !ctl_.running() ||
+        con_.starting()) {
+        return next_poll::not_ready;
+    }
+    for (;;) {
+        msg m = nullptr;
+        if (!con_.out()->pop(m) && !(con_.out()->refill() && con_.out()->pop(m))) {
+            return next_poll::not_ready;
+        }
+        if (const next_poll got = take(m, out); got != next_poll::not_ready) return got;
+    }
+}
+
+next_poll pipeline_runtime::take(msg m, any_value& out) {
+    switch (m->kind) {
+        case msg_kind::value:
+            if (plan_.memory_budget > 0 && tuner_ != nullptr) measure_output(*m);
+            out = std::move(m->value);
+            res_.delivered(*m);
+            // Only this thread writes these (under the epoch mutex): no locked instruction.
+            bump_owned(recorder_.counts.delivered, m->items);
+            bump_owned(recorder_.counts.outputs, 1);
+            con_.take_back(m);
+            if (con_.awaiting_first()) {
+                con_.note_first_output(clock::now().time_since_epoch().count() - ctl_.start());
+            }
+            if (con_.starting()) {
+                end_start();
+            } else if (con_.credits() >= plan_.credit_batch || admission_.parked()) {
+                // A parked source waits for these credits: a batch is for a source that runs.
+                flush_consumer_credits();
+            }
+            return next_poll::value;
+        case msg_kind::end: {
+            con_.take_back(m);
+            flush_consumer_credits();
+            // Most items failed: the epoch ends with an error, not as a short success.
+            const std::exception_ptr failed = epoch_failure();
+            finish_epoch();
+            if (failed) {
+                ctl_.set_fatal(failed);
+                std::rethrow_exception(ctl_.fatal());
+            }
+            return next_poll::end;
+        }
+        case msg_kind::error:
+            ctl_.set_fatal(m->error);
+            abort_epoch_locked();
+            std::rethrow_exception(ctl_.fatal());
+        case msg_kind::gap:
+            retire_gap(m);
+            break;
+    }
+    return next_poll::not_ready;
 }
 
 }  // namespace ferry::detail

@@ -129,6 +129,7 @@ class pipeline_runtime final : public runtime {
     pipeline_runtime& operator=(const pipeline_runtime&) = delete;
 
     bool next(any_value& out) override;
+    next_poll try_next(any_value& out) override;
     void abandon_epoch() noexcept override;
     void stop() noexcept override;
     [[nodiscard]] bool epoch_running() const noexcept override { return ctl_.running(); }
@@ -247,6 +248,10 @@ class pipeline_runtime final : public runtime {
 
     // consumer.cpp
     void deliver(msg m) { con_.out()->push(m); }
+    /// The consumer's part of a message it took (control mutex held): an output into `out`
+    /// (`value`), the epoch's end (`end`, or the epoch's error thrown), a stage's error thrown,
+    /// a gap retired (`not_ready`: take the next message).
+    next_poll take(msg m, any_value& out);
     /// A gap leaves the graph: its box goes back, its credits too.
     void retire_gap(msg m) {
         res_.left(*m);

@@ -91,15 +91,27 @@ std::optional<value> py_pipeline::next() {
         std::lock_guard consumer(consumer_);
         std::shared_lock life(life_);
         detail::runtime& rt = open_runtime("__next__");
-        interrupted = !waiter_.run(
-            [&] {
-                try {
-                    got = rt.next(out);
-                } catch (...) {
-                    failed = std::current_exception();
-                }
-            },
-            [&rt] { rt.stop(); });
+        // An output already there is taken on this thread: the waiter's two thread wake-ups
+        // cost more than the call (python/README.md, "Ctrl-C"), and nothing here can block.
+        detail::next_poll ready = detail::next_poll::not_ready;
+        try {
+            ready = rt.try_next(out);
+        } catch (...) {
+            failed = std::current_exception();
+        }
+        if (failed || ready != detail::next_poll::not_ready) {
+            got = ready == detail::next_poll::value;
+        } else {
+            interrupted = !waiter_.run(
+                [&] {
+                    try {
+                        got = rt.next(out);
+                    } catch (...) {
+                        failed = std::current_exception();
+                    }
+                },
+                [&rt] { rt.stop(); });
+        }
         if (!interrupted && !failed && !got && at_epoch_end_) at_epoch_end_(rt.stats());
     }
     if (interrupted) throw py::error_already_set();  // the handler's KeyboardInterrupt

@@ -153,6 +153,13 @@ struct pipeline_spec {
     std::size_t (*output_bytes)(any_value&) = nullptr;
 };
 
+/// What `runtime::try_next` found.
+enum class next_poll {
+    value,      ///< an output, in `out`
+    end,        ///< the epoch's end (as `next` returning false)
+    not_ready,  ///< nothing without waiting: call `next`
+};
+
 /// The compiled, running pipeline (engine side). `pipeline<T>` is a typed handle over it.
 class FERRY_API runtime {
   public:
@@ -160,6 +167,15 @@ class FERRY_API runtime {
     /// Next output of the current epoch (starting one if none runs); false at its end.
     /// Throws `stage_error` if a stage failed under the `fail` policy (sticky).
     virtual bool next(any_value& out) = 0;
+    /// `next` where it returns at once: an output or the epoch's end already there. `not_ready`
+    /// where `next` would wait, start an epoch, stop, consult the tuner, or another thread holds
+    /// the pipeline's control (never blocks on it). Throws as `next` does for what it takes.
+    /// For a caller whose wait costs more than the call (the Python package's, which waits on
+    /// a thread of its own to hear signals).
+    virtual next_poll try_next(any_value& out) {
+        (void)out;
+        return next_poll::not_ready;
+    }
     /// Ends the current epoch early (the consumer left the loop); the next `next()` starts a
     /// new epoch. Returns once no work of that epoch runs.
     virtual void abandon_epoch() noexcept = 0;

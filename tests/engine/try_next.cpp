@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+/// \file
+/// `runtime::try_next`, the consumer's call that never waits (the Python package takes ready
+/// outputs with it before it waits on a thread of its own): it takes what `next()` would, in
+/// the same order and with the same accounting, says `not_ready` where `next()` would wait,
+/// start an epoch or stop, ends the epoch as `next()` does, and throws a stage's error.
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "support.hpp"
+
+using namespace ferry_test;
+
+namespace try_next_test {
+
+/// The runtime `b.build(options)` would wrap, for its detail-level calls.
+template <class T>
+std::unique_ptr<ferry::detail::runtime> compile(const ferry::builder<T>& b,
+                                                ferry::pipeline_options options) {
+    ferry::detail::pipeline_spec spec;
+    spec.source = ferry::detail::source_access::source(b);
+    spec.stages = ferry::detail::source_access::stages(b);
+    spec.output_bytes = &ferry::detail::output_bytes_of<T>;
+    return ferry::detail::compile(std::move(spec), std::move(options));
+}
+
+/// try_next until it gives something other than `not_ready`, within `bound` (the graph fills
+/// its hand-off without the consumer; the bound only turns a hang into a failure).
+ferry::detail::next_poll poll(ferry::detail::runtime& rt, ferry::detail::any_value& out,
+                              std::chrono::seconds bound = std::chrono::seconds(30)) {
+    const auto until = std::chrono::steady_clock::now() + bound;
+    for (;;) {
+        const auto got = rt.try_next(out);
+        if (got != ferry::detail::next_poll::not_ready ||
+            std::chrono::steady_clock::now() > until) {
+            return got;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+}
+
+}  // namespace try_next_test
+
+BOOST_AUTO_TEST_SUITE(engine)
+BOOST_AUTO_TEST_SUITE(try_next)
+using namespace try_next_test;
+using ferry::detail::next_poll;
+
+// Two epochs taken with try_next alone once next() has started each: every output in order,
+// the end as `end`, the stats' accounting whole; before an epoch runs (and after its end)
+// try_next is `not_ready`, as next() would have to start one.
+BOOST_AUTO_TEST_CASE(takes_every_output_in_order_and_ends_the_epoch) {
+    const int n = 500;
+    auto rt = compile(ferry::from(iota(n)).map([](int x) { return 2 * x; }, {.concurrency = 2}),
+                      {.threads = 2, .logger = quiet});
+    ferry::detail::any_value v;
+    for (int epoch = 0; epoch < 2; ++epoch) {
+        BOOST_TEST((rt->try_next(v) == next_poll::not_ready));  // no epoch runs
+        BOOST_REQUIRE(rt->next(v));                             // starts one
+        std::vector<int> got{v.take_as<int>()};
+        next_poll last = next_poll::value;
+        while ((last = poll(*rt, v)) == next_poll::value) got.push_back(v.take_as<int>());
+        BOOST_TEST((last == next_poll::end));
+        std::vector<int> want;
+        for (int i = 0; i < n; ++i) want.push_back(2 * i);
+        BOOST_TEST(got == want, boost::test_tools::per_element());
+        const auto s = rt->stats();
+        BOOST_TEST(s.delivered == static_cast<std::uint64_t>((epoch + 1) * n));  // all epochs'
+        check_accounting(s);
+        BOOST_TEST(!rt->epoch_running());
+    }
+}
+
+// A stage's error under `fail` comes out of try_next as out of next(): the outputs before the
+// failing item, then the stage_error; afterwards try_next is `not_ready` and next() rethrows it.
+BOOST_AUTO_TEST_CASE(throws_a_stage_error_as_next_does) {
+    auto rt = compile(ferry::from(iota(100)).map(
+                          [](int x) {
+                              if (x == 40) throw std::runtime_error("bad record");
+                              return x;
+                          },
+                          {.name = "decode"}),
+                      {.threads = 2, .logger = quiet});
+    ferry::detail::any_value v;
+    BOOST_REQUIRE(rt->next(v));
+    std::vector<int> got{v.take_as<int>()};
+    const auto e = expect_throw<ferry::stage_error>([&] {
+        while (poll(*rt, v) == next_poll::value) got.push_back(v.take_as<int>());
+    });
+    BOOST_REQUIRE(e.has_value());
+    BOOST_TEST(std::string(e->what()) == "stage 'decode' failed on item 40: bad record");
+    BOOST_TEST(got == iota(40), boost::test_tools::per_element());
+    BOOST_TEST((rt->try_next(v) == next_poll::not_ready));
+    BOOST_CHECK_THROW(rt->next(v), ferry::stage_error);
+}
+
+// After stop(), try_next leaves the stop to next(), which returns false.
+BOOST_AUTO_TEST_CASE(leaves_a_stop_to_next) {
+    auto rt = compile(ferry::from(iota(1000)), {.threads = 1, .logger = quiet});
+    ferry::detail::any_value v;
+    BOOST_REQUIRE(rt->next(v));
+    rt->stop();
+    BOOST_TEST((rt->try_next(v) == next_poll::not_ready));
+    BOOST_TEST(!rt->next(v));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+BOOST_AUTO_TEST_SUITE_END()
