@@ -96,6 +96,8 @@ void pipeline_runtime::end_start() {
 }
 
 bool pipeline_runtime::next(any_value& out) {
+    // Before the lock: in a forked child, a thread that is not there may hold it.
+    check_same_process(built_in_, "next()");
     std::unique_lock control(ctl_.mutex());
     const outside_next training(con_, tuner_ != nullptr);
     if (ctl_.fatal()) std::rethrow_exception(ctl_.fatal());
@@ -134,6 +136,7 @@ bool pipeline_runtime::next(any_value& out) {
 }
 
 next_poll pipeline_runtime::try_next(any_value& out) {
+    check_same_process(built_in_, "next()");
     std::unique_lock control(ctl_.mutex(), std::try_to_lock);
     if (!control.owns_lock()) return next_poll::not_ready;
     // What next() does before it takes a message (an error to rethrow, the tuner's verdict, a

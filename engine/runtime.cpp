@@ -5,6 +5,7 @@
 
 #include "ferry/this_call.hpp"
 #include "flow.hpp"
+#include "fork_guard.hpp"
 
 #include "input_label.hpp"
 #include "tuning.hpp"
@@ -300,6 +301,7 @@ pipeline_state pipeline_runtime::state() const {
 }
 
 std::unique_ptr<runtime> compile(pipeline_spec spec, pipeline_options options) {
+    check_build_after_fork();  // before any thread starts
     return std::make_unique<pipeline_runtime>(std::move(spec), std::move(options));
 }
 

@@ -88,6 +88,7 @@
 #include "failure_recorder.hpp"
 #include "ferry/detail/spec.hpp"
 #include "ferry/item.hpp"
+#include "fork_guard.hpp"
 #include "io_pool.hpp"
 #include "monitor_thread.hpp"
 #include "plan.hpp"
@@ -130,6 +131,7 @@ class pipeline_runtime final : public runtime {
 
     bool next(any_value& out) override;
     next_poll try_next(any_value& out) override;
+    [[nodiscard]] bool orphaned() const noexcept override { return built_in_ != fork_generation(); }
     void abandon_epoch() noexcept override;
     void stop() noexcept override;
     [[nodiscard]] bool epoch_running() const noexcept override { return ctl_.running(); }
@@ -317,6 +319,8 @@ class pipeline_runtime final : public runtime {
     /// What waits in front of `st` now (its I/O pool's and its gate's queues included).
     [[nodiscard]] std::int64_t queued_before(stage_runtime& st) const;
 
+    /// The fork generation that built it: the only process where its threads run.
+    const std::uint64_t built_in_ = fork_generation();
     pipeline_plan plan_;  ///< its stages moved to stages_
     pipeline_options opts_;
 

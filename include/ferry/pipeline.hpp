@@ -126,9 +126,16 @@ class pipeline {
   private:
     template <class U>
     friend class builder;
-    explicit pipeline(std::unique_ptr<detail::runtime> rt) : runtime_(std::move(rt)) {}
+    explicit pipeline(std::unique_ptr<detail::runtime> rt) : runtime_(rt.release()) {}
 
-    std::unique_ptr<detail::runtime> runtime_;
+    /// Leaks the runtime in a process forked after it was built (`orphaned()`): its threads
+    /// stayed in the parent, and destroying it would wait for them for ever.
+    struct runtime_deleter {
+        void operator()(detail::runtime* rt) const noexcept {
+            if (rt != nullptr && !rt->orphaned()) delete rt;
+        }
+    };
+    std::unique_ptr<detail::runtime, runtime_deleter> runtime_;
 };
 
 }  // namespace ferry

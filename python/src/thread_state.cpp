@@ -3,6 +3,8 @@
 /// Kept thread states for threads the interpreter did not start: see thread_state.hpp.
 #include "thread_state.hpp"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <mutex>
 #include <vector>
@@ -36,6 +38,21 @@ void delete_ended() noexcept {
     }
 }
 
+/// fork(): the child's copy of the list names states that CPython deletes in the child
+/// (PyOS_AfterFork_Child deletes every thread state but the forking thread's), so the child
+/// forgets them; the list's lock is held across the fork so that the copy is whole.
+void before_fork() noexcept {
+    ended_mutex.lock();
+}
+void after_fork_in_parent() noexcept {
+    ended_mutex.unlock();
+}
+void after_fork_in_child() noexcept {
+    ended().clear();
+    kept_count.store(0, std::memory_order_relaxed);
+    ended_mutex.unlock();
+}
+
 /// This thread's kept state; handed over when the thread ends.
 struct kept_state {
     PyThreadState* state = nullptr;
@@ -57,6 +74,10 @@ PyGILState_STATE gil_ensure() noexcept {
         PyGILState_GetThisThreadState() != nullptr) {
         return PyGILState_Ensure();  // a Python thread, or one that keeps its state already
     }
+    static std::once_flag registered;
+    std::call_once(registered, [] {
+        pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child);
+    });
     // PyGILState_Ensure makes this thread's state (its count at 1) and takes the GIL; a second
     // call only counts (2). The caller's PyGILState_Release brings the count back to 1, which
     // releases the GIL and keeps the state.

@@ -6,6 +6,8 @@
 
 #include "waiter.hpp"
 
+#include <unistd.h>
+
 namespace ferry::python {
 
 waiter::~waiter() {
@@ -14,12 +16,21 @@ waiter::~waiter() {
         quit_ = true;
     }
     changed_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    if (!thread_.joinable()) return;
+    // A forked child has the thread's handle but not the thread: joining would wait for ever.
+    if (getpid() != started_in_) {
+        thread_.detach();
+        return;
+    }
+    thread_.join();
 }
 
 bool waiter::run(const std::function<void()>& job, const std::function<void()>& interrupt) {
     std::unique_lock lock(mutex_);
-    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    if (!thread_.joinable()) {
+        thread_ = std::thread([this] { loop(); });
+        started_in_ = getpid();
+    }
     job_ = &job;
     done_ = false;
     changed_.notify_all();

@@ -27,7 +27,8 @@ class waiter {
     waiter() = default;
     waiter(const waiter&) = delete;
     waiter& operator=(const waiter&) = delete;
-    /// Ends and joins the thread (no job may be running).
+    /// Ends and joins the thread (no job may be running); in a process forked after it started,
+    /// where the thread is not, leaves it.
     ~waiter();
 
     /// Runs `job` on the waiter's thread and waits for it to return. Called WITHOUT the GIL
@@ -48,6 +49,7 @@ class waiter {
     bool done_ = false;                           ///< the job returned
     bool quit_ = false;
     std::thread thread_;
+    int started_in_ = 0;  ///< the process (pid) that started the thread
 };
 
 }  // namespace ferry::python

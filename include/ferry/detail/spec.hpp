@@ -176,6 +176,9 @@ class FERRY_API runtime {
         (void)out;
         return next_poll::not_ready;
     }
+    /// True in a process forked after this pipeline was built: its threads stayed in the
+    /// parent, so destroying it would wait for them for ever; its owner leaks it instead.
+    [[nodiscard]] virtual bool orphaned() const noexcept { return false; }
     /// Ends the current epoch early (the consumer left the loop); the next `next()` starts a
     /// new epoch. Returns once no work of that epoch runs.
     virtual void abandon_epoch() noexcept = 0;
