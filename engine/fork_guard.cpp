@@ -14,7 +14,6 @@
 namespace ferry::detail {
 namespace {
 
-std::atomic<std::uint64_t> generation{0};
 /// This process built a pipeline: its threads (and oneTBB's) would not survive a fork.
 std::atomic<bool> built{false};
 /// This process was forked from one that had built a pipeline.
@@ -22,7 +21,7 @@ std::atomic<bool> forked_after_build{false};
 
 /// pthread_atfork's child handler: runs in the child, before fork() returns there.
 void on_fork_child() noexcept {
-    generation.fetch_add(1, std::memory_order_relaxed);
+    fork_generation_count.fetch_add(1, std::memory_order_relaxed);
     if (built.load(std::memory_order_relaxed)) {
         forked_after_build.store(true, std::memory_order_relaxed);
     }
@@ -34,10 +33,6 @@ constexpr const char* how_to_fork =
     "ferry's pipelines only in processes that fork no more";
 
 }  // namespace
-
-std::uint64_t fork_generation() noexcept {
-    return generation.load(std::memory_order_relaxed);
-}
 
 void check_build_after_fork() {
     if (forked_after_build.load(std::memory_order_relaxed)) {
@@ -52,13 +47,11 @@ void check_build_after_fork() {
     built.store(true, std::memory_order_relaxed);
 }
 
-void check_same_process(std::uint64_t built_in, const char* call) {
-    if (built_in != fork_generation()) {
-        throw invalid_argument(std::string("ferry: pipeline::") + call +
-                               " in a process forked after the pipeline was built: its threads "
-                               "stayed in the parent; " +
-                               how_to_fork);
-    }
+void throw_forked(const char* call) {
+    throw invalid_argument(std::string("ferry: pipeline::") + call +
+                           " in a process forked after the pipeline was built: its threads "
+                           "stayed in the parent; " +
+                           how_to_fork);
 }
 
 }  // namespace ferry::detail

@@ -207,6 +207,7 @@ void pipeline_runtime::cancel_for_stop() noexcept {
 }
 
 void pipeline_runtime::abandon_epoch() noexcept {
+    if (orphaned()) return;  // its threads stayed in the parent: nothing here to wait for
     std::lock_guard lock(ctl_.mutex());
     abort_epoch_locked();
 }
@@ -273,6 +274,7 @@ void pipeline_runtime::reclaim_epoch_locked() noexcept {
 }
 
 void pipeline_runtime::stop() noexcept {
+    if (orphaned()) return;  // its threads stayed in the parent: nothing here to stop
     ctl_.request_stop();
     // A pull in progress ends its item (counted as produced) before stop() returns.
     src_.shut();

@@ -124,14 +124,14 @@ void py_pipeline::abandon_epoch() {
     without_gil([this] {
         std::lock_guard consumer(consumer_);
         std::shared_lock life(life_);
-        if (runtime_ && !runtime_->orphaned()) runtime_->abandon_epoch();
+        if (runtime_) runtime_->abandon_epoch();
     });
 }
 
 void py_pipeline::stop() {
     without_gil([this] {
         std::shared_lock life(life_);
-        if (runtime_ && !runtime_->orphaned()) runtime_->stop();
+        if (runtime_) runtime_->stop();
     });
 }
 
@@ -183,10 +183,10 @@ void py_pipeline::close_released() {
     {
         // A next() waiting on another thread returns now, and frees the consumer's lock.
         std::shared_lock life(life_);
-        // In a process forked after the pipeline was built its threads are not there: stopping
-        // or destroying it would wait for them, so it is left as it is.
+        if (runtime_) runtime_->stop();
+        // In a process forked after the pipeline was built its threads are not there:
+        // destroying it would wait for them, so it is left as it is.
         orphaned = runtime_ && runtime_->orphaned();
-        if (runtime_ && !orphaned) runtime_->stop();
     }
     if (orphaned) {
         std::unique_lock life(life_);

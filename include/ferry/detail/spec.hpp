@@ -178,6 +178,7 @@ class FERRY_API runtime {
     }
     /// True in a process forked after this pipeline was built: its threads stayed in the
     /// parent, so destroying it would wait for them for ever; its owner leaks it instead.
+    /// `stop()` and `abandon_epoch()` do nothing on it, `next()` throws.
     [[nodiscard]] virtual bool orphaned() const noexcept { return false; }
     /// Ends the current epoch early (the consumer left the loop); the next `next()` starts a
     /// new epoch. Returns once no work of that epoch runs.
