@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -64,17 +65,36 @@ int main(int argc, char** argv) {
     int epochs = 2;
     std::uint64_t seed = 1;
     int threads = 2;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    const char* usage =
+        "usage: mixed_media --images DIR --videos DIR [--epochs N] [--seed S] [--threads T]\n";
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "-h" || arg == "--help") {
+            std::cout << usage;
+            return 0;
+        }
+    }
+    for (int i = 1; i < argc; i += 2) {
         const std::string flag = argv[i];
-        if (flag == "--images") images_cache = argv[i + 1];
-        if (flag == "--videos") videos_cache = argv[i + 1];
-        if (flag == "--epochs") epochs = std::stoi(argv[i + 1]);
-        if (flag == "--seed") seed = std::stoull(argv[i + 1]);
-        if (flag == "--threads") threads = std::stoi(argv[i + 1]);
+        if (i + 1 == argc) {
+            std::cerr << "mixed_media: " << flag << " needs a value\n" << usage;
+            return 2;
+        }
+        try {
+            if (flag == "--images") images_cache = argv[i + 1];
+            if (flag == "--videos") videos_cache = argv[i + 1];
+            if (flag == "--epochs") epochs = std::stoi(argv[i + 1]);
+            if (flag == "--seed") seed = std::stoull(argv[i + 1]);
+            if (flag == "--threads") threads = std::stoi(argv[i + 1]);
+        } catch (const std::logic_error&) {  // std::invalid_argument, std::out_of_range
+            std::cerr << "mixed_media: " << flag << " expects a number, not '" << argv[i + 1]
+                      << "'\n"
+                      << usage;
+            return 2;
+        }
     }
     if (images_cache.empty() || videos_cache.empty()) {
-        std::cerr << "usage: mixed_media --images DIR --videos DIR [--epochs N] [--seed S] "
-                     "[--threads T]\n";
+        std::cerr << usage;
         return 2;
     }
     const auto images = listed(ferry_examples::fashion_mnist(images_cache) / "test", false);

@@ -13,23 +13,43 @@
 #include <filesystem>
 #include <iostream>
 #include <random>
+#include <stdexcept>
 #include <string>
 
 #include <ferry/ferry.hpp>
 #include <ferry/video.hpp>
 
 int main(int argc, char** argv) {
+    const char* usage = "usage: video_clips DIR [--epochs N] [--seed S]\n";
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "-h" || arg == "--help") {
+            std::cout << usage;
+            return 0;
+        }
+    }
     if (argc < 2) {
-        std::cerr << "usage: video_clips DIR [--epochs N] [--seed S]\n";
+        std::cerr << usage;
         return 2;
     }
     const std::filesystem::path dir = argv[1];
     int epochs = 1;
     std::uint64_t seed = 1;
-    for (int i = 2; i + 1 < argc; i += 2) {
+    for (int i = 2; i < argc; i += 2) {
         const std::string flag = argv[i];
-        if (flag == "--epochs") epochs = std::stoi(argv[i + 1]);
-        if (flag == "--seed") seed = std::stoull(argv[i + 1]);
+        if (i + 1 == argc) {
+            std::cerr << "video_clips: " << flag << " needs a value\n" << usage;
+            return 2;
+        }
+        try {
+            if (flag == "--epochs") epochs = std::stoi(argv[i + 1]);
+            if (flag == "--seed") seed = std::stoull(argv[i + 1]);
+        } catch (const std::logic_error&) {  // std::invalid_argument, std::out_of_range
+            std::cerr << "video_clips: " << flag << " expects a number, not '" << argv[i + 1]
+                      << "'\n"
+                      << usage;
+            return 2;
+        }
     }
     const auto files = ferry::sources::files(dir);
     std::cout << files.size() << " files in " << dir.string() << '\n';

@@ -31,6 +31,8 @@
 
 #include <ferry/ferry.hpp>
 
+#include "common/args.hpp"
+
 namespace {
 
 /// Words per paragraph of every regular file under `dir`, files in path order.
@@ -68,16 +70,6 @@ void print(const row& r) {
                 100.0 * (r.padded / r.words - 1.0));
 }
 
-std::vector<double> parse_list(std::string_view text) {
-    std::vector<double> out;
-    while (!text.empty()) {
-        const auto comma = text.find(',');
-        out.push_back(std::atof(std::string(text.substr(0, comma)).c_str()));
-        text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
-    }
-    return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,21 +77,21 @@ int main(int argc, char** argv) {
     double max_cost = 2048;
     std::size_t buffer = 512;
     std::vector<double> buckets{16, 32, 64, 128, 256};
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string_view flag = argv[i];
+    ferry_perf::options opt(
+        argc, argv,
+        "usage: batch_by_padding [--dir D] [--max-cost M] [--buffer B] [--buckets a,b,c]");
+    while (opt.next()) {
+        const std::string_view flag = opt.name();
         if (flag == "--dir") {
-            dir = argv[i + 1];
+            dir = opt.value();
         } else if (flag == "--max-cost") {
-            max_cost = std::atof(argv[i + 1]);
+            max_cost = opt.number();
         } else if (flag == "--buffer") {
-            buffer = static_cast<std::size_t>(std::atol(argv[i + 1]));
+            buffer = opt.integer<std::size_t>();
         } else if (flag == "--buckets") {
-            buckets = parse_list(argv[i + 1]);
+            buckets = opt.list<double>();
         } else {
-            std::fprintf(stderr,
-                         "usage: batch_by_padding [--dir D] [--max-cost M] [--buffer B] "
-                         "[--buckets a,b,c]\n");
-            return 2;
+            opt.unknown();
         }
     }
     const auto lengths = paragraph_lengths(dir);

@@ -37,6 +37,8 @@
 
 #include <ferry/ferry.hpp>
 
+#include "common/args.hpp"
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -72,33 +74,23 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
-std::uint64_t parse(const char* text, const char* what) {
-    char* end = nullptr;
-    const auto v = std::strtoull(text, &end, 10);
-    if (end == text || *end != '\0' || v == 0) {
-        std::fprintf(stderr, "many_sources: %s must be a positive number, not '%s'\n", what, text);
-        std::exit(2);
-    }
-    return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
     std::uint64_t items = 1'000'000;
     std::uint64_t reps = 5;
     int threads = 2;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string_view flag = argv[i];
+    ferry_perf::options opt(argc, argv, "usage: many_sources [--items N] [--reps R] [--threads T]");
+    while (opt.next()) {
+        const std::string_view flag = opt.name();
         if (flag == "--items") {
-            items = parse(argv[i + 1], "--items");
+            items = opt.integer<std::uint64_t>(1);
         } else if (flag == "--reps") {
-            reps = parse(argv[i + 1], "--reps");
+            reps = opt.integer<std::uint64_t>(1);
         } else if (flag == "--threads") {
-            threads = static_cast<int>(parse(argv[i + 1], "--threads"));
+            threads = opt.integer(1);
         } else {
-            std::fprintf(stderr, "usage: many_sources [--items N] [--reps R] [--threads T]\n");
-            return 2;
+            opt.unknown();
         }
     }
     items -= items % 10;

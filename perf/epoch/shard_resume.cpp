@@ -32,6 +32,8 @@
 #include "ferry/ferry.hpp"
 #include "ferry/shards.hpp"
 
+#include "common/args.hpp"
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -84,13 +86,24 @@ int main(int argc, char** argv) {
     std::size_t bytes = 20 * 1024;
     int reps = 5;
     std::filesystem::path dir = std::filesystem::temp_directory_path() / "ferry-shard-resume";
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string_view arg = argv[i];
-        if (arg == "--shards") shards = std::atoi(argv[i + 1]);
-        if (arg == "--per") per = std::atoi(argv[i + 1]);
-        if (arg == "--bytes") bytes = std::strtoull(argv[i + 1], nullptr, 10);
-        if (arg == "--reps") reps = std::atoi(argv[i + 1]);
-        if (arg == "--dir") dir = argv[i + 1];
+    ferry_perf::options opt(argc, argv,
+                            "usage: shard_resume [--shards S] [--per N] [--bytes B] [--reps R] "
+                            "[--dir D]");
+    while (opt.next()) {
+        const std::string_view arg = opt.name();
+        if (arg == "--shards") {
+            shards = opt.integer();
+        } else if (arg == "--per") {
+            per = opt.integer();
+        } else if (arg == "--bytes") {
+            bytes = opt.integer<std::size_t>();
+        } else if (arg == "--reps") {
+            reps = opt.integer();
+        } else if (arg == "--dir") {
+            dir = opt.value();
+        } else {
+            opt.unknown();
+        }
     }
     std::filesystem::create_directories(dir);
     std::vector<std::string> paths;

@@ -47,7 +47,7 @@ extern "C" {
 #include <thread>
 #include <vector>
 
-#include "common/int_list.hpp"
+#include "common/args.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/video.hpp"
 
@@ -303,27 +303,27 @@ rate ferry_rate(const std::vector<sample>& samples, double window, int concurren
 
 int main(int argc, char** argv) {
     config c;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string a = argv[i];
-        const std::string v = argv[i + 1];
+    ferry_perf::options opt(argc, argv,
+                            "usage: audio_loading [--files N] [--seconds S] [--window S] "
+                            "[--samples N] [--reps R] [--concurrency 1,2] [--dir DIR]");
+    while (opt.next()) {
+        const std::string_view a = opt.name();
         if (a == "--files") {
-            c.files = std::stoi(v);
+            c.files = opt.integer();
         } else if (a == "--seconds") {
-            c.seconds = std::stoi(v);
+            c.seconds = opt.integer();
         } else if (a == "--window") {
-            c.window = std::stod(v);
+            c.window = opt.number();
         } else if (a == "--samples") {
-            c.samples = std::stoi(v);
+            c.samples = opt.integer();
         } else if (a == "--reps") {
-            c.reps = std::stoi(v);
+            c.reps = opt.integer();
         } else if (a == "--concurrency") {
-            c.concurrency = ferry_perf::parse_int_list(v);
+            c.concurrency = opt.list<int>();
         } else if (a == "--dir") {
-            c.dir = v;
+            c.dir = opt.value();
         } else {
-            std::cerr << "usage: audio_loading [--files N] [--seconds S] [--window S] "
-                         "[--samples N] [--reps R] [--concurrency 1,2] [--dir DIR]\n";
-            return 2;
+            opt.unknown();
         }
     }
     std::printf(

@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/args.hpp"
 #include "common/photo_set.hpp"
 #include "compare/compare_job.hpp"
 #include "ferry/ferry.hpp"
@@ -269,30 +270,30 @@ int main(int argc, char** argv) {
     int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     int latency_ms = 5;
     std::filesystem::path dir = std::filesystem::temp_directory_path() / "ferry-perf-photos";
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string_view flag = argv[i];
+    ferry_perf::options opt(
+        argc, argv,
+        "usage: autotune [--images 10000] [--io-images 20000] [--defaults-images 3000] "
+        "[--set 500] [--reps 3] [--threads N] [--latency-ms 5] [--dir DIR]");
+    while (opt.next()) {
+        const std::string_view flag = opt.name();
         if (flag == "--images") {
-            images = positive(argv[i + 1], "--images");
+            images = opt.integer(0);
         } else if (flag == "--io-images") {
-            io_images = positive(argv[i + 1], "--io-images");
+            io_images = opt.integer(0);
         } else if (flag == "--defaults-images") {
-            defaults_images = std::max(1, positive(argv[i + 1], "--defaults-images"));
+            defaults_images = std::max(1, opt.integer(0));
         } else if (flag == "--set") {
-            set = std::max(1, positive(argv[i + 1], "--set"));
+            set = std::max(1, opt.integer(0));
         } else if (flag == "--reps") {
-            reps = std::max(1, positive(argv[i + 1], "--reps"));
+            reps = std::max(1, opt.integer(0));
         } else if (flag == "--threads") {
-            threads = std::max(1, positive(argv[i + 1], "--threads"));
+            threads = std::max(1, opt.integer(0));
         } else if (flag == "--latency-ms") {
-            latency_ms = positive(argv[i + 1], "--latency-ms");
+            latency_ms = opt.integer(0);
         } else if (flag == "--dir") {
-            dir = argv[i + 1];
+            dir = opt.value();
         } else {
-            std::fprintf(
-                stderr,
-                "usage: autotune [--images 10000] [--io-images 20000] [--defaults-images 3000] "
-                "[--set 500] [--reps 3] [--threads N] [--latency-ms 5] [--dir DIR]\n");
-            return 2;
+            opt.unknown();
         }
     }
     const auto files = ferry_perf::photo_set(dir, set);

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "common/int_list.hpp"
+#include "common/args.hpp"
 #include "common/video_set.hpp"
 #include "ferry/video.hpp"
 
@@ -43,18 +43,17 @@ int main(int argc, char** argv) {
     int clips = 48;
     std::vector<int> threads{1, 2};
     std::filesystem::path dir = std::filesystem::temp_directory_path() / "ferry-video-decode";
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string a = argv[i];
-        const std::string v = argv[i + 1];
+    ferry_perf::options opt(argc, argv, "usage: clip_cpu [--clips N] [--threads 1,2] [--dir DIR]");
+    while (opt.next()) {
+        const std::string_view a = opt.name();
         if (a == "--clips") {
-            clips = std::stoi(v);
+            clips = opt.integer();
         } else if (a == "--threads") {
-            threads = ferry_perf::parse_int_list(v);
+            threads = opt.list<int>();
         } else if (a == "--dir") {
-            dir = v;
+            dir = opt.value();
         } else {
-            std::cerr << "usage: clip_cpu [--clips N] [--threads 1,2] [--dir DIR]\n";
-            return 2;
+            opt.unknown();
         }
     }
     constexpr int seconds = 10;

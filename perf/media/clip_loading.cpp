@@ -69,7 +69,7 @@
 
 #include "clip_ferry_loads.hpp"
 #include "clip_hand_loop.hpp"
-#include "common/int_list.hpp"
+#include "common/args.hpp"
 #include "common/video_set.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/video.hpp"
@@ -288,41 +288,40 @@ void together_table(const config& c, const std::vector<sample>& samples,
 
 int main(int argc, char** argv) {
     config c;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string a = argv[i];
-        const std::string v = argv[i + 1];
+    ferry_perf::options opt(argc, argv,
+                            "usage: clip_loading [--clips N] [--seconds S] [--gop N] [--bframes N] "
+                            "[--samples N] [--batches N] [--reps R] [--concurrency 1,2,4,8]\n"
+                            "                    [--tables single,batch,levers,together,threads] "
+                            "[--dir DIR]");
+    while (opt.next()) {
+        const std::string_view a = opt.name();
         if (a == "--clips") {
-            c.clips = std::stoi(v);
+            c.clips = opt.integer();
         } else if (a == "--seconds") {
-            c.seconds = std::stoi(v);
+            c.seconds = opt.integer();
         } else if (a == "--gop") {
-            c.encoding.gop = std::stoi(v);
+            c.encoding.gop = opt.integer();
         } else if (a == "--bframes") {
-            c.encoding.bframes = std::stoi(v);
+            c.encoding.bframes = opt.integer();
         } else if (a == "--samples") {
-            c.samples = std::stoi(v);
+            c.samples = opt.integer();
         } else if (a == "--batches") {
-            c.batches = std::stoi(v);
+            c.batches = opt.integer();
         } else if (a == "--tables") {
-            c.single = v.find("single") != std::string::npos;
-            c.batch = v.find("batch") != std::string::npos;
-            c.levers = v.find("levers") != std::string::npos;
-            c.together = v.find("together") != std::string::npos;
-            c.threads = v.find("threads") != std::string::npos;
+            const std::string_view v = opt.value();
+            c.single = v.find("single") != std::string_view::npos;
+            c.batch = v.find("batch") != std::string_view::npos;
+            c.levers = v.find("levers") != std::string_view::npos;
+            c.together = v.find("together") != std::string_view::npos;
+            c.threads = v.find("threads") != std::string_view::npos;
         } else if (a == "--reps") {
-            c.reps = std::stoi(v);
+            c.reps = opt.integer();
         } else if (a == "--concurrency") {
-            c.concurrency = ferry_perf::parse_int_list(v);
+            c.concurrency = opt.list<int>();
         } else if (a == "--dir") {
-            c.dir = v;
+            c.dir = opt.value();
         } else {
-            std::cerr << "usage: clip_loading [--clips N] [--seconds S] [--gop N] [--bframes N] "
-                         "[--samples N] "
-                         "[--batches N] "
-                         "[--reps R] [--concurrency 1,2,4,8]\n"
-                         "                    [--tables single,batch,levers,together,threads] "
-                         "[--dir DIR]\n";
-            return 2;
+            opt.unknown();
         }
     }
     const auto paths = ferry_perf::video_set(c.dir, c.clips, c.seconds, c.encoding);

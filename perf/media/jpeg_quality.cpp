@@ -35,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/args.hpp"
 #include "common/photo_set.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/image.hpp"
@@ -161,25 +162,28 @@ int main(int argc, char** argv) {
     fs::path dir = fs::path(tmp != nullptr ? tmp : "/tmp") / "ferry-image-pipeline";
     fs::path photos;
     ferry::interpolation interp = ferry::interpolation::bilinear;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string_view a = argv[i];
-        const std::string_view v = argv[i + 1];
+    ferry_perf::options opt(argc, argv,
+                            "usage: jpeg_quality [--images N] [--reps R] [--dir DIR] "
+                            "[--photos DIR] [--interp bilinear|antialias] [--max-photos N]");
+    while (opt.next()) {
+        const std::string_view a = opt.name();
         if (a == "--images") {
-            images = std::max(1, std::atoi(argv[i + 1]));
+            images = std::max(1, opt.integer());
         } else if (a == "--reps") {
-            reps = std::max(1, std::atoi(argv[i + 1]));
+            reps = std::max(1, opt.integer());
         } else if (a == "--max-photos") {
-            max_photos = std::max(1, std::atoi(argv[i + 1]));
+            max_photos = std::max(1, opt.integer());
         } else if (a == "--dir") {
-            dir = argv[i + 1];
+            dir = opt.value();
         } else if (a == "--photos") {
-            photos = argv[i + 1];
-        } else if (a == "--interp" && (v == "bilinear" || v == "antialias")) {
+            photos = opt.value();
+        } else if (a == "--interp") {
+            const std::string_view v = opt.value();
+            if (v != "bilinear" && v != "antialias") opt.bad_value("bilinear or antialias");
             interp =
                 v == "antialias" ? ferry::interpolation::antialias : ferry::interpolation::bilinear;
         } else {
-            std::cerr << "unknown option " << a << '\n';
-            return 2;
+            opt.unknown();
         }
     }
     std::vector<std::pair<std::string, std::vector<ferry::bytes>>> sets;

@@ -38,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/args.hpp"
 #include "ferry/image.hpp"
 
 namespace {
@@ -160,15 +161,15 @@ struct row {
 int main(int argc, char** argv) {
     int reps = 5;
     int iters = 200;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string_view a = argv[i];
+    ferry_perf::options opt(argc, argv, "usage: resize [--reps R] [--iters N]");
+    while (opt.next()) {
+        const std::string_view a = opt.name();
         if (a == "--reps") {
-            reps = std::max(1, std::atoi(argv[i + 1]));
+            reps = std::max(1, opt.integer());
         } else if (a == "--iters") {
-            iters = std::max(1, std::atoi(argv[i + 1]));
+            iters = std::max(1, opt.integer());
         } else {
-            std::fprintf(stderr, "usage: resize [--reps R] [--iters N]\n");
-            return 2;
+            opt.unknown();
         }
     }
     cv::setNumThreads(1);  // ferry's default for OpenCV: the calling thread only

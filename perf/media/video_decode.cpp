@@ -35,7 +35,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/int_list.hpp"
+#include "common/args.hpp"
 #include "common/video_set.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/video.hpp"
@@ -135,23 +135,23 @@ double calls_per_second(const std::vector<fs::path>& paths, int threads, int rou
 
 int main(int argc, char** argv) {
     config c;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string a = argv[i];
-        const std::string v = argv[i + 1];
-        if (a == "--clips")
-            c.clips = std::stoi(v);
-        else if (a == "--seconds")
-            c.seconds = std::stoi(v);
-        else if (a == "--reps")
-            c.reps = std::stoi(v);
-        else if (a == "--threads")
-            c.threads = ferry_perf::parse_int_list(v);
-        else if (a == "--dir")
-            c.dir = v;
-        else {
-            std::cerr << "usage: video_decode [--clips N] [--seconds S] [--reps R] "
-                         "[--threads 1,2] [--dir DIR]\n";
-            return 2;
+    ferry_perf::options opt(argc, argv,
+                            "usage: video_decode [--clips N] [--seconds S] [--reps R] "
+                            "[--threads 1,2] [--dir DIR]");
+    while (opt.next()) {
+        const std::string_view a = opt.name();
+        if (a == "--clips") {
+            c.clips = opt.integer();
+        } else if (a == "--seconds") {
+            c.seconds = opt.integer();
+        } else if (a == "--reps") {
+            c.reps = opt.integer();
+        } else if (a == "--threads") {
+            c.threads = opt.list<int>();
+        } else if (a == "--dir") {
+            c.dir = opt.value();
+        } else {
+            opt.unknown();
         }
     }
     const auto paths = make_clips(c);
