@@ -4,7 +4,9 @@
 read_url: a URL (http://, https://, file://, s3://bucket/key) -> ferry.Bytes, fetched in C++
     without the GIL; read_url(timeout=..., headers=..., ...) is the op with those http options.
 list_objects(url, ...): the objects under an S3 prefix, a list of s3:// URLs for ferry.source.
-ReadUrl: the type of read_url and of the ops it makes.
+open_cache(dir, ...): a local disk cache (a Cache) that read_url(cache=...) reads through, so
+    that the second epoch of a remote dataset reads local files.
+ReadUrl: the type of read_url and of the ops it makes; Cache, CacheStats: open_cache's.
 """
 from ferry import _ferry
 
@@ -14,8 +16,11 @@ if not _ferry.has_http:
         "configure ferry with -DFERRY_HTTP=ON (it needs libcurl, expat and OpenSSL: "
         "libcurl4-openssl-dev, libexpat1-dev, libssl-dev) and build the target ferry_python")
 
+Cache = _ferry.http.Cache
+CacheStats = _ferry.http.CacheStats
 ReadUrl = _ferry.http.ReadUrl
 list_objects = _ferry.http.list_objects
+open_cache = _ferry.http.open_cache
 read_url = _ferry.http.read_url
 
-__all__ = ["ReadUrl", "list_objects", "read_url"]
+__all__ = ["Cache", "CacheStats", "ReadUrl", "list_objects", "open_cache", "read_url"]

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "convert.hpp"
+#include "ferry/cache.hpp"
 #include "ferry/error.hpp"
 #include "ferry/http.hpp"
 #include "io_ops.hpp"
@@ -105,7 +106,8 @@ py_read_url configured_read_url(
     double connect_timeout, double timeout, std::uint64_t low_speed_limit, double low_speed_time,
     std::uint64_t max_bytes, const std::optional<py_headers>& headers, bool follow_redirects,
     const std::optional<std::vector<std::string>>& credential_hosts, bool verify_tls,
-    const std::optional<std::tuple<std::uint64_t, std::uint64_t>>& range, bool adaptive) {
+    const std::optional<std::tuple<std::uint64_t, std::uint64_t>>& range, bool adaptive,
+    const py::object& cache) {
     ferry::http_options o;
     std::vector<std::string> args;
     const auto number = [](double x) { return py::repr(py::float_(x)).cast<std::string>(); };
@@ -150,6 +152,16 @@ py_read_url configured_read_url(
     }
     o.adaptive = adaptive;
     if (!adaptive) args.push_back("adaptive=False");
+    if (!cache.is_none()) {
+        if (!py::isinstance<ferry::object_cache>(cache)) {
+            throw py::type_error(
+                std::string("read_url(cache=...): cache is a ferry.http.Cache (from "
+                            "ferry.http.open_cache), got a Python ") +
+                Py_TYPE(cache.ptr())->tp_name);
+        }
+        o.cache = cache.cast<std::shared_ptr<ferry::object_cache>>();
+        args.push_back("cache=" + py::repr(cache).cast<std::string>());
+    }
     std::string name = "read_url(";
     for (std::size_t i = 0; i < args.size(); ++i) name += (i ? ", " : "") + args[i];
     return make_read_url(name + ")", std::move(o));
@@ -192,7 +204,8 @@ connect_timeout (10), timeout (0: no limit for the whole transfer), low_speed_li
 and low_speed_time (s): a transfer slower than 1024 B/s for 30 s fails (transient); max_bytes
 (1 GiB; 0: no limit); headers (a dict or a list of 'Name: value'); follow_redirects;
 credential_hosts (hosts a redirect may take the request's credentials to); verify_tls; range
-((offset, length): those bytes; length 0: to the end); adaptive (per-host AIMD on 429/503).
+((offset, length): those bytes; length 0: to the end); adaptive (per-host AIMD on 429/503);
+cache (a ferry.http.Cache from open_cache: http(s):// and s3:// objects are read through it).
 Retries are the stage's: map(op, on_error=ferry.retry(3, then="skip"), executor="io").)doc");
 
     http.def("_read_url_with", &configured_read_url, py::kw_only(),
@@ -201,7 +214,8 @@ Retries are the stage's: map(op, on_error=ferry.retry(3, then="skip"), executor=
              py::arg("max_bytes") = std::uint64_t{1} << 30, py::arg("headers") = py::none(),
              py::arg("follow_redirects") = true, py::arg("credential_hosts") = py::none(),
              py::arg("verify_tls") = true, py::arg("range") = py::none(),
-             py::arg("adaptive") = true, "read_url(**options)'s work (see ReadUrl.__call__).");
+             py::arg("adaptive") = true, py::arg("cache") = py::none(),
+             "read_url(**options)'s work (see ReadUrl.__call__).");
 
     http.attr("read_url") = py::cast(make_read_url("read_url", {}));
 

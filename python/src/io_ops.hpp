@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// The optional components' faces in Python: `ferry.video` (load_video, decode_audio,
-/// probe_video), `ferry.http` (read_url, list_objects) and `ferry.shards` (tar_samples and the
-/// ops on its samples), each compiled only where its C++ component is built (FERRY_VIDEO,
+/// probe_video), `ferry.http` (read_url, list_objects, open_cache) and `ferry.shards` (tar_samples
+/// and the ops on its samples), each compiled only where its C++ component is built (FERRY_VIDEO,
 /// FERRY_HTTP, FERRY_SHARDS).
 #pragma once
 
@@ -41,6 +41,8 @@ struct py_read_url : py_op {
 
 /// Registers `ReadUrl`, `read_url` and `list_objects` in `http` (http_ops.cpp).
 void bind_http_ops(py::module_& http);
+/// Registers `Cache`, `CacheStats` and `open_cache` in `http` (cache_ops.cpp).
+void bind_cache_ops(py::module_& http);
 #endif
 
 #ifdef FERRY_PYTHON_SHARDS

@@ -74,7 +74,9 @@ PYBIND11_MODULE(_ferry, m) {
     m.attr("has_video") = false;
 #endif
 #ifdef FERRY_PYTHON_HTTP
-    py::module_ http = m.def_submodule("http", "read_url and list_objects (ferry::http).");
+    py::module_ http =
+        m.def_submodule("http", "read_url, list_objects and open_cache (ferry::http).");
+    ferry::python::bind_cache_ops(http);
     ferry::python::bind_http_ops(http);
     m.attr("has_http") = true;
 #else

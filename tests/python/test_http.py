@@ -4,14 +4,12 @@ server started and stopped by the test; a 404 is a failure naming the URL and th
 password or token of a URL reaches a failure, an error or the stats; read_url(**options) sends
 its headers and shows only their names; list_objects lists an S3 prefix from a local store and
 its URLs read back; tar shards are read remotely by range requests."""
-import http.server
 import io
-import re
 import tarfile
-import threading
 
 import pytest
 from conftest import run_counting_gil
+from http_store import Store
 
 import ferry
 
@@ -20,63 +18,6 @@ if not ferry._ferry.has_http:
                 allow_module_level=True)
 
 from ferry import http as fhttp  # noqa: E402
-
-
-class Store:
-    """A local HTTP server on 127.0.0.1 (a free port) serving `files` (path -> bytes) with byte
-    ranges, 404 for other paths; `answer(handler)` may answer a request itself (return True).
-    It records each request's path and headers."""
-
-    def __init__(self, files=None, answer=None):
-        self.files = dict(files or {})
-        self.requests = []
-        store = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self):  # noqa: N802 (http.server's name)
-                store.requests.append((self.path, dict(self.headers)))
-                if answer is not None and answer(self):
-                    return
-                body = store.files.get(self.path.split("?")[0])
-                if body is None:
-                    self.reply(404, b"no such file")
-                    return
-                ranged = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
-                if ranged:
-                    first = int(ranged.group(1))
-                    last = int(ranged.group(2)) if ranged.group(2) else len(body) - 1
-                    if first >= len(body):
-                        self.reply(416, b"", {"Content-Range": f"bytes */{len(body)}"})
-                        return
-                    last = min(last, len(body) - 1)
-                    self.reply(206, body[first:last + 1],
-                               {"Content-Range": f"bytes {first}-{last}/{len(body)}"})
-                    return
-                self.reply(200, body)
-
-            def reply(self, status, body, headers=None):
-                self.send_response(status)
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
 
 
 @pytest.fixture()

@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A local HTTP server for the ferry.http tests (test_http.py, test_cache.py), on 127.0.0.1 at a
+free port, started and stopped by the test."""
+import hashlib
+import http.server
+import re
+import threading
+
+
+class Store:
+    """A local HTTP server on 127.0.0.1 (a free port) serving `files` (path -> bytes) with byte
+    ranges, 404 for other paths; `answer(handler)` may answer a request itself (return True).
+    It records each request's path and headers. With `etags`, each answer carries the body's
+    ETag and a GET whose If-None-Match holds it is answered 304."""
+
+    def __init__(self, files=None, answer=None, etags=False):
+        self.files = dict(files or {})
+        self.requests = []
+        store = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                store.requests.append((self.path, dict(self.headers)))
+                if answer is not None and answer(self):
+                    return
+                body = store.files.get(self.path.split("?")[0])
+                if body is None:
+                    self.reply(404, b"no such file")
+                    return
+                extra = {}
+                if etags:
+                    extra["ETag"] = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+                    if self.headers.get("If-None-Match") == extra["ETag"]:
+                        self.reply(304, b"", extra)
+                        return
+                ranged = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+                if ranged:
+                    first = int(ranged.group(1))
+                    last = int(ranged.group(2)) if ranged.group(2) else len(body) - 1
+                    if first >= len(body):
+                        self.reply(416, b"", {"Content-Range": f"bytes */{len(body)}"})
+                        return
+                    last = min(last, len(body) - 1)
+                    self.reply(206, body[first:last + 1],
+                               {"Content-Range": f"bytes {first}-{last}/{len(body)}", **extra})
+                    return
+                self.reply(200, body, extra)
+
+            def reply(self, status, body, headers=None):
+                self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
