@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// `ferry.sources.image_folder` and `LabelledFiles`, and the native source made of them.
+/// `ferry.sources.image_folder` and `LabelledFiles`, and the native source made of them; the
+/// listings `files` and `lines`, lists of str that `ferry.source` visits natively.
 #include "folder_sources.hpp"
 
 #include <pybind11/stl.h>
@@ -146,6 +147,59 @@ subfolders. Raises ferry.IOError (an OSError) naming path when it is missing or 
             .build())
     for images, labels in pipe:
         x, y = torch.from_dlpack(images), torch.from_dlpack(labels))doc");
+
+    sources.def(
+        "files",
+        [](const std::filesystem::path& path,
+           const std::optional<std::vector<std::string>>& extensions, bool recursive) {
+            ferry::sources::files_options o;
+            if (extensions) o.extensions = *extensions;
+            o.recursive = recursive;
+            std::vector<std::filesystem::path> found;
+            {
+                py::gil_scoped_release released;  // listing a large folder takes a while
+                found = ferry::sources::files(path, o);
+            }
+            py::list out(found.size());
+            for (std::size_t i = 0; i < found.size(); ++i) {
+                out[i] = to_python(value(found[i].string()));
+            }
+            return out;
+        },
+        py::arg("path"), py::arg("extensions") = py::none(), py::kw_only(),
+        py::arg("recursive") = false, R"doc(
+The regular files under path (ferry::sources::files) as a list of paths (str), sorted by path:
+the same list on every machine, so that a Sampling's shuffle and rank split agree across ranks.
+extensions: endings to keep (e.g. [".jpg", ".png"], case-insensitive; None: every regular file);
+recursive: also the files of subfolders, at any depth (symbolic links to files are listed, links
+to folders are not followed). ferry.source(list) visits it natively. Raises ferry.IOError (an
+OSError) naming path when it is missing or not a folder.
+
+    paths = ferry.sources.files("data", extensions=[".jpg"], recursive=True)
+    pipe = ferry.source(paths, sampling=ferry.Sampling(shuffle=True, seed=1)).map(...))doc");
+
+    sources.def(
+        "lines",
+        [](const std::filesystem::path& path) {
+            std::vector<std::string> found;
+            {
+                py::gil_scoped_release released;  // a list of millions of URLs
+                found = ferry::sources::lines(path);
+            }
+            py::list out(found.size());
+            for (std::size_t i = 0; i < found.size(); ++i) {
+                out[i] = to_python(value(std::move(found[i])));
+            }
+            return out;
+        },
+        py::arg("path"), R"doc(
+The lines of a text file (ferry::sources::lines; e.g. a list of URLs or paths) as a list of str,
+in file order: a trailing '\r' is removed (CRLF files) and blank lines (empty, or only spaces and
+tabs) are skipped; other lines are kept as they are. ferry.source(list) visits it natively.
+Raises ferry.IOError naming path when it cannot be read.
+
+    urls = ferry.sources.lines("train-urls.txt")
+    pipe = ferry.source(urls).map(ferry.http.read_url, concurrency=32, executor="io"))doc");
 }
 
 }  // namespace ferry::python

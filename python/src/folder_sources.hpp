@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// `ferry.sources`: datasets listed natively (`image_folder`), and the sources `ferry.source`
-/// makes of them, whose items are native values (no Python per item).
+/// `ferry.sources`: datasets listed natively (`image_folder`, `files`, `lines`), and the sources
+/// `ferry.source` makes of them, whose items are native values (no Python per item).
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -30,7 +30,8 @@ struct py_labelled_files {
 [[nodiscard]] std::optional<detail::source_spec> folder_source(py::handle src,
                                                                const ferry::sampling& sampling);
 
-/// Registers `LabelledFiles` and `image_folder` in `sources` (the module `ferry._ferry.sources`).
+/// Registers `LabelledFiles`, `image_folder`, `files` and `lines` in `sources` (the module
+/// `ferry._ferry.sources`).
 void bind_folder_sources(py::module_& sources);
 
 }  // namespace ferry::python
