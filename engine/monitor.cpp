@@ -237,6 +237,9 @@ stage_stats pipeline_runtime::row(const stage_runtime* st) const {
 }
 
 pipeline_stats pipeline_runtime::stats() const {
+    // In a forked child, a lock these rows take may have been held by a thread that stayed in
+    // the parent: an error, not a hang.
+    check_same_process(built_in_, "stats()");
     pipeline_stats s;
     s.stages.push_back(row(nullptr));
     for (const auto& st : stages_) s.stages.push_back(row(&st));
@@ -263,6 +266,7 @@ pipeline_stats pipeline_runtime::stats() const {
 }
 
 void pipeline_runtime::write_trace(std::ostream& os) const {
+    check_same_process(built_in_, "write_trace()");
     if (trace_.spans == nullptr) {
         throw invalid_argument(
             "write_trace: this pipeline records no spans (build it with trace_spans > 0)");

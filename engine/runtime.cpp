@@ -295,6 +295,7 @@ std::exception_ptr pipeline_runtime::epoch_failure() const {
 }
 
 pipeline_state pipeline_runtime::state() const {
+    check_same_process(built_in_, "state()");
     if (const char* why = res_.stateless()) {
         throw invalid_argument(std::string("pipeline::state(): ") + why);
     }

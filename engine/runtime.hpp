@@ -136,7 +136,10 @@ class pipeline_runtime final : public runtime {
     void stop() noexcept override;
     [[nodiscard]] bool epoch_running() const noexcept override { return ctl_.running(); }
     [[nodiscard]] pipeline_stats stats() const override;
-    [[nodiscard]] std::vector<failure> failures() const override { return recorder_.failures(); }
+    [[nodiscard]] std::vector<failure> failures() const override {
+        check_same_process(built_in_, "failures()");  // its recorder's lock may be held there
+        return recorder_.failures();
+    }
     void write_trace(std::ostream& os) const override;
     [[nodiscard]] pipeline_state state() const override;
 

@@ -20,7 +20,9 @@ namespace ferry {
 /// Move-only. Iterate it with range-for (one epoch per loop) or `next()`. Leaving a loop early
 /// ends that epoch's work promptly; the next loop starts a new epoch (the source is opened again
 /// and told the epoch number) on the same graph and threads. Destroying the pipeline stops all
-/// work and joins every thread it started.
+/// work and joins every thread it started. In a process forked after it was built, its threads
+/// are not there: `next()`, `state()`, `stats()`, `failures()` and `write_trace()` throw
+/// `ferry::invalid_argument` saying so, `stop()` returns, and destroying it leaves it as it is.
 /// \code
 ///   auto pipe = ferry::from(paths).map(load, 8).batch(32).build({.threads = 4});
 ///   for (int epoch = 0; epoch < 3; ++epoch)

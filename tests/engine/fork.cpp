@@ -72,12 +72,24 @@ BOOST_AUTO_TEST_CASE(a_child_is_refused_and_the_parent_goes_on) {
         if (!refused([&] { (void)p->next(); }, "ferry: pipeline::next() in a process forked")) {
             failed |= 2;
         }
+        // What reads the pipeline's counters takes locks a parent's thread may have held.
+        if (!refused([&] { (void)p->stats(); }, "ferry: pipeline::stats() in a process forked")) {
+            failed |= 4;
+        }
+        if (!refused([&] { (void)p->failures(); },
+                     "ferry: pipeline::failures() in a process forked")) {
+            failed |= 8;
+        }
+        if (!refused([&] { (void)p->state(); }, "ferry: pipeline::state() in a process forked")) {
+            failed |= 16;
+        }
         p.reset();  // left, not joined: returns
         _exit(failed);
     }
     const std::optional<int> child = wait_for(pid);
     BOOST_REQUIRE_MESSAGE(child.has_value(), "the child hung");
-    BOOST_TEST(*child == 0);  // bits: 1 a new pipeline, 2 next() on the inherited one
+    // bits: 1 a new pipeline, 2 next() on the inherited one, 4 stats(), 8 failures(), 16 state()
+    BOOST_TEST(*child == 0);
     int sum = 0;
     while (auto x = p->next()) sum += *x;
     BOOST_TEST(sum == 5050 - 1);

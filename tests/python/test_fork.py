@@ -33,6 +33,11 @@ def test_a_forked_child_is_refused_and_the_parent_goes_on():
                     next(it)
                 except ferry.InvalidArgument as e:
                     print("inherited:", e, flush=True)
+                for read in (p.stats, p.failures, p.state):
+                    try:
+                        read()
+                    except ferry.InvalidArgument as e:
+                        print("read:", str(e).split(" in a process")[0], flush=True)
                 del it
                 p.close()
                 print("closed", p.closed, flush=True)
@@ -54,7 +59,9 @@ def test_a_forked_child_is_refused_and_the_parent_goes_on():
     assert "'spawn' or 'forkserver'" in lines[1]
     assert lines[2].startswith("inherited: ferry: pipeline::next() in a process forked after the "
                                "pipeline was built")
-    assert lines[3:] == ["closed True", "child exit 0", "parent rest 4950", "parent again 4950"]
+    assert lines[3:6] == ["read: ferry: pipeline::stats()", "read: ferry: pipeline::failures()",
+                          "read: ferry: pipeline::state()"]
+    assert lines[6:] == ["closed True", "child exit 0", "parent rest 4950", "parent again 4950"]
 
 
 # A child that exits normally (atexit hooks, the interpreter's finalization) with an open
