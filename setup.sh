@@ -6,7 +6,7 @@
 #   bash setup.sh run    deps + Release build in build/ + run examples/torch_trainer, ferry's
 #                        main job: a libtorch CNN trained on Fashion-MNIST image files fed by
 #                        ferry (extra arguments go to the trainer: bash setup.sh run --epochs 2)
-#   bash setup.sh test   deps + what CI runs (about 18 minutes on 2 cores): a Release
+#   bash setup.sh test   deps + what CI runs (about 23 minutes on 2 cores): a Release
 #                        build in build/ (libraries, examples, benchmarks, the torch and mpi
 #                        suites, the Python package) and its tests (examples, package, perf,
 #                        torch, mpi, python, the tuner's wall-clock cases, alone); the unit
