@@ -17,6 +17,7 @@ See python/README.md in ferry's source tree for the manual.
 """
 from ferry import _ferry
 from ferry._ferry import (
+    AsyncOp,
     Builder,
     Bytes,
     DecodeError,
@@ -69,7 +70,7 @@ def __getattr__(name):
     raise AttributeError(f"module 'ferry' has no attribute '{name}'")
 
 __all__ = [
-    "Builder", "Bytes", "DecodeError", "Error", "Failure", "Image", "InvalidArgument", "IOError",
+    "AsyncOp", "Builder", "Bytes", "DecodeError", "Error", "Failure", "Image", "InvalidArgument", "IOError",
     "Op", "Pipeline", "Retry", "Sampling", "StageError", "StageStats", "Stats", "Tensor",
     "TimeoutError", "World", "__version__", "ops", "retry", "source", "sources", "tensor",
     "world",

@@ -6,6 +6,8 @@ read_url: a URL (http://, https://, file://, s3://bucket/key) -> ferry.Bytes, fe
 list_objects(url, ...): the objects under an S3 prefix, a list of s3:// URLs for ferry.source.
 open_cache(dir, ...): a local disk cache (a Cache) that read_url(cache=...) reads through, so
     that the second epoch of a remote dataset reads local files.
+Client(max_outstanding=256, retry=None): many requests outstanding on one event loop;
+    client.reader(**options) is the asynchronous op for map (ferry.AsyncOp).
 ReadUrl: the type of read_url and of the ops it makes; Cache, CacheStats: open_cache's.
 """
 from ferry import _ferry
@@ -18,9 +20,10 @@ if not _ferry.has_http:
 
 Cache = _ferry.http.Cache
 CacheStats = _ferry.http.CacheStats
+Client = _ferry.http.Client
 ReadUrl = _ferry.http.ReadUrl
 list_objects = _ferry.http.list_objects
 open_cache = _ferry.http.open_cache
 read_url = _ferry.http.read_url
 
-__all__ = ["Cache", "CacheStats", "ReadUrl", "list_objects", "open_cache", "read_url"]
+__all__ = ["Cache", "CacheStats", "Client", "ReadUrl", "list_objects", "open_cache", "read_url"]

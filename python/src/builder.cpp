@@ -242,13 +242,23 @@ build() starts the pipeline.)doc")
                const std::string& executor, bool ordered, const py::object& on_error,
                const py::object& timeout, const py::object& name, std::uint64_t max_failures,
                double max_failure_rate, std::size_t failure_window) {
-                const bool async = !py::isinstance<py_op>(f) && PyCallable_Check(f.ptr()) != 0 &&
-                                   is_coroutine_function(f);
+                const bool native_async = py::isinstance<py_async_op>(f);
+                const bool async =
+                    native_async || (!py::isinstance<py_op>(f) && PyCallable_Check(f.ptr()) != 0 &&
+                                     is_coroutine_function(f));
                 const std::string where = async ? where_of(b, "map(f)", "map_async", name)
                                                 : where_of(b, "map(f)", "map", name);
                 detail::stage_spec s;
                 if (py::isinstance<py_op>(f)) {
                     s = native_map(f.cast<const py_op&>().op);
+                } else if (native_async) {
+                    if (executor != "compute") {
+                        throw ferry::invalid_argument(
+                            where +
+                            ": executor does not apply to an asynchronous op (its calls "
+                            "finish on the op's own thread)");
+                    }
+                    s = native_map_async(f.cast<const py_async_op&>().op);
                 } else if (async) {
                     if (executor != "compute") {
                         throw ferry::invalid_argument(
@@ -271,7 +281,8 @@ build() starts the pipeline.)doc")
             py::arg("f"), FERRY_STAGE_ARGS, R"doc(
 Applies f to every element: a ferry op (ops.read_file, image.decode_image(...)) runs in C++
 without the GIL; a Python callable takes the GIL for each call (ferry.this_call() tells it its
-item); an async def function runs as map_async. concurrency calls at once; executor 'io' for
+item); an async def function, or a ferry.AsyncOp (http.Client(...).reader()), runs as
+map_async. concurrency calls at once; executor 'io' for
 blocking reads; on_error 'fail', 'skip' or ferry.retry(...); timeout in seconds; max_failures,
 max_failure_rate over the last failure_window items: a skipping stage's failure budgets.)doc")
         .def(

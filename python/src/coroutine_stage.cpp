@@ -18,6 +18,7 @@
 #include "builder.hpp"
 #include "convert.hpp"
 #include "ferry/error.hpp"
+#include "ops.hpp"
 #include "python_stage.hpp"
 #include "value.hpp"
 
@@ -164,8 +165,15 @@ void bind_coroutine_stage(py::module_& m) {
            const py::object& on_error, const py::object& timeout, const py::object& name,
            std::uint64_t max_failures, double max_failure_rate, std::size_t failure_window) {
             const std::string where = where_of(b, "map_async(f)", "map_async", name);
-            check_callable(f, where, "f must be an async def function (or return an awaitable)");
-            detail::stage_spec s = python_map_async(f, where);
+            detail::stage_spec s;
+            if (py::isinstance<py_async_op>(f)) {
+                s = native_map_async(f.cast<const py_async_op&>().op);
+            } else {
+                check_callable(f, where,
+                               "f must be an async def function (or return an awaitable) or a "
+                               "ferry.AsyncOp");
+                s = python_map_async(f, where);
+            }
             s.options = stage_options_of(where, concurrency, "compute", ordered, on_error, timeout,
                                          name, max_failures, max_failure_rate, failure_window);
             check_no_retry(s.options, where);
@@ -175,7 +183,8 @@ void bind_coroutine_stage(py::module_& m) {
         py::arg("ordered") = true, py::arg("on_error") = "fail", py::arg("timeout") = py::none(),
         py::arg("name") = py::none(), py::arg("max_failures") = 0,
         py::arg("max_failure_rate") = 0.0, py::arg("failure_window") = 100, R"doc(
-Applies an async def function to every element (C++'s map_async): f(x)'s coroutine runs on an
+Applies an async def function, or a native ferry.AsyncOp (http.Client(...).reader()), to every
+element (C++'s map_async). An async def function's f(x) coroutine runs on an
 asyncio event loop of the pipeline's own thread, up to concurrency coroutines at once, and its
 result becomes the element. map(f) does this by itself for an async def f. on_error is 'fail'
 or 'skip' (a retry does not apply: the input was handed over); timeout in seconds cancels the

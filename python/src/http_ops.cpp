@@ -77,18 +77,6 @@ std::vector<std::string> header_lines(const py_headers& headers) {
     return out;
 }
 
-/// The URL in `v`: a string, or a Python str (read with the GIL).
-std::string take_url(value&& v) {
-    if (v.holds<std::string>()) return std::move(v.as<std::string>());
-    if (v.holds<py_ref>()) {
-        gil_hold gil;
-        if (PyUnicode_Check(v.as<py_ref>().get()) != 0) {
-            return source_element(v.as<py_ref>().get()).as<std::string>();
-        }
-    }
-    throw ferry::invalid_argument("read_url expects a URL (str), got " + kind_of(v));
-}
-
 /// The op reading URLs with `options`, shown as `name`.
 py_read_url make_read_url(std::string name, ferry::http_options options) {
     auto held = std::make_shared<const ferry::http_options>(std::move(options));
@@ -168,6 +156,17 @@ py_read_url configured_read_url(
 }
 
 }  // namespace
+
+std::string take_url(value&& v) {
+    if (v.holds<std::string>()) return std::move(v.as<std::string>());
+    if (v.holds<py_ref>()) {
+        gil_hold gil;
+        if (PyUnicode_Check(v.as<py_ref>().get()) != 0) {
+            return source_element(v.as<py_ref>().get()).as<std::string>();
+        }
+    }
+    throw ferry::invalid_argument("read_url expects a URL (str), got " + kind_of(v));
+}
 
 void bind_http_ops(py::module_& http) {
     py::class_<py_read_url, py_op>(http, "ReadUrl", R"doc(

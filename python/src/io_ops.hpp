@@ -41,6 +41,14 @@ struct py_read_url : py_op {
 
 /// Registers `ReadUrl`, `read_url` and `list_objects` in `http` (http_ops.cpp).
 void bind_http_ops(py::module_& http);
+/// The URL an item holds: a C++ string, or a Python str (read with the GIL); otherwise a
+/// `ferry::invalid_argument` naming what it holds (http_ops.cpp).
+[[nodiscard]] std::string take_url(value&& v);
+
+/// Registers `Client` (`ferry::ops::http_client` and its reader op) in `http`
+/// (http_client_ops.cpp).
+void bind_http_client(py::module_& http);
+
 /// Registers `Cache`, `CacheStats` and `open_cache` in `http` (cache_ops.cpp).
 void bind_cache_ops(py::module_& http);
 #endif

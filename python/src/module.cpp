@@ -75,9 +75,10 @@ PYBIND11_MODULE(_ferry, m) {
 #endif
 #ifdef FERRY_PYTHON_HTTP
     py::module_ http =
-        m.def_submodule("http", "read_url, list_objects and open_cache (ferry::http).");
+        m.def_submodule("http", "read_url, list_objects, open_cache and Client (ferry::http).");
     ferry::python::bind_cache_ops(http);
     ferry::python::bind_http_ops(http);
+    ferry::python::bind_http_client(http);
     m.attr("has_http") = true;
 #else
     m.attr("has_http") = false;

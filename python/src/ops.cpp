@@ -4,6 +4,9 @@
 #include "ops.hpp"
 
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -196,6 +199,68 @@ detail::stage_spec native_map(std::shared_ptr<const native_op> op) {
     return s;
 }
 
+namespace {
+
+/// `mapped_sink`'s sink: the call's result goes through `map` on its way to `to`.
+class mapping_sink : public detail::async_sink, public std::enable_shared_from_this<mapping_sink> {
+  public:
+    mapping_sink(std::shared_ptr<detail::async_sink> to,
+                 std::function<value(detail::any_value&&)> map)
+        : to_(std::move(to)), map_(std::move(map)) {}
+    void complete(detail::any_value&& v) noexcept override {
+        detail::any_value out;
+        try {
+            out.emplace<value>(map_(std::move(v)));
+        } catch (...) {
+            to_->fail(std::current_exception());
+            return;
+        }
+        to_->complete(std::move(out));
+    }
+    void fail(std::exception_ptr error) noexcept override { to_->fail(std::move(error)); }
+    void poll(std::function<bool(detail::any_value&)> try_take) noexcept override {
+        to_->poll(
+            [self = shared_from_this(), try_take = std::move(try_take)](detail::any_value& out) {
+                detail::any_value got;
+                if (!try_take(got)) return false;
+                out.emplace<value>(self->map_(std::move(got)));
+                return true;
+            });
+    }
+    [[nodiscard]] bool stop_requested() const noexcept override { return to_->stop_requested(); }
+
+  private:
+    std::shared_ptr<detail::async_sink> to_;
+    std::function<value(detail::any_value&&)> map_;
+};
+
+}  // namespace
+
+std::shared_ptr<detail::async_sink> mapped_sink(std::shared_ptr<detail::async_sink> to,
+                                                std::function<value(detail::any_value&&)> map) {
+    return std::make_shared<mapping_sink>(std::move(to), std::move(map));
+}
+
+detail::stage_spec native_map_async(std::shared_ptr<const native_async_op> op) {
+    detail::stage_spec s;
+    s.kind = detail::stage_kind::map_async;
+    s.start_fn = [op](detail::any_value&& in, std::shared_ptr<detail::async_sink> sink) {
+        value v = in.take_as<value>();
+        if (!is_labelled(v)) {
+            op->start(std::move(v), std::move(sink));
+            return;
+        }
+        // A labelled item [x, label]: the op maps x and the label is kept, as for a native op.
+        value x = std::move((*elements(v))[0]);
+        auto item = std::make_shared<value>(std::move(v));
+        op->start(std::move(x), mapped_sink(std::move(sink), [item](detail::any_value&& result) {
+                      (*elements(*item))[0] = result.take_as<value>();
+                      return std::move(*item);
+                  }));
+    };
+    return s;
+}
+
 void bind_ops(py::module_& m, py::module_& ops) {
     py::class_<py_op>(m, "Op", R"doc(
 A native op: pass it to map() and each item is processed in C++, without the GIL and without a
@@ -215,6 +280,17 @@ Python object per item. Calling it from Python (op(x)) runs it once, the GIL rel
             },
             py::arg("x"))
         .def("__repr__", [](const py_op& o) { return "<ferry op " + o.op->name + ">"; });
+
+    py::class_<py_async_op>(m, "AsyncOp", R"doc(
+A native asynchronous op (ferry.http.Client.reader(...)): map(op, concurrency=n) runs it as C++'s
+map_async, up to n calls outstanding at once, each started without the GIL and finished on the
+op's own thread (no thread waits per call). A stage retry does not apply (the input is handed
+over); on_error 'fail' or 'skip' and timeout do.)doc")
+        .def_property_readonly(
+            "name", [](const py_async_op& o) { return o.op->name; },
+            "What the op does, as written.")
+        .def("__repr__",
+             [](const py_async_op& o) { return "<ferry async op " + o.op->name + ">"; });
 
     ops.attr("read_file") = py::cast(py_op{make_op("read_file", [](value&& v) {
         return value(ferry::ops::read_file(take_path(std::move(v), "read_file")));

@@ -41,6 +41,28 @@ struct py_op {
 /// item's label passes by an op that does not take lists.
 [[nodiscard]] detail::stage_spec native_map(std::shared_ptr<const native_op> op);
 
+/// One native asynchronous op: what `map(op)` starts per item, as C++'s `map_async` does. `start`
+/// runs on an engine thread without the GIL, returns at once and settles `sink` exactly once,
+/// later and from any thread, with a `value` (or fails it); it never throws.
+struct native_async_op {
+    /// As Python shows it: "http.Client.reader(timeout=20.0)".
+    std::string name;
+    std::function<void(value&&, std::shared_ptr<detail::async_sink>)> start;
+};
+
+/// `ferry.AsyncOp`: the Python object that holds a native asynchronous op (immutable, shared).
+struct py_async_op {
+    std::shared_ptr<const native_async_op> op;
+};
+
+/// A sink passing a call's result through `map` (on the completing thread, without the GIL) to
+/// `to`: what adapts a C++ asynchronous call's result to the `value` a stage delivers.
+[[nodiscard]] std::shared_ptr<detail::async_sink> mapped_sink(
+    std::shared_ptr<detail::async_sink> to, std::function<value(detail::any_value&&)> map);
+
+/// A map_async stage starting `op` for each item (its results are `value`s).
+[[nodiscard]] detail::stage_spec native_map_async(std::shared_ptr<const native_async_op> op);
+
 /// Registers `Op` in `m` and the core ops (`read_file`, `collate`) in `ops`.
 void bind_ops(py::module_& m, py::module_& ops);
 

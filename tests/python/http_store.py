@@ -3,8 +3,27 @@
 free port, started and stopped by the test."""
 import hashlib
 import http.server
+import io
 import re
+import tarfile
 import threading
+
+
+def tar_shards(shards=2, samples=5):
+    """WebDataset-like tar shards for a Store: ({"/shard-<s>.tar": bytes}, [(key, data)] in
+    shard and member order), each member a few KiB of text naming its shard and sample."""
+    files, expected = {}, []
+    for s in range(shards):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+            for i in range(samples):
+                data = f"shard {s} sample {i} ".encode() * 300
+                info = tarfile.TarInfo(f"s{s}/{i:02d}.bin")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+                expected.append((f"s{s}/{i:02d}", data))
+        files[f"/shard-{s}.tar"] = buf.getvalue()
+    return files, expected
 
 
 class Store:
@@ -59,7 +78,10 @@ class Store:
             def log_message(self, *args):
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            request_queue_size = 128  # the default 5 drops the SYNs of many connects at once
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()

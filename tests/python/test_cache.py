@@ -6,13 +6,11 @@ bytes; tar shards read by ranges come from the local copy; the budget evicts and
 oversized object; revalidation asks the server; a credential of unknown identity bypasses the
 cache and no secret reaches the folder; a failed read is not cached; an unsafe folder and bad
 options are refused with the fix named."""
-import io
 import os
-import tarfile
 
 import pytest
 from conftest import run_child, run_counting_gil
-from http_store import Store
+from http_store import Store, tar_shards
 
 import ferry
 
@@ -103,17 +101,7 @@ def test_ranges_and_tar_shards_come_from_the_local_copy(store, tmp_path):
     assert len(store.requests) == 1 and "Range" not in store.requests[0][1]
     if not getattr(ferry._ferry, "has_shards", False):
         return
-    files, samples = {}, []
-    for s in range(2):
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-            for i in range(5):
-                data = f"shard {s} sample {i} ".encode() * 300
-                info = tarfile.TarInfo(f"s{s}/{i:02d}.bin")
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-                samples.append((f"s{s}/{i:02d}", data))
-        files[f"/shard-{s}.tar"] = buf.getvalue()
+    files, samples = tar_shards()
     shards = Store(files)
     try:
         urls = [f"{shards.url}/shard-{s}.tar" for s in range(2)]

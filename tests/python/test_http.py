@@ -4,12 +4,9 @@ server started and stopped by the test; a 404 is a failure naming the URL and th
 password or token of a URL reaches a failure, an error or the stats; read_url(**options) sends
 its headers and shows only their names; list_objects lists an S3 prefix from a local store and
 its URLs read back; tar shards are read remotely by range requests."""
-import io
-import tarfile
-
 import pytest
 from conftest import run_counting_gil
-from http_store import Store
+from http_store import Store, tar_shards
 
 import ferry
 
@@ -184,18 +181,7 @@ def test_list_objects_lists_a_prefix_and_its_urls_read_back(s3_env):
 def test_tar_samples_read_remote_shards_by_ranges(tmp_path):
     if not getattr(ferry._ferry, "has_shards", False):
         pytest.skip("ferry.shards is not built (FERRY_SHARDS=OFF): no remote shards to read")
-    files = {}
-    expected = []
-    for s in range(2):
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-            for i in range(5):
-                data = f"shard {s} sample {i} ".encode() * 300
-                info = tarfile.TarInfo(f"s{s}/{i:02d}.bin")
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-                expected.append((f"s{s}/{i:02d}", data))
-        files[f"/shard-{s}.tar"] = buf.getvalue()
+    files, expected = tar_shards()
     store = Store(files)
     try:
         urls = [f"{store.url}/shard-{s}.tar" for s in range(2)]
