@@ -8,6 +8,7 @@ open_cache(dir, ...): a local disk cache (a Cache) that read_url(cache=...) read
     that the second epoch of a remote dataset reads local files.
 Client(max_outstanding=256, retry=None): many requests outstanding on one event loop;
     client.reader(**options) is the asynchronous op for map (ferry.AsyncOp).
+hosts(): each host's adaptive limit, requests and throttled answers (a list of Host).
 ReadUrl: the type of read_url and of the ops it makes; Cache, CacheStats: open_cache's.
 """
 from ferry import _ferry
@@ -21,9 +22,12 @@ if not _ferry.has_http:
 Cache = _ferry.http.Cache
 CacheStats = _ferry.http.CacheStats
 Client = _ferry.http.Client
+Host = _ferry.http.Host
 ReadUrl = _ferry.http.ReadUrl
+hosts = _ferry.http.hosts
 list_objects = _ferry.http.list_objects
 open_cache = _ferry.http.open_cache
 read_url = _ferry.http.read_url
 
-__all__ = ["Cache", "CacheStats", "Client", "ReadUrl", "list_objects", "open_cache", "read_url"]
+__all__ = ["Cache", "CacheStats", "Client", "Host", "ReadUrl", "hosts", "list_objects",
+           "open_cache", "read_url"]

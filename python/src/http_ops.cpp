@@ -218,6 +218,26 @@ Retries are the stage's: map(op, on_error=ferry.retry(3, then="skip"), executor=
 
     http.attr("read_url") = py::cast(make_read_url("read_url", {}));
 
+    py::class_<ferry::ops::http_host>(http, "Host", R"doc(
+One host's requests as read_url and http.Client adapt to it (ferry::ops::http_host): host
+('scheme://host[:port]'), limit (calls allowed in flight; 0: no limit yet, never throttled),
+in_flight (now), requests (so far) and throttled (answers that were 429 or 503).)doc")
+        .def_readonly("host", &ferry::ops::http_host::host)
+        .def_readonly("limit", &ferry::ops::http_host::limit)
+        .def_readonly("in_flight", &ferry::ops::http_host::in_flight)
+        .def_readonly("requests", &ferry::ops::http_host::requests)
+        .def_readonly("throttled", &ferry::ops::http_host::throttled)
+        .def("__repr__", [](const ferry::ops::http_host& h) {
+            return "Host(" + py::repr(py::str(h.host)).cast<std::string>() +
+                   ", limit=" + std::to_string(h.limit) +
+                   ", in_flight=" + std::to_string(h.in_flight) +
+                   ", requests=" + std::to_string(h.requests) +
+                   ", throttled=" + std::to_string(h.throttled) + ")";
+        });
+    http.def("hosts", &ferry::ops::http_hosts, R"doc(
+Every host read_url or an http.Client has called with adaptive=True (the default), and how it
+stands (a list of http.Host): to see which store throttles, and how far ferry has backed off.)doc");
+
     http.def(
         "list_objects",
         [](const std::string& url, std::size_t page_size, std::uint64_t max_keys,

@@ -90,8 +90,8 @@ def test_a_404_fails_its_item_as_read_url_does(store):
         client.fetch(urls[1])
 
 
-# The client retries a transient failure (503) itself, with the policy it was made with; the
-# stage's own retry does not apply and is refused.
+# The client retries a transient failure (503) itself, with the policy it was made with, and
+# http.hosts() counts the throttled answers; the stage's own retry does not apply and is refused.
 def test_the_client_retries_transient_failures():
     seen = {}
 
@@ -111,6 +111,10 @@ def test_the_client_retries_transient_failures():
         with ferry.source(urls).map(client.reader(), concurrency=4).build() as pipe:
             assert [bytes(b) for b in pipe] == [FILES[f"/f{i}.bin"] for i in range(4)]
         assert client.retried == 8 and all(n == 3 for n in seen.values())
+        # The host's adaptive state shows the throttling: 8 answers were 503s.
+        [host] = [h for h in fhttp.hosts() if h.host == s.url]
+        assert (host.throttled, host.requests, host.in_flight) == (8, 12, 0)
+        assert host.limit >= 1 and repr(host).startswith(f"Host('{s.url}', limit=")
         once = fhttp.Client()
         with pytest.raises(ferry.IOError, match="503"):
             once.fetch(f"{s.url}/f9.bin")
