@@ -15,7 +15,8 @@
 
 namespace ferry_perf {
 
-/// Walks argv as `--name value` pairs. `-h` or `--help` anywhere prints the usage to stdout and
+/// Walks argv as `--name value` pairs, and `--flag`s without a value (an option whose value the
+/// program never asks for takes none). `-h` or `--help` anywhere prints the usage to stdout and
 /// exits 0. An option without a value, an unknown option or a bad value prints one line naming
 /// the option and the value, then the usage, to stderr and exits 2.
 ///
@@ -43,8 +44,13 @@ class options {
         }
     }
 
-    /// Moves to the next option; false after the last.
-    bool next() { return (i_ += 2) < argc_; }
+    /// Moves to the next option (past the last one's value, if it was asked for); false after
+    /// the last.
+    bool next() {
+        i_ += took_value_ ? 2 : 1;
+        took_value_ = false;
+        return i_ < argc_;
+    }
 
     /// The option, as given (e.g. "--items").
     [[nodiscard]] std::string_view name() const { return argv_[i_]; }
@@ -52,6 +58,7 @@ class options {
     /// Its value, as given.
     [[nodiscard]] std::string_view value() const {
         if (i_ + 1 >= argc_) fail(std::string(name()) + " needs a value");
+        took_value_ = true;
         return argv_[i_ + 1];
     }
 
@@ -117,7 +124,8 @@ class options {
     int argc_;
     char** argv_;
     const char* usage_;
-    int i_ = -1;
+    int i_ = 0;
+    mutable bool took_value_ = false;  ///< value() was asked for the current option
 };
 
 }  // namespace ferry_perf

@@ -35,11 +35,11 @@
 #include <iostream>
 #include <map>
 #include <random>
-#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "common/int_list.hpp"
+#include "common/args.hpp"
 #include "common/photo_set.hpp"
 #include "ferry/ferry.hpp"
 #include "ferry/http.hpp"
@@ -325,45 +325,39 @@ void run_shards(const options& o, const std::string& base, const fs::path& root)
 
 int main(int argc, char** argv) {
     options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        const auto next = [&]() -> std::string {
-            if (i + 1 >= argc) {
-                std::cerr << "http_fetch: " << a << " needs a value\n";
-                std::exit(2);
-            }
-            return argv[++i];
-        };
+    ferry_perf::options opt(
+        argc, argv,
+        "usage: http_fetch [--dir D] [--small N] [--small-kb K] [--large N] [--large-mb M] "
+        "[--concurrency 1,8,64,256] [--images N] [--reps R] [--threads T] [--no-large] "
+        "[--no-shards] [--host-cache-mb M]");
+    while (opt.next()) {
+        const std::string_view a = opt.name();
         if (a == "--dir")
-            o.dir = next();
+            o.dir = std::string(opt.value());
         else if (a == "--small")
-            o.small = std::stoi(next());
+            o.small = opt.integer();
         else if (a == "--small-kb")
-            o.small_kb = std::stoi(next());
+            o.small_kb = opt.integer();
         else if (a == "--large")
-            o.large = std::stoi(next());
+            o.large = opt.integer();
         else if (a == "--large-mb")
-            o.large_mb = std::stoi(next());
+            o.large_mb = opt.integer();
         else if (a == "--concurrency")
-            o.concurrency = ferry_perf::parse_int_list(next());
+            o.concurrency = opt.list<int>();
         else if (a == "--images")
-            o.images = std::stoi(next());
+            o.images = opt.integer();
         else if (a == "--reps")
-            o.reps = std::stoi(next());
+            o.reps = opt.integer();
         else if (a == "--threads")
-            o.threads = std::stoi(next());
+            o.threads = opt.integer();
         else if (a == "--no-large")
             o.run_large = false;
         else if (a == "--no-shards")
             o.run_shards = false;
         else if (a == "--host-cache-mb")
-            o.host_cache_mb = std::stoi(next());
-        else {
-            std::cerr << "usage: http_fetch [--dir D] [--small N] [--small-kb K] [--large N] "
-                         "[--large-mb M] [--concurrency 1,8,64,256] [--images N] [--reps R] "
-                         "[--threads T] [--no-large] [--no-shards] [--host-cache-mb M]\n";
-            return 2;
-        }
+            o.host_cache_mb = opt.integer();
+        else
+            opt.unknown();
     }
     // Zero objects would give curl `-n 0` and rates of nothing; every count is at least 1.
     for (const auto& [name, value] :
