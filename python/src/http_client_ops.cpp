@@ -5,10 +5,13 @@
 #include <pybind11/stl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -40,6 +43,63 @@ struct py_http_client {
         }
         return *client;
     }
+};
+
+/// Where `client.fetch()` waits for its one result: with the GIL released, looking for a signal
+/// every 50 ms, so that Ctrl-C cancels the request (`stop_requested`, which the client's loop asks
+/// every 50 ms) and raises KeyboardInterrupt once the request has ended.
+class fetch_wait : public detail::async_sink {
+  public:
+    void complete(detail::any_value&& v) noexcept override {
+        std::lock_guard lock(mutex_);
+        result_ = std::move(v);
+        done_ = true;
+        changed_.notify_all();
+    }
+    void fail(std::exception_ptr error) noexcept override {
+        std::lock_guard lock(mutex_);
+        error_ = std::move(error);
+        done_ = true;
+        changed_.notify_all();
+    }
+    void poll(std::function<bool(detail::any_value&)>) noexcept override {
+        fail(std::make_exception_ptr(
+            ferry::error(ferry::errc::internal, "http.Client.fetch: a result by polling")));
+    }
+    [[nodiscard]] bool stop_requested() const noexcept override {
+        return cancelled_.load(std::memory_order_relaxed);
+    }
+
+    /// The bytes, or what the request failed with; KeyboardInterrupt (or what a signal handler
+    /// raised) after Ctrl-C. The caller holds the GIL.
+    ferry::bytes wait() {
+        bool interrupted = false;
+        for (;;) {
+            {
+                py::gil_scoped_release released;
+                std::unique_lock lock(mutex_);
+                if (changed_.wait_for(lock, std::chrono::milliseconds(50),
+                                      [this] { return done_; })) {
+                    break;
+                }
+            }
+            if (!interrupted && PyErr_CheckSignals() != 0) {
+                interrupted = true;  // the error stays set until the request has ended
+                cancelled_.store(true, std::memory_order_relaxed);
+            }
+        }
+        if (interrupted) throw py::error_already_set();
+        if (error_) std::rethrow_exception(error_);
+        return result_.take_as<ferry::bytes>();
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    bool done_ = false;
+    detail::any_value result_;
+    std::exception_ptr error_;
+    std::atomic<bool> cancelled_{false};
 };
 
 /// `client.reader(**options)`: the op fetching each item's URL with `read_url`'s options.
@@ -131,16 +191,14 @@ map(client.reader(...), concurrency=n, on_error="skip").)doc")
                                             .attr("_read_url_with")(**kwargs)
                                             .cast<const py_read_url&>();
                 std::string u = take_url(source_element(url));
-                ferry::bytes got;
-                {
-                    py::gil_scoped_release released;
-                    got = client.fetch(std::move(u), *configured.options).get();
-                }
-                return to_python(value(std::move(got)));
+                auto wait = std::make_shared<fetch_wait>();
+                client.fetch(std::move(u), completion<ferry::bytes>(wait), *configured.options);
+                return to_python(value(wait->wait()));
             },
             py::arg("url"), R"doc(
 Fetches one URL now on the client's loop (with read_url's keyword options) and returns its
-ferry.Bytes, the GIL released while it waits; raises what read_url raises.)doc")
+ferry.Bytes, the GIL released while it waits; raises what read_url raises. Ctrl-C cancels the
+request and raises KeyboardInterrupt once it has ended (within about 50 ms).)doc")
         .def_property_readonly(
             "outstanding", [](const py_http_client& self) { return self.client->outstanding(); },
             "Transfers running now.")

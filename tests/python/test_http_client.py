@@ -162,6 +162,39 @@ def test_closing_a_pipeline_cancels_slow_requests():
         s.stop()
 
 
+# Ctrl-C during client.fetch() of a request the server holds cancels the request and raises
+# KeyboardInterrupt (in a child interpreter: the signal would end pytest's session); the client
+# then fetches again.
+def test_ctrl_c_cancels_a_fetch_in_progress():
+    release = threading.Event()
+
+    def answer(handler):
+        if handler.path == "/slow.bin":
+            release.wait(30)
+        return False
+
+    s = Store(FILES, answer)
+    try:
+        r = run_child(f"""
+            import os, signal, threading, time
+            from ferry import http as fhttp
+            client = fhttp.Client()
+            threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+            started = time.monotonic()
+            try:
+                client.fetch({s.url + "/slow.bin"!r})
+                print("not interrupted", flush=True)
+            except KeyboardInterrupt:
+                print("interrupted", time.monotonic() - started < 10, flush=True)
+            print(len(bytes(client.fetch({s.url + "/f5.bin"!r}))), flush=True)
+        """)
+    finally:
+        release.set()
+        s.stop()
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == ["interrupted True", str(len(FILES["/f5.bin"]))]
+
+
 def test_wrong_use_is_a_clear_error(store, tmp_path):
     with pytest.raises(ValueError, match="max_outstanding"):
         fhttp.Client(max_outstanding=0)
