@@ -30,6 +30,14 @@ bool sole_owner(py::handle o, const std::shared_ptr<T>& owner) {
 
 }  // namespace
 
+py::list to_python_strs(std::vector<std::string>&& strings) {
+    py::list out(strings.size());
+    for (std::size_t i = 0; i < strings.size(); ++i) {
+        out[i] = to_python(value(std::move(strings[i])));
+    }
+    return out;
+}
+
 py::object to_python(value&& v) {
     struct maker {
         py::object operator()(std::monostate&) const { return py::none(); }

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "value.hpp"
 
@@ -23,6 +24,10 @@ namespace py = pybind11;
 /// -> `ferry.Bytes`, image -> `ferry.Image`, tensor -> `ferry.Tensor`, string -> str, int ->
 /// int, list -> list, tuple -> tuple, a Python object -> itself. The caller holds the GIL.
 [[nodiscard]] py::object to_python(value&& v);
+
+/// Strings (paths, URLs, lines) as a Python list of str, each converted as `to_python` converts
+/// a string. The caller holds the GIL.
+[[nodiscard]] py::list to_python_strs(std::vector<std::string>&& strings);
 
 /// A Python object as a value: `ferry.Tensor` (its storage shared), `ferry.Image` and
 /// `ferry.Bytes` (taken over where no one else holds the object or its memory, else copied) and

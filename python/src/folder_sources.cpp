@@ -155,16 +155,12 @@ subfolders. Raises ferry.IOError (an OSError) naming path when it is missing or 
             ferry::sources::files_options o;
             if (extensions) o.extensions = *extensions;
             o.recursive = recursive;
-            std::vector<std::filesystem::path> found;
+            std::vector<std::string> found;
             {
                 py::gil_scoped_release released;  // listing a large folder takes a while
-                found = ferry::sources::files(path, o);
+                for (auto& f : ferry::sources::files(path, o)) found.push_back(f.string());
             }
-            py::list out(found.size());
-            for (std::size_t i = 0; i < found.size(); ++i) {
-                out[i] = to_python(value(found[i].string()));
-            }
-            return out;
+            return to_python_strs(std::move(found));
         },
         py::arg("path"), py::arg("extensions") = py::none(), py::kw_only(),
         py::arg("recursive") = false, R"doc(
@@ -186,11 +182,7 @@ OSError) naming path when it is missing or not a folder.
                 py::gil_scoped_release released;  // a list of millions of URLs
                 found = ferry::sources::lines(path);
             }
-            py::list out(found.size());
-            for (std::size_t i = 0; i < found.size(); ++i) {
-                out[i] = to_python(value(std::move(found[i])));
-            }
-            return out;
+            return to_python_strs(std::move(found));
         },
         py::arg("path"), R"doc(
 The lines of a text file (ferry::sources::lines; e.g. a list of URLs or paths) as a list of str,

@@ -102,21 +102,28 @@ class fetch_wait : public detail::async_sink {
     std::atomic<bool> cancelled_{false};
 };
 
-/// `client.reader(**options)`: the op fetching each item's URL with `read_url`'s options.
-py_async_op reader_of(const py_http_client& self, const py::kwargs& kwargs) {
-    (void)self.checked("reader()");
+/// The `http_options` of `read_url(**kwargs)` (read_url's keywords, checked as it checks them;
+/// none: the defaults, without a call into Python), and how the op shows them ("(timeout=20.0)").
+std::pair<std::shared_ptr<const ferry::http_options>, std::string> options_of(
+    const py::kwargs& kwargs) {
+    if (kwargs.empty()) return {std::make_shared<const ferry::http_options>(), "()"};
     const auto configured = py::module_::import("ferry._ferry.http")
                                 .attr("_read_url_with")(**kwargs)
                                 .cast<const py_read_url&>();
-    if (configured.options->cache != nullptr) {
+    const std::string& name = configured.op->name;  // "read_url(...)"
+    return {configured.options, name.substr(name.find('('))};
+}
+
+/// `client.reader(**options)`: the op fetching each item's URL with `read_url`'s options.
+py_async_op reader_of(const py_http_client& self, const py::kwargs& kwargs) {
+    (void)self.checked("reader()");
+    auto [options, args] = options_of(kwargs);
+    if (options->cache != nullptr) {
         throw ferry::invalid_argument(
             "http.Client.reader(cache=...): the client does not read through a cache; use "
             "map(http.read_url(cache=...), executor='io') for cached reads");
     }
-    std::string shown = configured.op->name;  // "read_url(...)"
-    shown = "http.Client.reader" + shown.substr(shown.find('('));
-    if (shown == "http.Client.reader") shown += "()";
-    auto options = configured.options;
+    std::string shown = "http.Client.reader" + args;
     std::shared_ptr<ferry::ops::http_client> client = self.client;
     const pid_t pid = self.pid;
     auto op = std::make_shared<const native_async_op>(native_async_op{
@@ -187,12 +194,10 @@ map(client.reader(...), concurrency=n, on_error="skip").)doc")
             "fetch",
             [](const py_http_client& self, const py::object& url, const py::kwargs& kwargs) {
                 ferry::ops::http_client& client = self.checked("fetch()");
-                const auto configured = py::module_::import("ferry._ferry.http")
-                                            .attr("_read_url_with")(**kwargs)
-                                            .cast<const py_read_url&>();
+                const auto options = options_of(kwargs).first;
                 std::string u = take_url(source_element(url));
                 auto wait = std::make_shared<fetch_wait>();
-                client.fetch(std::move(u), completion<ferry::bytes>(wait), *configured.options);
+                client.fetch(std::move(u), completion<ferry::bytes>(wait), *options);
                 return to_python(value(wait->wait()));
             },
             py::arg("url"), R"doc(

@@ -261,9 +261,7 @@ stands (a list of http.Host): to see which store throttles, and how far ferry ha
                 py::gil_scoped_release released;  // one request per page
                 urls = ferry::sources::list_objects(url, o);
             }
-            py::list out;
-            for (auto& u : urls) out.append(to_python(value(std::move(u))));
-            return out;
+            return to_python_strs(std::move(urls));
         },
         py::arg("url"), py::kw_only(), py::arg("page_size") = 1000,
         py::arg("max_keys") = 100'000'000ULL, py::arg("max_pages") = 1'000'000ULL,
