@@ -167,10 +167,29 @@ value_list* elements(value& v) {
     return nullptr;
 }
 
+/// Makes a Python stage's labelled item native: a Python list [x, label] or tuple (x, label) with
+/// an int label becomes the native list or tuple of `from_python(x)` and the label (taking the
+/// GIL, as reading any Python object does), so that labels pass by native ops after a Python
+/// stage as after a native one. Anything else stays as it is.
+void take_python_pair(value& v) {
+    if (!v.holds<py_ref>()) return;
+    gil_hold gil;
+    PyObject* o = v.as<py_ref>().get();
+    const bool list = PyList_CheckExact(o) != 0;
+    if ((!list && PyTuple_CheckExact(o) == 0) || PySequence_Fast_GET_SIZE(o) != 2) return;
+    value label = source_element(PySequence_Fast_GET_ITEM(o, 1));
+    if (!PyLong_CheckExact(PySequence_Fast_GET_ITEM(o, 1)) || !label.holds<std::int64_t>()) return;
+    value_list pair;
+    pair.push_back(from_python(PySequence_Fast_GET_ITEM(o, 0)));
+    pair.push_back(std::move(label));
+    v = list ? value(std::move(pair)) : value(value_tuple{std::move(pair)});
+}
+
 /// Whether `v` is a labelled item: the list [x, label] (what ferry.sources.image_folder's source
 /// gives) or the tuple (x, label) (a source's `(path, label)` pairs, `zip`'s), with an int label
-/// and an x that is not a list.
+/// and an x that is not a list; a Python stage's such list or tuple is made native first.
 bool is_labelled(value& v) {
+    take_python_pair(v);
     const value_list* l = elements(v);
     return l != nullptr && l->size() == 2 && (*l)[1].holds<std::int64_t>() &&
            !(*l)[0].holds<value_list>();

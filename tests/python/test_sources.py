@@ -115,6 +115,37 @@ def test_native_chain_keeps_labels_and_collates_them(folder):
     assert pixels.flatten(1).tolist() == [[n] * 24 for _, _, n in listing]
 
 
+# A Python stage's labelled item ([x, label] or (x, label), an int label) keeps its label through
+# a native op as a source's does: the op maps x, the label stays, a list stays a list and a tuple
+# a tuple. A pair whose second element is not an int is not a labelled item: the op gets the
+# whole pair and says so.
+def test_a_python_stages_labelled_items_keep_their_labels(folder):
+    root, listing = folder
+    paths = [p for p, _, _ in listing[:4]]
+
+    def pair(i_path):
+        i, path = i_path
+        with open(path, "rb") as f:
+            data = f.read()
+        return [data, i] if i % 2 == 0 else (data, i)
+
+    with (ferry.source(list(enumerate(paths)))
+          .map(pair)
+          .map(image.decode_image(format="gray"))
+          .build(threads=1)) as pipe:
+        got = list(pipe)
+    assert [type(item).__name__ for item in got] == ["list", "tuple", "list", "tuple"]
+    assert [label for _, label in got] == [0, 1, 2, 3]
+    assert [int(np.asarray(img)[0, 0, 0]) for img, _ in got] == [n for _, _, n in listing[:4]]
+    with (ferry.source([paths[0]])
+          .map(lambda p: [open(p, "rb").read(), "cat"])
+          .map(image.decode_image(), on_error="skip")
+          .build(threads=1, max_epoch_failure_rate=1.0)) as pipe:
+        assert list(pipe) == []
+        [failure] = pipe.failures()
+    assert "got a Python list" in failure.message, failure.message
+
+
 # A labelled item that fails is named by its path, and the others keep their labels.
 def test_failed_labelled_item_is_named_by_its_path(folder):
     root, listing = folder
