@@ -51,6 +51,9 @@ py::object to_python(value&& v) {
             return py::cast(py_image{std::make_shared<ferry::image>(std::move(img))});
         }
         py::object operator()(ferry::tensor& t) const { return py::cast(std::move(t)); }
+        // `ferry.video.Packets`, registered where ferry::video is built (the only place packets
+        // come from).
+        py::object operator()(ferry::packets& p) const { return py::cast(std::move(p)); }
         py::object operator()(std::string& s) const {
             PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()),
                                                "surrogateescape");
@@ -94,6 +97,10 @@ value from_python(py::handle o) {
         if (sole_owner(o, pb.data)) return value(std::move(*pb.data));
         return value(ferry::bytes(*pb.data));
     }
+#ifdef FERRY_PYTHON_VIDEO
+    // Shared, not copied: packets are immutable.
+    if (py::isinstance<ferry::packets>(o)) return value(o.cast<const ferry::packets&>());
+#endif
     return value(py_ref::borrow(o.ptr()));
 }
 

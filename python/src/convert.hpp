@@ -22,16 +22,17 @@ namespace py = pybind11;
 
 /// `v` as a Python object, moving its memory (no pixel or byte copied): nothing -> None, bytes
 /// -> `ferry.Bytes`, image -> `ferry.Image`, tensor -> `ferry.Tensor`, string -> str, int ->
-/// int, list -> list, tuple -> tuple, a Python object -> itself. The caller holds the GIL.
+/// int, list -> list, tuple -> tuple, packets -> `ferry.video.Packets` (shared), a Python object
+/// -> itself. The caller holds the GIL.
 [[nodiscard]] py::object to_python(value&& v);
 
 /// Strings (paths, URLs, lines) as a Python list of str, each converted as `to_python` converts
 /// a string. The caller holds the GIL.
 [[nodiscard]] py::list to_python_strs(std::vector<std::string>&& strings);
 
-/// A Python object as a value: `ferry.Tensor` (its storage shared), `ferry.Image` and
-/// `ferry.Bytes` (taken over where no one else holds the object or its memory, else copied) and
-/// None become native; anything else stays a Python object. The caller holds the GIL.
+/// A Python object as a value: `ferry.Tensor` and `ferry.video.Packets` (shared), `ferry.Image`
+/// and `ferry.Bytes` (taken over where no one else holds the object or its memory, else copied)
+/// and None become native; anything else stays a Python object. The caller holds the GIL.
 [[nodiscard]] value from_python(py::handle o);
 
 /// What a source makes of one of its Python elements: `from_python`, but a `str` becomes a

@@ -26,6 +26,9 @@ namespace py = pybind11;
 #ifdef FERRY_PYTHON_VIDEO
 /// Registers `FrameSelection` and the `load_video(...)` factory in `video` (video_ops.cpp).
 void bind_video_ops(py::module_& video);
+/// Registers `Packets` and the `demux_video(...)` and `decode_video(...)` factories in `video`
+/// (video_steps.cpp).
+void bind_video_steps(py::module_& video);
 /// Registers the `decode_audio(...)` factory in `video` (audio_ops.cpp).
 void bind_audio_ops(py::module_& video);
 /// Registers `probe_video`, `VideoInfo` and `StreamInfo` in `video` (probe_ops.cpp).

@@ -67,6 +67,7 @@ PYBIND11_MODULE(_ferry, m) {
 #ifdef FERRY_PYTHON_VIDEO
     py::module_ video = m.def_submodule("video", "Native video ops (ferry::video).");
     ferry::python::bind_video_ops(video);
+    ferry::python::bind_video_steps(video);
     ferry::python::bind_audio_ops(video);
     ferry::python::bind_probe_ops(video);
     m.attr("has_video") = true;

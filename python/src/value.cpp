@@ -29,9 +29,15 @@ struct value_sizer {
         return n;
     }
     std::size_t operator()(const value_tuple& t) const { return (*this)(t.items); }
+#ifdef FERRY_PYTHON_VIDEO
+    std::size_t operator()(const ferry::packets& p) const {
+        return p.bytes();
+    }
+#endif
     template <class T>
     std::size_t operator()(const T&) const {
-        return 0;  // nothing (None), a number, a Python object (its size is Python's)
+        return 0;  // nothing (None), a number, a Python object (its size is Python's), packets
+                   // where ferry::video is not built (there are none)
     }
 };
 
@@ -76,6 +82,7 @@ std::string kind_of(const value& v) {
         std::string operator()(const double&) const { return "a float"; }
         std::string operator()(const value_list&) const { return "a list"; }
         std::string operator()(const value_tuple&) const { return "a tuple"; }
+        std::string operator()(const ferry::packets&) const { return "video packets"; }
     };
     return std::visit(namer{}, v.v);
 }

@@ -19,6 +19,7 @@
 #include "ferry/bytes.hpp"
 #include "ferry/image.hpp"
 #include "ferry/tensor.hpp"
+#include "ferry/video.hpp"
 #include "thread_state.hpp"
 
 namespace ferry::python {
@@ -95,10 +96,12 @@ struct value_tuple {
 /// `std::string`, `int` into `std::int64_t`, `float` into `double` and a tuple of those (and
 /// None) into a `value_tuple` (a path list, a `range` or a list of `(path, start, end)` segments
 /// never touches Python again); a Python stage's result stays a Python object unless it is a
-/// `ferry.Tensor`, `ferry.Image` or `ferry.Bytes`, which become native again without a copy.
+/// `ferry.Tensor`, `ferry.Image`, `ferry.Bytes` or `ferry.video.Packets`, which become native
+/// again without a copy. `ferry::packets` arise only where ferry::video is built (its header needs
+/// no FFmpeg, and holding, copying and dropping packets needs no ferry::video code).
 struct value {
     std::variant<std::monostate, py_ref, ferry::bytes, ferry::image, ferry::tensor, std::string,
-                 std::int64_t, double, value_list, value_tuple>
+                 std::int64_t, double, value_list, value_tuple, ferry::packets>
         v;
 
     value() = default;
@@ -122,8 +125,8 @@ struct value {
 };
 
 /// What `v` holds, for error messages: "bytes", "an image", "a tensor", "a str", "an int",
-/// "a list", "a tuple", "nothing (None)" or "a Python <type>" (a Python object's type name: no GIL
-/// needed, the holder keeps the object and so its type alive).
+/// "a list", "a tuple", "video packets", "nothing (None)" or "a Python <type>" (a Python object's
+/// type name: no GIL needed, the holder keeps the object and so its type alive).
 [[nodiscard]] std::string kind_of(const value& v);
 
 /// The bytes `v` holds, for the tuner's memory budget (`ferry::byte_size` finds it): the native

@@ -5,10 +5,7 @@
 /// clips x frames x ... for `clips`).
 #include <pybind11/stl.h>
 
-#include <chrono>
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,118 +13,15 @@
 #include <variant>
 #include <vector>
 
-#include "convert.hpp"
-#include "ferry/error.hpp"
 #include "ferry/video.hpp"
 #include "io_ops.hpp"
 #include "media_item.hpp"
+#include "video_options.hpp"
 
 namespace ferry::python {
 namespace {
 
-/// A frame size as Python gives it: an int (square) or (height, width), as the image ops take it.
-using video_size = std::variant<int, std::pair<int, int>>;
-
-ferry::frame_size frame_size_of(const video_size& s) {
-    const auto [h, w] = std::holds_alternative<int>(s)
-                            ? std::pair<int, int>{std::get<int>(s), std::get<int>(s)}
-                            : std::get<std::pair<int, int>>(s);
-    if (h <= 0 || w <= 0) {
-        throw ferry::invalid_argument(
-            "load_video(resize=...): sizes are positive (height, width), got (" +
-            std::to_string(h) + ", " + std::to_string(w) + ")");
-    }
-    return {w, h};
-}
-
-ferry::frame_format video_format_of(const std::string& name) {
-    if (name == "rgb") return ferry::frame_format::rgb;
-    if (name == "bgr") return ferry::frame_format::bgr;
-    if (name == "gray") return ferry::frame_format::gray;
-    throw ferry::invalid_argument(
-        "load_video(format=...): format must be 'rgb', 'bgr' or "
-        "'gray', got '" +
-        name + "'");
-}
-
-ferry::scale_filter scale_filter_of(const std::string& name) {
-    static const std::pair<const char*, ferry::scale_filter> table[] = {
-        {"nearest", ferry::scale_filter::nearest},
-        {"bilinear", ferry::scale_filter::bilinear},
-        {"bicubic", ferry::scale_filter::bicubic},
-        {"area", ferry::scale_filter::area},
-        {"lanczos", ferry::scale_filter::lanczos}};
-    for (const auto& [n, f] : table) {
-        if (name == n) return f;
-    }
-    throw ferry::invalid_argument(
-        "load_video(filter=...): filter must be 'nearest', 'bilinear', 'bicubic', 'area' or "
-        "'lanczos', got '" +
-        name + "'");
-}
-
-/// Seconds as Python gives them, as the milliseconds `demux_options::timeout` takes.
-std::chrono::milliseconds video_timeout_of(double seconds) {
-    if (!(seconds > 0.0) || !std::isfinite(seconds)) {
-        throw ferry::invalid_argument(
-            "load_video(timeout=...): timeout is a positive number of seconds, got " +
-            std::to_string(seconds));
-    }
-    return ceil_millis(seconds);
-}
-
-std::string selection_text(const ferry::frame_selection& s) {
-    switch (s.mode()) {
-        case ferry::frame_selection::kind::all:
-            return "FrameSelection.all()";
-        case ferry::frame_selection::kind::uniform:
-            return "FrameSelection.uniform(" + std::to_string(s.count()) + ")";
-        case ferry::frame_selection::kind::clip:
-            return "FrameSelection.clip(" + std::to_string(s.count()) + ", " +
-                   std::to_string(s.stride()) + ")";
-        case ferry::frame_selection::kind::indices: {
-            std::string out = "FrameSelection.indices([";
-            for (std::size_t i = 0; i < s.frames().size(); ++i) {
-                out += (i ? ", " : "") + std::to_string(s.frames()[i]);
-            }
-            return out + "])";
-        }
-        case ferry::frame_selection::kind::clips:
-            return "FrameSelection.clips(" + std::to_string(s.clips()) + ", " +
-                   std::to_string(s.count()) + ", " + std::to_string(s.stride()) + ")";
-        case ferry::frame_selection::kind::clips_at: {
-            std::string out = "FrameSelection.clips_at([";
-            for (std::size_t i = 0; i < s.frames().size(); ++i) {
-                out += (i ? ", " : "") + std::to_string(s.frames()[i]);
-            }
-            return out + "], " + std::to_string(s.count()) + ", " + std::to_string(s.stride()) +
-                   ")";
-        }
-    }
-    return "FrameSelection(?)";
-}
-
-/// The clip `load_video` makes of `v`: a path (a str, or a Python str or os.PathLike) is read by
-/// FFmpeg from the file, bytes (ferry.Bytes, or any bytes-like object) from memory.
-/// What the op gives besides the clip.
-struct clip_extras {
-    bool indices = false;  ///< each frame's index in the window, int64
-    bool times = false;    ///< each frame's presentation time in seconds, float64
-};
-
-/// `values`, one per frame of `clip`, as a tensor of `type` shaped as its frames: `[frames]`,
-/// or `[clips, frames]` for a batch.
-template <class T>
-ferry::tensor per_frame(const std::vector<T>& values, ferry::dtype type,
-                        const ferry::video_clip& clip) {
-    std::vector<std::int64_t> shape{static_cast<std::int64_t>(values.size())};
-    if (clip.batch()) shape = {clip.clips(), clip.clip_frames()};
-    ferry::tensor t(type, std::move(shape));
-    std::memcpy(t.data(), values.data(), values.size() * sizeof(T));
-    return t;
-}
-
-/// The clip as a tensor; with `extras`, the tuple (clip, [indices], [times]).
+/// The clip `load_video` makes of `v` (a path, bytes, or a windowed tuple: `media_item.hpp`).
 value load_clip(value&& v, const ferry::video_options& options, clip_extras with) {
     media_item item = take_media_item(std::move(v), "load_video");
     ferry::video_options scratch;
@@ -136,18 +30,9 @@ value load_clip(value&& v, const ferry::video_options& options, clip_extras with
             copy.demux.start = start;  // the item's window replaces the op's
             copy.demux.end = end;
         });
-    ferry::video_clip c =
-        std::visit([&](const auto& in) { return ferry::ops::load_video(in, o); }, item.source);
-    if (!with.indices && !with.times) return value(std::move(c).to_tensor());
-    ferry::tensor indices = per_frame(c.indices(), ferry::dtype::i64, c);
-    ferry::tensor times = per_frame(c.timestamps(), ferry::dtype::f64, c);
-    ferry::tensor clip = std::move(c).to_tensor();
-    if (with.indices && with.times) {
-        return value(value_tuple{
-            {value(std::move(clip)), value(std::move(indices)), value(std::move(times))}});
-    }
-    return value(value_tuple{
-        {value(std::move(clip)), value(with.indices ? std::move(indices) : std::move(times))}});
+    return clip_value(
+        std::visit([&](const auto& in) { return ferry::ops::load_video(in, o); }, item.source),
+        with);
 }
 
 }  // namespace
@@ -197,71 +82,20 @@ decode is a ferry.DecodeError.
            const std::optional<double>& end, int stream, std::int64_t max_frames, double timeout,
            int threads, std::uint64_t max_pixels, std::uint64_t max_bytes, bool strict,
            bool skip_nonref, bool snap_to_keyframe, bool with_indices, bool with_times) {
-            ferry::video_options o;
             std::vector<std::string> args;
-            o.decode.select = select;
-            if (select.mode() != ferry::frame_selection::kind::all) {
-                args.push_back("select=" + selection_text(select));
-            }
-            o.decode.format = video_format_of(format);
-            if (format != "rgb") args.push_back("format='" + format + "'");
-            if (resize) {
-                o.decode.resize = frame_size_of(*resize);
-                args.push_back("resize=(" + std::to_string(o.decode.resize.height) + ", " +
-                               std::to_string(o.decode.resize.width) + ")");
-            }
-            o.decode.filter = scale_filter_of(filter);
-            if (filter != "bilinear") args.push_back("filter='" + filter + "'");
-            if (!(start >= 0.0) || !std::isfinite(start) ||
-                (end && !(*end > start && std::isfinite(*end)))) {
-                throw ferry::invalid_argument(
-                    "load_video(start=..., end=...): the window is start >= 0 seconds up to a "
-                    "finite end after it (None: the stream's end), got start " +
-                    std::to_string(start) + (end ? ", end " + std::to_string(*end) : ""));
-            }
-            o.demux.start = start;
-            if (start != 0.0) {
-                args.push_back("start=" + py::repr(py::float_(start)).cast<std::string>());
-            }
-            o.demux.end = end;
-            if (end) args.push_back("end=" + py::repr(py::float_(*end)).cast<std::string>());
-            o.demux.stream = stream;
-            if (stream != -1) args.push_back("stream=" + std::to_string(stream));
-            if (max_frames < 0) {
-                throw ferry::invalid_argument(
-                    "load_video(max_frames=...): max_frames is 0 (from "
-                    "the selection) or more, got " +
-                    std::to_string(max_frames));
-            }
-            o.demux.max_frames = max_frames;
-            o.demux.timeout = video_timeout_of(timeout);
-            if (threads < 0 || threads > 64) {
-                throw ferry::invalid_argument(
-                    "load_video(threads=...): decoder threads are 0 (ferry chooses) to 64, "
-                    "got " +
-                    std::to_string(threads));
-            }
-            o.decode.threads = threads;
-            if (threads != 0) args.push_back("threads=" + std::to_string(threads));
-            o.demux.max_pixels = max_pixels;
-            o.decode.max_pixels = max_pixels;
-            o.decode.max_bytes = max_bytes;
-            o.demux.strict = strict;
-            o.decode.strict = strict;
-            if (strict) args.push_back("strict=True");
-            o.decode.skip_nonref = skip_nonref;
-            if (!skip_nonref) args.push_back("skip_nonref=False");
-            o.demux.snap_to_keyframe = snap_to_keyframe;
-            if (snap_to_keyframe) args.push_back("snap_to_keyframe=True");
+            ferry::video_options o;
+            o.decode = decode_options_of({select, format, resize, filter, threads, max_pixels,
+                                          max_bytes, strict, skip_nonref},
+                                         "load_video", args);
+            o.demux = demux_options_of(
+                {start, end, stream, max_frames, timeout, max_pixels, strict, snap_to_keyframe},
+                "load_video", args);
             if (with_indices) args.push_back("with_indices=True");
             if (with_times) args.push_back("with_times=True");
-            std::string name = "load_video(";
-            for (std::size_t i = 0; i < args.size(); ++i) name += (i ? ", " : "") + args[i];
-            name += ")";
             // Random clips draw their starts from the item of the stage's call.
             const bool wants_item = select.mode() == ferry::frame_selection::kind::clips;
             return py::cast(py_op{std::make_shared<const native_op>(
-                native_op{std::move(name),
+                native_op{call_text("load_video", args),
                           [o, with = clip_extras{with_indices, with_times}](value&& v) {
                               return load_clip(std::move(v), o, with);
                           },

@@ -3,11 +3,10 @@
 rule tests/video/containers.cpp holds the C++ op to), from paths and from bytes, for each frame
 selection, in a native chain that takes no GIL per item; bad files and wrong inputs are failures
 that name them. And a build without a component says which CMake option builds it."""
-import subprocess
-
 import numpy as np
 import pytest
 from conftest import run_child, run_counting_gil, video_mark
+from h264_clip import FRAMES, HEIGHT, WIDTH, ffmpeg_frames, make_clip
 
 import ferry
 from ferry import ops
@@ -16,35 +15,11 @@ if ferry._ferry.has_video:
     from ferry import video
 needs_video = video_mark("ffmpeg", "its frames")
 
-WIDTH, HEIGHT, FRAMES = 64, 48, 24
-FFMPEG = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y"]
-
-
-def ffmpeg_frames(path, *filters):
-    """ffmpeg's frames of path as the C++ suite takes them (-vsync passthrough, bilinear swscale,
-    rgb24), with optional -vf filters: an array frames x height x width x 3."""
-    cmd = FFMPEG + ["-i", str(path), "-map", "0:v:0", "-vsync", "passthrough", "-sws_flags",
-                    "bilinear"]
-    if filters:
-        cmd += ["-vf", ",".join(filters)]
-    raw = subprocess.run(cmd + ["-f", "rawvideo", "-pix_fmt", "rgb24", "-"], check=True,
-                         capture_output=True).stdout
-    return raw
-
 
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory):
-    """24 frames of testsrc2 at 64 x 48, 25 fps, H.264 with B-frames and a keyframe every 12
-    frames (as tests/video/containers.cpp makes them), and ffmpeg's frames of it."""
-    path = tmp_path_factory.mktemp("video") / "clip.mp4"
-    subprocess.run(FFMPEG + ["-f", "lavfi", "-i", f"testsrc2=size={WIDTH}x{HEIGHT}:rate=25",
-                             "-frames:v", str(FRAMES), "-c:v", "libx264", "-preset", "veryfast",
-                             "-bf", "2", "-g", "12", "-pix_fmt", "yuv420p", str(path)],
-                   check=True, capture_output=True)
-    raw = ffmpeg_frames(path)
-    frames = np.frombuffer(raw, np.uint8).reshape(-1, HEIGHT, WIDTH, 3)
-    assert len(frames) == FRAMES
-    return str(path), frames
+    """h264_clip's clip (path, ffmpeg's frames)."""
+    return make_clip(tmp_path_factory.mktemp("video") / "clip.mp4")
 
 
 # Every frame, read from the path by a native chain: a ferry.Tensor of uint8, frames x height x
