@@ -6,7 +6,8 @@ The job (video_loader.py): a clip of 16 frames at stride 2 from a random start o
 video, resized to 112 x 112 RGB, batches of 8 as torch tensors; over --files videos (--seconds
 10 s, --size 1280x720, 30 fps, libx264 veryfast, a keyframe every --gop 60 frames and --bframes 2
 B-frames: the videos of perf/clip_loading, made by the ffmpeg CLI), --clips clips a run. Loaders: ferry
-(load_video with FrameSelection.clips(1, 16, 2), threads 1 and 2) and PyTorch's DataLoader
+(load_video with FrameSelection.clips(1, 16, 2), threads 1 and 2; and with --ferry steps, the same
+job as demux_video on the I/O executor then decode_video on the CPU) and PyTorch's DataLoader
 (workers 0, 1, 2) over PyAV calls by hand and over torchvision.io.read_video (its pyav and
 video_reader backends).
 
@@ -104,7 +105,11 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--workers", default="0,1,2")
     ap.add_argument("--loaders", default="pyav,torchvision,video_reader",
-                    help="the DataLoader rows: " + ", ".join(LOADERS))
+                    help="the DataLoader rows: " + ", ".join(LOADERS) + " ('' for none)")
+    ap.add_argument("--ferry", default="load_video,steps",
+                    help="ferry's rows: load_video (one stage), steps (demux_video on the I/O "
+                    "executor, then decode_video on the CPU)")
+    ap.add_argument("--in-flight", type=int, help="ferry's rows: build(in_flight=...)")
     ap.add_argument("--check", type=int, default=8, help="items whose frames are compared")
     ap.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "ferry-video-compare"))
     ap.add_argument("--python-package", default="build/python")
@@ -134,8 +139,10 @@ def main():
                     "--check", str(args.check), "--python-package", args.python_package],
                    check=True)
 
-    runs = [("ferry", int(t)) for t in args.threads.split(",")]
-    runs += [(name, int(w)) for name in args.loaders.split(",") for w in args.workers.split(",")]
+    ferry_rows = {"load_video": "ferry", "steps": "ferry-steps"}
+    runs = [(ferry_rows[v], int(t)) for v in args.ferry.split(",") for t in args.threads.split(",")]
+    runs += [(name, int(w)) for name in args.loaders.split(",") if name
+             for w in args.workers.split(",")]
     results = {run: [] for run in runs}
     for rep in range(args.reps):
         order = list(runs)
@@ -143,8 +150,10 @@ def main():
         for name, n in order:
             cmd = [sys.executable, loader, "--data", folder, "--clips", str(args.clips),
                    "--starts", starts]
-            if name == "ferry":
+            if name.startswith("ferry"):
                 cmd += ["--loader", "ferry", "--threads", str(n)]
+                cmd += ["--steps"] if name == "ferry-steps" else []
+                cmd += ["--in-flight", str(args.in_flight)] if args.in_flight else []
             else:
                 kind, backend, _ = LOADERS[name]
                 cmd += ["--loader", kind, "--backend", backend, "--workers", str(n)]
@@ -162,13 +171,15 @@ def main():
                      "first_batch_ms": statistics.median(1000 * r["first_batch_s"] for r in rs),
                      "frames_decoded_per_clip": (statistics.median(decoded) / args.clips
                                                  if decoded else None)})
-    best = max(r["clips_per_s"][0] for r in rows if r["loader"] == "ferry")
+    best = max(r["clips_per_s"][0] for r in rows if r["loader"].startswith("ferry"))
     lines = ["| loader | threads / workers | clips/s (min–max) | ferry ÷ this | CPU ms per clip | "
              "peak RSS, process tree | time to first batch | frames decoded per clip |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         rate, lo, hi = r["clips_per_s"]
-        name = "ferry" if r["loader"] == "ferry" else LOADERS[r["loader"]][2]
+        name = {"ferry": "ferry, load_video",
+                "ferry-steps": "ferry, demux_video (I/O) + decode_video (CPU)"}.get(
+                    r["loader"]) or LOADERS[r["loader"]][2]
         decoded = r["frames_decoded_per_clip"]
         lines.append(f"| {name} | {r['parallel']} | {rate:.1f} ({lo:.1f}–{hi:.1f}) | "
                      f"{best / rate:.2f} | {r['cpu_ms_per_clip']:.0f} | {r['peak_rss_mb']:.0f} MB "
@@ -182,7 +193,9 @@ def main():
     with open(os.path.join(args.out, f"{name}.md"), "w") as f:
         f.write(f"video_compare.py --files {args.files} --size {args.size} --seconds "
                 f"{args.seconds} --gop {args.gop} --bframes {args.bframes} --clips {args.clips} "
-                f"--reps {args.reps}, {os.cpu_count()} CPUs\n\n{table}\n")
+                f"--reps {args.reps} --ferry {args.ferry} --loaders '{args.loaders}'"
+                f"{f' --in-flight {args.in_flight}' if args.in_flight else ''}, "
+                f"{os.cpu_count()} CPUs\n\n{table}\n")
     with open(os.path.join(args.out, f"{name}.json"), "w") as f:
         json.dump(rows, f, indent=1)
     return 0

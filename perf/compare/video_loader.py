@@ -9,7 +9,10 @@ resized to 112 x 112 RGB (bilinear), in batches of 8, each batch handed to torch
 
   --loader ferry        the Python package's native op: load_video(select=FrameSelection.clips(1,
                         16, 2), resize=112, with_indices=True) on --threads I/O threads, batch,
-                        collate, torch.from_dlpack (the start from ferry.item_rng)
+                        collate, torch.from_dlpack (the start from ferry.item_rng); with
+                        --steps, the two steps apart as SPDL lays them out: demux_video on
+                        --threads I/O threads, then decode_video(the same keywords) at
+                        concurrency --threads on the CPU
   --loader pyav         PyTorch's DataLoader (--workers worker processes) over a Dataset whose
                         __getitem__ makes the PyAV calls by hand (Debian's python3-av): open,
                         seek back to the keyframe before the start, decode, drop the frames before
@@ -51,17 +54,24 @@ SIZE = 112
 BATCH = 8
 
 
-def ferry_batches(paths, clips, threads, counts, starts):
+def ferry_batches(paths, clips, threads, counts, starts, steps, in_flight):
     import ferry
     from ferry import ops, video
     items = [paths[i % len(paths)] for i in range(clips)]
-    load = video.load_video(select=video.FrameSelection.clips(1, FRAMES, STRIDE), resize=SIZE,
-                            with_indices=True)
-    pipe = (ferry.source(items)
-            .map(load, concurrency=threads, executor="io", name="load")
+    select = video.FrameSelection.clips(1, FRAMES, STRIDE)
+    if steps:
+        builder = (ferry.source(items)
+                   .map(video.demux_video(), concurrency=threads, executor="io", name="demux")
+                   .map(video.decode_video(select=select, resize=SIZE, with_indices=True),
+                        concurrency=threads, name="load"))
+    else:
+        builder = ferry.source(items).map(
+            video.load_video(select=select, resize=SIZE, with_indices=True),
+            concurrency=threads, executor="io", name="load")
+    pipe = (builder
             .batch(BATCH)
             .map(ops.collate, name="collate")
-            .build(threads=threads))
+            .build(threads=threads, in_flight=in_flight))
     for x, indices in pipe:
         # Each item's one clip starts at the window frame its first index names.
         starts.extend(int(i) for i in torch.from_dlpack(indices)[:, 0, 0])
@@ -162,6 +172,9 @@ def main():
     ap.add_argument("--backend", choices=["pyav", "video_reader"], default="pyav",
                     help="torchvision's video backend")
     ap.add_argument("--threads", type=int, default=2, help="ferry's threads")
+    ap.add_argument("--steps", action="store_true",
+                    help="ferry: demux_video and decode_video in stages of their own")
+    ap.add_argument("--in-flight", type=int, help="ferry: build(in_flight=...); default: derived")
     ap.add_argument("--workers", type=int, default=0, help="the DataLoader's workers")
     ap.add_argument("--clips", type=int, default=64)
     ap.add_argument("--starts", help="a JSON list of each item's start frame: the DataLoaders "
@@ -180,7 +193,8 @@ def main():
     t0 = time.perf_counter()
     if args.loader == "ferry":
         drawn = []
-        batches = ferry_batches(paths, args.clips, args.threads, counts, drawn)
+        batches = ferry_batches(paths, args.clips, args.threads, counts, drawn, args.steps,
+                                args.in_flight)
     else:
         batches = torch_batches(paths, args.clips, args.workers, args.loader, args.backend, counts,
                                 starts)
@@ -192,7 +206,8 @@ def main():
     if args.write_starts:
         with open(args.write_starts, "w") as f:
             json.dump(drawn, f)
-    print(json.dumps({"loader": args.loader, "backend": args.backend,
+    print(json.dumps({"loader": args.loader + ("-steps" if args.steps else ""),
+                      "backend": args.backend,
                       "parallel": args.threads if args.loader == "ferry" else args.workers,
                       "clips": clips, "seconds": round(seconds, 4),
                       "first_batch_s": round(first, 4), "cpu_s": round(cpu_seconds() - cpu0, 3),
