@@ -244,6 +244,9 @@ class pipeline_runtime final : public runtime {
     [[nodiscard]] std::exception_ptr tuner_error() const;
     /// The consumer takes `m`: its bytes for the memory budget (before its value moves out).
     void measure_output(box& m) noexcept;
+    /// A call of `st` made `m`: its bytes per source item for the memory budget, where `st`
+    /// is a map, filter or map_async stage whose outputs the builder can measure.
+    void measure_stage_output(const stage_runtime& st, box& m) noexcept;
     /// The tuner moves the arena's working threads (arena_threads.hpp).
     void set_threads(int threads);
     /// fast_start's end, with a memory budget: the source stays held to what the first output

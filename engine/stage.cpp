@@ -82,8 +82,9 @@ void pipeline_runtime::finish_call(stage_runtime& st, msg m, const shard_writer&
         count_filtered(m, w);
         m->value.reset();
         m->kind = msg_kind::gap;
-    } else if (!st.counted_after) {
-        w.add(&counter_shard::out);
+    } else {
+        if (!st.counted_after) w.add(&counter_shard::out);
+        if (plan_.memory_budget > 0 && tuner_ != nullptr) measure_stage_output(st, *m);
     }
     st.budget.succeeded();
 }

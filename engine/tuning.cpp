@@ -156,7 +156,11 @@ void pipeline_runtime::tune() {
     s.items_in_flight = t.samples > 0 ? t.in_flight_sum / static_cast<double>(t.samples) : 0.0;
     // Bytes: the most per source item measured in the interval (or before, when no output
     // carried items in it); the budget counts every item in flight at that.
-    if (const auto most = t.interval_item_bytes.exchange(0, std::memory_order_relaxed); most > 0) {
+    auto most = t.interval_item_bytes.exchange(0, std::memory_order_relaxed);
+    if (t.item_bytes.load(std::memory_order_relaxed) > 0) {
+        most = std::max(most, t.stage_item_bytes.exchange(0, std::memory_order_relaxed));
+    }
+    if (most > 0) {
         t.item_bytes.store(most, std::memory_order_relaxed);
     }
     s.item_bytes = static_cast<double>(t.item_bytes.load(std::memory_order_relaxed));
@@ -218,6 +222,25 @@ void pipeline_runtime::first_output_in_flight() {
     }
 }
 
+void pipeline_runtime::measure_stage_output(const stage_runtime& st, box& m) noexcept {
+    const auto kind = st.spec.kind;
+    if (st.spec.value_bytes == nullptr || m.items == 0 || !m.value.has_value() ||
+        (kind != stage_kind::map && kind != stage_kind::filter && kind != stage_kind::map_async)) {
+        return;  // a flat_map's outputs carry their bytes to the next stage or the consumer
+    }
+    std::uint64_t bytes = 0;
+    try {
+        bytes = st.spec.value_bytes(m.value);
+    } catch (...) {
+        return;  // a user's ferry_byte_size that throws: not counted
+    }
+    const std::uint64_t per_item = (bytes + m.items - 1) / m.items;
+    auto& most = tuner_->stage_item_bytes;
+    for (auto now = most.load(std::memory_order_relaxed);
+         per_item > now && !most.compare_exchange_weak(now, per_item, std::memory_order_relaxed);) {
+    }
+}
+
 void pipeline_runtime::measure_output(box& m) noexcept {
     std::uint64_t bytes = 0;
     try {
@@ -230,18 +253,22 @@ void pipeline_runtime::measure_output(box& m) noexcept {
     auto& t = *tuner_;
     const auto per_item =
         (out_bytes - std::exchange(t.carried_bytes, out_bytes) + m.items - 1) / m.items;
-    if (per_item > t.interval_item_bytes.load(std::memory_order_relaxed)) {
-        t.interval_item_bytes.store(per_item, std::memory_order_relaxed);
+    auto& most = t.interval_item_bytes;
+    for (auto now = most.load(std::memory_order_relaxed);
+         per_item > now && !most.compare_exchange_weak(now, per_item, std::memory_order_relaxed);) {
     }
     if (t.sized) return;
     // The first measurement: a budget the shape cannot keep is the error the next next()
     // throws; else in_flight is what the budget holds of such items, and the source, held for
     // it, fills to that (at once, or at fast_start's end: end_start applies in_flight_now_).
     t.sized = true;
-    t.item_bytes.store(per_item, std::memory_order_relaxed);
+    // The most an item held: as it leaves, or in an earlier stage's output (measure_stage_output).
+    const std::uint64_t largest =
+        std::max(per_item, t.stage_item_bytes.load(std::memory_order_relaxed));
+    t.item_bytes.store(largest, std::memory_order_relaxed);
     const tuner_budget& b = t.policy.budget();
     try {
-        if (auto e = tuner_policy::memory_check(b, static_cast<double>(per_item),
+        if (auto e = tuner_policy::memory_check(b, static_cast<double>(largest),
                                                 static_cast<double>(con_.largest_bytes()))) {
             std::lock_guard lock(t.mutex);
             if (!t.error) t.error = std::make_exception_ptr(invalid_argument(*e));
@@ -251,7 +278,7 @@ void pipeline_runtime::measure_output(box& m) noexcept {
     } catch (...) {
         return;  // no memory for the message: the monitor's next interval checks again
     }
-    in_flight_now_.store(tuner_policy::in_flight_for(b, static_cast<double>(per_item)));
+    in_flight_now_.store(tuner_policy::in_flight_for(b, static_cast<double>(largest)));
     if (!con_.starting()) {
         admission_.set_limit(in_flight_now_.load());
         wake_source();

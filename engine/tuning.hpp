@@ -71,6 +71,11 @@ struct tuner_state {
     /// The most bytes per source item measured since the monitor last took it (the consumer
     /// raises it, the monitor exchanges it for 0 at each interval's end).
     std::atomic<std::uint64_t> interval_item_bytes{0};
+    /// The same, measured at the stages' calls' outputs (measure_stage_output: an item's form
+    /// between stages). The first measurement at the consumer takes it into account; the
+    /// monitor takes it only after that (`item_bytes` set), so that in_flight is first sized
+    /// from an output, as without it.
+    std::atomic<std::uint64_t> stage_item_bytes{0};
     /// The bytes per source item the budget counts now (the last interval's most, or the first
     /// measurement): `stats().bytes_in_flight` is the items in flight times this.
     std::atomic<std::uint64_t> item_bytes{0};

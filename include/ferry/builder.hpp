@@ -478,6 +478,7 @@ class builder {
 
     template <class U>
     builder<U> then(detail::stage_spec s) const {
+        if (s.value_bytes == nullptr) s.value_bytes = &detail::output_bytes_of<U>;
         builder<U> next(spec_.source);
         next.spec_.stages = spec_.stages;
         next.spec_.stages.push_back(std::move(s));

@@ -33,6 +33,15 @@ std::size_t output_bytes(detail::any_value& v) {
     return ferry::byte_size(v.get<value>());
 }
 
+/// Every stage's outputs, a route's branches' too, are `value`s: the memory budget measures them
+/// as C++'s builder measures each stage's element type (`stage_spec::value_bytes`).
+void measure_values(std::vector<detail::stage_spec>& stages) {
+    for (auto& s : stages) {
+        s.value_bytes = &output_bytes;
+        for (auto& branch : s.branches) measure_values(branch);
+    }
+}
+
 }  // namespace
 
 ferry::error_policy policy_of(const py::object& on_error, const std::string& where) {
@@ -403,6 +412,7 @@ into one ferry.Tensor). The last batch of an epoch may be short unless drop_last
                                 o.autotune.has_value() || has_tuned_stage(b.spec.stages), o);
                 detail::pipeline_spec spec = b.spec;
                 spec.output_bytes = &output_bytes;
+                measure_values(spec.stages);
                 // The build steps (a CUDA context, an event loop) and compiling (the graph's
                 // threads, the engine's locks): not with the GIL held.
                 std::unique_ptr<detail::runtime> rt;

@@ -166,6 +166,43 @@ BOOST_AUTO_TEST_CASE(keeps_what_the_items_hold_within_a_budget_the_shape_can_mee
     }
 }
 
+// An item is counted at its largest form, not at the size it leaves with: a first stage makes
+// each item a blob of 1 MiB and a slower second stage shrinks it to an int, so the blobs wait
+// between the two. Under a budget of 16 MiB, in_flight is sized from the blobs (what the budget
+// counts is at least one blob), and no more blobs than the budget holds exist at once (the test
+// counts them itself). Measured at the consumer alone (an int a source item), the budget
+// counted 8 bytes an item and in_flight rose to 64.
+BOOST_AUTO_TEST_CASE(an_item_counts_at_its_largest_form_between_stages) {
+    blob::most = blob::live.load();
+    const int before = blob::live.load();
+    auto p = ferry::from(resume_test::iota_vec(300))
+                 .map([](int x) { return blob(x); }, {.concurrency = 2, .name = "grow"})
+                 .map(
+                     [](const blob& b) {
+                         std::this_thread::sleep_for(1ms);
+                         return static_cast<int>(b.data[0]);
+                     },
+                     {.concurrency = 1, .name = "shrink"})
+                 .build({.autotune =
+                             ferry::autotune{.memory_budget = 16 * blob::bytes, .interval = 20ms}});
+    std::size_t taken = 0;
+    std::uint64_t counted = 0;
+    std::size_t worst = 0;
+    for (const int x : p) {
+        BOOST_TEST_REQUIRE(x == static_cast<char>(taken));
+        ++taken;
+        counted = std::max(counted, p.stats().bytes_in_flight);
+        worst = std::max(worst, p.stats().in_flight);
+    }
+    BOOST_TEST(taken == 300U);
+    BOOST_TEST(counted >= blob::bytes, "the budget counted " << counted << " bytes at most");
+    BOOST_TEST(counted <= 16 * blob::bytes);
+    BOOST_TEST(worst <= 16U, "in_flight reached " << worst);
+    // 16 in flight at most, and the one a call of "grow" may have made before its item counted.
+    BOOST_TEST(blob::most.load() - before <= 16 + 2,
+               blob::most.load() - before << " blobs of 1 MiB existed at once under 16 MiB");
+}
+
 // The first decision comes at the epoch's first output, not an interval later: decode, one
 // slot holding up the first batch of 8, is raised then (from 1) although the interval is a
 // minute. (The first output: a few hundred ms; the test waits for the decision as long as it

@@ -182,6 +182,26 @@ def test_a_cut_file_is_truncated_or_strict(clip, tmp_path):
         video.decode_video(strict=True)(p)
 
 
+# A memory budget counts each item at its largest form: here the whole file's packets, which
+# wait for decode_video, not the one 8 x 8 frame the item leaves as.
+@needs_video
+def test_a_memory_budget_counts_the_packets(clip):
+    path, _ = clip
+    packets = video.demux_video()(path).nbytes
+    assert packets > 8 * 8 * 3 * 4
+    counted = 0
+    with (ferry.source([path] * 40)
+          .map(video.demux_video(), executor="io", name="demux")
+          .map(video.decode_video(select=video.FrameSelection.indices([0]), resize=8),
+               name="decode")
+          .build(threads=1, autotune=ferry.Autotune(memory_budget=64 * packets))) as pipe:
+        for frame in pipe:
+            assert np.asarray(frame).shape == (1, 8, 8, 3)
+            counted = max(counted, pipe.stats().bytes_in_flight)
+    assert counted >= packets, f"the budget counted {counted} bytes, packets hold {packets}"
+    assert counted <= 64 * packets
+
+
 # Keywords either step refuses are ValueErrors when the op is made, naming the op and keyword.
 @needs_video
 def test_bad_keywords_name_the_op():

@@ -137,6 +137,11 @@ struct stage_spec {
     /// around the calls of the map right before (as `default_tensor_allocator()` on the calling
     /// thread); `to_cuda()` asks for its pinned pool here.
     allocator input_allocator;
+    /// The bytes one of this stage's outputs holds (`ferry::byte_size` of its element type), for
+    /// the tuner's memory budget: with a budget, the outputs of a map, filter or map_async call
+    /// are measured, so that an item counts at its largest form between stages, not only at the
+    /// size it leaves the pipeline with. Set by the builder; none: not measured.
+    std::size_t (*value_bytes)(any_value&) = nullptr;
     /// Any kind, optional: run by `builder::build()` on that pipeline's own copy of the stage,
     /// before the engine compiles it. Checks what only the running machine can tell (throws a
     /// `ferry::error`, and `build()` with it) and sets up per-pipeline state, e.g. `to_cuda()`
