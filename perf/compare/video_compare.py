@@ -110,6 +110,8 @@ def main():
                     help="ferry's rows: load_video (one stage), steps (demux_video on the I/O "
                     "executor, then decode_video on the CPU)")
     ap.add_argument("--in-flight", type=int, help="ferry's rows: build(in_flight=...)")
+    ap.add_argument("--memory-budget", type=int,
+                    help="ferry's rows: build(autotune=ferry.Autotune(memory_budget=...)), bytes")
     ap.add_argument("--check", type=int, default=8, help="items whose frames are compared")
     ap.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "ferry-video-compare"))
     ap.add_argument("--python-package", default="build/python")
@@ -154,6 +156,7 @@ def main():
                 cmd += ["--loader", "ferry", "--threads", str(n)]
                 cmd += ["--steps"] if name == "ferry-steps" else []
                 cmd += ["--in-flight", str(args.in_flight)] if args.in_flight else []
+                cmd += ["--memory-budget", str(args.memory_budget)] if args.memory_budget else []
             else:
                 kind, backend, _ = LOADERS[name]
                 cmd += ["--loader", kind, "--backend", backend, "--workers", str(n)]
@@ -194,7 +197,8 @@ def main():
         f.write(f"video_compare.py --files {args.files} --size {args.size} --seconds "
                 f"{args.seconds} --gop {args.gop} --bframes {args.bframes} --clips {args.clips} "
                 f"--reps {args.reps} --ferry {args.ferry} --loaders '{args.loaders}'"
-                f"{f' --in-flight {args.in_flight}' if args.in_flight else ''}, "
+                f"{f' --in-flight {args.in_flight}' if args.in_flight else ''}"
+                f"{f' --memory-budget {args.memory_budget}' if args.memory_budget else ''}, "
                 f"{os.cpu_count()} CPUs\n\n{table}\n")
     with open(os.path.join(args.out, f"{name}.json"), "w") as f:
         json.dump(rows, f, indent=1)

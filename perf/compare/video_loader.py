@@ -54,7 +54,7 @@ SIZE = 112
 BATCH = 8
 
 
-def ferry_batches(paths, clips, threads, counts, starts, steps, in_flight):
+def ferry_batches(paths, clips, threads, counts, starts, steps, in_flight, memory_budget):
     import ferry
     from ferry import ops, video
     items = [paths[i % len(paths)] for i in range(clips)]
@@ -71,7 +71,8 @@ def ferry_batches(paths, clips, threads, counts, starts, steps, in_flight):
     pipe = (builder
             .batch(BATCH)
             .map(ops.collate, name="collate")
-            .build(threads=threads, in_flight=in_flight))
+            .build(threads=threads, in_flight=in_flight,
+                   autotune=ferry.Autotune(memory_budget=memory_budget) if memory_budget else None))
     for x, indices in pipe:
         # Each item's one clip starts at the window frame its first index names.
         starts.extend(int(i) for i in torch.from_dlpack(indices)[:, 0, 0])
@@ -175,6 +176,8 @@ def main():
     ap.add_argument("--steps", action="store_true",
                     help="ferry: demux_video and decode_video in stages of their own")
     ap.add_argument("--in-flight", type=int, help="ferry: build(in_flight=...); default: derived")
+    ap.add_argument("--memory-budget", type=int,
+                    help="ferry: build(autotune=ferry.Autotune(memory_budget=...)), bytes")
     ap.add_argument("--workers", type=int, default=0, help="the DataLoader's workers")
     ap.add_argument("--clips", type=int, default=64)
     ap.add_argument("--starts", help="a JSON list of each item's start frame: the DataLoaders "
@@ -194,7 +197,7 @@ def main():
     if args.loader == "ferry":
         drawn = []
         batches = ferry_batches(paths, args.clips, args.threads, counts, drawn, args.steps,
-                                args.in_flight)
+                                args.in_flight, args.memory_budget)
     else:
         batches = torch_batches(paths, args.clips, args.workers, args.loader, args.backend, counts,
                                 starts)
