@@ -39,10 +39,10 @@ value load_clip(value&& v, const ferry::video_options& options, clip_extras with
 
 void bind_video_ops(py::module_& video) {
     py::class_<ferry::frame_selection>(video, "FrameSelection", R"doc(
-Which frames load_video returns (ferry::frame_selection). Frame indices count the frames of the
-demuxed window that decode, in presentation order (0: the first frame at or after start): the
-frames the ffmpeg CLI writes with -vsync passthrough. A selection that needs more frames than
-decode is a ferry.DecodeError.
+Which frames load_video and decode_video return (ferry::frame_selection). Frame indices count
+the frames of the demuxed window that decode, in presentation order (0: the first frame at or
+after start): the frames the ffmpeg CLI writes with -vsync passthrough. A selection that needs
+more frames than decode is a ferry.DecodeError.
 
     FrameSelection.all()                 # every frame
     FrameSelection.indices([0, 10, 20])  # these frames, in this order
