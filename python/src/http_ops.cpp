@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "convert.hpp"
+#include "direct_call.hpp"
 #include "ferry/cache.hpp"
 #include "ferry/error.hpp"
 #include "ferry/http.hpp"
@@ -188,16 +189,14 @@ keywords only, is a new op with those options (each call starts from the default
                         "read_url(url) fetches one URL; read_url(**options), with keywords only, "
                         "makes the op with those options");
                 }
-                value in = source_element(args[0]);
-                value out;
-                {
-                    py::gil_scoped_release released;
-                    out = self.op->fn(std::move(in));
-                }
-                return to_python(std::move(out));
+                return to_python(
+                    call_interruptibly([op = self.op, in = source_element(args[0])]() mutable {
+                        return op->fn(std::move(in));
+                    }));
             },
             R"doc(
-op(url) fetches one URL now (ferry.Bytes), the GIL released. op(**options), with keywords only,
+op(url) fetches one URL now (ferry.Bytes), the GIL released; on the main thread Ctrl-C cancels
+the request within about 50 ms and raises KeyboardInterrupt. op(**options), with keywords only,
 is the op with these ferry::http_options (each call starts from the defaults; seconds for times):
 connect_timeout (10), timeout (0: no limit for the whole transfer), low_speed_limit (bytes/s)
 and low_speed_time (s): a transfer slower than 1024 B/s for 30 s fails (transient); max_bytes

@@ -101,3 +101,29 @@ def test_a_child_forked_before_any_pipeline_runs_its_own():
     """)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["child 90", "child exit 0"]
+
+
+# A native op called directly runs, on the main thread, on a helper thread the process keeps
+# (so that Ctrl-C can stop it): a child forked after the parent's direct calls has no such
+# thread, makes its own, and its direct calls give the file's bytes, as the parent's go on to.
+def test_direct_op_calls_work_in_a_child_forked_after_some(tmp_path):
+    f = tmp_path / "data.bin"
+    f.write_bytes(b"ferry" * 100)
+    r = run_child(f"""
+        import os
+        from ferry import ops
+        assert bytes(ops.read_file({str(f)!r})) == b"ferry" * 100
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                print("child", len(bytes(ops.read_file({str(f)!r}))), flush=True)
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        print("child exit", os.waitstatus_to_exitcode(status), flush=True)
+        print("parent", len(bytes(ops.read_file({str(f)!r}))), flush=True)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["child 500", "child exit 0", "parent 500"]

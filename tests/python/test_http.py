@@ -3,9 +3,12 @@
 server started and stopped by the test; a 404 is a failure naming the URL and the status; no
 password or token of a URL reaches a failure, an error or the stats; read_url(**options) sends
 its headers and shows only their names; list_objects lists an S3 prefix from a local store and
-its URLs read back; tar shards are read remotely by range requests."""
+its URLs read back; tar shards are read remotely by range requests; Ctrl-C cancels read_url
+called directly."""
+import threading
+
 import pytest
-from conftest import run_counting_gil
+from conftest import run_child, run_counting_gil
 from http_store import Store, tar_shards
 
 import ferry
@@ -40,6 +43,45 @@ def test_read_url_reads_a_list_of_urls_natively(store):
 
 # A 404 is a failure naming the URL and the status (ferry.IOError, not transient: asked once);
 # under "skip" the other items arrive and the failure is recorded with its URL as input.
+# Ctrl-C during read_url called directly (a request the server holds for 30 s) cancels the
+# request and raises KeyboardInterrupt at once, not when the request ends (in a child interpreter:
+# the signal would end pytest's session); the op then reads again. From a thread other than the
+# main one, where Python delivers no signals, the direct call reads as before.
+def test_ctrl_c_cancels_read_url_called_directly(store):
+    release = threading.Event()
+
+    def answer(handler):
+        if handler.path == "/slow.bin":
+            release.wait(30)
+        return False
+
+    s = Store(store.files, answer)
+    try:
+        r = run_child(f"""
+            import os, signal, threading, time
+            from ferry import http as fhttp
+            threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+            started = time.monotonic()
+            try:
+                fhttp.read_url({s.url + "/slow.bin"!r})
+                print("not interrupted", flush=True)
+            except KeyboardInterrupt:
+                print("interrupted", time.monotonic() - started < 10, flush=True)
+            print(len(bytes(fhttp.read_url({s.url + "/f5.bin"!r}))), flush=True)
+            got = []
+            t = threading.Thread(target=lambda: got.append(fhttp.read_url({s.url + "/f6.bin"!r})))
+            t.start()
+            t.join()
+            print(len(bytes(got[0])), flush=True)
+        """)
+    finally:
+        release.set()
+        s.stop()
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:3] == ["interrupted True", str(len(store.files["/f5.bin"])),
+                                        str(len(store.files["/f6.bin"]))]
+
+
 def test_a_404_is_a_failure_naming_the_url_and_status(store):
     missing = f"{store.url}/missing.bin"
     with (ferry.source([f"{store.url}/f1.bin", missing, f"{store.url}/f2.bin"])
