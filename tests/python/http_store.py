@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A local HTTP server for the ferry.http tests (test_http.py, test_cache.py), on 127.0.0.1 at a
 free port, started and stopped by the test."""
+import contextlib
 import hashlib
 import http.server
 import io
@@ -91,3 +92,22 @@ class Store:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join()
+
+
+@contextlib.contextmanager
+def holding(files, path=None):
+    """A Store of `files` that holds each request for `path` (None: every request) unanswered
+    until the block ends (at most 30 s), then stops: what cancelling a request is tested on."""
+    release = threading.Event()
+
+    def answer(handler):
+        if path is None or handler.path == path:
+            release.wait(30)
+        return False
+
+    s = Store(files, answer)
+    try:
+        yield s
+    finally:
+        release.set()
+        s.stop()

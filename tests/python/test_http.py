@@ -5,11 +5,9 @@ password or token of a URL reaches a failure, an error or the stats; read_url(**
 its headers and shows only their names; list_objects lists an S3 prefix from a local store and
 its URLs read back; tar shards are read remotely by range requests; Ctrl-C cancels read_url
 called directly."""
-import threading
-
 import pytest
 from conftest import run_child, run_counting_gil
-from http_store import Store, tar_shards
+from http_store import Store, holding, tar_shards
 
 import ferry
 
@@ -48,15 +46,7 @@ def test_read_url_reads_a_list_of_urls_natively(store):
 # the signal would end pytest's session); the op then reads again. From a thread other than the
 # main one, where Python delivers no signals, the direct call reads as before.
 def test_ctrl_c_cancels_read_url_called_directly(store):
-    release = threading.Event()
-
-    def answer(handler):
-        if handler.path == "/slow.bin":
-            release.wait(30)
-        return False
-
-    s = Store(store.files, answer)
-    try:
+    with holding(store.files, "/slow.bin") as s:
         r = run_child(f"""
             import os, signal, threading, time
             from ferry import http as fhttp
@@ -74,9 +64,6 @@ def test_ctrl_c_cancels_read_url_called_directly(store):
             t.join()
             print(len(bytes(got[0])), flush=True)
         """)
-    finally:
-        release.set()
-        s.stop()
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:3] == ["interrupted True", str(len(store.files["/f5.bin"])),
                                         str(len(store.files["/f6.bin"]))]

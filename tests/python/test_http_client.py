@@ -10,7 +10,7 @@ import time
 
 import pytest
 from conftest import run_child, run_counting_gil
-from http_store import Store
+from http_store import Store, holding
 
 import ferry
 
@@ -127,14 +127,7 @@ def test_the_client_retries_transient_failures():
 # A request the server never answers ends when the pipeline closes (the client cancels what is
 # no longer wanted), well before the server would answer.
 def test_closing_a_pipeline_cancels_slow_requests():
-    release = threading.Event()
-
-    def answer(handler):
-        release.wait(30)
-        return False
-
-    s = Store(FILES, answer)
-    try:
+    with holding(FILES) as s:
         client = fhttp.Client()
         urls = [f"{s.url}/f{i}.bin" for i in range(4)]
         pipe = ferry.source(urls).map(client.reader(), concurrency=4).build()
@@ -157,24 +150,13 @@ def test_closing_a_pipeline_cancels_slow_requests():
         assert not t.is_alive()
         assert closed_in < 10  # a hang bound: the server would answer only after 30 s
         assert client.outstanding == 0
-    finally:
-        release.set()
-        s.stop()
 
 
 # Ctrl-C during client.fetch() of a request the server holds cancels the request and raises
 # KeyboardInterrupt (in a child interpreter: the signal would end pytest's session); the client
 # then fetches again.
 def test_ctrl_c_cancels_a_fetch_in_progress():
-    release = threading.Event()
-
-    def answer(handler):
-        if handler.path == "/slow.bin":
-            release.wait(30)
-        return False
-
-    s = Store(FILES, answer)
-    try:
+    with holding(FILES, "/slow.bin") as s:
         r = run_child(f"""
             import os, signal, threading, time
             from ferry import http as fhttp
@@ -188,9 +170,6 @@ def test_ctrl_c_cancels_a_fetch_in_progress():
                 print("interrupted", time.monotonic() - started < 10, flush=True)
             print(len(bytes(client.fetch({s.url + "/f5.bin"!r}))), flush=True)
         """)
-    finally:
-        release.set()
-        s.stop()
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:2] == ["interrupted True", str(len(FILES["/f5.bin"]))]
 
