@@ -106,9 +106,9 @@ def main():
     ap.add_argument("--workers", default="0,1,2")
     ap.add_argument("--loaders", default="pyav,torchvision,video_reader",
                     help="the DataLoader rows: " + ", ".join(LOADERS) + " ('' for none)")
-    ap.add_argument("--ferry", default="load_video,steps",
+    ap.add_argument("--ferry", default="load_video",
                     help="ferry's rows: load_video (one stage), steps (demux_video on the I/O "
-                    "executor, then decode_video on the CPU)")
+                    "executor, then decode_video on the CPU), or both: load_video,steps")
     ap.add_argument("--in-flight", type=int, help="ferry's rows: build(in_flight=...)")
     ap.add_argument("--memory-budget", type=int,
                     help="ferry's rows: build(autotune=ferry.Autotune(memory_budget=...)), bytes")

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """perf.compare_video: video_compare.py on two small videos. Every loader delivers every clip (a
 run that does not stops the script), each row has its rate, CPU and memory, ferry decodes fewer
-frames per clip than PyAV by hand (skip_nonref) while the frames are the same, and the script's
+frames per clip than PyAV by hand (skip_nonref) while the frames are the same, ferry's two steps
+apart (demux_video, decode_video) draw the same clips and decode as many frames, and the script's
 same-frames check stops on a loader that loads other frames.
 
     video_compare_check.py WORK   (PYTHONPATH: the built package)
@@ -23,12 +24,14 @@ def main():
     common = ["--files", "2", "--size", "320x180", "--seconds", "4", "--data", data]
     subprocess.run([sys.executable, os.path.join(HERE, "..", "video_compare.py"), *common,
                     "--clips", str(clips), "--reps", "1", "--workers", "0,2",
-                    "--loaders", "pyav,torchvision,video_reader", "--check", "4", "--out", out,
+                    "--loaders", "pyav,torchvision,video_reader", "--ferry", "load_video,steps",
+                    "--check", "4", "--out", out,
                     "--python-package", os.environ["PYTHONPATH"]], check=True)
     with open(os.path.join(out, "video_compare.json")) as f:
         rows = json.load(f)
     assert [(r["loader"], r["parallel"]) for r in rows] == [
-        ("ferry", 1), ("ferry", 2), ("pyav", 0), ("pyav", 2), ("torchvision", 0),
+        ("ferry", 1), ("ferry", 2), ("ferry-steps", 1), ("ferry-steps", 2), ("pyav", 0),
+        ("pyav", 2), ("torchvision", 0),
         ("torchvision", 2), ("video_reader", 0), ("video_reader", 2)], rows
     for r in rows:
         assert r["clips_per_s"][0] > 0 and r["cpu_ms_per_clip"] > 0 and r["peak_rss_mb"] > 0, r
@@ -37,6 +40,9 @@ def main():
     # nothing selected needs.
     assert 31 <= decoded[("pyav", 0)] and decoded[("ferry", 1)] < decoded[("pyav", 0)], decoded
     assert decoded[("ferry", 1)] == decoded[("ferry", 2)], decoded
+    # demux_video then decode_video (each run checked that it drew load_video's starts) decodes
+    # the same frames.
+    assert decoded[("ferry-steps", 1)] == decoded[("ferry-steps", 2)] == decoded[("ferry", 1)]
 
     # The check itself: a PyAV loader one frame late is caught.
     import video_compare
