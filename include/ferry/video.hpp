@@ -277,6 +277,12 @@ class FERRY_API packets {
     std::shared_ptr<const detail::packets_state> state_;
 };
 
+/// The bytes `p` holds, as `ferry::byte_size` and so `autotune::memory_budget` count them: its
+/// compressed packets, which wait between a demux stage and a decode stage.
+[[nodiscard]] inline std::size_t ferry_byte_size(const packets& p) noexcept {
+    return sizeof(packets) + p.bytes();
+}
+
 /// Decoded video frames: uint8, `frames() x height() x width() x channels()`, contiguous and
 /// packed (THWC). Owns its pixels: copies copy them, moves are free. From a `clips` or
 /// `clips_at` selection it is a batch of `clips()` clips of `clip_frames()` frames each, one

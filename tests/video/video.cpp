@@ -151,6 +151,9 @@ BOOST_AUTO_TEST_CASE(packets_describe_their_stream) {
     BOOST_TEST(pkts.source() == path.string());
     const ferry::packets copy = pkts;  // shares the packets
     BOOST_TEST(copy.bytes() == pkts.bytes());
+    // What a memory budget counts them at (ferry::byte_size): their compressed bytes.
+    BOOST_TEST(ferry::byte_size(pkts) == sizeof(ferry::packets) + pkts.bytes());
+    BOOST_TEST(pkts.bytes() > 1000U);
 }
 
 // Resizing and format conversion happen in the decode step: sizes, channels and colours.
