@@ -178,8 +178,9 @@ void take_python_pair(value& v) {
     PyObject* o = v.as<py_ref>().get();
     const bool list = PyList_CheckExact(o) != 0;
     if ((!list && PyTuple_CheckExact(o) == 0) || PySequence_Fast_GET_SIZE(o) != 2) return;
+    if (PyLong_CheckExact(PySequence_Fast_GET_ITEM(o, 1)) == 0) return;
     value label = source_element(PySequence_Fast_GET_ITEM(o, 1));
-    if (!PyLong_CheckExact(PySequence_Fast_GET_ITEM(o, 1)) || !label.holds<std::int64_t>()) return;
+    if (!label.holds<std::int64_t>()) return;  // past 64 bits
     value_list pair;
     pair.push_back(from_python(PySequence_Fast_GET_ITEM(o, 0)));
     pair.push_back(std::move(label));
