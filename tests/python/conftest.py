@@ -91,12 +91,13 @@ def image_files(tmp_path_factory):
     return out
 
 
-def run_child(code, timeout=CHILD_TIMEOUT, **kwargs):
-    """Runs `code` in a child interpreter (this one, with ferry on its path); returns the
-    CompletedProcess, its output as text. A child still running at `timeout` is killed and the
-    test fails: it hung."""
+def run_child(code, timeout=CHILD_TIMEOUT, env=None, **kwargs):
+    """Runs `code` in a child interpreter (this one, with ferry on its path, and `env`'s variables
+    besides); returns the CompletedProcess, its output as text. A child still running at
+    `timeout` is killed and the test fails: it hung."""
     try:
-        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=child_env(),
+        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                              env=child_env(**(env or {})),
                               capture_output=True, text=True, timeout=timeout, **kwargs)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"the child interpreter hung (killed after {timeout} s); its output: "

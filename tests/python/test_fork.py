@@ -3,6 +3,8 @@
 workers, the pipeline's own), so what would wait on them for ever fails instead, naming the
 cause and the fix; closing and exiting in the child do not wait; the parent goes on. Each case
 runs in a child interpreter, whose time limit turns a hang into a failed test."""
+import os
+
 from conftest import run_child
 
 
@@ -106,7 +108,10 @@ def test_a_child_forked_before_any_pipeline_runs_its_own():
 # A native op called directly runs, on the main thread, on a helper thread the process keeps
 # (so that Ctrl-C can stop it): a child forked after the parent's direct calls has no such
 # thread, makes its own, and its direct calls give the file's bytes, as the parent's go on to.
+# (ThreadSanitizer refuses threads started after a multi-threaded fork unless told to allow
+# them: its die_after_fork=0, which only a TSan build reads.)
 def test_direct_op_calls_work_in_a_child_forked_after_some(tmp_path):
+    tsan = ":".join(o for o in (os.environ.get("TSAN_OPTIONS"), "die_after_fork=0") if o)
     f = tmp_path / "data.bin"
     f.write_bytes(b"ferry" * 100)
     r = run_child(f"""
@@ -124,6 +129,6 @@ def test_direct_op_calls_work_in_a_child_forked_after_some(tmp_path):
         _, status = os.waitpid(pid, 0)
         print("child exit", os.waitstatus_to_exitcode(status), flush=True)
         print("parent", len(bytes(ops.read_file({str(f)!r}))), flush=True)
-    """)
+    """, env={"TSAN_OPTIONS": tsan})
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["child 500", "child exit 0", "parent 500"]
