@@ -36,15 +36,15 @@ struct extras {
 
 /// The audio as a tensor; with `extras`, the tuple (tensor, [length], [start]).
 value decode(value&& v, const ferry::audio_options& options, extras with) {
-    media_item item = take_media_item(std::move(v), op_name);
-    ferry::audio_options scratch;
-    const ferry::audio_options& o =
-        item_options(item, options, scratch, [](auto& copy, double start, auto end) {
-            copy.start = start;  // the item's window replaces the op's (random_window draws in it)
-            copy.end = end;
+    ferry::audio a = call_on_media_item(
+        std::move(v), op_name, options,
+        [](ferry::audio_options& o, double start, std::optional<double> end) {
+            o.start = start;  // random_window draws in the item's window
+            o.end = end;
+        },
+        [](const auto& in, const ferry::audio_options& o) {
+            return ferry::ops::decode_audio(in, o);
         });
-    ferry::audio a =
-        std::visit([&](const auto& in) { return ferry::ops::decode_audio(in, o); }, item.source);
     const std::int64_t decoded = a.samples() - a.padded();
     const std::int64_t first = std::llround(a.start() * a.sample_rate());
     ferry::tensor t = std::move(a).to_tensor();

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <variant>
 
 #include "value.hpp"
@@ -31,15 +32,20 @@ struct media_item {
 /// 2 s, not after its start 3 s").
 [[nodiscard]] media_item take_media_item(value&& v, std::string_view op);
 
-/// The options a media op runs `item` with: `options`, or where the item gives its own window a
-/// copy of them in `scratch` with that window set by `set_window(copy, start, end)`.
-template <class Options, class SetWindow>
-[[nodiscard]] const Options& item_options(const media_item& item, const Options& options,
-                                          Options& scratch, SetWindow&& set_window) {
-    if (!item.windowed) return options;
-    scratch = options;
-    set_window(scratch, item.start, item.end);
-    return scratch;
+/// `call(source, options)` for a media op `op` on `v` (`take_media_item`): with `options`, or
+/// where the item gives its own window, with a copy of them whose window `set_window(copy,
+/// start, end)` sets (the item's window replaces the op's).
+template <class Options, class SetWindow, class Call>
+[[nodiscard]] auto call_on_media_item(value&& v, std::string_view op, const Options& options,
+                                      SetWindow&& set_window, Call&& call) {
+    media_item item = take_media_item(std::move(v), op);
+    const auto on = [&](const Options& o) {
+        return std::visit([&](const auto& in) { return call(in, o); }, item.source);
+    };
+    if (!item.windowed) return on(options);
+    Options windowed = options;
+    set_window(windowed, item.start, item.end);
+    return on(windowed);
 }
 
 }  // namespace ferry::python

@@ -23,16 +23,16 @@ namespace {
 
 /// The clip `load_video` makes of `v` (a path, bytes, or a windowed tuple: `media_item.hpp`).
 value load_clip(value&& v, const ferry::video_options& options, clip_extras with) {
-    media_item item = take_media_item(std::move(v), "load_video");
-    ferry::video_options scratch;
-    const ferry::video_options& o =
-        item_options(item, options, scratch, [](auto& copy, double start, auto end) {
-            copy.demux.start = start;  // the item's window replaces the op's
-            copy.demux.end = end;
-        });
-    return clip_value(
-        std::visit([&](const auto& in) { return ferry::ops::load_video(in, o); }, item.source),
-        with);
+    return clip_value(call_on_media_item(
+                          std::move(v), "load_video", options,
+                          [](ferry::video_options& o, double start, std::optional<double> end) {
+                              o.demux.start = start;
+                              o.demux.end = end;
+                          },
+                          [](const auto& in, const ferry::video_options& o) {
+                              return ferry::ops::load_video(in, o);
+                          }),
+                      with);
 }
 
 }  // namespace

@@ -26,15 +26,15 @@ namespace {
 
 /// The packets `demux_video` reads of `v` (a path, bytes, or a windowed tuple).
 value demux(value&& v, const ferry::demux_options& options) {
-    media_item item = take_media_item(std::move(v), "demux_video");
-    ferry::demux_options scratch;
-    const ferry::demux_options& o =
-        item_options(item, options, scratch, [](auto& copy, double start, auto end) {
-            copy.start = start;  // the item's window replaces the op's
-            copy.end = end;
-        });
-    return value(
-        std::visit([&](const auto& in) { return ferry::ops::demux_video(in, o); }, item.source));
+    return value(call_on_media_item(
+        std::move(v), "demux_video", options,
+        [](ferry::demux_options& o, double start, std::optional<double> end) {
+            o.start = start;
+            o.end = end;
+        },
+        [](const auto& in, const ferry::demux_options& o) {
+            return ferry::ops::demux_video(in, o);
+        }));
 }
 
 /// The packets `v` holds: native ones, or a `Packets` object a Python stage passed on (read with
