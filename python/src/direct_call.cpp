@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
 /// `call_interruptibly`: a direct call of a native op that Ctrl-C cancels, run on one helper
-/// thread kept for the process (starting a thread per call cost about 37 us a call).
+/// thread kept for the process (starting a thread per call cost about 37 us a call); and
+/// `wait_interruptibly`, the wait it and `http.Client.fetch` share.
 #include "direct_call.hpp"
 
 #include <pybind11/pybind11.h>
@@ -108,20 +109,26 @@ value call_interruptibly(std::function<value()> fn) {
             }
         },
         &stop);
+    wait_interruptibly([&h](std::chrono::milliseconds slice) { return h.wait_for(slice); },
+                       [&stop] { stop.store(true, std::memory_order_relaxed); });
+    if (error) std::rethrow_exception(error);
+    return out;
+}
+
+void wait_interruptibly(const std::function<bool(std::chrono::milliseconds)>& ended,
+                        const std::function<void()>& cancel) {
     bool interrupted = false;
     for (;;) {
         {
             py::gil_scoped_release released;
-            if (h.wait_for(std::chrono::milliseconds(50))) break;
+            if (ended(std::chrono::milliseconds(50))) break;
         }
         if (!interrupted && PyErr_CheckSignals() != 0) {
-            interrupted = true;  // the error stays set until the call has ended
-            stop.store(true, std::memory_order_relaxed);
+            interrupted = true;  // the error stays set until the work has ended
+            cancel();
         }
     }
     if (interrupted) throw py::error_already_set();
-    if (error) std::rethrow_exception(error);
-    return out;
 }
 
 }  // namespace ferry::python

@@ -1,13 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 /// \file
-/// A native op called directly from Python (`op(x)`), interruptible by Ctrl-C.
+/// Waiting from Python for work on another thread, interruptible by Ctrl-C: a native op called
+/// directly (`op(x)`), and `http.Client.fetch`.
 #pragma once
 
+#include <chrono>
 #include <functional>
 
 #include "value.hpp"
 
 namespace ferry::python {
+
+/// Waits, with the GIL released, until `ended(slice)` (which waits up to `slice` for the work to
+/// end) says the work has ended, running Python's signal handlers between 50 ms slices; the
+/// caller holds the GIL. A handler's exception (KeyboardInterrupt) calls `cancel()` once, stays
+/// set while the work ends, and is raised then (`py::error_already_set`).
+void wait_interruptibly(const std::function<bool(std::chrono::milliseconds)>& ended,
+                        const std::function<void()>& cancel);
 
 /// Runs `fn` (a native op on its input) for a direct call from Python; the caller holds the GIL.
 /// On Python's main thread, where signals are handled, `fn` runs on a thread of its own while

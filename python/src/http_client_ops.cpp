@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "convert.hpp"
+#include "direct_call.hpp"
 #include "ferry/error.hpp"
 #include "ferry/http_client.hpp"
 #include "io_ops.hpp"
@@ -73,22 +74,12 @@ class fetch_wait : public detail::async_sink {
     /// The bytes, or what the request failed with; KeyboardInterrupt (or what a signal handler
     /// raised) after Ctrl-C. The caller holds the GIL.
     ferry::bytes wait() {
-        bool interrupted = false;
-        for (;;) {
-            {
-                py::gil_scoped_release released;
+        wait_interruptibly(
+            [this](std::chrono::milliseconds slice) {
                 std::unique_lock lock(mutex_);
-                if (changed_.wait_for(lock, std::chrono::milliseconds(50),
-                                      [this] { return done_; })) {
-                    break;
-                }
-            }
-            if (!interrupted && PyErr_CheckSignals() != 0) {
-                interrupted = true;  // the error stays set until the request has ended
-                cancelled_.store(true, std::memory_order_relaxed);
-            }
-        }
-        if (interrupted) throw py::error_already_set();
+                return changed_.wait_for(lock, slice, [this] { return done_; });
+            },
+            [this] { cancelled_.store(true, std::memory_order_relaxed); });
         if (error_) std::rethrow_exception(error_);
         return result_.take_as<ferry::bytes>();
     }
