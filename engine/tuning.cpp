@@ -154,14 +154,20 @@ void pipeline_runtime::tune() {
     s.full =
         t.samples > 0 ? static_cast<double>(t.full_samples) / static_cast<double>(t.samples) : 0.0;
     s.items_in_flight = t.samples > 0 ? t.in_flight_sum / static_cast<double>(t.samples) : 0.0;
-    // Bytes: the most per source item measured in the interval (or before, when no output
-    // carried items in it); the budget counts every item in flight at that.
-    auto most = t.interval_item_bytes.exchange(0, std::memory_order_relaxed);
+    // Bytes: the most per source item measured at the outputs and at the stages, each the last
+    // interval's in which one was measured; the budget counts every item in flight at the
+    // larger. (An interval in which the consumer took items that a stage had grown before it
+    // does not make them small.)
+    const auto out_most = t.interval_item_bytes.exchange(0, std::memory_order_relaxed);
+    std::uint64_t stage_most = 0;
     if (t.item_bytes.load(std::memory_order_relaxed) > 0) {
-        most = std::max(most, t.stage_item_bytes.exchange(0, std::memory_order_relaxed));
+        stage_most = t.stage_item_bytes.exchange(0, std::memory_order_relaxed);
     }
-    if (most > 0) {
-        t.item_bytes.store(most, std::memory_order_relaxed);
+    if (out_most > 0) t.last_output_bytes = out_most;
+    if (stage_most > 0) t.last_stage_bytes = stage_most;
+    if (out_most > 0 || stage_most > 0) {
+        t.item_bytes.store(std::max(t.last_output_bytes, t.last_stage_bytes),
+                           std::memory_order_relaxed);
     }
     s.item_bytes = static_cast<double>(t.item_bytes.load(std::memory_order_relaxed));
     s.largest_output_bytes = static_cast<double>(con_.largest_bytes());
@@ -224,13 +230,21 @@ void pipeline_runtime::first_output_in_flight() {
 
 void pipeline_runtime::measure_stage_output(const stage_runtime& st, box& m) noexcept {
     const auto kind = st.spec.kind;
-    if (st.spec.value_bytes == nullptr || m.items == 0 || !m.value.has_value() ||
-        (kind != stage_kind::map && kind != stage_kind::filter && kind != stage_kind::map_async)) {
-        return;  // a flat_map's outputs carry their bytes to the next stage or the consumer
+    const bool expands = kind == stage_kind::flat_map;
+    if (st.spec.value_bytes == nullptr || m.items == 0 || (!expands && !m.value.has_value()) ||
+        (!expands && kind != stage_kind::map && kind != stage_kind::filter &&
+         kind != stage_kind::map_async)) {
+        return;
     }
     std::uint64_t bytes = 0;
     try {
-        bytes = st.spec.value_bytes(m.value);
+        if (expands) {
+            // A flat_map's outputs all exist at once, as its input's expansion: the source
+            // items it carries hold their sum.
+            for (auto& child : m.children) bytes += st.spec.value_bytes(child);
+        } else {
+            bytes = st.spec.value_bytes(m.value);
+        }
     } catch (...) {
         return;  // a user's ferry_byte_size that throws: not counted
     }

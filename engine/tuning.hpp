@@ -76,6 +76,11 @@ struct tuner_state {
     /// monitor takes it only after that (`item_bytes` set), so that in_flight is first sized
     /// from an output, as without it.
     std::atomic<std::uint64_t> stage_item_bytes{0};
+    /// The monitor's: the last interval's most with one measured, at the outputs and at the
+    /// stages. `item_bytes` is the larger, so an interval in which no stage call ended (its
+    /// items made before, waiting) does not count them at their output's size.
+    std::uint64_t last_output_bytes = 0;
+    std::uint64_t last_stage_bytes = 0;
     /// The bytes per source item the budget counts now (the last interval's most, or the first
     /// measurement): `stats().bytes_in_flight` is the items in flight times this.
     std::atomic<std::uint64_t> item_bytes{0};

@@ -203,6 +203,49 @@ BOOST_AUTO_TEST_CASE(an_item_counts_at_its_largest_form_between_stages) {
                blob::most.load() - before << " blobs of 1 MiB existed at once under 16 MiB");
 }
 
+// A flat_map's outputs count together, as its input's form: each int expands into 4 blobs of
+// 1 MiB that a slower stage on the I/O executor shrinks to ints, so a source item holds 4 MiB
+// between the two. Under a budget of 16 MiB, in_flight is 4 source items and no more blobs than
+// the budget holds exist at once (with the 8 the flat_map's two calls may be making). Measured
+// at the consumer alone, the budget counted 1 KiB at most, in_flight rose to 64 and 260 blobs
+// existed at once. With the stages measured only in the intervals in which one of their calls
+// ended, in_flight reached 64 in 2 of 15 runs on a loaded machine.
+BOOST_AUTO_TEST_CASE(a_flat_maps_outputs_count_together_as_their_input) {
+    blob::most = blob::live.load();
+    const int before = blob::live.load();
+    auto p = ferry::from(resume_test::iota_vec(300))
+                 .flat_map(
+                     [](int x) {
+                         std::vector<blob> v;
+                         for (int i = 0; i < 4; ++i) v.emplace_back(x);
+                         return v;
+                     },
+                     {.concurrency = 2, .name = "expand"})
+                 .map(
+                     [](const blob& b) {
+                         std::this_thread::sleep_for(1ms);
+                         return static_cast<int>(b.data[0]);
+                     },
+                     {.concurrency = 1, .name = "shrink", .executor = ferry::io})
+                 .build({.autotune =
+                             ferry::autotune{.memory_budget = 16 * blob::bytes, .interval = 20ms}});
+    std::size_t taken = 0;
+    std::uint64_t counted = 0;
+    std::size_t worst = 0;
+    for (const int x : p) {
+        BOOST_TEST_REQUIRE(x == static_cast<char>(taken / 4));
+        ++taken;
+        counted = std::max(counted, p.stats().bytes_in_flight);
+        worst = std::max(worst, p.stats().in_flight);
+    }
+    BOOST_TEST(taken == 1200U);
+    BOOST_TEST(counted >= 4 * blob::bytes, "the budget counted " << counted << " bytes at most");
+    BOOST_TEST(counted <= 16 * blob::bytes);
+    BOOST_TEST(worst <= 4U, "in_flight reached " << worst);
+    BOOST_TEST(blob::most.load() - before <= 16 + 8,
+               blob::most.load() - before << " blobs of 1 MiB existed at once under 16 MiB");
+}
+
 // The first decision comes at the epoch's first output, not an interval later: decode, one
 // slot holding up the first batch of 8, is raised then (from 1) although the interval is a
 // minute. (The first output: a few hundred ms; the test waits for the decision as long as it
