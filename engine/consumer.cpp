@@ -33,7 +33,8 @@ class outside_next {
 
 void consumer_side::enter_next(bool on) noexcept {
     if (on && left_cpu_ns_ != 0 && left_thread_ == std::this_thread::get_id()) {
-        bump_owned(outside_cpu_ns_, thread_cpu_ns() - left_cpu_ns_);
+        // Not bump_owned: a caller may add its thread's time too (add_outside_cpu).
+        outside_cpu_ns_.fetch_add(thread_cpu_ns() - left_cpu_ns_, std::memory_order_relaxed);
     }
 }
 
@@ -141,8 +142,8 @@ next_poll pipeline_runtime::try_next(any_value& out) {
     if (!control.owns_lock()) return next_poll::not_ready;
     // What next() does before it takes a message (an error to rethrow, the tuner's verdict, a
     // stop, an epoch to start, the first output's start-up) stays next()'s.
-    if (ctl_.fatal() || tuner_ != nullptr || ctl_.stopping() || !ctl_.running() ||
-        con_.starting()) {
+    if (ctl_.fatal() || (tuner_ != nullptr && tuner_->failed.load(std::memory_order_acquire)) ||
+        ctl_.stopping() || !ctl_.running() || con_.starting()) {
         return next_poll::not_ready;
     }
     for (;;) {

@@ -255,6 +255,7 @@ pipeline_stats pipeline_runtime::stats() const {
     }
     s.elapsed = std::chrono::nanoseconds(ctl_.elapsed());
     s.consumer_wait = std::chrono::nanoseconds(con_.wait_ns());
+    s.consumer_cpu = std::chrono::nanoseconds(con_.outside_cpu_ns());
     if (const auto since = con_.waiting_since(); since != 0) {
         const auto now = clock::now().time_since_epoch().count();
         s.consumer_waiting = std::chrono::nanoseconds(now > since ? now - since : 0);

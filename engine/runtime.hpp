@@ -131,6 +131,10 @@ class pipeline_runtime final : public runtime {
 
     bool next(any_value& out) override;
     next_poll try_next(any_value& out) override;
+    [[nodiscard]] bool tuning() const noexcept override { return tuner_ != nullptr; }
+    void add_consumer_cpu(std::chrono::nanoseconds outside) noexcept override {
+        if (tuner_ != nullptr && outside.count() > 0) con_.add_outside_cpu(outside.count());
+    }
     [[nodiscard]] bool orphaned() const noexcept override { return built_in_ != fork_generation(); }
     void abandon_epoch() noexcept override;
     void stop() noexcept override;

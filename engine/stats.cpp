@@ -144,6 +144,9 @@ std::ostream& operator<<(std::ostream& os, const pipeline_stats& s) {
     if (s.epochs > 1 && s.first_output_max > s.first_output) {
         os << " (longest " << duration_text(s.first_output_max) << ")";
     }
+    if (s.consumer_cpu.count() > 0) {
+        os << "; the consumer's CPU between next() calls " << duration_text(s.consumer_cpu);
+    }
     os << '\n';
     for (const auto& r : s.stages) {
         if (r.running == 0 && r.timeouts == 0 && r.truncated == 0 && r.counters.empty() &&

@@ -85,8 +85,9 @@ inline constexpr tuned_concurrency tuned{};
 ///   .build({.autotune = ferry::autotune{.cpu_budget = 6, .interval = 500ms}})
 /// \endcode
 struct autotune {
-    /// Cores the pipeline may use, measured as the process's CPU time while tuning (at least 1;
-    /// 0: the arena's threads). The arena gets this many threads (rounded down) unless
+    /// Cores the pipeline may use, measured as the process's CPU time while tuning less the
+    /// consumer's thread's between two `next()` calls (`pipeline_stats::consumer_cpu`: the
+    /// training loop's own work) (at least 1; 0: the arena's threads). The arena gets this many threads (rounded down) unless
     /// `pipeline_options::threads` says fewer, and the tuner lowers a compute stage, or holds
     /// some of the arena's threads idle, when the process uses more.
     double cpu_budget = 0;

@@ -137,6 +137,10 @@ struct FERRY_API pipeline_stats {
     std::uint64_t bytes_in_flight = 0;
     std::chrono::nanoseconds elapsed{0};        ///< wall time while epochs were running
     std::chrono::nanoseconds consumer_wait{0};  ///< time the consumer waited in next()
+    /// While the tuner runs (tuned stages, or an autotune budget; else 0): the CPU time the
+    /// consumer's thread spent between two `next()` calls — your training loop's own work,
+    /// which `autotune.cpu_budget` leaves out of the pipeline's CPU.
+    std::chrono::nanoseconds consumer_cpu{0};
     /// From an epoch's start (its first `next()`, or `begin()`) to the consumer taking its first
     /// output — time to first batch: the last epoch's (0 before any output), and the longest of
     /// any epoch (usually the first: cold caches, fresh memory, threads starting).

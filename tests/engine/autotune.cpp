@@ -7,6 +7,8 @@
 /// first output, what cannot work refused at build(). The cases judged by rates measured on the
 /// clock are in autotune_wallclock.cpp (ctest label `autotune_wallclock`, the Release build).
 
+#include <time.h>
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -244,6 +246,47 @@ BOOST_AUTO_TEST_CASE(a_flat_maps_outputs_count_together_as_their_input) {
     BOOST_TEST(worst <= 4U, "in_flight reached " << worst);
     BOOST_TEST(blob::most.load() - before <= 16 + 8,
                blob::most.load() - before << " blobs of 1 MiB existed at once under 16 MiB");
+}
+
+/// Uses `d` of the calling thread's CPU time.
+void spin_cpu(std::chrono::nanoseconds d) {
+    const auto now = [] {
+        timespec ts{};
+        ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+    };
+    for (const auto end = now() + d; now() < end;) {
+    }
+}
+
+// The consumer's own work between two next() calls is counted apart while the tuner runs
+// (stats' consumer_cpu, which the CPU budget leaves out): 40 outputs with 5 ms of the loop's
+// CPU after each count at least 200 ms, and no more than the process used. Without the tuner
+// it is not measured.
+BOOST_AUTO_TEST_CASE(the_consumers_cpu_between_calls_is_counted_apart) {
+    for (const bool tuned : {true, false}) {
+        auto p =
+            ferry::from(resume_test::iota_vec(40))
+                .map([](int x) { return x; }, {.concurrency = tuned ? int(ferry::tuned(1, 2)) : 2})
+                .build({.threads = 2});
+        timespec a{}, b{};
+        ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+        int expected = 0;
+        for (const int x : p) {
+            BOOST_TEST_REQUIRE(x == expected++);
+            spin_cpu(5ms);
+        }
+        ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+        const auto process = std::chrono::seconds(b.tv_sec - a.tv_sec) +
+                             std::chrono::nanoseconds(b.tv_nsec - a.tv_nsec);
+        const auto spent = p.stats().consumer_cpu;
+        if (tuned) {
+            BOOST_TEST(spent >= 200ms, spent.count() << " ns counted");
+            BOOST_TEST(spent <= process, spent.count() << " ns counted of " << process.count());
+        } else {
+            BOOST_TEST(spent.count() == 0);
+        }
+    }
 }
 
 // The first decision comes at the epoch's first output, not an interval later: decode, one

@@ -2,8 +2,9 @@
 /// \file
 /// `runtime::try_next`, the consumer's call that never waits (the Python package takes ready
 /// outputs with it before it waits on a thread of its own): it takes what `next()` would, in
-/// the same order and with the same accounting, says `not_ready` where `next()` would wait,
-/// start an epoch or stop, ends the epoch as `next()` does, and throws a stage's error.
+/// the same order and with the same accounting (a tuned pipeline's too), says `not_ready` where
+/// `next()` would wait, start an epoch, stop or throw the tuner's verdict, ends the epoch as
+/// `next()` does, and throws a stage's error.
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <memory>
@@ -95,6 +96,42 @@ BOOST_AUTO_TEST_CASE(throws_a_stage_error_as_next_does) {
     BOOST_TEST(got == iota(40), boost::test_tools::per_element());
     BOOST_TEST((rt->try_next(v) == next_poll::not_ready));
     BOOST_CHECK_THROW(rt->next(v), ferry::stage_error);
+}
+
+// A tuned pipeline is taken with try_next too (in order, to its end), and the loop's CPU time
+// a caller reports counts as the consumer's; a verdict of the tuner (a memory budget one output
+// breaks, found at the first output) is left to next(), which throws it.
+BOOST_AUTO_TEST_CASE(takes_a_tuned_pipelines_outputs_and_leaves_the_tuners_verdict_to_next) {
+    const int n = 300;
+    auto rt = compile(
+        ferry::from(iota(n)).map([](int x) { return 2 * x; }, {.concurrency = ferry::tuned(1, 2)}),
+        {.threads = 2, .logger = quiet});
+    BOOST_TEST(rt->tuning());
+    ferry::detail::any_value v;
+    BOOST_REQUIRE(rt->next(v));
+    std::vector<int> got{v.take_as<int>()};
+    next_poll last = next_poll::value;
+    while ((last = poll(*rt, v)) == next_poll::value) got.push_back(v.take_as<int>());
+    BOOST_TEST((last == next_poll::end));
+    std::vector<int> want;
+    for (int i = 0; i < n; ++i) want.push_back(2 * i);
+    BOOST_TEST(got == want, boost::test_tools::per_element());
+    check_accounting(rt->stats());
+    rt->add_consumer_cpu(std::chrono::milliseconds(5));
+    BOOST_TEST((rt->stats().consumer_cpu >= std::chrono::milliseconds(5)));
+
+    auto bad = compile(
+        ferry::from(iota(1000))
+            .map([](int x) { return std::vector<char>(100'000, char(x)); },
+                 {.concurrency = ferry::tuned(1, 2)})
+            .batch(8),
+        {.threads = 2, .logger = quiet, .autotune = ferry::autotune{.memory_budget = 500'000}});
+    BOOST_REQUIRE(bad->next(v));  // the first output, whose measurement breaks the budget
+    BOOST_TEST((bad->try_next(v) == next_poll::not_ready));
+    BOOST_CHECK_THROW(bad->next(v), ferry::invalid_argument);
+
+    auto plain = compile(ferry::from(iota(3)), {.threads = 1, .logger = quiet});
+    BOOST_TEST(!plain->tuning());
 }
 
 // After stop(), try_next leaves the stop to next(), which returns false.
