@@ -83,6 +83,7 @@ py::dict stats_dict(const ferry::pipeline_stats& s) {
     d["tuning"] = tuning;
     d["elapsed"] = seconds(s.elapsed);
     d["consumer_wait"] = seconds(s.consumer_wait);
+    d["consumer_cpu"] = seconds(s.consumer_cpu);
     d["first_output"] = seconds(s.first_output);
     d["first_output_max"] = seconds(s.first_output_max);
     d["full"] = s.full;

@@ -2,6 +2,8 @@
 """ferry.tuned and ferry.Autotune from Python: a tuned stage's range reaches the engine (its
 stats say it, and its concurrency stays in it), the budgets are checked where they are made,
 and a tuned pipeline delivers what an untuned one does."""
+import time
+
 import pytest
 
 import ferry
@@ -77,6 +79,41 @@ def test_wrong_use_is_a_python_error():
         b.map(lambda x: x, concurrency="many")
     with pytest.raises(ValueError, match="tuned"):
         b.map(lambda x: x, concurrency=ferry.tuned(1, 4), timeout=1.0).build(threads=1)
+
+
+def _spin(seconds):
+    """Uses `seconds` of this thread's CPU time."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+# The loop's own CPU time between two elements is the consumer's (stats' consumer_cpu), which
+# the CPU budget leaves out of the pipeline's, although the engine waits for elements on a
+# thread of the package's own: 60 elements, 5 ms of CPU spent on each, count at least 0.3 s,
+# and no more than the process used. Without the tuner it is not measured (0). (Measured on the
+# waiter's thread alone, it counted 32 µs, and the loop's work was charged to the budget.)
+def test_the_loops_cpu_is_the_consumers_not_the_pipelines():
+    def run(concurrency):
+        b = ferry.source(range(60)).map(lambda x: x, concurrency=concurrency, name="m")
+        with b.build(threads=2) as pipe:
+            cpu = time.process_time()
+            got = []
+            for x in pipe:
+                got.append(x)
+                _spin(0.005)
+            cpu = time.process_time() - cpu
+            st = pipe.stats()
+        assert got == list(range(60))
+        return st, cpu
+
+    st, cpu = run(ferry.tuned(1, 2))
+    spent = st.as_dict()["consumer_cpu"]
+    assert 0.3 <= spent <= cpu, f"consumer_cpu {spent} s, the process {cpu} s"
+    assert "the consumer's CPU between next() calls" in str(st)
+    st, _ = run(2)
+    assert st.as_dict()["consumer_cpu"] == 0
+    assert "the consumer's CPU" not in str(st)
 
 
 def _files(tmp_path, n, size):
