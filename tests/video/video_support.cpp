@@ -319,6 +319,12 @@ std::vector<int> frame_indices(const ferry::video_clip& clip) {
     return out;
 }
 
+std::vector<int> iota(int from, int count, int step) {
+    std::vector<int> v;
+    for (int i = 0; i < count; ++i) v.push_back(from + i * step);
+    return v;
+}
+
 double tone_frequency(std::span<const float> samples, int sample_rate) {
     // Rising zero crossings, located to a fraction of a sample; the frequency is the number of
     // whole periods between the first and the last over the time between them. Only the middle

@@ -98,6 +98,8 @@ ferry::bytes read_all(const std::filesystem::path& path);
 int frame_index(const ferry::video_clip& clip, int t);
 /// The indices of every frame of `clip`.
 std::vector<int> frame_indices(const ferry::video_clip& clip);
+/// `count` indices from `from`, `step` apart: the frame indices a selection should give.
+std::vector<int> iota(int from, int count, int step = 1);
 
 /// The frequency of a sine from its zero crossings.
 double tone_frequency(std::span<const float> samples, int sample_rate);
