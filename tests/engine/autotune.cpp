@@ -69,6 +69,33 @@ struct blob {
     friend std::size_t ferry_byte_size(const blob& b) { return b.data.size(); }
 };
 
+/// A slow stage that makes a blob small again: 1 ms, then its first byte.
+int shrink(const blob& b) {
+    std::this_thread::sleep_for(1ms);
+    return static_cast<int>(b.data[0]);
+}
+
+/// What a loop over ints made from blobs saw, sampled at each output: the outputs, the most
+/// bytes the budget counted, the highest in_flight.
+struct budget_seen {
+    std::size_t taken = 0;
+    std::uint64_t counted = 0;
+    std::size_t worst = 0;
+};
+
+/// Takes every output of `p`, `per_item` for each source item i, each i's first byte (in order).
+template <class Pipeline>
+budget_seen take_counting(Pipeline& p, std::size_t per_item) {
+    budget_seen seen;
+    for (const int x : p) {
+        BOOST_TEST_REQUIRE(x == static_cast<char>(seen.taken / per_item));
+        ++seen.taken;
+        seen.counted = std::max(seen.counted, p.stats().bytes_in_flight);
+        seen.worst = std::max(seen.worst, p.stats().in_flight);
+    }
+    return seen;
+}
+
 }  // namespace autotune_test
 
 BOOST_AUTO_TEST_SUITE(engine)
@@ -179,27 +206,14 @@ BOOST_AUTO_TEST_CASE(an_item_counts_at_its_largest_form_between_stages) {
     const int before = blob::live.load();
     auto p = ferry::from(resume_test::iota_vec(300))
                  .map([](int x) { return blob(x); }, {.concurrency = 2, .name = "grow"})
-                 .map(
-                     [](const blob& b) {
-                         std::this_thread::sleep_for(1ms);
-                         return static_cast<int>(b.data[0]);
-                     },
-                     {.concurrency = 1, .name = "shrink"})
+                 .map(shrink, {.concurrency = 1, .name = "shrink"})
                  .build({.autotune =
                              ferry::autotune{.memory_budget = 16 * blob::bytes, .interval = 20ms}});
-    std::size_t taken = 0;
-    std::uint64_t counted = 0;
-    std::size_t worst = 0;
-    for (const int x : p) {
-        BOOST_TEST_REQUIRE(x == static_cast<char>(taken));
-        ++taken;
-        counted = std::max(counted, p.stats().bytes_in_flight);
-        worst = std::max(worst, p.stats().in_flight);
-    }
-    BOOST_TEST(taken == 300U);
-    BOOST_TEST(counted >= blob::bytes, "the budget counted " << counted << " bytes at most");
-    BOOST_TEST(counted <= 16 * blob::bytes);
-    BOOST_TEST(worst <= 16U, "in_flight reached " << worst);
+    const auto seen = take_counting(p, 1);
+    BOOST_TEST(seen.taken == 300U);
+    BOOST_TEST(seen.counted >= blob::bytes, "the budget counted " << seen.counted << " bytes");
+    BOOST_TEST(seen.counted <= 16 * blob::bytes);
+    BOOST_TEST(seen.worst <= 16U, "in_flight reached " << seen.worst);
     // 16 in flight at most, and the one a call of "grow" may have made before its item counted.
     BOOST_TEST(blob::most.load() - before <= 16 + 2,
                blob::most.load() - before << " blobs of 1 MiB existed at once under 16 MiB");
@@ -223,27 +237,14 @@ BOOST_AUTO_TEST_CASE(a_flat_maps_outputs_count_together_as_their_input) {
                          return v;
                      },
                      {.concurrency = 2, .name = "expand"})
-                 .map(
-                     [](const blob& b) {
-                         std::this_thread::sleep_for(1ms);
-                         return static_cast<int>(b.data[0]);
-                     },
-                     {.concurrency = 1, .name = "shrink", .executor = ferry::io})
+                 .map(shrink, {.concurrency = 1, .name = "shrink", .executor = ferry::io})
                  .build({.autotune =
                              ferry::autotune{.memory_budget = 16 * blob::bytes, .interval = 20ms}});
-    std::size_t taken = 0;
-    std::uint64_t counted = 0;
-    std::size_t worst = 0;
-    for (const int x : p) {
-        BOOST_TEST_REQUIRE(x == static_cast<char>(taken / 4));
-        ++taken;
-        counted = std::max(counted, p.stats().bytes_in_flight);
-        worst = std::max(worst, p.stats().in_flight);
-    }
-    BOOST_TEST(taken == 1200U);
-    BOOST_TEST(counted >= 4 * blob::bytes, "the budget counted " << counted << " bytes at most");
-    BOOST_TEST(counted <= 16 * blob::bytes);
-    BOOST_TEST(worst <= 4U, "in_flight reached " << worst);
+    const auto seen = take_counting(p, 4);
+    BOOST_TEST(seen.taken == 1200U);
+    BOOST_TEST(seen.counted >= 4 * blob::bytes, "the budget counted " << seen.counted << " bytes");
+    BOOST_TEST(seen.counted <= 16 * blob::bytes);
+    BOOST_TEST(seen.worst <= 4U, "in_flight reached " << seen.worst);
     BOOST_TEST(blob::most.load() - before <= 16 + 8,
                blob::most.load() - before << " blobs of 1 MiB existed at once under 16 MiB");
 }

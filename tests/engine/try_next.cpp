@@ -43,6 +43,22 @@ ferry::detail::next_poll poll(ferry::detail::runtime& rt, ferry::detail::any_val
     }
 }
 
+/// An epoch of `rt` (a pipeline giving 2 * i for each i < n) taken with next() for its first
+/// output and try_next for the rest: every output in order, then the end.
+void takes_the_doubles(ferry::detail::runtime& rt, int n) {
+    ferry::detail::any_value v;
+    BOOST_REQUIRE(rt.next(v));
+    std::vector<int> got{v.take_as<int>()};
+    auto last = ferry::detail::next_poll::value;
+    while ((last = poll(rt, v)) == ferry::detail::next_poll::value) {
+        got.push_back(v.take_as<int>());
+    }
+    BOOST_TEST((last == ferry::detail::next_poll::end));
+    std::vector<int> want;
+    for (int i = 0; i < n; ++i) want.push_back(2 * i);
+    BOOST_TEST(got == want, boost::test_tools::per_element());
+}
+
 }  // namespace try_next_test
 
 BOOST_AUTO_TEST_SUITE(engine)
@@ -60,14 +76,7 @@ BOOST_AUTO_TEST_CASE(takes_every_output_in_order_and_ends_the_epoch) {
     ferry::detail::any_value v;
     for (int epoch = 0; epoch < 2; ++epoch) {
         BOOST_TEST((rt->try_next(v) == next_poll::not_ready));  // no epoch runs
-        BOOST_REQUIRE(rt->next(v));                             // starts one
-        std::vector<int> got{v.take_as<int>()};
-        next_poll last = next_poll::value;
-        while ((last = poll(*rt, v)) == next_poll::value) got.push_back(v.take_as<int>());
-        BOOST_TEST((last == next_poll::end));
-        std::vector<int> want;
-        for (int i = 0; i < n; ++i) want.push_back(2 * i);
-        BOOST_TEST(got == want, boost::test_tools::per_element());
+        takes_the_doubles(*rt, n);                              // next() starts one
         const auto s = rt->stats();
         BOOST_TEST(s.delivered == static_cast<std::uint64_t>((epoch + 1) * n));  // all epochs'
         check_accounting(s);
@@ -107,15 +116,7 @@ BOOST_AUTO_TEST_CASE(takes_a_tuned_pipelines_outputs_and_leaves_the_tuners_verdi
         ferry::from(iota(n)).map([](int x) { return 2 * x; }, {.concurrency = ferry::tuned(1, 2)}),
         {.threads = 2, .logger = quiet});
     BOOST_TEST(rt->tuning());
-    ferry::detail::any_value v;
-    BOOST_REQUIRE(rt->next(v));
-    std::vector<int> got{v.take_as<int>()};
-    next_poll last = next_poll::value;
-    while ((last = poll(*rt, v)) == next_poll::value) got.push_back(v.take_as<int>());
-    BOOST_TEST((last == next_poll::end));
-    std::vector<int> want;
-    for (int i = 0; i < n; ++i) want.push_back(2 * i);
-    BOOST_TEST(got == want, boost::test_tools::per_element());
+    takes_the_doubles(*rt, n);
     check_accounting(rt->stats());
     rt->add_consumer_cpu(std::chrono::milliseconds(5));
     BOOST_TEST((rt->stats().consumer_cpu >= std::chrono::milliseconds(5)));
@@ -126,6 +127,7 @@ BOOST_AUTO_TEST_CASE(takes_a_tuned_pipelines_outputs_and_leaves_the_tuners_verdi
                  {.concurrency = ferry::tuned(1, 2)})
             .batch(8),
         {.threads = 2, .logger = quiet, .autotune = ferry::autotune{.memory_budget = 500'000}});
+    ferry::detail::any_value v;
     BOOST_REQUIRE(bad->next(v));  // the first output, whose measurement breaks the budget
     BOOST_TEST((bad->try_next(v) == next_poll::not_ready));
     BOOST_CHECK_THROW(bad->next(v), ferry::invalid_argument);
