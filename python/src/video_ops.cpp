@@ -73,6 +73,11 @@ more frames than decode is a ferry.DecodeError.
         .def_static("clips_at", &ferry::frame_selection::clips_at, py::arg("starts"),
                     py::arg("frames"), py::arg("stride") = 1,
                     "clips(...) from the given window frames, in the given order.")
+        .def_property_readonly(
+            "frames_needed", &ferry::frame_selection::frames_needed,
+            "The frames needed from the window's start, 0 for every frame (all, uniform, clips): "
+            "what load_video tells the demuxer so that it stops reading at the last one. Give it "
+            "to demux_video(max_frames=...), which does not see decode_video's selection.")
         .def("__repr__", &selection_text);
 
     video.def(

@@ -94,6 +94,15 @@ def test_packets_say_what_they_hold(clip):
     [key] = [pts for pts, _, k in listed if k and pts > 0]
     assert len(window) == sum(1 for pts, _, _ in listed if pts >= key)
     assert video.demux_video(start=0.6, max_frames=4)(path).frames == 4
+    # A selection says how many frames to read for it; decoding those packets gives load_video's.
+    sel = video.FrameSelection
+    selections = (sel.clip(4, 3), sel.indices([5, 2]), sel.clips_at([3, 7], 4, 2), sel.all(),
+                  sel.uniform(3), sel.clips(2, 4))
+    assert [s.frames_needed for s in selections] == [10, 6, 14, 0, 0, 0]
+    few = video.demux_video(start=0.2, max_frames=sel.clip(4, 3).frames_needed)(path)
+    assert few.frames == 10 and len(few) < len(whole)
+    np.testing.assert_array_equal(np.asarray(video.decode_video(select=sel.clip(4, 3))(few)),
+                                  ref[[5, 8, 11, 14]])
     np.testing.assert_array_equal(np.asarray(video.decode_video()(window)), ref[15:])
     with pytest.raises(TypeError):
         video.Packets()
@@ -157,9 +166,10 @@ def test_random_clips_are_load_videos(clip):
         np.testing.assert_array_equal(np.asarray(a), ref[np.asarray(ia)])
 
 
-# A cut file (an MP4 whose index comes first, cut at four fifths, inside the packets): demux_video gives the packets that
-# could be read, truncated and saying why; decode gives the frames that decode (ffmpeg's first
-# frames); strict=True makes either step a DecodeError naming the file.
+# A cut file (an MP4 whose index comes first, cut at four fifths, inside the packets):
+# demux_video gives the packets that could be read, truncated and saying why; decode gives the
+# frames that decode (ffmpeg's first frames); strict=True makes either step a DecodeError naming
+# the file.
 @needs_video
 def test_a_cut_file_is_truncated_or_strict(clip, tmp_path):
     path, ref = clip
