@@ -85,18 +85,19 @@ inline constexpr tuned_concurrency tuned{};
 ///   .build({.autotune = ferry::autotune{.cpu_budget = 6, .interval = 500ms}})
 /// \endcode
 struct autotune {
-    /// Cores the pipeline may use, measured as the process's CPU time while tuning less the
-    /// consumer's thread's between two `next()` calls (`pipeline_stats::consumer_cpu`: the
-    /// training loop's own work) (at least 1; 0: the arena's threads). The arena gets this many threads (rounded down) unless
-    /// `pipeline_options::threads` says fewer, and the tuner lowers a compute stage, or holds
-    /// some of the arena's threads idle, when the process uses more.
+    /// Cores the pipeline may use (at least 1; 0: the arena's threads), measured as the
+    /// process's CPU time while tuning less the consumer's thread's between two `next()` calls
+    /// (`pipeline_stats::consumer_cpu`: the training loop's own work). The arena gets this many
+    /// threads (rounded down) unless `pipeline_options::threads` says fewer, and the tuner
+    /// lowers a compute stage, or holds some of the arena's threads idle, when the process uses
+    /// more.
     double cpu_budget = 0;
     /// Bytes the items in flight may hold (0: no limit): every source item admitted and not
     /// yet taken by the consumer counts at the most bytes a source item was measured to hold
     /// (`ferry::byte_size` of the outputs taken, of each map, filter and map_async call's
     /// output and of each flat_map call's outputs together, over the items they stand for: its
-    /// largest form between stages), and the tuner
-    /// keeps `in_flight` at what the budget holds of them (`pipeline_stats::bytes_in_flight`).
+    /// largest form between stages), and the tuner keeps `in_flight` at what the budget holds
+    /// of them (`pipeline_stats::bytes_in_flight`).
     /// A budget below what the pipeline's shape holds (its batches or batch_by window of such
     /// items, or one output) ends the epoch at the first output with `ferry::invalid_argument`
     /// naming both. What it does not count: include/ferry/README.md, "Autotune".
