@@ -170,7 +170,11 @@ class pipeline_runtime final : public runtime {
     void activate_source();
 
     /// The input node's body (source_driver::pull, source.cpp).
-    bool source_pull(msg& out) { return src_.pull(out); }
+    bool source_pull(msg& out) {
+        if (!src_.pull(out)) return false;
+        if (plan_.memory_budget > 0 && tuner_ != nullptr) measure_source_output(*out);
+        return true;
+    }
 
     // stage.cpp
     /// Turns an element that will not be processed into a gap, so no later stage ever sees a
@@ -251,6 +255,10 @@ class pipeline_runtime final : public runtime {
     /// A call of `st` made `m`: its bytes per source item for the memory budget, where `st`
     /// is a map, filter or map_async stage whose outputs the builder can measure.
     void measure_stage_output(const stage_runtime& st, box& m) noexcept;
+    /// The same for an item as the source made it (`source_spec::value_bytes`).
+    void measure_source_output(box& m) noexcept;
+    /// Raises `tuner_state::stage_item_bytes` to `bytes` over `items` source items.
+    void note_stage_bytes(std::uint64_t bytes, std::uint64_t items) noexcept;
     /// The tuner moves the arena's working threads (arena_threads.hpp).
     void set_threads(int threads);
     /// fast_start's end, with a memory budget: the source stays held to what the first output

@@ -248,7 +248,23 @@ void pipeline_runtime::measure_stage_output(const stage_runtime& st, box& m) noe
     } catch (...) {
         return;  // a user's ferry_byte_size that throws: not counted
     }
-    const std::uint64_t per_item = (bytes + m.items - 1) / m.items;
+    note_stage_bytes(bytes, m.items);
+}
+
+void pipeline_runtime::measure_source_output(box& m) noexcept {
+    const auto value_bytes = plan_.source.value_bytes;
+    if (value_bytes == nullptr || m.kind != msg_kind::value || m.items == 0) return;
+    std::uint64_t bytes = 0;
+    try {
+        bytes = value_bytes(m.value);
+    } catch (...) {
+        return;  // a user's ferry_byte_size that throws: not counted
+    }
+    note_stage_bytes(bytes, m.items);
+}
+
+void pipeline_runtime::note_stage_bytes(std::uint64_t bytes, std::uint64_t items) noexcept {
+    const std::uint64_t per_item = (bytes + items - 1) / items;
     auto& most = tuner_->stage_item_bytes;
     for (auto now = most.load(std::memory_order_relaxed);
          per_item > now && !most.compare_exchange_weak(now, per_item, std::memory_order_relaxed);) {

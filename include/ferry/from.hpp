@@ -121,6 +121,7 @@ source_builder<T> make_source(
     if constexpr (describable<T>) {
         spec.describe = [](any_value& v, std::string& out) { describe_into(v.get<T>(), out); };
     }
+    spec.value_bytes = &output_bytes_of<T>;
     return source_builder<T>(std::move(spec));
 }
 

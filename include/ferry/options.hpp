@@ -94,10 +94,10 @@ struct autotune {
     double cpu_budget = 0;
     /// Bytes the items in flight may hold (0: no limit): every source item admitted and not
     /// yet taken by the consumer counts at the most bytes a source item was measured to hold
-    /// (`ferry::byte_size` of the outputs taken, of each map, filter and map_async call's
-    /// output and of each flat_map call's outputs together, over the items they stand for: its
-    /// largest form between stages), and the tuner keeps `in_flight` at what the budget holds
-    /// of them (`pipeline_stats::bytes_in_flight`).
+    /// (`ferry::byte_size` of the outputs taken, of each source element, of each map, filter
+    /// and map_async call's output and of each flat_map call's outputs together, over the items
+    /// they stand for: its largest form between stages), and the tuner keeps `in_flight` at what
+    /// the budget holds of them (`pipeline_stats::bytes_in_flight`).
     /// A budget below what the pipeline's shape holds (its batches or batch_by window of such
     /// items, or one output) ends the epoch at the first output with `ferry::invalid_argument`
     /// naming both. What it does not count: include/ferry/README.md, "Autotune".

@@ -55,6 +55,7 @@ source_builder<std::pair<A, B>> make_zip(source_spec a, source_spec b) {
     source_spec spec;
     spec.open = [open_at](std::uint64_t epoch) { return open_at(epoch, 0); };
     spec.open_at = std::move(open_at);
+    spec.value_bytes = &output_bytes_of<std::pair<A, B>>;
     spec.index_of = parts->first.index_of;
     spec.seed = parts->first.seed;
     const auto& da = parts->first.describe;

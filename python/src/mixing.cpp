@@ -138,6 +138,7 @@ detail::source_spec zip_sources(detail::source_spec a, detail::source_spec b) {
     detail::source_spec spec;
     spec.open = [open_at](std::uint64_t epoch) { return open_at(epoch, 0); };
     spec.open_at = std::move(open_at);
+    spec.value_bytes = &detail::output_bytes_of<value>;
     spec.index_of = parts->first.index_of;
     spec.seed = parts->first.seed;
     if (parts->first.describe || parts->second.describe) {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -246,6 +247,30 @@ BOOST_AUTO_TEST_CASE(a_flat_maps_outputs_count_together_as_their_input) {
     BOOST_TEST(seen.counted <= 16 * blob::bytes);
     BOOST_TEST(seen.worst <= 4U, "in_flight reached " << seen.worst);
     BOOST_TEST(blob::most.load() - before <= 16 + 8,
+               blob::most.load() - before << " blobs of 1 MiB existed at once under 16 MiB");
+}
+
+// An item counts at the size the source made it too: a generator makes blobs of 1 MiB that a
+// slower stage on the I/O executor shrinks to ints, so the blobs wait before it. Under a budget
+// of 16 MiB, in_flight stays at 16 and so do the blobs. Measured at the stages' outputs and the
+// consumer alone, the budget counted 256 bytes an item, and in_flight and the blobs at once
+// rose to 64.
+BOOST_AUTO_TEST_CASE(an_item_counts_at_the_size_the_source_made_it) {
+    blob::most = blob::live.load();
+    const int before = blob::live.load();
+    auto p = ferry::from([i = 0]() mutable -> std::optional<blob> {
+                 if (i == 300) return std::nullopt;
+                 return blob(i++);
+             })
+                 .map(shrink, {.concurrency = 1, .name = "shrink", .executor = ferry::io})
+                 .build({.autotune =
+                             ferry::autotune{.memory_budget = 16 * blob::bytes, .interval = 20ms}});
+    const auto seen = take_counting(p, 1);
+    BOOST_TEST(seen.taken == 300U);
+    BOOST_TEST(seen.counted >= blob::bytes, "the budget counted " << seen.counted << " bytes");
+    BOOST_TEST(seen.counted <= 16 * blob::bytes);
+    BOOST_TEST(seen.worst <= 16U, "in_flight reached " << seen.worst);
+    BOOST_TEST(blob::most.load() - before <= 16 + 2,
                blob::most.load() - before << " blobs of 1 MiB existed at once under 16 MiB");
 }
 

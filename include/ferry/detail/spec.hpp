@@ -64,6 +64,9 @@ struct source_spec {
     std::function<source_cursor(const pipeline_state& st)> open_resumed;
     /// A sampled source's identity, saved in `pipeline_state` and checked on resume.
     std::optional<sampler_identity> identity;
+    /// `ferry::byte_size` of an element (set by `make_source` for its element type), which the
+    /// memory budget measures as each item leaves the source; null: not measured there.
+    std::size_t (*value_bytes)(any_value&) = nullptr;
 };
 
 /// Opens `s` at `position` of `epoch`: directly when it can seek (`open_at`), else by opening the
