@@ -382,7 +382,9 @@ class FERRY_API video_clip {
 /// Routes FFmpeg's log output. ferry silences FFmpeg by default (its own callback keeps the last
 /// error line of each thread and puts it into error messages); `true` also prints FFmpeg's
 /// warnings and errors to stderr. FFmpeg's log callback is process-wide: this affects any
-/// other FFmpeg user in the process.
+/// other FFmpeg user in the process. So does the cap ferry sets on any one FFmpeg allocation
+/// (`av_max_alloc`, 512 MiB, when it first uses FFmpeg), so that no header field can make
+/// FFmpeg allocate gigabytes (ops/video/README.md).
 FERRY_API void set_ffmpeg_logging(bool enabled);
 
 namespace ops {

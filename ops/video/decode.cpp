@@ -346,7 +346,7 @@ video_clip decode_packets(const packets& pkts, const video_decode_options& optio
     if (pkts.empty()) {
         throw invalid_argument(std::string(decode_op) + ": no packets (empty ferry::packets)");
     }
-    av::init_logging();
+    av::init_ffmpeg();
     av::take_log_line();
     if ((options.resize.width != 0 || options.resize.height != 0) &&
         (options.resize.width <= 0 || options.resize.height <= 0)) {

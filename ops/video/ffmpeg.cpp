@@ -27,7 +27,7 @@ std::atomic<bool> ffmpeg_logging{false};
 }
 
 void set_ffmpeg_logging(bool enabled) {
-    ops::av::init_logging();
+    ops::av::init_ffmpeg();
     ffmpeg_logging.store(enabled, std::memory_order_relaxed);
 }
 
@@ -77,9 +77,12 @@ void log_callback(void* avcl, int level, const char* fmt, va_list args) {
 
 }  // namespace
 
-void init_logging() {
+void init_ffmpeg() {
     static std::once_flag once;
-    std::call_once(once, [] { av_log_set_callback(log_callback); });
+    std::call_once(once, [] {
+        av_log_set_callback(log_callback);
+        av_max_alloc(max_ffmpeg_alloc);
+    });
 }
 
 std::string take_log_line() {
@@ -332,7 +335,7 @@ double declared_end(const AVFormatContext* fmt, const AVStream* st, bool contain
 }
 
 input open_container(std::unique_ptr<byte_source> source, std::string name, const char* op) {
-    init_logging();
+    init_ffmpeg();
     take_log_line();
     input in;
     in.name = std::move(name);

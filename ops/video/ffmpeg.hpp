@@ -81,8 +81,14 @@ std::string error_text(int code);
 /// The last error line FFmpeg logged on this thread since the last call (empty when none);
 /// clears it.
 std::string take_log_line();
-/// Installs ferry's log callback (silent unless `set_ffmpeg_logging(true)`) once per process.
-void init_logging();
+/// The most one FFmpeg allocation may take (`av_max_alloc`, process-wide; FFmpeg's own default
+/// is INT_MAX). A header field can size an allocation: a WAV file of 3 KB whose LIST chunk
+/// declares 2 GB made libavformat's INFO reader zero 1.9 GB before reading it. 512 MiB holds
+/// any plane of a frame within the default `max_pixels` (64 million pixels at 16 bits).
+inline constexpr std::size_t max_ffmpeg_alloc = std::size_t{512} << 20;
+/// Once per process: installs ferry's log callback (silent unless `set_ffmpeg_logging(true)`)
+/// and caps FFmpeg's allocations at `max_ffmpeg_alloc`.
+void init_ffmpeg();
 
 /// `"<op>: <source>: <what>: <av_strerror>[ (<FFmpeg's last log line>)]"`.
 std::string describe(const char* op, const std::string& source, const std::string& what, int code);
