@@ -97,6 +97,27 @@ budget_seen take_counting(Pipeline& p, std::size_t per_item) {
     return seen;
 }
 
+/// The blobs alive now, and the most alive from now on starts there.
+int count_blobs_from_now() {
+    blob::most = blob::live.load();
+    return blob::live.load();
+}
+
+/// The 16 MiB budget of a pipeline of 300 items of `per_item` blobs each, shrunk to ints:
+/// every output in order, counted at no less than an item's blobs and no more than the budget,
+/// in_flight at most what the budget holds of them, and at most 16 blobs alive at once since
+/// `before` beyond the `slack` that calls may be making.
+template <class Pipeline>
+void expect_within_16_mib(Pipeline& p, std::size_t per_item, int before, int slack) {
+    const auto seen = take_counting(p, per_item);
+    BOOST_TEST(seen.taken == 300 * per_item);
+    BOOST_TEST(seen.counted >= per_item * blob::bytes, "the budget counted " << seen.counted);
+    BOOST_TEST(seen.counted <= 16 * blob::bytes);
+    BOOST_TEST(seen.worst <= 16 / per_item, "in_flight reached " << seen.worst);
+    BOOST_TEST(blob::most.load() - before <= 16 + slack,
+               blob::most.load() - before << " blobs of 1 MiB existed at once under 16 MiB");
+}
+
 }  // namespace autotune_test
 
 BOOST_AUTO_TEST_SUITE(engine)
@@ -203,21 +224,14 @@ BOOST_AUTO_TEST_CASE(keeps_what_the_items_hold_within_a_budget_the_shape_can_mee
 // counts them itself). Measured at the consumer alone (an int a source item), the budget
 // counted 8 bytes an item and in_flight rose to 64.
 BOOST_AUTO_TEST_CASE(an_item_counts_at_its_largest_form_between_stages) {
-    blob::most = blob::live.load();
-    const int before = blob::live.load();
+    const int before = count_blobs_from_now();
     auto p = ferry::from(resume_test::iota_vec(300))
                  .map([](int x) { return blob(x); }, {.concurrency = 2, .name = "grow"})
                  .map(shrink, {.concurrency = 1, .name = "shrink"})
                  .build({.autotune =
                              ferry::autotune{.memory_budget = 16 * blob::bytes, .interval = 20ms}});
-    const auto seen = take_counting(p, 1);
-    BOOST_TEST(seen.taken == 300U);
-    BOOST_TEST(seen.counted >= blob::bytes, "the budget counted " << seen.counted << " bytes");
-    BOOST_TEST(seen.counted <= 16 * blob::bytes);
-    BOOST_TEST(seen.worst <= 16U, "in_flight reached " << seen.worst);
     // 16 in flight at most, and the one a call of "grow" may have made before its item counted.
-    BOOST_TEST(blob::most.load() - before <= 16 + 2,
-               blob::most.load() - before << " blobs of 1 MiB existed at once under 16 MiB");
+    expect_within_16_mib(p, 1, before, 2);
 }
 
 // A flat_map's outputs count together, as its input's form: each int expands into 4 blobs of
@@ -228,8 +242,7 @@ BOOST_AUTO_TEST_CASE(an_item_counts_at_its_largest_form_between_stages) {
 // existed at once. With the stages measured only in the intervals in which one of their calls
 // ended, in_flight reached 64 in 2 of 15 runs on a loaded machine.
 BOOST_AUTO_TEST_CASE(a_flat_maps_outputs_count_together_as_their_input) {
-    blob::most = blob::live.load();
-    const int before = blob::live.load();
+    const int before = count_blobs_from_now();
     auto p = ferry::from(resume_test::iota_vec(300))
                  .flat_map(
                      [](int x) {
@@ -241,13 +254,7 @@ BOOST_AUTO_TEST_CASE(a_flat_maps_outputs_count_together_as_their_input) {
                  .map(shrink, {.concurrency = 1, .name = "shrink", .executor = ferry::io})
                  .build({.autotune =
                              ferry::autotune{.memory_budget = 16 * blob::bytes, .interval = 20ms}});
-    const auto seen = take_counting(p, 4);
-    BOOST_TEST(seen.taken == 1200U);
-    BOOST_TEST(seen.counted >= 4 * blob::bytes, "the budget counted " << seen.counted << " bytes");
-    BOOST_TEST(seen.counted <= 16 * blob::bytes);
-    BOOST_TEST(seen.worst <= 4U, "in_flight reached " << seen.worst);
-    BOOST_TEST(blob::most.load() - before <= 16 + 8,
-               blob::most.load() - before << " blobs of 1 MiB existed at once under 16 MiB");
+    expect_within_16_mib(p, 4, before, 8);
 }
 
 // An item counts at the size the source made it too: a generator makes blobs of 1 MiB that a
@@ -256,8 +263,7 @@ BOOST_AUTO_TEST_CASE(a_flat_maps_outputs_count_together_as_their_input) {
 // consumer alone, the budget counted 256 bytes an item, and in_flight and the blobs at once
 // rose to 64.
 BOOST_AUTO_TEST_CASE(an_item_counts_at_the_size_the_source_made_it) {
-    blob::most = blob::live.load();
-    const int before = blob::live.load();
+    const int before = count_blobs_from_now();
     auto p = ferry::from([i = 0]() mutable -> std::optional<blob> {
                  if (i == 300) return std::nullopt;
                  return blob(i++);
@@ -265,13 +271,7 @@ BOOST_AUTO_TEST_CASE(an_item_counts_at_the_size_the_source_made_it) {
                  .map(shrink, {.concurrency = 1, .name = "shrink", .executor = ferry::io})
                  .build({.autotune =
                              ferry::autotune{.memory_budget = 16 * blob::bytes, .interval = 20ms}});
-    const auto seen = take_counting(p, 1);
-    BOOST_TEST(seen.taken == 300U);
-    BOOST_TEST(seen.counted >= blob::bytes, "the budget counted " << seen.counted << " bytes");
-    BOOST_TEST(seen.counted <= 16 * blob::bytes);
-    BOOST_TEST(seen.worst <= 16U, "in_flight reached " << seen.worst);
-    BOOST_TEST(blob::most.load() - before <= 16 + 2,
-               blob::most.load() - before << " blobs of 1 MiB existed at once under 16 MiB");
+    expect_within_16_mib(p, 1, before, 2);
 }
 
 /// Uses `d` of the calling thread's CPU time.
