@@ -33,7 +33,7 @@ class outside_next {
 
 void consumer_side::enter_next(bool on) noexcept {
     if (on && left_cpu_ns_ != 0 && left_thread_ == std::this_thread::get_id()) {
-        // Not bump_owned: a caller may add its thread's time too (add_outside_cpu).
+        // Not bump_owned: the entering thread may change (runtime::consumer_enters).
         outside_cpu_ns_.fetch_add(thread_cpu_ns() - left_cpu_ns_, std::memory_order_relaxed);
     }
 }

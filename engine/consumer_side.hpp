@@ -129,11 +129,6 @@ class consumer_side {
     [[nodiscard]] std::int64_t outside_cpu_ns() const noexcept {
         return outside_cpu_ns_.load(std::memory_order_relaxed);
     }
-    /// Tuning: the same, measured by a caller for the thread it calls next() for
-    /// (`runtime::add_consumer_cpu`).
-    void add_outside_cpu(std::int64_t ns) noexcept {
-        outside_cpu_ns_.fetch_add(ns, std::memory_order_relaxed);
-    }
     /// Tuning with a memory budget: the largest output's bytes.
     [[nodiscard]] std::uint64_t largest_bytes() const noexcept {
         return largest_bytes_.load(std::memory_order_relaxed);

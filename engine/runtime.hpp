@@ -132,9 +132,8 @@ class pipeline_runtime final : public runtime {
     bool next(any_value& out) override;
     next_poll try_next(any_value& out) override;
     [[nodiscard]] bool tuning() const noexcept override { return tuner_ != nullptr; }
-    void add_consumer_cpu(std::chrono::nanoseconds outside) noexcept override {
-        if (tuner_ != nullptr && outside.count() > 0) con_.add_outside_cpu(outside.count());
-    }
+    void consumer_enters() noexcept override { con_.enter_next(tuner_ != nullptr); }
+    void consumer_leaves() noexcept override { con_.leave_next(tuner_ != nullptr); }
     [[nodiscard]] bool orphaned() const noexcept override { return built_in_ != fork_generation(); }
     void abandon_epoch() noexcept override;
     void stop() noexcept override;

@@ -231,9 +231,10 @@ void pipeline_runtime::first_output_in_flight() {
 void pipeline_runtime::measure_stage_output(const stage_runtime& st, box& m) noexcept {
     const auto kind = st.spec.kind;
     const bool expands = kind == stage_kind::flat_map;
-    if (st.spec.value_bytes == nullptr || m.items == 0 || (!expands && !m.value.has_value()) ||
-        (!expands && kind != stage_kind::map && kind != stage_kind::filter &&
-         kind != stage_kind::map_async)) {
+    const bool maps =
+        kind == stage_kind::map || kind == stage_kind::filter || kind == stage_kind::map_async;
+    if (st.spec.value_bytes == nullptr || m.items == 0 ||
+        !(expands || (maps && m.value.has_value()))) {
         return;
     }
     std::uint64_t bytes = 0;

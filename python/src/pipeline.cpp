@@ -5,8 +5,6 @@
 
 #include <pybind11/stl.h>
 
-#include <time.h>
-
 #include <fstream>
 #include <utility>
 
@@ -17,13 +15,6 @@
 
 namespace ferry::python {
 namespace {
-
-/// The calling thread's CPU clock, ns.
-std::int64_t thread_cpu_ns() noexcept {
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 /// Runs `f` without the GIL: released here when this thread holds it.
 template <class F>
@@ -72,9 +63,7 @@ std::shared_ptr<py_pipeline> py_pipeline::make(
 
 py_pipeline::py_pipeline(std::unique_ptr<detail::runtime> rt,
                          std::function<void(const pipeline_stats&)> at_epoch_end)
-    : runtime_(std::move(rt)),
-      at_epoch_end_(std::move(at_epoch_end)),
-      tuning_(runtime_->tuning()) {}
+    : runtime_(std::move(rt)), at_epoch_end_(std::move(at_epoch_end)) {}
 
 py_pipeline::~py_pipeline() {
     try {
@@ -97,16 +86,13 @@ std::optional<value> py_pipeline::next() {
     bool got = false;
     bool interrupted = false;
     std::exception_ptr failed;
-    std::chrono::nanoseconds outside{0};
-    if (tuning_ && left_thread_ == std::this_thread::get_id()) {
-        outside = std::chrono::nanoseconds(thread_cpu_ns() - left_cpu_ns_);
-    }
     {
         py::gil_scoped_release released;
         std::lock_guard consumer(consumer_);
         std::shared_lock life(life_);
         detail::runtime& rt = open_runtime("__next__");
-        rt.add_consumer_cpu(outside);
+        // The loop's own work is this thread's time between two takes, not the waiter's.
+        rt.consumer_enters();
         // An output already there is taken on this thread: the waiter's two thread wake-ups
         // cost more than the call (python/README.md, "Ctrl-C"), and nothing here can block.
         detail::next_poll ready = detail::next_poll::not_ready;
@@ -128,11 +114,8 @@ std::optional<value> py_pipeline::next() {
                 },
                 [&rt] { rt.stop(); });
         }
+        rt.consumer_leaves();
         if (!interrupted && !failed && !got && at_epoch_end_) at_epoch_end_(rt.stats());
-    }
-    if (tuning_) {
-        left_cpu_ns_ = thread_cpu_ns();
-        left_thread_ = std::this_thread::get_id();
     }
     if (interrupted) throw py::error_already_set();  // the handler's KeyboardInterrupt
     if (failed) std::rethrow_exception(failed);

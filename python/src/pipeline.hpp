@@ -14,7 +14,6 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "ferry/detail/spec.hpp"
@@ -79,12 +78,6 @@ class py_pipeline {
     std::optional<pipeline_stats> final_stats_;
     std::vector<failure> final_failures_;
     waiter waiter_;
-    // While the tuner runs: the calling thread's CPU time between two next() calls (the
-    // training loop's work), which the engine cannot measure on the waiter's thread and the
-    // CPU budget leaves out (`runtime::add_consumer_cpu`). Read and written with the GIL.
-    bool tuning_ = false;
-    std::int64_t left_cpu_ns_ = 0;   ///< the calling thread's CPU clock when next() returned
-    std::thread::id left_thread_{};  ///< that thread
 };
 
 /// One epoch's iteration (`iter(pipe)`): a `for` loop that leaves early (break, an exception,

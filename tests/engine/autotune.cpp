@@ -274,17 +274,6 @@ BOOST_AUTO_TEST_CASE(an_item_counts_at_the_size_the_source_made_it) {
     expect_within_16_mib(p, 1, before, 2);
 }
 
-/// Uses `d` of the calling thread's CPU time.
-void spin_cpu(std::chrono::nanoseconds d) {
-    const auto now = [] {
-        timespec ts{};
-        ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
-    };
-    for (const auto end = now() + d; now() < end;) {
-    }
-}
-
 // The consumer's own work between two next() calls is counted apart while the tuner runs
 // (stats' consumer_cpu, which the CPU budget leaves out): 40 outputs with 5 ms of the loop's
 // CPU after each count at least 200 ms, and no more than the process used. Without the tuner
@@ -300,7 +289,7 @@ BOOST_AUTO_TEST_CASE(the_consumers_cpu_between_calls_is_counted_apart) {
         int expected = 0;
         for (const int x : p) {
             BOOST_TEST_REQUIRE(x == expected++);
-            spin_cpu(5ms);
+            ferry_test::spin_thread_cpu(5ms);
         }
         ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
         const auto process = std::chrono::seconds(b.tv_sec - a.tv_sec) +

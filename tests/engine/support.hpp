@@ -2,8 +2,10 @@
 /// \file
 /// Helpers shared by the engine tests: a live-instance-counting element, a stand-in asynchronous
 /// service, a concurrency probe, a waitable count, a log capture, drains, the accounting check
-/// and the time bounds the tests hold the engine to.
+/// the time bounds the tests hold the engine to, and a spin that uses a given CPU time.
 #pragma once
+
+#include <time.h>
 
 #include <boost/test/unit_test.hpp>
 
@@ -31,6 +33,17 @@
 #include "../support/expect.hpp"
 
 namespace ferry_test {
+
+/// Uses `d` of the calling thread's CPU time.
+inline void spin_thread_cpu(std::chrono::nanoseconds d) {
+    const auto now = [] {
+        timespec ts{};
+        ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+    };
+    for (const auto end = now() + d; now() < end;) {
+    }
+}
 
 /// A logger that keeps nothing: for tests that check failures() and exceptions, not log lines.
 inline const ferry::logger quiet = [](ferry::log_level, std::string_view) {};

@@ -107,9 +107,10 @@ BOOST_AUTO_TEST_CASE(throws_a_stage_error_as_next_does) {
     BOOST_CHECK_THROW(rt->next(v), ferry::stage_error);
 }
 
-// A tuned pipeline is taken with try_next too (in order, to its end), and the loop's CPU time
-// a caller reports counts as the consumer's; a verdict of the tuner (a memory budget one output
-// breaks, found at the first output) is left to next(), which throws it.
+// A tuned pipeline is taken with try_next too (in order, to its end), and this thread's CPU
+// time between consumer_leaves and consumer_enters counts as the consumer's; a verdict of the tuner
+// (a memory budget one output breaks, found at the first output) is left to next(), which throws
+// it.
 BOOST_AUTO_TEST_CASE(takes_a_tuned_pipelines_outputs_and_leaves_the_tuners_verdict_to_next) {
     const int n = 300;
     auto rt = compile(
@@ -118,7 +119,9 @@ BOOST_AUTO_TEST_CASE(takes_a_tuned_pipelines_outputs_and_leaves_the_tuners_verdi
     BOOST_TEST(rt->tuning());
     takes_the_doubles(*rt, n);
     check_accounting(rt->stats());
-    rt->add_consumer_cpu(std::chrono::milliseconds(5));
+    rt->consumer_leaves();  // as a caller taking outputs for this thread does
+    spin_thread_cpu(std::chrono::milliseconds(5));
+    rt->consumer_enters();
     BOOST_TEST((rt->stats().consumer_cpu >= std::chrono::milliseconds(5)));
 
     auto bad = compile(

@@ -39,8 +39,6 @@ def test_read_url_reads_a_list_of_urls_natively(store):
     assert bytes(fhttp.read_url(urls[3])) == store.files["/f3.bin"]
 
 
-# A 404 is a failure naming the URL and the status (ferry.IOError, not transient: asked once);
-# under "skip" the other items arrive and the failure is recorded with its URL as input.
 # Ctrl-C during read_url called directly (a request the server holds for 30 s) cancels the
 # request and raises KeyboardInterrupt at once, not when the request ends (in a child interpreter:
 # the signal would end pytest's session); the op then reads again. From a thread other than the
@@ -69,6 +67,8 @@ def test_ctrl_c_cancels_read_url_called_directly(store):
                                         str(len(store.files["/f6.bin"]))]
 
 
+# A 404 is a failure naming the URL and the status (ferry.IOError, not transient: asked once);
+# under "skip" the other items arrive and the failure is recorded with its URL as input.
 def test_a_404_is_a_failure_naming_the_url_and_status(store):
     missing = f"{store.url}/missing.bin"
     with (ferry.source([f"{store.url}/f1.bin", missing, f"{store.url}/f2.bin"])

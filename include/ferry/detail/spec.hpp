@@ -4,7 +4,6 @@
 /// Users never touch this: it is the seam between typed headers and the compiled TBB engine.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -185,13 +184,15 @@ class FERRY_API runtime {
         (void)out;
         return next_poll::not_ready;
     }
-    /// Whether the tuner runs (tuned stages, or an autotune budget). The CPU budget leaves out
-    /// the consumer's own work: the CPU time of the thread that calls `next` between two calls.
-    /// A caller that calls `next` on a thread of its own for another thread (the Python
-    /// package's waiter) measures that other thread's time between two outputs itself and
-    /// reports it with `add_consumer_cpu`, while `tuning()`.
+    /// Whether the tuner runs (tuned stages, or an autotune budget).
     [[nodiscard]] virtual bool tuning() const noexcept { return false; }
-    virtual void add_consumer_cpu(std::chrono::nanoseconds outside) noexcept { (void)outside; }
+    /// The CPU budget leaves out the consumer's own work: while tuning, the CPU time of the
+    /// thread that calls `next` between two calls. A caller that calls `next` on a thread of its
+    /// own for another thread (the Python package's waiter) calls these on that other thread
+    /// around each of its takes, and its time between a `consumer_leaves` and the next
+    /// `consumer_enters` counts as the consumer's instead.
+    virtual void consumer_enters() noexcept {}
+    virtual void consumer_leaves() noexcept {}
     /// True in a process forked after this pipeline was built: its threads stayed in the
     /// parent, so destroying it would wait for them for ever; its owner leaks it instead.
     /// `stop()` and `abandon_epoch()` do nothing on it, `next()` throws.
